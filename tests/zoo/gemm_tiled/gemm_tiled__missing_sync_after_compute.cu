@@ -1,0 +1,25 @@
+// Shared-memory tiled SGEMM, C = A * B, row-major, A is MxK, B is KxN.
+// One 16x16 thread block computes one 16x16 tile of C; M, N, K are
+// multiples of TILE.
+// Seeded bug: the barrier after the inner product loop is missing.
+#define TILE 16
+
+extern "C" __global__ void __launch_bounds__(TILE * TILE)
+gemm_tiled(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int tx = threadIdx.x;
+  int ty = threadIdx.y;
+  int row = blockIdx.y * TILE + ty;
+  int col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TILE) {
+    As[ty][tx] = A[row * K + k0 + tx];  // BUG: next tile overwrites As while other threads may still read the previous one
+    Bs[ty][tx] = B[(k0 + ty) * N + col];
+    __syncthreads();  // tile loaded before anyone reads it
+    for (int k = 0; k < TILE; ++k) {
+      acc += As[ty][k] * Bs[k][tx];
+    }
+  }
+  C[row * N + col] = acc;
+}
