@@ -1,0 +1,554 @@
+"""Control-flow graph and structuring.
+
+The flat instruction list of a function becomes a CFG of basic blocks (networkx), then a
+structured body: dominator tree and natural loops decide where each block's code goes
+(the construction of Ramsey, "Beyond Relooper", ICFP 2022, with loop exits placed after
+their loop): a forward edge to a join point is ``Break``, a back edge is ``Continue``,
+anything else is inlined. Irreducible control flow is rejected. Then loops get their
+induction variables and trip counts, and the ``try_wait`` retry loop becomes one blocking
+wait (``Instr.blocking``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import networkx as nx
+
+from .errors import KernelError
+from .nodes import (Block, Break, Continue, If, Imm, InductionVar, Instr, Kernel, Label, Loop,
+                    Reg, Sym)
+from .symint import SymInt
+
+EXIT = -1
+
+
+class BasicBlock:
+    __slots__ = ("id", "label", "instrs", "term", "line")
+
+    def __init__(self, id, label, line):
+        self.id, self.label, self.instrs, self.term, self.line = id, label, [], None, line
+
+
+def build_cfg(flat: list, path: str):
+    """Split into basic blocks. ``term`` is ('jump', L) | ('cond', Instr, L) | ('ret', Instr)
+    | None (fall through)."""
+    blocks: list[BasicBlock] = []
+    cur = None
+
+    def new(label, line):
+        nonlocal cur
+        cur = BasicBlock(len(blocks), label, line)
+        blocks.append(cur)
+        return cur
+
+    new(None, 0)
+    for it in flat:
+        if isinstance(it, tuple):  # label
+            if cur.instrs or cur.label is not None or cur.term is not None:
+                new(it[1], it[2])
+            else:
+                cur.label, cur.line = it[1], it[2]
+            continue
+        if cur.term is not None:
+            new(None, it.loc.ptx_line)
+        if it.op == "bra":
+            cur.term = ("cond", it, it.operands[0].name) if it.guard else ("jump", it.operands[0].name)
+        elif it.op in ("ret", "exit"):
+            cur.term = ("ret", it)
+        elif it.op == "brx.idx":
+            raise KernelError("indirect branches (brx.idx) are not supported", path, it.loc.ptx_line, 1)
+        else:
+            cur.instrs.append(it)
+            if not cur.line:
+                cur.line = it.loc.ptx_line
+    by_label = {b.label: b.id for b in blocks if b.label is not None}
+    g = nx.DiGraph()
+    g.add_node(EXIT)
+    for b in blocks:
+        g.add_node(b.id)
+    for b in blocks:
+        nxt = b.id + 1 if b.id + 1 < len(blocks) else EXIT
+        t = b.term
+        if t is None:
+            g.add_edge(b.id, nxt)
+        elif t[0] == "jump":
+            g.add_edge(b.id, by_label[t[1]])
+        elif t[0] == "cond":
+            g.add_edge(b.id, by_label[t[2]])
+            g.add_edge(b.id, nxt)
+        elif t[0] == "ret":
+            g.add_edge(b.id, EXIT)
+            if t[1].guard is not None:
+                g.add_edge(b.id, nxt)
+    return blocks, by_label, g
+
+
+def structure(kernel: Kernel, flat: list, path: str) -> Kernel:
+    blocks, by_label, g = build_cfg(flat, path)
+    body = _Structurer(blocks, by_label, g, path).run()
+    body = _simplify(body, None)
+    body = _recognize(body, _Defs(flat))
+    return replace(kernel, body=tuple(body))
+
+
+class _Structurer:
+    def __init__(self, blocks, by_label, g, path):
+        self.blocks, self.by_label, self.path = blocks, by_label, path
+        reach = nx.descendants(g, 0) | {0}
+        self.g = g.subgraph(reach | {EXIT}).copy()
+        self.g.remove_node(EXIT)
+        g = self.g
+        order = list(nx.dfs_postorder_nodes(g, 0))
+        self.rpo = {n: i for i, n in enumerate(reversed(order))}
+        self.idom = nx.immediate_dominators(g, 0)
+        self.back = set()
+        for u, v in g.edges():
+            if self.rpo[v] <= self.rpo[u]:
+                if not self._dominates(v, u):
+                    b = blocks[u]
+                    t = b.term
+                    line = t[1].loc.ptx_line if t and t[0] == "cond" else b.line
+                    raise KernelError(
+                        f"irreducible control flow: the branch to {blocks[v].label or 'block'} "
+                        f"enters a loop other than through its header", path, line, 1)
+                self.back.add((u, v))
+        self.headers = {v for _, v in self.back}
+        self.loop_nodes = {}
+        for h in self.headers:
+            body = {h}
+            stack = [u for u, v in self.back if v == h]
+            while stack:
+                n = stack.pop()
+                if n not in body:
+                    body.add(n)
+                    stack.extend(p for p in g.predecessors(n))
+            self.loop_nodes[h] = body
+        fwd_in = {n: sum(1 for p in g.predecessors(n) if (p, n) not in self.back) for n in g}
+        self.merge = {n for n in g if fwd_in[n] >= 2}
+        # placement: loop exits move up to the header of the outermost loop they leave
+        self.parent = {}
+        for n in g:
+            if n == 0:
+                continue
+            p = self.idom[n]
+            outer = [h for h in self.headers if p in self.loop_nodes[h] and n not in self.loop_nodes[h]]
+            if outer:
+                h = min(outer, key=lambda h: self.rpo[h])
+                self.parent[n] = h
+                self.merge.add(n)
+            else:
+                self.parent[n] = p
+        self.children = {}
+        for n, p in self.parent.items():
+            self.children.setdefault(p, []).append(n)
+
+    def _dominates(self, a, b):
+        while True:
+            if a == b:
+                return True
+            if b == 0:
+                return False
+            b = self.idom[b]
+
+    def label(self, n):
+        return self.blocks[n].label or f"$B{n}"
+
+    def run(self):
+        return self.do_tree(0)
+
+    def do_tree(self, x):
+        ys = sorted((c for c in self.children.get(x, ()) if c in self.merge),
+                    key=lambda c: -self.rpo[c])
+        if x in self.headers:
+            inside = [y for y in ys if y in self.loop_nodes[x]]
+            outside = [y for y in ys if y not in self.loop_nodes[x]]
+            first = self.blocks[x].instrs[0].loc if self.blocks[x].instrs else None
+            loop = Loop(self.label(x), tuple(self.node_within(x, inside)),
+                        loc=first or replace(_noloc(), ptx_line=self.blocks[x].line))
+            return self.wrap(outside, [loop])
+        return self.node_within(x, ys)
+
+    def wrap(self, ys, inner):
+        code = inner
+        for y in reversed(ys):  # ys[-1] has the lowest RPO: innermost block
+            pass
+        for y in sorted(ys, key=lambda c: self.rpo[c]):
+            code = [Block(self.label(y), tuple(code))] + self.do_tree(y)
+        return code
+
+    def node_within(self, x, ys):
+        if ys:
+            y, rest = ys[0], ys[1:]
+            return [Block(self.label(y), tuple(self.node_within(x, rest)))] + self.do_tree(y)
+        b = self.blocks[x]
+        code = list(b.instrs)
+        succ = sorted(self.g.successors(x))
+        t = b.term
+        nxt = x + 1 if x + 1 < len(self.blocks) else EXIT
+        if t is None:
+            if nxt != EXIT:
+                code += self.do_branch(x, nxt)
+        elif t[0] == "jump":
+            code += self.do_branch(x, self.by_label[t[1]])
+        elif t[0] == "cond":
+            ins = t[1]
+            then = self.do_branch(x, self.by_label[t[2]])
+            other = self.do_branch(x, nxt) if nxt != EXIT else []
+            code.append(If(ins.guard.reg, ins.guard.negated, tuple(then), tuple(other), ins.loc))
+        elif t[0] == "ret":
+            ins = t[1]
+            if ins.guard is None:
+                code.append(ins)
+            else:
+                other = self.do_branch(x, nxt) if nxt != EXIT else []
+                code.append(If(ins.guard.reg, ins.guard.negated, (replace(ins, guard=None),), tuple(other), ins.loc))
+        del succ
+        return code
+
+    def do_branch(self, x, y):
+        loc = _term_loc(self.blocks[x])
+        if (x, y) in self.back:
+            return [Continue(self.label(y), loc)]
+        if y in self.merge:
+            return [Break(self.label(y), loc)]
+        return self.do_tree(y)
+
+
+def _noloc():
+    from .nodes import Loc
+
+    return Loc()
+
+
+def _term_loc(b):
+    t = b.term
+    if t and t[0] in ("cond", "ret"):
+        return t[1].loc
+    if b.instrs:
+        return b.instrs[-1].loc
+    return _noloc()
+
+
+# --------------------------------------------------------------------------- simplification
+def _jumps(stmts) -> bool:
+    """Does control never fall off the end of ``stmts``?"""
+    if not stmts:
+        return False
+    s = stmts[-1]
+    if isinstance(s, (Break, Continue)):
+        return True
+    if isinstance(s, Instr):
+        return s.op in ("ret", "exit") and s.guard is None
+    if isinstance(s, If):
+        return _jumps(s.then) and _jumps(s.orelse)
+    return False
+
+
+def _breaks_to(stmts, label) -> bool:
+    for s in stmts:
+        if isinstance(s, Break) and s.label == label:
+            return True
+        if isinstance(s, If) and (_breaks_to(s.then, label) or _breaks_to(s.orelse, label)):
+            return True
+        if isinstance(s, (Block, Loop)) and _breaks_to(s.body, label):
+            return True
+    return False
+
+
+def _simplify(stmts, fall):
+    """``fall``: the Block label that falling off the end of ``stmts`` reaches (None when
+    it reaches something else). Removes redundant trailing breaks, unused blocks, and
+    hoists the else-branch of an if whose then-branch always jumps."""
+    out = []
+    n = len(stmts)
+    for i, s in enumerate(stmts):
+        last = i == n - 1
+        f = fall if last else None
+        if isinstance(s, Block):
+            body = _simplify(list(s.body), s.label)
+            if _breaks_to(body, s.label):
+                out.append(replace(s, body=tuple(body)))
+            else:
+                out.extend(body)
+        elif isinstance(s, Loop):
+            out.append(replace(s, body=tuple(_simplify(list(s.body), f))))
+        elif isinstance(s, If):
+            then = _simplify(list(s.then), f)
+            orelse = _simplify(list(s.orelse), f)
+            cond, neg = s.cond, s.negated
+            if not then and orelse:
+                then, orelse, neg = orelse, [], not neg
+            if then and orelse and _jumps(then):
+                out.append(replace(s, then=tuple(then), orelse=(), negated=neg))
+                rest = _simplify(orelse, f)
+                out.extend(rest)
+            elif then or orelse:
+                out.append(replace(s, then=tuple(then), orelse=tuple(orelse), negated=neg))
+        elif isinstance(s, Break) and last and s.label == fall:
+            continue
+        else:
+            out.append(s)
+    # the hoisting above can expose a trailing redundant break
+    if out and isinstance(out[-1], Break) and out[-1].label == fall:
+        out.pop()
+    return out
+
+
+# --------------------------------------------------------------------------- recognition
+class _Defs:
+    """Register definitions of a function, for symbolic values of single-def registers."""
+
+    def __init__(self, flat):
+        self.defs: dict[str, list] = {}
+        for it in flat:
+            if isinstance(it, Instr):
+                for r in _defs_of(it):
+                    self.defs.setdefault(r, []).append(it)
+        self._cache: dict[str, SymInt] = {}
+
+    def value(self, op, depth=0) -> SymInt | None:
+        if isinstance(op, Imm):
+            return SymInt.const(op.value)
+        if isinstance(op, Sym):
+            return SymInt.sym(op.name) if not op.offset else SymInt.sym(op.name) + op.offset
+        if not isinstance(op, Reg):
+            return None
+        n = op.name
+        if op.is_special:
+            return SymInt.sym(n)
+        if n in self._cache:
+            return self._cache[n]
+        d = self.defs.get(n, [])
+        if len(d) != 1 or depth > 40:
+            return None
+        v = self._eval(d[0], depth + 1)
+        self._cache[n] = v
+        return v
+
+    def _eval(self, ins: Instr, depth) -> SymInt | None:
+        if ins.guard is not None:
+            return None
+        ops = ins.operands
+        if ins.op == "ld" and "param" in ins.mods and ops[1].base is not None:
+            b = ops[1].base
+            return SymInt.sym(b.name if isinstance(b, Sym) else str(b))
+        vals = [self.value(o, depth) for o in ops[1:]]
+        if any(v is None for v in vals):
+            return None
+        op, m = ins.op, set(ins.mods)
+        if op in ("mov", "cvt", "cvta") and len(vals) == 1:
+            return vals[0]
+        if op == "add" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
+            return vals[0] + vals[1]
+        if op == "sub" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
+            return vals[0] - vals[1]
+        if op in ("mul", "mul24") and m & {"lo", "wide"}:
+            return vals[0] * vals[1]
+        if op in ("mad", "mad24") and m & {"lo", "wide"}:
+            return vals[0] * vals[1] + vals[2]
+        if op == "shl" and vals[1].is_const:
+            return vals[0] * (1 << vals[1].value)
+        if op == "neg" and not (m & {"f32", "f64"}):
+            return -vals[0]
+        return None
+
+
+def _defs_of(ins: Instr):
+    from .nodes import VecOp, PairOp
+
+    r = ins.row
+    if r is None or not ins.operands:
+        return []
+    out = []
+    for slot, op in zip(r.operands, ins.operands):
+        if slot.access in ("def", "update") and slot.access == "def" or (slot.access == "update" and isinstance(op, (Reg, VecOp))):
+            for x in (op.elems if isinstance(op, VecOp) else (op.first, op.second) if isinstance(op, PairOp) else (op,)):
+                if isinstance(x, Reg):
+                    out.append(x.name)
+    return out
+
+
+def _instrs(stmts):
+    for s in stmts:
+        if isinstance(s, Instr):
+            yield s
+        elif isinstance(s, If):
+            yield from _instrs(s.then)
+            yield from _instrs(s.orelse)
+        elif isinstance(s, (Loop, Block)):
+            yield from _instrs(s.body)
+
+
+WAIT_OPS = ("mbarrier.try_wait", "mbarrier.test_wait")
+_PURE = ("mov", "selp", "setp", "not", "and", "or", "xor", "cvt")
+
+
+def _recognize(stmts, defs: _Defs):
+    out = []
+    for s in stmts:
+        if isinstance(s, Loop):
+            body = _recognize(list(s.body), defs)
+            w = _blocking_wait(s.label, body)
+            if w is not None:
+                out.extend(w)
+                continue
+            s = replace(s, body=tuple(body))
+            out.append(_induction(s, defs))
+        elif isinstance(s, Block):
+            out.append(replace(s, body=tuple(_recognize(list(s.body), defs))))
+        elif isinstance(s, If):
+            out.append(replace(s, then=tuple(_recognize(list(s.then), defs)),
+                               orelse=tuple(_recognize(list(s.orelse), defs))))
+        else:
+            out.append(s)
+    return out
+
+
+def _blocking_wait(label, body):
+    """``L: try_wait p, ...; [pure ops on p]; @!q bra L`` -> one blocking wait."""
+    if len(body) < 2 or not isinstance(body[-1], If):
+        return None
+    tail = body[-1]
+    if tail.orelse or len(tail.then) != 1 or not isinstance(tail.then[0], Continue) \
+            or tail.then[0].label != label:
+        return None
+    waits = [i for i, x in enumerate(body[:-1]) if isinstance(x, Instr) and x.op in WAIT_OPS]
+    if len(waits) != 1 or waits[0] != 0 and not all(
+            isinstance(x, Instr) and x.op in _PURE for x in body[:waits[0]]):
+        return None
+    wi = waits[0]
+    wait = body[wi]
+    pure = body[wi + 1:-1]
+    if wait.guard is not None or not all(isinstance(x, Instr) and x.op in _PURE and x.guard is None
+                                         for x in pure):
+        return None
+    p = wait.operands[0]
+    if not isinstance(p, Reg):
+        return None
+    # the loop must continue exactly when the wait returned False
+    for val, want in ((0, True), (1, False)):
+        env = {p.name: val}
+        for x in pure:
+            if not _eval_pure(x, env):
+                return None
+        c = env.get(tail.cond.name)
+        if c is None:
+            return None
+        if bool(c) != (not tail.negated) == want and (bool(c) ^ tail.negated) != want:
+            return None
+        if (bool(c) ^ tail.negated) != want:
+            return None
+    return list(body[:wi]) + [replace(wait, blocking=True)] + list(pure)
+
+
+def _eval_pure(x: Instr, env) -> bool:
+    def v(o):
+        if isinstance(o, Imm):
+            return o.value
+        if isinstance(o, Reg):
+            return env.get(o.name)
+        return None
+
+    d = x.operands[0]
+    args = [v(o) for o in x.operands[1:]]
+    if not isinstance(d, Reg):
+        return False
+    if x.op == "selp" and None not in args:
+        env[d.name] = args[0] if args[2] else args[1]
+    elif x.op == "mov" and None not in args:
+        env[d.name] = args[0]
+    elif x.op == "not" and None not in args:
+        env[d.name] = int(not args[0]) if "pred" in x.mods else ~args[0]
+    elif x.op == "setp" and None not in args[:2]:
+        a, b = args[0], args[1]
+        cmp = next(m for m in x.mods if m in ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"))
+        r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+             "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
+        env[d.name] = int(r)
+    elif x.op in ("and", "or", "xor") and None not in args:
+        env[d.name] = {"and": args[0] & args[1], "or": args[0] | args[1], "xor": args[0] ^ args[1]}[x.op]
+    else:
+        return False
+    return True
+
+
+def _induction(loop: Loop, defs: _Defs) -> Loop:
+    """Registers updated exactly once per iteration by ``add r, r, c`` with ``c`` loop
+    invariant, at the top level of the loop body."""
+    inner = list(_instrs(loop.body))
+    defined: dict[str, list] = {}
+    for ins in inner:
+        for r in _defs_of(ins):
+            defined.setdefault(r, []).append(ins)
+    ivs = []
+    for name, ds in defined.items():
+        if len(ds) != 1 or ds[0] not in loop.body:
+            continue
+        ins = ds[0]
+        if ins.op not in ("add", "sub") or ins.guard is not None or any(
+                t in ins.mods for t in ("f32", "f64", "f16", "bf16", "cc")):
+            continue
+        a, b = ins.operands[1], ins.operands[2]
+        if not (isinstance(a, Reg) and a.name == name):
+            if ins.op == "add" and isinstance(b, Reg) and b.name == name:
+                a, b = b, a
+            else:
+                continue
+        if isinstance(b, Reg) and b.name in defined:
+            continue
+        step = defs.value(b)
+        if step is None:
+            step = SymInt.sym(b.name) if isinstance(b, Reg) else None
+        if step is None:
+            continue
+        if ins.op == "sub":
+            step = -step
+        outside = [d for d in defs.defs.get(name, []) if d not in inner]
+        init = None
+        if len(outside) == 1:
+            init = defs._eval(outside[0], 1)
+        if init is None:
+            init = SymInt.sym(name)
+        ivs.append(InductionVar(Reg(name), init, step))
+    ivs.sort(key=lambda iv: iv.reg.name)
+    return replace(loop, ivs=tuple(ivs), trip_count=_trip_count(loop, ivs, defs, inner))
+
+
+def _trip_count(loop: Loop, ivs, defs: _Defs, inner):
+    """A do-while loop whose last statement is ``if (setp.cmp iv, bound) continue``."""
+    if not loop.body or not isinstance(loop.body[-1], If):
+        return None
+    tail = loop.body[-1]
+    if tail.orelse or tail.then != (Continue(loop.label, tail.then[0].loc),) if tail.then else True:
+        return None
+    setps = [i for i in inner if i.op == "setp" and i.operands[0] == tail.cond]
+    if len(setps) != 1 or tail.negated:
+        return None
+    st = setps[0]
+    cmp = next((m for m in st.mods if m in ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")), None)
+    a, b = st.operands[1], st.operands[2]
+    iv = next((v for v in ivs if v.reg == a), None)
+    if iv is None or not iv.step.is_const or iv.step.value == 0:
+        return None
+    # the IV update must come before the compare in the body (value init + (k+1)*step)
+    order = list(loop.body)
+    upd = next((i for i, s in enumerate(order) if isinstance(s, Instr) and iv.reg.name in _defs_of(s)), None)
+    cmp_i = next((i for i, s in enumerate(order) if s is st), None)
+    if upd is None or cmp_i is None or upd > cmp_i:
+        return None
+    bound = defs.value(b)
+    if bound is None or (isinstance(b, Reg) and b.name in {r for i in inner for r in _defs_of(i)}):
+        return None
+    s = iv.step.value
+    span = bound - iv.init
+    if cmp == "ne":
+        return span.floordiv(s)
+    if cmp in ("lt", "lo") and s > 0:
+        return (span + (s - 1)).floordiv(s).max(1)
+    if cmp in ("le", "ls") and s > 0:
+        return (span + s).floordiv(s).max(1)
+    if cmp in ("gt", "hi") and s < 0:
+        return (-span + (-s - 1)).floordiv(-s).max(1)
+    if cmp in ("ge", "hs") and s < 0:
+        return (-span - s).floordiv(-s).max(1)
+    return None
