@@ -218,10 +218,12 @@ def mutate_half_tx_bytes(ptx):
         "line": i + 1,
         "description": (
             f"The first expect_tx (stage 0, k-tile 0) announces {full // 2} bytes while the TMA "
-            f"loads signalling that barrier deliver {full} (A tile + two B half-tiles). Phase 0 "
-            "can complete after only half the bytes landed, so the consumer's wgmma reads "
-            "stage 0 while a TMA write is still pending, and the surplus complete_tx carries "
-            "into phase 1 (k-tile 3) which then also completes early."),
+            f"loads signalling that barrier deliver {full} (A tile 16384 + two B half-tiles of "
+            "8192). If the A tile (or both B halves) land first, tx reaches 0 and phase 0 "
+            "completes with 16384 bytes still in flight: the consumer's wgmma reads stage 0 "
+            "while a TMA write is pending, and the surplus complete_tx carries into phase 1. "
+            "If one B half lands, then A, tx goes 16384 -> 8192 -> -8192 -> -16384 and never "
+            "equals 0: phase 0 never completes and the consumer hangs (observed on an H200)."),
     }
 
 
@@ -302,7 +304,7 @@ MUTATIONS = [
     ("parity_never_flips", mutate_parity_never_flips,
      {"race": "race.async-pending", "mbarrier": "mbarrier.parity", "deadlock": "deadlock"}),
     ("half_tx_bytes", mutate_half_tx_bytes,
-     {"race": "race.async-pending", "mbarrier": "mbarrier.tx-mismatch", "deadlock": "ok"}),
+     {"race": "race.async-pending", "mbarrier": "mbarrier.tx-mismatch", "deadlock": "deadlock"}),
     ("no_full_wait", mutate_no_full_wait,
      # no phase is ever waited on before the barrier's next arrive.expect_tx (PTX 9.7.13.15.4)
      {"race": "race.async-pending", "mbarrier": "mbarrier.reuse-before-consumption", "deadlock": "ok"}),
