@@ -352,7 +352,7 @@ class VarDecl:
     extern: bool = False
     linkage: str | None = None  # visible / extern / weak / common
     init: tuple | None = None
-    loc: Loc = NOLOC
+    loc: Loc = field(default=NOLOC, compare=False)
 
     @property
     def size(self) -> int:
@@ -376,7 +376,7 @@ class Kernel:
     is_entry: bool = True
     linkage: str | None = "visible"
     directives: tuple = ()
-    loc: Loc = NOLOC
+    loc: Loc = field(default=NOLOC, compare=False)
 
     def directive(self, name: str):
         for k, v in self.directives:
@@ -425,4 +425,3 @@ class Module:
         raise KeyError(f"no kernel named {name!r} (have: {', '.join(k.name for k in self.kernels)})")
 
 
-__all__ = [n for n in dir() if not n.startswith("_")] + ["replace", "field"]

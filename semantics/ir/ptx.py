@@ -17,9 +17,13 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .errors import KernelError
-from .nodes import (Addr, FImm, Guard, Imm, Instr, Kernel, Label, Loc, Module, Neg, PairOp,
-                    Param, ParenList, Reg, RegDecl, Sink, Sym, VarDecl, VecOp)
+from dataclasses import replace
+
+from .nodes import (Addr, Block, Break, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
+                    Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
+                    RegDecl, Sink, Sym, VarDecl, VecOp)
 from .optable import check_instr, split_opcode
+from .symint import SymInt
 from .types import Pointer, Scalar, Vector, is_type_name
 
 GRAMMAR = Path(__file__).with_name("ptx.lark")
@@ -272,15 +276,76 @@ class ToRaw(Transformer):
     def file_dir(self, c):
         return ("file", _int(c[0]), str(c[1]).strip('"'))
 
-    ir_file = file_dir
-
     def section(self, c):
         return ("section", None)
 
     def module(self, c):
         return c
 
-    ir_module = module
+    # IR text: structured statements
+    def ir_then(self, c):
+        return ("then", c)
+
+    def ir_else(self, c):
+        return ("else", c)
+
+    def ir_if(self, c):
+        neg = isinstance(c[0], Token) and c[0].type == "BANG"
+        rest = c[1:] if neg else c
+        reg = str(rest[0])
+        iloc = next((x for x in rest[1:] if isinstance(x, tuple) and isinstance(x[0], int)), None)
+        then = next(x[1] for x in rest if isinstance(x, tuple) and x[0] == "then")
+        orelse = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "else"), [])
+        return _Raw("if", (reg, neg, iloc, then, orelse), rest[0].line, rest[0].column)
+
+    def ir_iv(self, c):
+        return ("iv", str(c[0]), c[1], c[2])
+
+    def ir_loop(self, c):
+        label = str(c[0])
+        ivs = [x for x in c[1:] if isinstance(x, tuple) and x and x[0] == "iv"]
+        trip = next((x for x in c[1:] if isinstance(x, SymInt)), None)
+        iloc = next((x for x in c[1:] if isinstance(x, tuple) and x and isinstance(x[0], int)), None)
+        body = [x for x in c[1:] if isinstance(x, _Raw)]
+        return _Raw("loop", (label, ivs, trip, iloc, body), c[0].line, c[0].column)
+
+    def ir_block(self, c):
+        iloc = next((x for x in c[1:] if isinstance(x, tuple)), None)
+        return _Raw("block", (str(c[0]), iloc, [x for x in c[1:] if isinstance(x, _Raw)]), c[0].line, c[0].column)
+
+    def ir_break(self, c):
+        return _Raw("break", (str(c[0]), c[1] if len(c) > 1 else None), c[0].line, c[0].column)
+
+    def ir_continue(self, c):
+        return _Raw("continue", (str(c[0]), c[1] if len(c) > 1 else None), c[0].line, c[0].column)
+
+    def ir_blocking(self, c):
+        c[0].kind = "blocking"
+        return c[0]
+
+    def sym_int(self, c):
+        return SymInt.const(_int(c[0]))
+
+    def sym_name(self, c):
+        return SymInt.sym(str(c[0]))
+
+    def sym_add(self, c):
+        return c[0] + c[1]
+
+    def sym_sub(self, c):
+        return c[0] - c[1]
+
+    def sym_mul(self, c):
+        return c[0] * c[1]
+
+    def sym_neg(self, c):
+        return -c[0]
+
+    def sym_call(self, c):
+        fn = str(c[0])
+        if fn not in ("floordiv", "mod", "min", "max"):
+            raise KernelError(f"unknown symbolic function {fn}", self.path, c[0].line, c[0].column)
+        return getattr(c[1], fn)(c[2])
 
 
 def _scan_files(text: str) -> dict:
@@ -358,10 +423,17 @@ def _decl_type(attrs, path, line, col):
     return (Vector(scal, vec) if vec else scal), align, ptr
 
 
+def parse_ir(text: str, path: str = "<ir>") -> Module:
+    """Parse the IR text format written by ``semantics.ir.printer``."""
+    raw, files = parse_raw(text, path)
+    return _Assembler(path, files, mode="ir").module(raw)
+
+
 class _Assembler:
-    def __init__(self, path: str, files: dict):
+    def __init__(self, path: str, files: dict, mode: str = "ptx"):
         self.path = path
         self.files = files
+        self.mode = mode
 
     def err(self, msg, line=0, col=0):
         return KernelError(msg, self.path, line, col)
@@ -424,11 +496,68 @@ class _Assembler:
         rts = tuple(self.param(x) for x in rets)
         from .cfg import structure
 
-        regs, vars_, flat = self.flatten(body)
         loc = Loc(self.path, line, col, line)
+        if self.mode == "ir":
+            regs, vars_, stmts = self.ir_body(body)
+            return Kernel(name, prm, tuple(stmts), tuple(regs), tuple(vars_), rts,
+                          kind == "ENTRY", linkage, tuple(perf), loc)
+        regs, vars_, flat = self.flatten(body)
         k = Kernel(name, prm, (), tuple(regs), tuple(vars_), rts, kind == "ENTRY", linkage,
                    tuple(perf), loc)
         return structure(k, flat, self.path)
+
+    def _iloc(self, iloc):
+        if iloc is None:
+            return Loc()
+        f, ln, col, pl = iloc
+        return Loc(self.files.get(f), ln, col, pl)
+
+    def ir_body(self, body):
+        regs, vars_ = [], []
+        env = {}
+        for it in body:
+            if it.kind == "decl":
+                if it.data[0][-1] == "reg":
+                    ty, _, _ = _decl_type(it.data[1], self.path, it.line, it.col)
+                    for name, mods, line, col in it.data[2]:
+                        rng = next((m[1] for m in mods if m[0] == "range"), None)
+                        env[name] = name
+                        regs.append(RegDecl(ty, name, rng))
+                else:
+                    vars_.extend(self.var_decls(it))
+
+        def conv(items):
+            out = []
+            for it in items:
+                k = it.kind
+                if k in ("instr", "blocking"):
+                    ins = self.instr(it, env, {})
+                    if ins.op == "bra":
+                        raise self.err("branches are not allowed in the IR text; use break/continue",
+                                       it.line, it.col)
+                    out.append(replace(ins, blocking=True) if k == "blocking" else ins)
+                elif k == "if":
+                    reg, neg, iloc, then, orelse = it.data
+                    out.append(If(Reg(reg), neg, tuple(conv(then)), tuple(conv(orelse)), self._iloc(iloc)))
+                elif k == "loop":
+                    label, ivs, trip, iloc, b = it.data
+                    out.append(Loop(label, tuple(conv(b)),
+                                    tuple(InductionVar(Reg(r), i, st) for _, r, i, st in ivs),
+                                    trip, self._iloc(iloc)))
+                elif k == "block":
+                    label, iloc, b = it.data
+                    out.append(Block(label, tuple(conv(b)), self._iloc(iloc)))
+                elif k == "break":
+                    out.append(Break(it.data[0], self._iloc(it.data[1])))
+                elif k == "continue":
+                    out.append(Continue(it.data[0], self._iloc(it.data[1])))
+                elif k == "label":
+                    raise self.err("labels are not allowed in the IR text", it.line, it.col)
+                elif k == "scope":
+                    raise self.err("nested scopes are not allowed in the IR text", it.line, it.col)
+            return out
+
+        return regs, vars_, conv(body)
 
     def param(self, p):
         name, attrs, arr, line, col = p
@@ -486,6 +615,8 @@ class _Assembler:
                     flat.append(("label", env_labels[it.data], it.line))
                 elif it.kind == "scope":
                     walk(it.data, env_regs, env_labels, depth + 1)
+                elif it.kind in ("if", "loop", "block", "break", "continue", "blocking"):
+                    raise self.err(f"'{it.kind}' is IR text syntax, not PTX", it.line, it.col)
 
         walk(body, {}, {}, 0)
         self._reg_ranges = reg_ranges
