@@ -27,18 +27,21 @@ class Printer:
         if not self.with_locs:
             return ""
         f = self.file_index.get(loc.file, 0) if loc.file else 0
-        s = f" !loc {f} {loc.line} {loc.col} {loc.ptx_line}"
+        return f" !loc {f} {loc.line} {loc.col} {loc.ptx_line}"
+
+    def comment(self, loc: Loc) -> str:
+        """The kernel source line as a trailing comment, when the source is at hand."""
         if self.source_lines and loc.file in self.source_lines and loc.line:
             lines = self.source_lines[loc.file]
             if 0 < loc.line <= len(lines):
-                s += f"  // {loc.file.rsplit('/', 1)[-1]}:{loc.line}: {lines[loc.line - 1].strip()}"
-        return s
+                return f"  // {loc.file.rsplit('/', 1)[-1]}:{loc.line}: {lines[loc.line - 1].strip()}"
+        return ""
 
     def instr(self, i: Instr) -> str:
         g = f"{i.guard} " if i.guard else ""
         ops = ", ".join(str(o) for o in i.operands)
         b = "blocking " if i.blocking else ""
-        return f"{b}{g}{i.opcode}{' ' + ops if ops else ''};{self.loc(i.loc)}"
+        return f"{b}{g}{i.opcode}{' ' + ops if ops else ''};{self.loc(i.loc)}{self.comment(i.loc)}"
 
     def stmts(self, stmts, depth: int) -> list[str]:
         out = []
@@ -47,7 +50,7 @@ class Printer:
             if isinstance(s, Instr):
                 out.append(p + self.instr(s))
             elif isinstance(s, If):
-                out.append(f"{p}if {'!' if s.negated else ''}{s.cond}{self.loc(s.loc)} {{")
+                out.append(f"{p}if {'!' if s.negated else ''}{s.cond}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.then, depth + 1)
                 if s.orelse:
                     out.append(p + "} else {")
@@ -56,17 +59,17 @@ class Printer:
             elif isinstance(s, Loop):
                 ivs = "".join(f" iv({iv.reg}, {iv.init}, {iv.step})" for iv in s.ivs)
                 trip = f" trip({s.trip_count})" if s.trip_count is not None else ""
-                out.append(f"{p}loop {s.label}{ivs}{trip}{self.loc(s.loc)} {{")
+                out.append(f"{p}loop {s.label}{ivs}{trip}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.body, depth + 1)
                 out.append(p + "}")
             elif isinstance(s, Block):
-                out.append(f"{p}block {s.label}{self.loc(s.loc)} {{")
+                out.append(f"{p}block {s.label}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.body, depth + 1)
                 out.append(p + "}")
             elif isinstance(s, Break):
-                out.append(f"{p}break {s.label};{self.loc(s.loc)}")
+                out.append(f"{p}break {s.label};{self.loc(s.loc)}{self.comment(s.loc)}")
             elif isinstance(s, Continue):
-                out.append(f"{p}continue {s.label};{self.loc(s.loc)}")
+                out.append(f"{p}continue {s.label};{self.loc(s.loc)}{self.comment(s.loc)}")
             else:  # pragma: no cover - every Stmt kind is handled above
                 raise TypeError(f"not a statement: {s!r}")
         return out

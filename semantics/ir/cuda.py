@@ -1,0 +1,167 @@
+"""CUDA C++ front end: ``.cu`` -> PTX with ``-lineinfo`` (so ``.loc`` maps every
+instruction to its CUDA line) through ``nvcc`` when it is on PATH, else NVRTC
+(``cuda.bindings.nvrtc``, which needs no GPU driver); then the PTX front end. Kernel
+parameters get their CUDA names from the source."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from .errors import KernelError
+from .nodes import Module
+from .ptx import parse_ptx
+
+DEFAULT_ARCH = "sm_90a"
+_DIAG = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?P<kind>error|catastrophic error)\s*:?\s*(?P<msg>.*)$", re.M)
+
+
+def _compile_error(log: str, path: str) -> KernelError:
+    m = _DIAG.search(log)
+    if m:
+        return KernelError(m.group("msg").strip(), path, int(m.group("line")), 1)
+    first = next((ln for ln in log.splitlines() if ln.strip()), "compilation failed")
+    return KernelError(first.strip(), path, 1, 1)
+
+
+def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
+                 include_dirs: tuple = (), compiler: str | None = None) -> tuple[str, str]:
+    """Return ``(ptx_text, compiler_used)``. ``compiler`` forces ``nvcc`` or ``nvrtc``."""
+    src = Path(path)
+    if not src.is_file():
+        raise KernelError("no such file", str(path), 0, 0)
+    flags = [f"-D{k}" + (f"={v}" if v is not None else "") for k, v in (defines or {}).items()]
+    flags += [f"-I{d}" for d in include_dirs]
+    use = compiler or ("nvcc" if shutil.which("nvcc") else "nvrtc")
+    if use == "nvcc":
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / (src.stem + ".ptx")
+            cmd = ["nvcc", f"-arch={arch}", "-lineinfo", "-ptx", *flags, "-o", str(out), src.name]
+            try:
+                r = subprocess.run(cmd, cwd=src.parent.resolve(), capture_output=True, text=True, timeout=300)
+            except FileNotFoundError:
+                raise KernelError("nvcc is not on PATH", str(path), 0, 0) from None
+            if r.returncode != 0:
+                raise _compile_error(r.stderr + r.stdout, str(path))
+            return out.read_text(), "nvcc"
+    return _nvrtc(src, arch, flags), "nvrtc"
+
+
+def _nvrtc(src: Path, arch: str, flags: list) -> str:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        raise KernelError("no CUDA compiler: nvcc is not on PATH and cuda-python is not installed "
+                          "(pip install 'kverify[gpu]')", str(src), 0, 0) from None
+    text = src.read_text()
+    err, prog = nvrtc.nvrtcCreateProgram(text.encode(), src.name.encode(), 0, [], [])
+    opts = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}", "-lineinfo", "--std=c++17",
+            *flags]
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    if Path(cuda_home, "include").is_dir():
+        opts.append(f"-I{cuda_home}/include")
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise _compile_error(log.decode(errors="replace"), str(src))
+    _, size = nvrtc.nvrtcGetPTXSize(prog)
+    ptx = b" " * size
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    return ptx.decode().rstrip("\x00 ")
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def kernel_param_names(source: str) -> dict[str, list[str]]:
+    """``{function name: [parameter names]}`` for every ``__global__`` function."""
+    text = _strip_comments(source)
+    out = {}
+    for m in re.finditer(r"__global__", text):
+        i = m.end()
+        paren = text.find("(", i)
+        if paren < 0:
+            continue
+        head = text[i:paren]
+        name = re.findall(r"[A-Za-z_]\w*", head)
+        # skip __launch_bounds__(...) / __cluster_dims__(...) attributes before the name
+        while name and name[-1] in ("__launch_bounds__", "__cluster_dims__", "__maxnreg__"):
+            close = _match(text, paren)
+            paren = text.find("(", close + 1)
+            head = text[close + 1:paren]
+            name = re.findall(r"[A-Za-z_]\w*", head)
+        if not name:
+            continue
+        close = _match(text, paren)
+        params = _split_params(text[paren + 1:close])
+        out[name[-1]] = [p for p in (_param_name(x) for x in params) if p]
+    return out
+
+
+def _match(text: str, open_i: int) -> int:
+    depth = 0
+    for j in range(open_i, len(text)):
+        c = text[j]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(text)
+
+
+def _split_params(s: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for c in s:
+        if c in "(<[":
+            depth += 1
+        elif c in ")>]":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return parts
+
+
+def _param_name(decl: str) -> str | None:
+    decl = re.sub(r"=.*$", "", decl.strip())
+    decl = re.sub(r"\[[^\]]*\]", "", decl)
+    ids = re.findall(r"[A-Za-z_]\w*", decl)
+    if len(ids) < 2 or decl.strip() == "void":
+        return None
+    return ids[-1]
+
+
+def _ptx_name_matches(ptx_name: str, cuda_name: str) -> bool:
+    return ptx_name == cuda_name or re.match(rf"_Z{len(cuda_name)}{re.escape(cuda_name)}\D", ptx_name) is not None
+
+
+def attach_source_names(module: Module, source: str) -> Module:
+    names = kernel_param_names(source)
+    kernels = []
+    for k in module.kernels:
+        found = next((v for n, v in names.items() if _ptx_name_matches(k.name, n)), None)
+        if found is not None and len(found) == len(k.params):
+            k = replace(k, params=tuple(replace(p, source_name=s) for p, s in zip(k.params, found)))
+        kernels.append(k)
+    return replace(module, kernels=tuple(kernels))
+
+
+def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
+              compiler: str | None = None) -> Module:
+    ptx, _ = compile_cuda(path, arch, defines, compiler=compiler)
+    m = parse_ptx(ptx, str(path) + ".ptx")
+    return attach_source_names(m, Path(path).read_text())

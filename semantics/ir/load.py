@@ -1,0 +1,56 @@
+"""Load any kernel file into the core IR: ``.ptx`` (PTX front end), ``.cu``/``.cuh`` (CUDA
+front end), ``.kvir`` (IR text)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import KernelError
+from .nodes import Module
+
+SUFFIXES = {".ptx": "ptx", ".cu": "cuda", ".cuh": "cuda", ".kvir": "ir"}
+
+
+def source_kind(path: str) -> str:
+    kind = SUFFIXES.get(Path(path).suffix)
+    if kind is None:
+        raise KernelError(f"unknown input kind {Path(path).suffix or '(no suffix)'}: "
+                          f"expected one of {', '.join(SUFFIXES)}", path, 0, 0)
+    return kind
+
+
+def load_module(path: str, **cuda_options) -> Module:
+    kind = source_kind(path)
+    p = Path(path)
+    if not p.is_file():
+        raise KernelError("no such file", path, 0, 0)
+    if kind == "cuda":
+        from .cuda import load_cuda
+
+        return load_cuda(path, **cuda_options)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise KernelError(f"cannot read: {e}", path, 0, 0) from None
+    if kind == "ptx":
+        from .ptx import parse_ptx
+
+        return parse_ptx(text, path)
+    from .ptx import parse_ir
+
+    return parse_ir(text, path)
+
+
+def source_lines(module: Module) -> dict:
+    """``{path: lines}`` for the source files named by the module's ``.file`` table that
+    exist on disk (relative paths are tried against the module's directory)."""
+    out = {}
+    base = Path(module.path).parent if module.path else Path(".")
+    for _, f in module.files:
+        for cand in (Path(f), base / f, base / Path(f).name):
+            if cand.is_file():
+                try:
+                    out[f] = cand.read_text(errors="replace").splitlines()
+                except OSError:
+                    pass
+                break
+    return out

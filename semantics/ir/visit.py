@@ -1,0 +1,81 @@
+"""Structural visitors and mappers over statement trees."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterator
+
+from .nodes import Addr, Block, If, Imm, Instr, Kernel, Loop, Module, Sym
+from .symint import SymInt
+
+
+def walk(stmts, depth: int = 0, loops: tuple = ()) -> Iterator[tuple]:
+    """Yield ``(stmt, loops)`` for every statement in pre-order; ``loops`` is the tuple of
+    enclosing ``Loop`` nodes, outermost first."""
+    for s in stmts:
+        yield s, loops
+        if isinstance(s, If):
+            yield from walk(s.then, depth + 1, loops)
+            yield from walk(s.orelse, depth + 1, loops)
+        elif isinstance(s, Loop):
+            yield from walk(s.body, depth + 1, loops + (s,))
+        elif isinstance(s, Block):
+            yield from walk(s.body, depth + 1, loops)
+
+
+def instructions(stmts) -> Iterator[Instr]:
+    for s, _ in walk(stmts):
+        if isinstance(s, Instr):
+            yield s
+
+
+def map_stmts(stmts, f: Callable) -> tuple:
+    """Rebuild a statement tree bottom-up; ``f(stmt)`` returns a statement, a tuple/list of
+    statements (spliced in), or ``None`` (dropped)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, If):
+            s = replace(s, then=map_stmts(s.then, f), orelse=map_stmts(s.orelse, f))
+        elif isinstance(s, (Loop, Block)):
+            s = replace(s, body=map_stmts(s.body, f))
+        r = f(s)
+        if r is None:
+            continue
+        if isinstance(r, (tuple, list)):
+            out.extend(r)
+        else:
+            out.append(r)
+    return tuple(out)
+
+
+def map_instrs(kernel: Kernel, f: Callable[[Instr], object]) -> Kernel:
+    return replace(kernel, body=map_stmts(kernel.body, lambda s: f(s) if isinstance(s, Instr) else s))
+
+
+def substitute_params(module: Module, kernel: Kernel, values: dict) -> Kernel:
+    """Specialize a kernel: every ``ld.param`` of a parameter in ``values`` (keyed by PTX
+    or CUDA name) becomes a ``mov`` of the constant, and every symbolic expression (loop
+    induction variables, trip counts) is re-simplified with the parameter replaced."""
+    by_name = {}
+    for p in kernel.params:
+        for key in (p.name, p.source_name):
+            if key is not None and key in values:
+                by_name[p.name] = int(values[key])
+
+    def ins(i: Instr):
+        if i.op == "ld" and "param" in i.mods and len(i.operands) == 2:
+            a = i.operands[1]
+            if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in by_name and a.offset == 0:
+                ty = i.types()[-1]
+                return replace(i, op="mov", mods=(ty,), operands=(i.operands[0], Imm(by_name[a.base.name])))
+        return i
+
+    def stmt(s):
+        if isinstance(s, Instr):
+            return ins(s)
+        if isinstance(s, Loop):
+            ivs = tuple(replace(iv, init=iv.init.subs(by_name), step=iv.step.subs(by_name)) for iv in s.ivs)
+            trip = s.trip_count.subs(by_name) if isinstance(s.trip_count, SymInt) else s.trip_count
+            return replace(s, ivs=ivs, trip_count=trip)
+        return s
+
+    return replace(kernel, body=map_stmts(kernel.body, stmt))
