@@ -1,0 +1,12 @@
+"""numpy reference for the warp_specialized family."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def warp_specialized(inputs: dict[str, np.ndarray], args: dict) -> dict[str, np.ndarray]:
+    """out[128*it + t] = 3 * in[128*it + 127 - t] + 1 for it < iters."""
+    iters = int(args["iters"])
+    x = np.asarray(inputs["in"], dtype=np.float32).reshape(-1)[: iters * 128].reshape(iters, 128)
+    return {"out": (np.float32(3.0) * x[:, ::-1] + np.float32(1.0)).astype(np.float32).reshape(-1)}
