@@ -62,10 +62,7 @@ def build_cfg(flat: list, path: str):
             if not cur.line:
                 cur.line = it.loc.ptx_line
     by_label = {b.label: b.id for b in blocks if b.label is not None}
-    g = nx.DiGraph()
-    g.add_node(EXIT)
-    for b in blocks:
-        g.add_node(b.id)
+    g = _OrderedEdges()
     for b in blocks:
         nxt = b.id + 1 if b.id + 1 < len(blocks) else EXIT
         t = b.term
@@ -80,7 +77,25 @@ def build_cfg(flat: list, path: str):
             g.add_edge(b.id, EXIT)
             if t[1].guard is not None:
                 g.add_edge(b.id, nxt)
-    return blocks, by_label, g
+    return blocks, by_label, g.graph(len(blocks))
+
+
+class _OrderedEdges:
+    """Collects edges, then builds the graph with successors in program order (so depth-first
+    search, and hence which edge of an irreducible cycle is reported, follows the text)."""
+
+    def __init__(self):
+        self.edges = set()
+
+    def add_edge(self, u, v):
+        self.edges.add((u, v))
+
+    def graph(self, n):
+        g = nx.DiGraph()
+        g.add_node(EXIT)
+        g.add_nodes_from(range(n))
+        g.add_edges_from(sorted(self.edges, key=lambda e: (e[0], e[1] if e[1] != EXIT else n)))
+        return g
 
 
 def structure(kernel: Kernel, flat: list, path: str) -> Kernel:
@@ -326,7 +341,7 @@ class _Defs:
         return v
 
     def _eval(self, ins: Instr, depth) -> SymInt | None:
-        if ins.guard is not None:
+        if ins.guard is not None or not ins.supported:
             return None
         ops = ins.operands
         if ins.op == "ld" and "param" in ins.mods and ops[1].base is not None:
@@ -357,8 +372,8 @@ def _defs_of(ins: Instr):
     from .nodes import VecOp, PairOp
 
     r = ins.row
-    if r is None or not ins.operands:
-        return []
+    if r is None or not ins.operands or not ins.supported:
+        return [o.name for o in ins.operands[:1] if isinstance(o, Reg)]
     out = []
     for slot, op in zip(r.operands, ins.operands):
         if slot.access in ("def", "update") and slot.access == "def" or (slot.access == "update" and isinstance(op, (Reg, VecOp))):

@@ -1,0 +1,127 @@
+"""CFG structuring: loops, ifs, induction variables, trip counts, blocking waits."""
+from pathlib import Path
+
+import pytest
+
+from semantics.ir import KernelError, SymInt, instructions, load_ptx, substitute_params
+from semantics.ir.nodes import Block, Break, If, Instr, Loop
+from semantics.ir.visit import walk
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_irreducible_flow_is_a_clear_error_at_the_branch():
+    with pytest.raises(KernelError) as e:
+        load_ptx(DATA / "irreducible.ptx")
+    err = e.value
+    assert err.line == 19 and "irreducible control flow" in err.message
+    assert str(err).startswith(f"{DATA / 'irreducible.ptx'}:19:1: ")
+
+
+def _loops(k):
+    return [s for s, _ in walk(k.body) if isinstance(s, Loop)]
+
+
+def test_try_wait_retry_loops_become_blocking_waits_inside_the_for_loop():
+    k = load_ptx(DATA / "loops.ptx").kernel()
+    (loop,) = _loops(k)
+    waits = [i for i in instructions(k.body) if i.op == "mbarrier.try_wait"]
+    assert len(waits) == 2 and all(w.blocking for w in waits)
+    assert waits[0] in loop.body and waits[1] in k.body
+    # the two scoped `p` registers clash, so both were renamed apart
+    assert waits[0].operands[0].name != waits[1].operands[0].name
+
+
+def test_induction_variables_and_trip_count_are_symbolic_in_the_parameters():
+    k = load_ptx(DATA / "loops.ptx").kernel()
+    (loop,) = _loops(k)
+    assert loop.kind == "for"
+    ivs = {iv.reg.name: iv for iv in loop.ivs}
+    assert ivs["%r2"].init == SymInt.sym("%tid.x") and ivs["%r2"].step == SymInt.const(128)
+    n = SymInt.sym("loops_param_1")
+    assert loop.trip_count == (n - SymInt.sym("%tid.x") + 127).floordiv(128).max(1)
+    assert loop.trip_count.subs({"loops_param_1": 1024, "%tid.x": 5}).value == 8
+
+
+def test_guarded_entry_check_becomes_an_if_around_the_loop():
+    k = load_ptx(DATA / "loops.ptx").kernel()
+    ifs = [s for s in k.body if isinstance(s, If)]
+    assert len(ifs) == 1 and ifs[0].negated and isinstance(ifs[0].then[0], Loop)
+
+
+def test_substituting_a_parameter_folds_the_trip_count():
+    m = load_ptx(DATA / "loops.ptx")
+    k = substitute_params(m, m.kernel(), {"loops_param_1": 1000})
+    (loop,) = _loops(k)
+    assert loop.trip_count.subs({"%tid.x": 0}).value == 8
+    movs = [i for i in instructions(k.body) if i.op == "mov" and i.operands[0].name == "%r1"]
+    assert len(movs) == 1 and movs[0].operands[1].value == 1000
+
+
+def _parse(body):
+    from semantics.ir import parse_ptx
+
+    src = (".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry j(.param .u32 a)\n{\n"
+           " .reg .pred %p<3>;\n .reg .b32 %r<4>;\n ld.param.u32 %r1, [a];\n" + body + "}\n")
+    return parse_ptx(src, "j.ptx").kernel()
+
+
+def test_two_branches_to_one_join_become_nested_ifs():
+    k = _parse(""" setp.eq.s32 %p1, %r1, 0;
+ @%p1 bra $L_join;
+ setp.eq.s32 %p2, %r1, 1;
+ @%p2 bra $L_join;
+ add.s32 %r1, %r1, 5;
+$L_join:
+ add.s32 %r2, %r1, 1;
+ ret;
+""")
+    outer = k.body[2]
+    assert isinstance(outer, If) and outer.negated and outer.cond.name == "%p1"
+    inner = outer.then[1]
+    assert isinstance(inner, If) and inner.negated and inner.then[0].op == "add"
+    assert [s.op for s in k.body[3:]] == ["add", "ret"]
+
+
+def test_early_loop_exit_is_a_break_out_of_a_labelled_block():
+    k = _parse(""" mov.u32 %r2, 0;
+$L_loop:
+ setp.eq.s32 %p1, %r2, %r1;
+ @%p1 bra $L_found;
+ add.s32 %r2, %r2, 1;
+ setp.lt.s32 %p2, %r2, 100;
+ @%p2 bra $L_loop;
+ mov.u32 %r3, 0;
+ ret;
+$L_found:
+ mov.u32 %r3, 1;
+ ret;
+""")
+    block = k.body[2]
+    assert isinstance(block, Block) and block.label == "$L_found"
+    loop, mov0, ret0 = block.body
+    assert isinstance(loop, Loop) and loop.label == "$L_loop"
+    first_if = loop.body[1]
+    assert isinstance(first_if, If) and first_if.then == (Break("$L_found", first_if.then[0].loc),)
+    assert loop.trip_count is None  # two exits: no closed form
+    assert [iv.reg.name for iv in loop.ivs] == ["%r2"]
+    assert (mov0.operands[1].value, ret0.op) == (0, "ret")
+    assert [s.op for s in k.body[3:]] == ["mov", "ret"]
+
+
+def test_simplified_exit_needs_no_block():
+    k = _parse(""" mov.u32 %r2, 0;
+$L_loop:
+ setp.eq.s32 %p1, %r2, %r1;
+ @%p1 bra $L_out;
+ add.s32 %r2, %r2, 1;
+ setp.lt.s32 %p2, %r2, 100;
+ @%p2 bra $L_loop;
+$L_out:
+ ret;
+""")
+    loop = k.body[2]
+    assert isinstance(loop, Loop)
+    guard = loop.body[1]
+    assert isinstance(guard, If) and guard.negated and guard.then[-1].then[0].label == "$L_loop"
+    assert k.body[3].op == "ret"
