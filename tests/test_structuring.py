@@ -98,15 +98,17 @@ $L_found:
  ret;
 """)
     block = k.body[2]
-    assert isinstance(block, Block) and block.label == "$L_found"
-    loop, mov0, ret0 = block.body
+    assert isinstance(block, Block) and block.label == "$B3"  # the not-found exit, unlabelled in PTX
+    loop, mov1, ret1 = block.body
     assert isinstance(loop, Loop) and loop.label == "$L_loop"
-    first_if = loop.body[1]
-    assert isinstance(first_if, If) and first_if.then == (Break("$L_found", first_if.then[0].loc),)
+    guard = loop.body[1]
+    assert isinstance(guard, If) and guard.negated
+    assert guard.then[-1] == Break("$B3", guard.then[-1].loc)
     assert loop.trip_count is None  # two exits: no closed form
     assert [iv.reg.name for iv in loop.ivs] == ["%r2"]
-    assert (mov0.operands[1].value, ret0.op) == (0, "ret")
+    assert (mov1.operands[1].value, ret1.op) == (1, "ret")  # found: falls off the loop
     assert [s.op for s in k.body[3:]] == ["mov", "ret"]
+    assert k.body[3].operands[1].value == 0
 
 
 def test_simplified_exit_needs_no_block():
