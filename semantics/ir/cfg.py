@@ -497,7 +497,7 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
             defined.setdefault(r, []).append(ins)
     ivs = []
     for name, ds in defined.items():
-        if len(ds) != 1 or ds[0] not in loop.body:
+        if len(ds) != 1 or not _on_every_iteration(loop, ds[0]):
             continue
         ins = ds[0]
         if ins.op not in ("add", "sub") or ins.guard is not None or any(
@@ -527,6 +527,32 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
         ivs.append(InductionVar(Reg(name), init, step))
     ivs.sort(key=lambda iv: iv.reg.name)
     return replace(loop, ivs=tuple(ivs), trip_count=_trip_count(loop, ivs, defs, inner))
+
+
+def _on_every_iteration(loop: Loop, ins: Instr) -> bool:
+    """Does ``ins`` execute (outside any inner loop) before every ``continue`` of ``loop``?"""
+    ok = True
+
+    def visit(stmts, seen, depth_loops):
+        nonlocal ok
+        for s in stmts:
+            if s is ins:
+                if depth_loops:
+                    ok = False
+                seen = True
+            elif isinstance(s, Continue) and s.label == loop.label and not seen:
+                ok = False
+            elif isinstance(s, If):
+                visit(s.then, seen, depth_loops)
+                visit(s.orelse, seen, depth_loops)
+            elif isinstance(s, Block):
+                visit(s.body, seen, depth_loops)
+            elif isinstance(s, Loop):
+                visit(s.body, seen, depth_loops + 1)
+        return seen
+
+    visit(loop.body, False, 0)
+    return ok and ins in set(_instrs(loop.body))
 
 
 def _trip_count(loop: Loop, ivs, defs: _Defs, inner):
