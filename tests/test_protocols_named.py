@@ -156,7 +156,7 @@ def named_commands(cta_threads):
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from([64, 128]), st.data())
 def test_named_step_agrees_with_arrival_list_reference(cta_threads, data):
     s = cta(cta_threads)

@@ -7,7 +7,10 @@ observed) by replaying the log from the last ``init``; it counts arrivals *up* t
 phase's target instead of counting pending *down*.  The named-barrier reference keeps, per
 barrier id, the plain list of arrivals since its last reset.
 
-Both apply the checks in the order documented in the step-function modules, so that the
+The async-group reference numbers groups by commit index and keeps one flat record per
+operation instead of a queue of group tuples.
+
+All apply the checks in the order documented in the step-function modules, so that the
 reported rule ids can be compared.
 """
 
@@ -173,3 +176,57 @@ class RefNamedBarriers:
             self.lists[cmd.bar_id] = []
             return None, released
         return None, None
+
+
+class RefGroups:
+    """Async-operation groups as flat records numbered by commit index (bulk semantics
+    when ``bulk``: separate read completion)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []  # op, group (None = uncommitted), done, read, retired
+        self.commits = 0
+        self.retired_groups = 0  # groups 0 .. retired_groups-1 are retired
+
+    def live(self) -> list[dict]:
+        return [r for r in self.records if not r["retired"]]
+
+    def issue(self, op) -> str | None:
+        if any(r["op"] == op for r in self.live()):
+            return "not-enabled"
+        self.records.append({"op": op, "group": None, "done": False, "read": False,
+                             "retired": False})
+        return None
+
+    def commit(self) -> None:
+        for r in self.live():
+            if r["group"] is None:
+                r["group"] = self.commits
+        self.commits += 1
+
+    def complete(self, op, read_only: bool = False) -> str | None:
+        for r in self.live():
+            if r["op"] == op:
+                if r["done"] or (read_only and r["read"]):
+                    return "not-enabled"
+                r["read"] = True
+                if not read_only:
+                    r["done"] = True
+                return None
+        return "not-enabled"
+
+    def wait(self, n: int, read: bool = False):
+        """Returns ("async-group.wait-range", None), ("blocked", missing) or
+        ("ok", covered ops in issue order)."""
+        if n < 0:
+            return "async-group.wait-range", None
+        upto = max(self.commits - n, self.retired_groups)
+        covered = [r for r in self.live() if r["group"] is not None and r["group"] < upto]
+        key = "read" if read else "done"
+        missing = [r["op"] for r in covered if not r[key]]
+        if missing:
+            return "blocked", tuple(missing)
+        if not read:
+            for r in covered:
+                r["retired"] = True
+            self.retired_groups = upto
+        return "ok", tuple(r["op"] for r in covered)
