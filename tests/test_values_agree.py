@@ -9,6 +9,8 @@ Approximate families are uninterpreted symbolically and are covered in test_valu
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import z3
@@ -19,20 +21,22 @@ from semantics.values import FORMATS, Z3Domain, ConcreteDomain, bits, evaluate, 
 
 C = ConcreteDomain()
 Z = Z3Domain()
-LANES = 4
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+LANES = 8
+SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 # ------------------------------------------------------------------ operand strategies
 INT_TYPES = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
 
 
+@functools.lru_cache(maxsize=None)
 def int_values(w):
     top = (1 << w) - 1
     sb = 1 << (w - 1)
-    edges = sorted({0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 255, 256, 300, top, top - 1, sb, sb - 1, sb + 1} & set(range(top + 1)))
+    edges = sorted(v for v in {0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 255, 256, 300, top, top - 1, sb, sb - 1, sb + 1} if v <= top)
     return st.one_of(st.sampled_from(edges), st.integers(0, top), st.integers(0, 70))
 
 
+@functools.lru_cache(maxsize=None)
 def float_values(fmt):
     F = FORMATS[fmt]
     w = F.width
@@ -56,6 +60,7 @@ def float_values(fmt):
     return st.one_of(st.sampled_from(specials), st.integers(0, (1 << w) - 1), near, near, tiny, huge)
 
 
+@functools.lru_cache(maxsize=None)
 def float_ints(fmt):
     """Floats holding (near-)integral values, around the integer conversion bounds too."""
     F = FORMATS[fmt]
@@ -72,11 +77,19 @@ def float_ints(fmt):
     )
 
 
+@functools.lru_cache(maxsize=None)
 def packed(fmt):
     return st.builds(lambda lo, hi: lo | (hi << 16), float_values(fmt), float_values(fmt))
 
 
 def strategy(spec):
+    if isinstance(spec, tuple):
+        return spec[1]
+    return _strategy(spec)
+
+
+@functools.lru_cache(maxsize=None)
+def _strategy(spec):
     if isinstance(spec, tuple):  # ("imm", strategy) / ("mix", ...)
         return spec[1]
     if spec == "pred":

@@ -17,6 +17,8 @@ the sign fill), so that the concrete and symbolic domains agree by construction.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import softfloat
@@ -49,6 +51,15 @@ def _lanes(fn, *arrays):
     flat = [a.ravel() for a in arrs]
     out = np.fromiter((fn(*(int(x) for x in xs)) for xs in zip(*flat)), dtype=np.uint64, count=flat[0].size)
     return out.reshape(shape)
+
+
+def _quiet(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        with np.errstate(all="ignore"):
+            return fn(*a, **k)
+
+    return wrapper
 
 
 class ConcreteDomain:
@@ -384,3 +395,8 @@ class ConcreteDomain:
             r = self._APPROX[name](*xs)
         bits64 = np.asarray(r, dtype=np.float64).view(np.uint64)
         return self.fcvt(fmt, "f64", "rn", bits64)
+
+
+for _name, _fn in list(vars(ConcreteDomain).items()):
+    if callable(_fn) and not _name.startswith("__") and not isinstance(_fn, staticmethod):
+        setattr(ConcreteDomain, _name, _quiet(_fn))
