@@ -22,7 +22,7 @@ from semantics.values import FORMATS, Z3Domain, ConcreteDomain, bits, evaluate, 
 C = ConcreteDomain()
 Z = Z3Domain()
 LANES = 8
-SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 # ------------------------------------------------------------------ operand strategies
 INT_TYPES = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
@@ -57,7 +57,18 @@ def float_values(fmt):
     # near the subnormal boundary and near overflow
     tiny = st.builds(lambda s, m: (s << (w - 1)) | m, st.integers(0, 1), st.integers(0, 4 << F.mbits))
     huge = st.builds(lambda s, m: (s << (w - 1)) | (F.exp_mask - 1 - m), st.integers(0, 1), st.integers(0, 2 << F.mbits))
-    return st.one_of(st.sampled_from(specials), st.integers(0, (1 << w) - 1), near, near, tiny, huge)
+    # low mantissa bits shaped like a rounding tie / just below / just above at any precision
+    def shaped(s, e, hi, k, kind):
+        k = 1 + k % F.mbits
+        low = [1 << (k - 1), (1 << (k - 1)) - 1, (1 << (k - 1)) + 1, 0][kind]
+        m = ((hi << k) | low) & ((1 << F.mbits) - 1)
+        return (s << (w - 1)) | (e << F.mbits) | m
+
+    ties = st.builds(
+        shaped, st.integers(0, 1), st.integers(1, (1 << F.ebits) - 2), st.integers(0, (1 << F.mbits) - 1),
+        st.integers(0, 64), st.integers(0, 3),
+    )
+    return st.one_of(st.sampled_from(specials), st.integers(0, (1 << w) - 1), near, near, tiny, huge, ties, ties)
 
 
 @functools.lru_cache(maxsize=None)
