@@ -16,7 +16,8 @@ import networkx as nx
 
 from .errors import KernelError
 from .nodes import (Block, Break, Continue, If, Imm, InductionVar, Instr, Kernel, Label, Loop,
-                    Reg, Sym)
+                    PairOp, Reg, Sym, VecOp)
+from .optable import OPS
 from .symint import SymInt
 
 EXIT = -1
@@ -106,16 +107,114 @@ def structure(kernel: Kernel, flat: list, path: str) -> Kernel:
     return replace(kernel, body=tuple(body))
 
 
+class _ReachableGraph:
+    """The part of a CFG reachable from block 0, without EXIT: what
+    ``g.subgraph(reach | {EXIT}).copy()`` minus EXIT gives, with the same node, successor,
+    predecessor and edge orders, in plain lists (networkx is slow for small graphs)."""
+
+    __slots__ = ("nodes", "succ", "pred")
+
+    @staticmethod
+    def of(g):
+        """None where networkx's subgraph would list its nodes in another order (it
+        iterates the kept-node set itself when that is under half the graph)."""
+        adj = g._succ
+        seen = {0}
+        stack = [0]
+        while stack:
+            for v in adj[stack.pop()]:
+                if v not in seen and v != EXIT:
+                    seen.add(v)
+                    stack.append(v)
+        if 2 * (len(seen) + 1) < len(adj):
+            return None
+        self = _ReachableGraph()
+        self.nodes = [n for n in adj if n in seen]
+        self.succ = {n: [v for v in adj[n] if v != EXIT] for n in self.nodes}
+        self.pred = {n: [] for n in self.nodes}
+        for u in self.nodes:
+            for v in self.succ[u]:
+                self.pred[v].append(u)
+        return self
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def predecessors(self, n):
+        return iter(self.pred[n])
+
+    def successors(self, n):
+        return iter(self.succ[n])
+
+    def edges(self):
+        return [(u, v) for u in self.nodes for v in self.succ[u]]
+
+    def postorder(self) -> list:
+        """``nx.dfs_postorder_nodes(g, 0)``."""
+        succ = self.succ
+        visited = {0}
+        out = []
+        stack = [(0, iter(succ[0]))]
+        while stack:
+            parent, children = stack[-1]
+            for child in children:
+                if child not in visited:
+                    visited.add(child)
+                    stack.append((child, iter(succ[child])))
+                    break
+            else:
+                stack.pop()
+                out.append(parent)
+        return out
+
+    def idom(self, postorder) -> dict:
+        """Immediate dominators (Cooper, Harvey and Kennedy), as
+        ``nx.immediate_dominators(g, 0)``: every node but 0."""
+        dfn = {u: i for i, u in enumerate(postorder)}
+        idom = {0: 0}
+        order = postorder[-2::-1]
+        pred = self.pred
+
+        def intersect(u, v):
+            while u != v:
+                while dfn[u] < dfn[v]:
+                    u = idom[u]
+                while dfn[u] > dfn[v]:
+                    v = idom[v]
+            return u
+
+        changed = True
+        while changed:
+            changed = False
+            for u in order:
+                new = None
+                for v in pred[u]:
+                    if v in idom:
+                        new = v if new is None else intersect(v, new)
+                if idom.get(u) != new:
+                    idom[u] = new
+                    changed = True
+        del idom[0]
+        return idom
+
+
 class _Structurer:
     def __init__(self, blocks, by_label, g, path):
         self.blocks, self.by_label, self.path = blocks, by_label, path
-        reach = nx.descendants(g, 0) | {0}
-        self.g = g.subgraph(reach | {EXIT}).copy()
-        self.g.remove_node(EXIT)
-        g = self.g
-        order = list(nx.dfs_postorder_nodes(g, 0))
-        self.rpo = {n: i for i, n in enumerate(reversed(order))}
-        self.idom = nx.immediate_dominators(g, 0)
+        fast = _ReachableGraph.of(g)
+        if fast is not None:
+            self.g = g = fast
+            order = g.postorder()
+            self.rpo = {n: i for i, n in enumerate(reversed(order))}
+            self.idom = g.idom(order)
+        else:
+            reach = nx.descendants(g, 0) | {0}
+            self.g = g.subgraph(reach | {EXIT}).copy()
+            self.g.remove_node(EXIT)
+            g = self.g
+            order = list(nx.dfs_postorder_nodes(g, 0))
+            self.rpo = {n: i for i, n in enumerate(reversed(order))}
+            self.idom = nx.immediate_dominators(g, 0)
         self.back = set()
         for u, v in g.edges():
             if self.rpo[v] <= self.rpo[u]:
@@ -314,12 +413,29 @@ class _Defs:
     """Register definitions of a function, for symbolic values of single-def registers."""
 
     def __init__(self, flat):
-        self.defs: dict[str, list] = {}
-        for it in flat:
-            if isinstance(it, Instr):
-                for r in _defs_of(it):
-                    self.defs.setdefault(r, []).append(it)
+        self._flat = flat
+        self._defs = None  # built on first use: only functions with loops need it
+        self._defs_of: dict[int, tuple] = {}  # id(instr) -> (instr, registers it defines)
         self._cache: dict[str, SymInt] = {}
+
+    @property
+    def defs(self) -> dict:
+        if self._defs is None:
+            self._defs = {}
+            for it in self._flat:
+                if isinstance(it, Instr):
+                    for r in self.defs_of(it):
+                        self._defs.setdefault(r, []).append(it)
+        return self._defs
+
+    def defs_of(self, ins: Instr) -> list:
+        """``_defs_of(ins)``, remembered per instruction."""
+        e = self._defs_of.get(id(ins))
+        if e is not None and e[0] is ins:
+            return e[1]
+        r = _defs_of(ins)
+        self._defs_of[id(ins)] = (ins, r)
+        return r
 
     def value(self, op, depth=0) -> SymInt | None:
         if isinstance(op, Imm):
@@ -369,18 +485,35 @@ class _Defs:
 
 
 def _defs_of(ins: Instr):
-    from .nodes import VecOp, PairOp
-
-    r = ins.row
-    if r is None or not ins.operands or not ins.supported:
-        return [o.name for o in ins.operands[:1] if isinstance(o, Reg)]
+    r = OPS.get(ins.op)
+    ops = ins.operands
+    if r is None or not ops or not ins.supported:
+        return [o.name for o in ops[:1] if isinstance(o, Reg)]
+    slots = _DEF_SLOTS.get(ins.op)
+    if slots is None or slots[0] is not r:
+        slots = _DEF_SLOTS[ins.op] = (r, tuple((k, s.access == "update") for k, s in enumerate(r.operands)
+                                               if s.access in ("def", "update")))
     out = []
-    for slot, op in zip(r.operands, ins.operands):
-        if slot.access in ("def", "update") and slot.access == "def" or (slot.access == "update" and isinstance(op, (Reg, VecOp))):
-            for x in (op.elems if isinstance(op, VecOp) else (op.first, op.second) if isinstance(op, PairOp) else (op,)):
-                if isinstance(x, Reg):
-                    out.append(x.name)
+    n = len(ops)
+    for k, upd in slots[1]:
+        if k >= n:
+            break
+        op = ops[k]
+        t = type(op)
+        if t is Reg:
+            out.append(op.name)
+        elif t is VecOp:
+            out.extend([x.name for x in op.elems if isinstance(x, Reg)])
+        elif upd:
+            continue
+        elif t is PairOp:
+            out.extend([x.name for x in (op.first, op.second) if isinstance(x, Reg)])
+        elif isinstance(op, Reg):
+            out.append(op.name)
     return out
+
+
+_DEF_SLOTS: dict = {}  # op -> (row, ((slot index, is update), ...))
 
 
 def _instrs(stmts):
@@ -410,13 +543,21 @@ def _recognize(stmts, defs: _Defs):
             s = replace(s, body=tuple(body))
             out.append(_induction(s, defs))
         elif isinstance(s, Block):
-            out.append(replace(s, body=tuple(_recognize(list(s.body), defs))))
+            body = tuple(_recognize(list(s.body), defs))
+            out.append(s if _same_items(body, s.body)
+                       else Block(s.label, body, s.loc))
         elif isinstance(s, If):
-            out.append(replace(s, then=tuple(_recognize(list(s.then), defs)),
-                               orelse=tuple(_recognize(list(s.orelse), defs))))
+            then = tuple(_recognize(list(s.then), defs))
+            orelse = tuple(_recognize(list(s.orelse), defs))
+            out.append(s if _same_items(then, s.then) and _same_items(orelse, s.orelse)
+                       else If(s.cond, s.negated, then, orelse, s.loc))
         else:
             out.append(s)
     return out
+
+
+def _same_items(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _blocking_wait(label, body):
@@ -493,11 +634,17 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
     inner = list(_instrs(loop.body))
     defined: dict[str, list] = {}
     for ins in inner:
-        for r in _defs_of(ins):
+        for r in defs.defs_of(ins):
             defined.setdefault(r, []).append(ins)
+    every = None
+    inner_ids = None
     ivs = []
     for name, ds in defined.items():
-        if len(ds) != 1 or not _on_every_iteration(loop, ds[0]):
+        if len(ds) != 1:
+            continue
+        if every is None:
+            every = _EveryIteration(loop)
+        if not every(ds[0]):
             continue
         ins = ds[0]
         if ins.op not in ("add", "sub") or ins.guard is not None or any(
@@ -518,7 +665,9 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
             continue
         if ins.op == "sub":
             step = -step
-        outside = [d for d in defs.defs.get(name, []) if d not in inner]
+        if inner_ids is None:
+            inner_ids = _Members(inner)
+        outside = [d for d in defs.defs.get(name, []) if d not in inner_ids]
         init = None
         if len(outside) == 1:
             init = defs._eval(outside[0], 1)
@@ -529,8 +678,76 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
     return replace(loop, ivs=tuple(ivs), trip_count=_trip_count(loop, ivs, defs, inner))
 
 
+class _Members:
+    """``x in items`` for a list of instructions (identity, then equality), without
+    comparing ``x`` with every item."""
+
+    def __init__(self, items):
+        self.ids = {id(i) for i in items}
+        self.by_key: dict = {}
+        for i in items:
+            self.by_key.setdefault((i.op, i.loc.ptx_line), []).append(i)
+
+    def __contains__(self, x):
+        if id(x) in self.ids:
+            return True
+        return any(i == x for i in self.by_key.get((x.op, x.loc.ptx_line), ()))
+
+
+class _EveryIteration:
+    """``_on_every_iteration(loop, ins)`` for the instructions of one loop, from one walk
+    over its body: ``ins`` runs on every iteration when it is not inside an inner loop
+    and, for every ``continue`` of the loop, it is a statement of a list enclosing that
+    ``continue``, placed before it."""
+
+    def __init__(self, loop: Loop):
+        self.pos: dict[int, tuple] = {}  # id(instr) -> (id(list), index, in inner loop)
+        self.conts: list[dict] = []  # per continue: {id(enclosing list): index}
+        self.label = loop.label
+        self._walk(loop.body, {}, False)
+
+    def _walk(self, stmts, anc, nested):
+        lid = id(stmts)
+        for k, s in enumerate(stmts):
+            if isinstance(s, Instr):
+                self.pos.setdefault(id(s), (lid, k, nested))
+            elif isinstance(s, Continue):
+                if s.label == self.label:
+                    d = dict(anc)
+                    d[lid] = k
+                    self.conts.append(d)
+            elif isinstance(s, If):
+                a = dict(anc)
+                a[lid] = k
+                self._walk(s.then, a, nested)
+                self._walk(s.orelse, a, nested)
+            elif isinstance(s, Block):
+                a = dict(anc)
+                a[lid] = k
+                self._walk(s.body, a, nested)
+            elif isinstance(s, Loop):
+                a = dict(anc)
+                a[lid] = k
+                self._walk(s.body, a, True)
+
+    def __call__(self, ins: Instr) -> bool:
+        p = self.pos.get(id(ins))
+        if p is None:  # not in the loop
+            return False
+        lid, k, nested = p
+        if nested:
+            return False
+        for c in self.conts:
+            j = c.get(lid)
+            if j is None or j <= k:
+                return False
+        return True
+
+
 def _on_every_iteration(loop: Loop, ins: Instr) -> bool:
-    """Does ``ins`` execute (outside any inner loop) before every ``continue`` of ``loop``?"""
+    """Does ``ins`` execute (outside any inner loop) before every ``continue`` of ``loop``?
+    The plain definition, one walk per instruction; ``_EveryIteration`` answers the same
+    for all instructions of a loop at once (tests compare the two)."""
     ok = True
 
     def visit(stmts, seen, depth_loops):
@@ -573,12 +790,12 @@ def _trip_count(loop: Loop, ivs, defs: _Defs, inner):
         return None
     # the IV update must come before the compare in the body (value init + (k+1)*step)
     order = list(loop.body)
-    upd = next((i for i, s in enumerate(order) if isinstance(s, Instr) and iv.reg.name in _defs_of(s)), None)
+    upd = next((i for i, s in enumerate(order) if isinstance(s, Instr) and iv.reg.name in defs.defs_of(s)), None)
     cmp_i = next((i for i, s in enumerate(order) if s is st), None)
     if upd is None or cmp_i is None or upd > cmp_i:
         return None
     bound = defs.value(b)
-    if bound is None or (isinstance(b, Reg) and b.name in {r for i in inner for r in _defs_of(i)}):
+    if bound is None or (isinstance(b, Reg) and b.name in {r for i in inner for r in defs.defs_of(i)}):
         return None
     s = iv.step.value
     span = bound - iv.init
