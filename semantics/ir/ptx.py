@@ -6,6 +6,10 @@ the structured body. Follows PTX ISA §4 (syntax), §5 (state spaces, types, var
 Scoped blocks (``{ .reg .pred p; L: ...; @!p bra L; }``, as inline asm produces) are
 flattened: a register or label declared in a nested scope that clashes with another
 declaration is renamed ``name$N``.
+
+``parse_ptx`` reads function bodies with a hand-written fast path (see "fast path"
+below) and everything else with lark; the result is the same as the pure-lark path,
+which ``FASTPATH = False`` forces.
 """
 from __future__ import annotations
 
