@@ -1,0 +1,130 @@
+"""Verdicts, obligations, findings and the versioned JSON report (``kverify.report/1``).
+
+One obligation per checker and resource ("race-free: shared", "mbarrier conformance:
+full[0..2]", "deadlock-free"), each with a status from the verdict lattice of DESIGN.md
+decision 6: ``proved`` < ``bounded`` < ``unknown`` < ``violated`` (worst wins when a
+kernel's verdict is formed). A kernel is ``verified`` when every obligation is proved or
+bounded, ``violated`` when one is violated, ``inconclusive`` otherwise, and ``error`` when
+it could not be analysed at all. Exit codes follow the verdict: 0 / 1 / 3, and 2 for bad
+input.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SCHEMA = "kverify.report/1"
+STATUSES = ("proved", "bounded", "unknown", "violated")
+VERDICTS = ("verified", "violated", "inconclusive", "error")
+EXIT_CODES = {"verified": 0, "violated": 1, "error": 2, "inconclusive": 3}
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str | None
+    line: int
+    column: int = 0
+    ptx_line: int = 0
+
+    @staticmethod
+    def of(loc, ptx_path: str | None = None) -> "Location":
+        """From an IR ``Loc``: the kernel source position when known, else the PTX line."""
+        if loc.line:
+            return Location(loc.file, loc.line, loc.col, loc.ptx_line)
+        return Location(ptx_path, loc.ptx_line, 0, loc.ptx_line)
+
+    def __str__(self) -> str:
+        s = f"{self.path or '?'}:{self.line}"
+        if self.column:
+            s += f":{self.column}"
+        if self.ptx_line and self.ptx_line != self.line:
+            s += f" (ptx {self.ptx_line})"
+        return s
+
+
+@dataclass
+class Finding:
+    rule: str
+    message: str
+    locations: list = field(default_factory=list)
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d = {"rule": self.rule, "message": self.message,
+             "locations": [asdict(l) for l in self.locations]}
+        if self.details:
+            d["details"] = self.details
+        return d
+
+
+@dataclass
+class Obligation:
+    id: str
+    checker: str
+    status: str
+    message: str = ""
+    bound: str | None = None
+    locations: list = field(default_factory=list)
+    counterexample: dict | None = None
+    time_s: float = 0.0
+    rule: str | None = None
+
+    def __post_init__(self):
+        assert self.status in STATUSES, self.status
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "checker": self.checker, "status": self.status,
+                "bound": self.bound, "message": self.message, "rule": self.rule,
+                "locations": [asdict(l) for l in self.locations],
+                "counterexample": self.counterexample, "time_s": round(self.time_s, 4)}
+
+
+def kernel_verdict(obligations) -> str:
+    statuses = {o.status for o in obligations}
+    if "violated" in statuses:
+        return "violated"
+    if "unknown" in statuses or not obligations:
+        return "inconclusive"
+    return "verified"
+
+
+@dataclass
+class KernelReport:
+    name: str
+    path: str
+    obligations: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "error" if self.error else kernel_verdict(self.obligations)
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "path": self.path, "verdict": self.verdict,
+             "obligations": [o.to_json() for o in self.obligations],
+             "findings": [f.to_json() for f in self.findings]}
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+def report_json(kernels, command: str) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("kverify")
+    except PackageNotFoundError:
+        v = "0+unknown"
+    verdicts = [k.verdict for k in kernels]
+    overall = ("error" if "error" in verdicts else "violated" if "violated" in verdicts
+               else "inconclusive" if "inconclusive" in verdicts or not kernels else "verified")
+    return {"schema": SCHEMA, "tool": {"name": "kverify", "version": v}, "command": command,
+            "verdict": overall, "kernels": [k.to_json() for k in kernels]}
+
+
+def exit_code(kernels) -> int:
+    verdicts = [k.verdict for k in kernels]
+    for v in ("error", "violated", "inconclusive"):
+        if v in verdicts:
+            return EXIT_CODES[v]
+    return 0 if kernels else EXIT_CODES["inconclusive"]
