@@ -163,36 +163,39 @@ class AsmStmt:
                 self._collect(c, "use")
 
     # ---- symbols --------------------------------------------------------------------
-    def _shared_context(self) -> bool:
+    _SPACE_OF_KIND = {"shared": "shared", "global": "global", "const": "const", "local": "local"}
+
+    def _own_space(self, kind: str) -> bool:
+        """Whether a variable symbol stands for its address in its own state space (``mov``,
+        ``cvta.shared``, an instruction naming that space) rather than its generic address."""
         i = self.instr
-        return i.op in ("mov", "cvta") or any(m.startswith("shared") for m in i.mods)
+        if i.op == "mov":
+            return True
+        if i.op == "cvta":
+            return "to" not in i.mods
+        space = self._SPACE_OF_KIND[kind]
+        return any(m == space or m.startswith(space + "::") for m in i.mods)
 
     def _sym_text(self, s: Sym, in_addr: bool) -> str:
         info = self.scope.sym(s, self.instr)
         i = self.instr
         if info.kind == "kparam":
             return str(s)
-        if info.kind in ("kparam_c", "cparam", "func"):
-            raise LoweringError(f"{i.opcode}: cannot take the address of parameter {s.name} "
-                                f"in lowered CUDA", i.loc)
-        wide = True
-        if info.kind == "shared" and self._shared_context():
-            expr = f"__cvta_generic_to_shared(&{info.cname})"
-            if i.op == "mov":
-                wide = any(m in ("b64", "u64", "s64") for m in i.mods)
-            elif i.op == "cvta":
-                wide = any(m in ("b64", "u64", "s64") for m in i.mods)
-            else:
-                wide = False
-        elif info.kind == "global" and ("global" in i.mods and i.op != "cvta"
-                                        or i.op == "cvta" and "to" not in i.mods):
-            expr = f"__cvta_generic_to_global(&{info.cname})"
-        elif info.kind == "const" and ("const" in i.mods or i.op in ("mov", "cvta")):
-            expr = f"__cvta_generic_to_constant(&{info.cname})"
-        elif info.kind == "local" and ("local" in i.mods or i.op in ("mov", "cvta")):
-            expr = f"__cvta_generic_to_local(&{info.cname})"
+        if info.kind not in self._SPACE_OF_KIND:
+            raise LoweringError(f"{i.opcode}: cannot take the address of {s.name} in lowered "
+                                f"CUDA", i.loc)
+        if self._own_space(info.kind):
+            conv = {"shared": "__cvta_generic_to_shared", "global": "__cvta_generic_to_global",
+                    "const": "__cvta_generic_to_constant",
+                    "local": "__cvta_generic_to_local"}[info.kind]
+            expr = f"{conv}(&{info.cname})"
+            # shared-window addresses are 32-bit unless a 64-bit mov/cvta asks for 64
+            wide = info.kind != "shared"
         else:
             expr = f"&{info.cname}"
+            wide = True
+        if i.op in ("mov", "cvta"):
+            wide = any(m in ("b64", "u64", "s64") for m in i.mods)
         if wide:
             cexpr = f"(unsigned long long)({expr})"
             letter = "l"

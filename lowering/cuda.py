@@ -36,6 +36,10 @@ IND = "  "
 PRELUDE = """\
 // Lowered by kverify from the core IR: one inline-PTX statement per instruction.
 #include <cstring>
+#pragma nv_diag_suppress 177  // declared but never referenced
+#pragma nv_diag_suppress 550  // set but never used
+#pragma nv_diag_suppress 128  // loop is not reachable
+#pragma nv_diag_suppress 111  // statement is unreachable
 template <typename T> static __device__ __forceinline__ T kv_ldp(const void* p) {
   T v; memcpy(&v, p, sizeof(T)); return v;
 }
