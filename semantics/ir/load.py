@@ -34,10 +34,23 @@ def load_module(path: str, **cuda_options) -> Module:
     if kind == "ptx":
         from .ptx import parse_ptx
 
-        return parse_ptx(text, path)
+        return _with_source_names(parse_ptx(text, path))
     from .ptx import parse_ir
 
     return parse_ir(text, path)
+
+
+def _with_source_names(module: Module) -> Module:
+    """Give kernel parameters their CUDA names when the PTX's ``.file`` table names a
+    ``.cu`` source that is on disk (nvcc output keeps only ``<kernel>_param_<i>``)."""
+    cu = [lines for f, lines in source_lines(module).items() if f.endswith((".cu", ".cuh"))]
+    if not cu:
+        return module
+    from .cuda import attach_source_names
+
+    for lines in cu:
+        module = attach_source_names(module, "\n".join(lines))
+    return module
 
 
 def source_lines(module: Module) -> dict:

@@ -186,6 +186,12 @@ class ToRaw(Transformer):
     def loc_dir(self, c):
         f, ln, col = (_int(x) for x in c[:3])
         self.cur_loc = (self.files.get(f, f"<file {f}>"), ln, col) if ln else (None, 0, 0)
+        for extra in c[3:]:
+            kids = getattr(extra, "children", ())
+            if len(kids) == 4 and str(kids[0]) == "inlined_at" and _int(kids[2]):
+                # inlined code: report the call site in the kernel
+                f2 = _int(kids[1])
+                self.cur_loc = (self.files.get(f2, f"<file {f2}>"), _int(kids[2]), _int(kids[3]))
         return _Raw("loc", None)
 
     def pragma(self, c):
@@ -520,7 +526,7 @@ class _Fast:
         # one ``, function_name NAME`` / ``, inlined_at INT INT INT`` tail item of .loc
         self.LOCX = re.compile(
             rf"{w}*,{w}*{name}{w}+(?:(?=(?P<n>{name}))(?P=n)(?![\w$.:])"
-            rf"|{int_}{w}+{int_}{w}+{int_}(?![\w$.]))")
+            rf"|(?P<i1>{int_}){w}+(?P<i2>{int_}){w}+(?P<i3>{int_})(?![\w$.]))")
         self.STRING = re.compile(term["STRING"])
         # operand lists that split at every comma: no vectors, lists, pairs or negations
         self.COMPLEX = re.compile(r"[{}()|!/\"]")
@@ -813,6 +819,10 @@ def _fast_body(text: str, a: int, b: int, line: int, files: dict):
                 mx = F.LOCX.match(text, e, b)
                 if mx is None:
                     break
+                if mx.group("i1") is not None and _int_c(mx.group("i2")):
+                    # inlined code: report the call site in the kernel
+                    fi2 = _int_c(mx.group("i1"))
+                    cur = (files.get(fi2, f"<file {fi2}>"), _int_c(mx.group("i2")), _int_c(mx.group("i3")))
                 e = mx.end()
             m = None
             pos = e

@@ -1,0 +1,80 @@
+"""Memory of one launch: global allocations, per-CTA shared memory (distributed shared memory
+across a cluster), per-thread local memory, the kernel parameter buffer (including
+by-value tensor maps) and const banks, and the generic address space that windows onto
+them (PTX ISA §5.1 state spaces, §6.4.1 generic addressing, §9.7.9.21 cvta, §9.7.9.22 mapa).
+
+Address encoding used by the interpreter:
+  global          GLOBAL_BASE + offset into the global image (what pointer params hold)
+  shared::cta     offset in the CTA's shared memory, < 2**24
+  shared::cluster ((rank + 1) << 24) | offset   (plain shared::cta offsets mean the own CTA)
+  generic         SHARED_WINDOW + a shared::cluster address, LOCAL_WINDOW + offset,
+                  PARAM_WINDOW + offset, CONST_WINDOW + offset, or a global address
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .hb import Shadow
+
+GLOBAL_BASE = 0x0000_1000_0000
+SHARED_WINDOW = 0x7000_0000_0000
+LOCAL_WINDOW = 0x7100_0000_0000
+PARAM_WINDOW = 0x7200_0000_0000
+CONST_WINDOW = 0x7300_0000_0000
+WINDOW_SIZE = 1 << 40
+CTA_SHIFT = 24
+CTA_MASK = (1 << CTA_SHIFT) - 1
+
+
+class Fault(Exception):
+    """An access outside every allocation (``bounds``) or an unsupported address."""
+
+    def __init__(self, message, lane=-1, address=None):
+        super().__init__(message)
+        self.lane, self.address = lane, address
+
+
+def load_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    """Little-endian values of ``nbytes`` (<= 8) at byte offsets ``offs`` (uint64)."""
+    idx = offs[:, None] + np.arange(nbytes)[None, :]
+    b = data[idx].astype(np.uint64)
+    out = np.zeros(len(offs), np.uint64)
+    for i in range(nbytes):
+        out |= b[:, i] << np.uint64(8 * i)
+    return out
+
+
+def store_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int, vals: np.ndarray) -> None:
+    vals = np.asarray(vals).astype(np.uint64)
+    for i in range(nbytes):
+        data[offs + i] = ((vals >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
+
+
+class Region:
+    """A byte image with its race shadow and the allocations (name, start, size) in it."""
+
+    def __init__(self, name: str, space: str, size: int, dense_agents=None):
+        self.name, self.space = name, space
+        self.data = np.zeros(max(size, 1), np.uint8)
+        self.size = size
+        self.shadow = Shadow(size, "shared" if space == "shared" else space, dense_agents)
+        self.allocs: list[tuple[str, int, int]] = []
+
+    def owner(self, off: int) -> str:
+        for name, start, size in self.allocs:
+            if start <= off < start + size:
+                return f"{name}+{off - start}" if off != start else name
+        return f"{self.space}+{off:#x}"
+
+    def in_bounds(self, offs: np.ndarray, nbytes: int) -> np.ndarray:
+        offs = np.asarray(offs, np.int64)
+        if self.space != "global":
+            return (offs >= 0) & (offs + nbytes <= self.size)
+        ok = np.zeros(offs.shape, bool)
+        for _, start, size in self.allocs:
+            ok |= (offs >= start) & (offs + nbytes <= start + size)
+        return ok
+
+
+def align_up(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
