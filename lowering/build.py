@@ -74,6 +74,28 @@ def assemble(ptx: str, arch: str = ARCH, workdir: str | None = None, name: str =
         return out.read_bytes()
 
 
+def gencode(arch: str = ARCH) -> str:
+    """``-gencode`` for SASS of exactly ``arch``. (nvcc 13's ``-arch=sm_90a -c`` also embeds
+    PTX for the family target ``compute_90``, which rejects wgmma/setmaxnreg; ``-ptx`` with
+    ``-arch=sm_90a`` does target ``sm_90a``.)"""
+    return f"-gencode=arch={arch.replace('sm_', 'compute_')},code={arch}"
+
+
+def compile_object(source: str, arch: str = ARCH, workdir: str | None = None,
+                   name: str = "lowered", include_dirs=(), extra=()) -> bytes:
+    """nvcc ``-c``: the host object (with the embedded cubin) of a translation unit."""
+    with tempfile.TemporaryDirectory(dir=workdir) as d:
+        cu = Path(d) / f"{name}.cu"
+        out = Path(d) / f"{name}.o"
+        cu.write_text(source)
+        cmd = ["nvcc", gencode(arch), "-c", *NVCC_FLAGS, "-Xcompiler", "-fPIC",
+               *[f"-I{i}" for i in include_dirs], *extra, str(cu), "-o", str(out)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BuildError("nvcc", r.stdout + r.stderr)
+        return out.read_bytes()
+
+
 def build(source: str, arch: str = ARCH, workdir: str | None = None,
           name: str = "lowered") -> tuple[str, bytes]:
     """``(ptx, cubin)`` of a lowered translation unit."""
@@ -112,24 +134,33 @@ def sync_multiset(ptx: str) -> Counter:
 
 
 def function_bodies(ptx: str) -> dict:
-    """``{name: text}`` of each ``.entry``/``.func`` in a PTX text (header to closing brace)."""
+    """``{name: text}`` of each ``.entry``/``.func`` defined in a PTX text (header to closing
+    brace); prototypes are skipped."""
     text = _COMMENT.sub("", ptx)
     out = {}
     for m in re.finditer(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", text):
-        start = m.start()
-        i = text.find("{", m.end())
-        if i < 0:
-            continue
-        depth, j = 0, i
+        j, depth = m.end(), 0
         while j < len(text):
-            if text[j] == "{":
+            c = text[j]
+            if c == "(":
                 depth += 1
-            elif text[j] == "}":
+            elif c == ")":
+                depth -= 1
+            elif depth == 0 and c in ";{":
+                break
+            j += 1
+        if j >= len(text) or text[j] == ";":
+            continue
+        depth, k = 0, j
+        while k < len(text):
+            if text[k] == "{":
+                depth += 1
+            elif text[k] == "}":
                 depth -= 1
                 if depth == 0:
                     break
-            j += 1
-        out[m.group(1)] = text[start:j + 1]
+            k += 1
+        out[m.group(1)] = text[m.start():k + 1]
     return out
 
 

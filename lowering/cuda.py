@@ -361,7 +361,7 @@ def _module_vars(m: Module, names: _Names, structs: set) -> tuple[dict, list[str
     return syms, decls, extern_shared
 
 
-def _funcs_used(m: Module, k: Kernel) -> list[Kernel]:
+def called_functions(m: Module, k: Kernel) -> list[Kernel]:
     """Device functions reachable from ``k`` through direct calls, callees first."""
     by_name = {f.name: f for f in m.kernels if not f.is_entry}
     order, seen = [], set()
@@ -389,7 +389,7 @@ def _lower(module: Module, kernels: list[Kernel]) -> str:
     file_syms, file_decls, extern_shared = _module_vars(module, file_names, structs)
     funcs_needed: list[Kernel] = []
     for k in kernels:
-        for f in _funcs_used(module, k):
+        for f in called_functions(module, k):
             if f not in funcs_needed:
                 funcs_needed.append(f)
     funcs = {}

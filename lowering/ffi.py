@@ -390,7 +390,9 @@ class _Gen:
                    f"{what} - {off} to be divisible by {abs(coef)} (it is {_pretty(e)})")
             self.emit(f"if ({shifted} % {abs(coef)} != 0) "
                       + self.fail("ValueError", what, index, exp, v))
-        self.emit(f"const int64_t {var} = ({v} - {off}) / {coef};")
+        num = f"({v} - {off})" if off else v
+        self.emit(f"const int64_t {var} = {num} / {coef};" if coef != 1 else
+                  f"const int64_t {var} = {num};")
         if coef < 0:
             self.emit(f"if ({var} < 0) " + self.fail("ValueError", what, index,
                                                       f"{what} to give {x} >= 0", v))
