@@ -507,8 +507,19 @@ class _Gen:
         self.emit(f"kv_attr[0].val.clusterDim.x = (unsigned){cl[0]};")
         self.emit(f"kv_attr[0].val.clusterDim.y = (unsigned){cl[1]};")
         self.emit(f"kv_attr[0].val.clusterDim.z = (unsigned){cl[2]};")
-        self.emit(f"kv_cfg.attrs = kv_attr; kv_cfg.numAttrs = ({cl[0]} * {cl[1]} * {cl[2]} > 1) "
-                  f"? 1 : 0;")
+        fixed = k.directive("reqnctapercluster")
+        if fixed:
+            # compile-time cluster dims (__cluster_dims__) cannot be set again at launch
+            dims = tuple(int(x) for x in fixed) + (1,) * (3 - len(fixed))
+            given = tuple(spec.cluster)
+            if given not in (dims, (1, 1, 1)) and given != tuple(str(x) for x in dims):
+                raise LoweringError(f"{spec.name}: launch cluster {given} differs from the "
+                                    f"kernel's .reqnctapercluster {dims}", k.loc)
+            self.emit("kv_cfg.attrs = kv_attr; kv_cfg.numAttrs = 0;  // cluster dims fixed "
+                      "by the kernel")
+        else:
+            self.emit(f"kv_cfg.attrs = kv_attr; kv_cfg.numAttrs = ({cl[0]} * {cl[1]} * {cl[2]} "
+                      f"> 1) ? 1 : 0;")
         self.emit("if (kv_cfg.dynamicSmemBytes > 48 * 1024) {")
         self.emit(f"TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute({k.name}, "
                   "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kv_cfg.dynamicSmemBytes));", 2)

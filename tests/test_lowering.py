@@ -22,7 +22,7 @@ from semantics.ir.nodes import (Addr, Block, Break, Continue, If, Imm, Instr, Ke
                                 Loop, Module, Param, Reg, RegDecl, Sym, VarDecl)
 from semantics.ir.types import Scalar
 
-from conftest import ZOO, needs_nvcc, zoo_ptx_files
+from conftest import ZOO, needs_nvcc, zoo_ptx_files, zoo_variants
 
 ZOO_PTX = zoo_ptx_files()
 
@@ -452,21 +452,47 @@ def test_ffi_wrapper_builds_and_its_checks_raise_named_errors(tmp_path):
         f"Invalid A.device on argument #0 {pre}A to be a CUDA tensor, got a cpu tensor"
 
 
+def _zoo_variant_kernel(fam: Path, v: dict):
+    f = fam / v["file"]
+    m = load_module(str(f.with_suffix(".ptx")))
+    if f.suffix == ".cu":
+        m = attach_source_names(m, f.read_text())
+    return m, m.kernel(v["kernel"])
+
+
+def test_ffi_source_for_every_zoo_variant_from_its_manifest():
+    n = 0
+    for fam, v in zoo_variants():
+        m, k = _zoo_variant_kernel(fam, v)
+        spec = spec_from_launch(k, v["launch"])
+        src = ffi_source(m, k, spec)
+        assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({k.name}, kv_ffi_{k.name});" in src
+        assert len(spec.params) == len(k.params)
+        n += 1
+    assert n >= 50
+
+
 @needs_nvcc
 @needs_tvm_ffi
-def test_ffi_wrapper_with_tensor_maps_and_dynamic_shared_memory_compiles():
+@pytest.mark.parametrize("family,file", [("triton", "tma_matmul.ptx"),
+                                         ("cluster_arrive", "cluster_arrive.cu")])
+def test_ffi_wrapper_with_tensor_maps_clusters_and_dynamic_smem_compiles(family, file):
     import tvm_ffi.libinfo as li
 
-    path = ZOO / "triton" / "tma_matmul.ptx"
-    m = load_module(str(path))
-    var = next(v for v in json.loads((ZOO / "triton" / "manifest.json").read_text())["variants"]
-               if v["file"] == path.name)
-    spec = spec_from_launch(m.kernel(var["kernel"]), var["launch"], bake=True)
-    assert [type(b) for b in spec.params[:1]] == [TensorMap]
-    src = ffi_source(m, var["kernel"], spec)
-    assert "kv_encode_tiled()(&kv_map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2," in src
-    assert "CU_TENSOR_MAP_SWIZZLE_128B" in src
-    assert "kv_cfg.dynamicSmemBytes = (size_t)int64_t(98328);" in src
-    obj = compile_object(src, name="ffi_tma", include_dirs=(li.find_include_path(),
-                                                            li.find_dlpack_include_path()))
+    fam = ZOO / family
+    v = next(v for v in json.loads((fam / "manifest.json").read_text())["variants"]
+             if v["file"] == file)
+    m, k = _zoo_variant_kernel(fam, v)
+    spec = spec_from_launch(k, v["launch"], bake=True)
+    src = ffi_source(m, k, spec)
+    if family == "triton":
+        assert [type(b) for b in spec.params[:1]] == [TensorMap]
+        assert "kv_encode_tiled()(&kv_map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2," in src
+        assert "CU_TENSOR_MAP_SWIZZLE_128B" in src
+        assert "kv_cfg.dynamicSmemBytes = (size_t)int64_t(98328);" in src
+    else:
+        assert "__cluster_dims__(2, 1, 1)" in src
+        assert "kv_cfg.numAttrs = 0;  // cluster dims fixed by the kernel" in src
+    obj = compile_object(src, name=f"ffi_{family}",
+                         include_dirs=(li.find_include_path(), li.find_dlpack_include_path()))
     assert obj
