@@ -116,6 +116,15 @@ def test_kernel_params_keep_their_ptx_names_so_ld_param_is_verbatim():
     assert 'asm volatile("ld.param.u32 %0, [t_param_0];" : "=r"(r1) : : "memory");' in src
 
 
+def test_params_not_named_by_nvcc_convention_are_read_through_c():
+    m = parse_ptx(HEAD + ".visible .entry k(.param .u64 ptr, .param .u32 n)\n{\n"
+                  ".reg .b32 %r<2>;\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [ptr];\n"
+                  "ld.param.u32 %r1, [n];\nst.global.u32 [%rd1], %r1;\nret;\n}\n", "k.ptx")
+    src = lower_module(m)
+    assert "memcpy(&rd1, (unsigned char*)&ptr, 8);" in src
+    assert "memcpy(&r1, (unsigned char*)&n, 4);" in src
+
+
 def test_register_constraints_follow_register_types():
     _, src = _lower_text("cvt.rn.f32.u32 %f1, %r1;\ncvt.u64.u32 %rd1, %r1;\ncvt.u16.u32 %rs1, %r1;")
     assert '"=f"(f1) : "r"(r1)' in src
