@@ -84,6 +84,117 @@ def cmd_parse(args) -> int:
     return status
 
 
+def _launch_for(args, module, kernel_name):
+    """The launch spec (and the manifest's reference, if any) for ``args.launch``: a launch
+    JSON, or a zoo manifest whose variant for this file is taken."""
+    import json
+    from pathlib import Path
+
+    from semantics.interpreter import LaunchSpec
+
+    if not args.launch:
+        raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", args.file, 0, 0)
+    try:
+        d = json.loads(Path(args.launch).read_text())
+    except OSError as e:
+        raise KernelError(f"cannot read launch spec: {e.strerror}", args.launch, 0, 0) from None
+    except json.JSONDecodeError as e:
+        raise KernelError(f"launch spec: {e.msg}", args.launch, e.lineno, e.colno) from None
+    ref = None
+    if isinstance(d, dict) and "variants" in d:
+        stem = Path(args.file).stem
+        match = [v for v in d["variants"] if Path(v["file"]).stem == stem]
+        if not match:
+            raise KernelError(f"manifest has no variant for {Path(args.file).name}", args.launch, 1, 1)
+        ref = match[0].get("reference")
+        d = match[0]["launch"]
+    return LaunchSpec.from_dict(d, args.launch), ref
+
+
+def _loc_text(l):
+    if l.line:
+        return f"{l.file}:{l.line}" + (f" (ptx {l.ptx_line})" if l.ptx_line else "")
+    return f"ptx:{l.ptx_line}"
+
+
+def cmd_run(args) -> int:
+    import json
+
+    from semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
+    from semantics.interpreter.scheduler import parse_replay
+
+    m = _load(args)
+    try:
+        k = m.kernel(args.kernel)
+    except KeyError as e:
+        raise KernelError(e.args[0], args.file, 0, 0) from None
+    spec, manifest_ref = _launch_for(args, m, k.name)
+    ref = args.ref or manifest_ref
+    r = run_kernel(m, k, spec, schedule=args.schedule, seed=args.seed, budget=args.budget,
+                   replay=parse_replay(args.replay) if args.replay else None)
+    mismatches = None
+    if ref and not args.no_ref:
+        fn = load_reference(ref, args.file)
+        try:
+            expected = call_reference(fn, r.inputs, spec)
+        except Exception as e:  # the reference is user code
+            raise KernelError(f"reference {ref} failed: {type(e).__name__}: {e}", args.file, 0, 0) from None
+        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
+    explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
+                else f"{r.schedules_run} schedule(s)")
+    if args.format == "json":
+        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "status": r.status,
+               "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
+               "schedules_total": r.schedules_total, "steps": r.steps, "time_s": round(r.time_s, 4),
+               "findings": [{"rule": f.rule, "message": f.message, "count": f.count,
+                             "locations": [{"path": l.file, "line": l.line, "column": l.col,
+                                            "ptx_line": l.ptx_line} for l in f.locs],
+                             "details": {k2: v for k2, v in f.details.items() if _jsonable(v)}}
+                            for f in r.findings],
+               "reference": ref, "mismatches": mismatches}
+        print(json.dumps(out, indent=2))
+    else:
+        g, b = spec.grid, spec.block
+        print(f"kverify run {args.file}: kernel {k.name}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
+              f"schedule {r.schedule}")
+        print(f"status: {r.status}{' (' + r.reason + ')' if r.reason else ''}; {explored}, "
+              f"{r.steps} warp-instructions, {r.time_s:.2f} s")
+        if not r.findings:
+            print("findings: none")
+        for f in r.findings:
+            locs = ", ".join(_loc_text(l) for l in f.locs)
+            print(f"{f.rule}: {locs}")
+            for line in f.message.splitlines():
+                print(f"    {line}")
+            sch = f.details.get("schedule", "")
+            if sch.startswith("replay "):
+                print(f"    replay: kverify run {args.file} --launch {args.launch} --schedule replay "
+                      f"--replay {sch.split()[1]}")
+        if mismatches is not None:
+            if mismatches:
+                for mm in mismatches:
+                    print(f"reference {ref}: {mm['buffer']} differs at flat index {mm.get('index')}: got "
+                          f"{mm.get('got')}, expected {mm.get('expected')} ({mm.get('mismatches')} of "
+                          f"{mm.get('of')} elements differ)")
+            else:
+                print(f"reference {ref}: outputs match ({', '.join(sorted(set(r.outputs) & set(expected)))})")
+    if r.status in ("unsupported", "incomplete"):
+        return EXIT_INCONCLUSIVE
+    if r.findings or r.status == "deadlock" or mismatches:
+        return EXIT_VIOLATED
+    return EXIT_OK
+
+
+def _jsonable(v):
+    import json
+
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -97,6 +208,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", default="sm_90a")
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.set_defaults(func=cmd_parse)
+    s = sub.add_parser("run", help="run a kernel on the CPU interpreter: findings and outputs vs a reference")
+    _add_input(s)
+    s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for FILE)")
+    s.add_argument("--ref", help="reference module:function(inputs, args) -> {buffer: array}")
+    s.add_argument("--no-ref", action="store_true", help="do not compare against the manifest's reference")
+    s.add_argument("--schedule", default="deterministic",
+                   choices=["deterministic", "random", "exhaustive", "replay"])
+    s.add_argument("--seed", type=int, default=0, help="seed of inputs and of the random schedule")
+    s.add_argument("--budget", type=int, default=32, help="schedules tried by --schedule exhaustive")
+    s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
+    s.add_argument("--rtol", type=float, default=1e-5)
+    s.add_argument("--atol", type=float, default=1e-6)
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_run)
     return p
 
 

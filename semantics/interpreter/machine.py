@@ -259,6 +259,9 @@ class MbarInfo:
         self.done_vc: dict[int, np.ndarray] = {}
         self.init = None  # (agent, clock, loc id, fence required)
         self.version = 0
+        self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
+        self.expect_loc = None  # last arrive.expect_tx / expect_tx
+        self.copy_loc = None  # last copy signalling complete-tx
 
 
 class CTA:
@@ -370,7 +373,7 @@ class Machine:
 
     def report(self, rule, message, locs, **details):
         locs = [l for l in locs if l is not None]
-        key = (rule, tuple((l.file, l.line, l.ptx_line) for l in locs))
+        key = (rule, tuple((l.file, l.line) if l.line else (None, -l.ptx_line) for l in locs))
         f = self.findings.get(key)
         if f:
             f.count += 1
@@ -591,15 +594,26 @@ class Machine:
         for w in blocked:
             desc = w.wait.describe() if w.wait else "is not blocked"
             lines.append(f"{w.describe()} {desc}")
-            if w.wait and w.wait.instr is not None:
+            if w.wait and w.wait.instr is not None and w.wait.instr.loc not in locs:
                 locs.append(w.wait.instr.loc)
+        for w in blocked:
+            for info in getattr(w.wait, "mbars", ()):
+                self._tx_at_deadlock(info)
+                for l in list(info.arrive_locs)[:3]:
+                    if l not in locs:
+                        locs.append(l)
+        for c in {id(w.cta): w.cta for w in blocked}.values():
+            for x in c.warps:
+                if x.done and getattr(x, "last_loc", None) is not None:
+                    lines.append(f"{x.describe()} exited after {_fmt_loc(x.last_loc)}")
+                    locs.append(x.last_loc)
         pending = [f"{op.kind} issued at {_fmt_loc(op.instr.loc)} (waiting for "
                    f"{'all four warps of the warpgroup' if op.kind == 'wgmma' else 'nothing'})"
                    for op in self.inflight]
         msg = "every live warp is blocked:\n  " + "\n  ".join(lines)
         if pending:
             msg += "\n  in flight: " + "; ".join(pending)
-        self.report("deadlock", msg, locs[:4], waits=lines)
+        self.report("deadlock", msg, locs[:8], waits=lines)
         self.status = "deadlock"
         self.reason = f"{len(blocked)} warp(s) blocked forever"
 
@@ -637,6 +651,8 @@ class Machine:
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
                 self.steps += 1
+                if s.op not in ("ret", "exit"):
+                    w.last_loc = s.loc
                 if self.steps > self.max_steps:
                     raise StepBudget()
                 if w.wgmma_regs:
@@ -885,8 +901,11 @@ class Machine:
                    "other": other, "iterations": [k for _, k in w.iters]}
         locs = [ins.loc, other_loc]
         if c.rule == "race.async-pending":
-            gw = [l for l in w.last_group_wait.values()]
-            for l in gw[-1:]:
+            op = self.ops_by_agent.get(c.other_agent)
+            issuer = op.warp if op is not None else w
+            kind = {"wgmma": "wgmma", "cp.async": "cp_async"}.get(op.kind if op else "", "bulk")
+            l = issuer.last_group_wait.get(kind) or (w.last_group_wait.get("cp_async") if op is None else None)
+            if l is not None:
                 locs.append(l)
         self.report(c.rule, msg, locs, **details)
 
@@ -941,16 +960,14 @@ class Machine:
                     info.version += 1
                     for e in out2.effects:
                         if e[0] == "phase-completed":
-                            info.done_vc[e[1]] = info.phase_vc
-                            info.phase_vc = np.zeros(0, np.int64)
+                            self.phase_completed(info, e[1])
                     return out2
             return out
         info.state = out.state
         info.version += 1
         for e in out.effects:
             if e[0] == "phase-completed":
-                info.done_vc[e[1]] = info.phase_vc
-                info.phase_vc = np.zeros(0, np.int64)
+                self.phase_completed(info, e[1])
         return out
 
     def mbar_check_init(self, info, agent, vc, ins, who):
@@ -963,6 +980,29 @@ class Machine:
                         f"(a barrier / fence.mbarrier_init must make the init visible first; §9.7.13.15.3)",
                         [ins.loc, self.locs[iloc]], mbarrier=info.name)
 
+    def _tx_at_deadlock(self, info):
+        s = info.state
+        if s.initialized and s.tx != 0 and not any((getattr(o, "mbar", None) or (None, None))[1] is info for o in self.inflight):
+            how = ("more bytes completed than expected" if s.tx < 0 else "expected bytes never arrive")
+            self.report("mbarrier.tx-mismatch",
+                        f"mbarrier {info.name} is stuck in phase {s.phase} with tx-count {s.tx}: {how} (the "
+                        f"expect-tx bytes do not match the copies that signal it; §9.7.13.15.5)",
+                        [l for l in (info.expect_loc, info.copy_loc) if l is not None], mbarrier=info.name,
+                        tx=s.tx)
+
+    def phase_completed(self, info, phase):
+        """A phase completed: copies still in flight that signal this barrier were counted
+        into it by expect-tx but have not landed (tx mismatch)."""
+        info.done_vc[phase] = info.phase_vc
+        info.phase_vc = np.zeros(0, np.int64)
+        pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
+        if pending:
+            self.report("mbarrier.tx-mismatch",
+                        f"phase {phase} of mbarrier {info.name} completed while {len(pending)} copy(ies) signalling "
+                        f"it were still in flight ({sum(o.nbytes for o in pending)} bytes): expect-tx announced "
+                        f"fewer bytes than the copies deliver (§9.7.13.15.5)",
+                        [l for l in (info.expect_loc, pending[0].instr.loc) if l is not None], mbarrier=info.name)
+
     def mbar_complete_tx(self, op, key, nbytes):
         cta, info = key
         if not info.state.initialized:
@@ -970,6 +1010,7 @@ class Machine:
                         [op.instr.loc])
             return
         self.mbar_check_init(info, op.agent, op.vc, op.instr, f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}")
+        info.copy_loc = op.instr.loc
         info.phase_vc = join(info.phase_vc, op.vc)
         out = MB.step(info.state, MB.CompleteTx(nbytes))
         if out.violation is not None:
@@ -980,8 +1021,7 @@ class Machine:
         info.version += 1
         for e in out.effects:
             if e[0] == "phase-completed":
-                info.done_vc[e[1]] = info.phase_vc
-                info.phase_vc = np.zeros(0, np.int64)
+                self.phase_completed(info, e[1])
 
 
 def _fmt_loc(loc):

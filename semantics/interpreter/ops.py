@@ -926,6 +926,9 @@ def h_mbar_arrive(m, w, ins, mask):
             cmd = MB.Arrive(count=int(extra[lane]) if extra is not None else 1,
                             no_complete="noComplete" in mods, drop=ins.op.endswith("drop"), remote=remote)
         info.phase_vc = join(info.phase_vc, w.vc)
+        info.arrive_locs[ins.loc] = True
+        if "expect_tx" in mods:
+            info.expect_loc = ins.loc
         out = m.mbar_step(info, cmd, ins, who)
         if out.violation is None and isinstance(ops[0], Reg):
             st = np.asarray(m.reg(w, ops[0].name)).copy()
@@ -945,6 +948,8 @@ def h_mbar_tx(m, w, ins, mask):
         who = m._thread(w, lane)
         m.mbar_check_init(info, w.agent, w.vc, ins, who)
         cmd = MB.ExpectTx(int(tx[lane])) if ins.op == "mbarrier.expect_tx" else MB.CompleteTx(int(tx[lane]))
+        if ins.op == "mbarrier.expect_tx":
+            info.expect_loc = ins.loc
         if ins.op == "mbarrier.complete_tx":
             info.phase_vc = join(info.phase_vc, w.vc)
         m.mbar_step(info, cmd, ins, who)
@@ -1028,8 +1033,10 @@ def _mbar_wait(m, w, ins, mask):
     plans = [p for p in plans if p is not None]
     if ins.blocking:
         if plans and not all(ready_of(p) for p in plans):
-            yield Wait("mbarrier", lambda: all(ready_of(p) for p in plans),
-                       lambda: "; ".join(_mbar_describe(p) for p in plans), ins)
+            wt = Wait("mbarrier", lambda: all(ready_of(p) for p in plans),
+                      lambda: "; ".join(_mbar_describe(p) for p in plans), ins)
+            wt.mbars = [p[0] for p in plans]
+            yield wt
         for p in plans:
             test(p)
         if ops and not isinstance(ops[0], Sink):
@@ -1041,8 +1048,10 @@ def _mbar_wait(m, w, ins, mask):
         m.write(w, ops[0], np.full(32, ok), mask)
     if not ok:
         versions = [p[0].version for p in plans]
-        yield Wait("mbarrier-poll", lambda: any(p[0].version != v for p, v in zip(plans, versions)),
-                   lambda: "; ".join(_mbar_describe(p) for p in plans), ins)
+        wt = Wait("mbarrier-poll", lambda: any(p[0].version != v for p, v in zip(plans, versions)),
+                  lambda: "; ".join(_mbar_describe(p) for p in plans), ins)
+        wt.mbars = [p[0] for p in plans]
+        yield wt
     else:
         yield None
 

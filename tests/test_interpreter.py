@@ -1,0 +1,132 @@
+"""The interpreter on the kernel zoo: outputs against the numpy references, no findings on
+correct kernels, and every seeded bug found (rule id and source line) under the exhaustive
+scheduler."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import ZOO, zoo_variants
+from semantics.interpreter import (LaunchSpec, call_reference, compare_outputs, load_reference,
+                                   run_kernel)
+from semantics.ir import KernelError, load_module
+from verifier.cli import main
+
+VARIANTS = [(d, v) for d, v in zoo_variants()]
+CORRECT = [p for p in VARIANTS if p[1]["correct"]]
+BUGGY = [p for p in VARIANTS if not p[1]["correct"]]
+HEAVY = ("triton", "gemm_tiled", "cp_async_gemm", "softmax")
+
+
+def _ptx(d, v):
+    return d / v["file"].replace(".cu", ".ptx")
+
+
+def _run(d, v, **kw):
+    path = _ptx(d, v)
+    m = load_module(str(path))
+    spec = LaunchSpec.from_dict(v["launch"])
+    return path, spec, run_kernel(m, m.kernel(v["kernel"]), spec, **kw)
+
+
+def _lines(f):
+    return {l.line for l in f.locs} | {l.ptx_line for l in f.locs}
+
+
+@pytest.mark.parametrize("d,v", CORRECT, ids=[f"{d.name}/{v['file']}" for d, v in CORRECT])
+def test_correct_kernel_matches_reference_without_findings(d, v):
+    path, spec, r = _run(d, v, seed=1)
+    assert r.status == "complete", r.reason
+    assert [(f.rule, f.message) for f in r.findings] == []
+    fn = load_reference(v["reference"], str(path))
+    expected = call_reference(fn, r.inputs, spec)
+    # wgmma accumulates in an order PTX leaves open (and the float32 references round
+    # their own sums): agreement to 1e-4 relative / 1e-5 absolute there
+    loose = d.name in ("triton", "wgmma_tile", "wgmma_pipeline")
+    assert compare_outputs(r.outputs, expected, rtol=1e-4 if loose else 1e-5,
+                           atol=1e-5 if loose else 1e-6) == []
+
+
+@pytest.mark.parametrize("d,v", BUGGY, ids=[f"{d.name}/{v['file']}" for d, v in BUGGY])
+def test_seeded_bug_is_found_under_exhaustive_schedule(d, v):
+    bug = v["bug"]
+    budget = 2 if d.name in HEAVY else 6
+    _, _, r = _run(d, v, schedule="exhaustive", budget=budget)
+    lines = {bug["line"], *bug.get("also_lines", ())}
+    hits = [f for f in r.findings if f.rule == bug["rule"]]
+    assert hits, f"{bug['rule']} not among {sorted(r.rules())}"
+    assert any(_lines(f) & lines for f in hits), [sorted(_lines(f)) for f in hits]
+    if v["expect"].get("deadlock") == "deadlock" and bug["rule"] == "deadlock":
+        assert r.status == "deadlock"
+
+
+def test_correct_pipeline_has_no_findings_on_any_explored_schedule():
+    d = ZOO / "bulk_pipeline"
+    v = json.loads((d / "manifest.json").read_text())["variants"][0]
+    _, _, r = _run(d, v, schedule="exhaustive", budget=24)
+    assert r.findings == [] and r.status == "complete"
+    assert r.schedules_run == 25
+
+
+def test_random_schedule_is_replayable_from_its_seed():
+    d = ZOO / "bulk_pipeline"
+    v = json.loads((d / "manifest.json").read_text())["variants"][1]  # wrong parity
+    a = _run(d, v, schedule="random", seed=7)[2]
+    b = _run(d, v, schedule="random", seed=7)[2]
+    assert [(f.rule, f.message) for f in a.findings] == [(f.rule, f.message) for f in b.findings]
+    assert a.steps == b.steps
+
+
+def test_tx_mismatch_is_reported_with_expect_tx_and_copy_lines():
+    d = ZOO / "bulk_pipeline"
+    v = [x for x in json.loads((d / "manifest.json").read_text())["variants"] if "tx_mismatch" in x["file"]][0]
+    _, _, r = _run(d, v)
+    f = [f for f in r.findings if f.rule == "mbarrier.tx-mismatch"][0]
+    assert [l.line for l in f.locs] == [116, 117]
+    assert "tx-count -512" in f.message
+    assert r.status == "deadlock"
+
+
+def test_missing_launch_argument_is_a_clear_error():
+    d = ZOO / "vadd"
+    v = json.loads((d / "manifest.json").read_text())["variants"][0]
+    launch = dict(v["launch"], args={})
+    m = load_module(str(_ptx(d, v)))
+    with pytest.raises(KernelError, match="no value for parameter"):
+        run_kernel(m, m.kernel(), LaunchSpec.from_dict(launch))
+
+
+def test_inputs_are_taken_from_numpy_arrays():
+    d = ZOO / "vadd"
+    v = json.loads((d / "manifest.json").read_text())["variants"][0]
+    spec = LaunchSpec.from_dict(v["launch"])
+    m = load_module(str(_ptx(d, v)))
+    n = spec.buffers["a"]["shape"][0]
+    a = np.arange(n, dtype=np.float32)
+    b = np.full(n, 0.5, np.float32)
+    r = run_kernel(m, m.kernel(), spec, inputs={"a": a, "b": b})
+    c = r.outputs["c"].reshape(-1)[: int(spec.args["n"])]
+    assert np.array_equal(c, (a + b)[: c.size])
+
+
+def test_cli_run_reports_findings_and_exit_codes(capsys):
+    d = ZOO / "reduce_smem"
+    rc = main(["run", str(d / "reduce_smem.ptx"), "--launch", str(d / "manifest.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "findings: none" in out and "outputs match (out)" in out
+    rc = main(["run", str(d / "reduce_smem__missing_sync.ptx"), "--launch", str(d / "manifest.json"),
+               "--format", "json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert rep["status"] == "complete"
+    assert {f["rule"] for f in rep["findings"]} == {"race.shared"}
+    assert any(l["line"] == 15 for f in rep["findings"] for l in f["locations"])
+    assert rep["mismatches"]
+
+
+def test_cli_run_bad_launch_is_exit_2(tmp_path, capsys):
+    bad = tmp_path / "l.json"
+    bad.write_text('{"grid": [1], "block": [0]}')
+    rc = main(["run", str(ZOO / "vadd" / "vadd.ptx"), "--launch", str(bad)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"{bad}:1:1: launch spec: block")
