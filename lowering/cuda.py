@@ -22,9 +22,9 @@ Directives: ``.maxntid``/``.reqntid`` (+ ``.minnctapersm``) become ``__launch_bo
 """
 from __future__ import annotations
 
-from semantics.ir.nodes import (Block, Break, Continue, If, Instr, Kernel, Loop, Module, Reg,
+from semantics.ir.nodes import (Block, Break, Continue, If, Instr, Kernel, Loop, Module,
                                 VarDecl, operand_regs)
-from semantics.ir.types import Scalar, Vector
+from semantics.ir.types import Vector
 from semantics.ir.visit import instructions, walk
 
 from .asm import Scope, SymInfo, lower_instr
