@@ -40,6 +40,7 @@ class RunResult:
     schedules_total: int | None = 1
     steps: int = 0
     time_s: float = 0.0
+    thread_steps: int = 0
     inputs: dict = field(default_factory=dict)
 
     @property
@@ -94,7 +95,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             if r.status in ("unsupported",):
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
-                     time.perf_counter() - t0, inputs)
+                     time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs)
 
 
 def _initial_inputs(module, kernel, spec, inputs, seed):

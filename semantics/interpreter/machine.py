@@ -337,6 +337,7 @@ class Machine:
         self.sched = scheduler
         self.max_steps = max_steps
         self.steps = 0
+        self.thread_steps = 0
         self.check = check_races
         self.funcs = {k.name: k for k in module.kernels}
         self.threads_per_block = spec.threads_per_block
@@ -664,6 +665,7 @@ class Machine:
                 h = HANDLERS.get(s.op)
                 if h is None or not s.supported:
                     raise Unsupported(f"unsupported instruction {s.opcode}", s)
+                self.thread_steps += int(np.count_nonzero(m))
                 r = h(self, w, s, m)
                 if r is not None:
                     yield from r
