@@ -130,3 +130,29 @@ def test_cli_run_bad_launch_is_exit_2(tmp_path, capsys):
     rc = main(["run", str(ZOO / "vadd" / "vadd.ptx"), "--launch", str(bad)])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith(f"{bad}:1:1: launch spec: block")
+
+
+def test_cli_check_verdicts_and_json_schema(capsys):
+    d = ZOO / "reduce_smem"
+    rc = main(["check", str(d / "reduce_smem.ptx"), "--format", "json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rep["schema"] == "kverify.report/1"
+    k = rep["kernels"][0]
+    assert k["verdict"] == "verified"
+    status = {o["id"]: o["status"] for o in k["obligations"]}
+    assert status["deadlock-free"] == "bounded" and status["race-free: async"] == "bounded"
+    rc = main(["check", str(d / "reduce_smem__missing_sync.ptx"), "--format", "json"])
+    rep = json.loads(capsys.readouterr().out)
+    k = rep["kernels"][0]
+    assert rc == 1 and k["verdict"] == "violated"
+    o = next(o for o in k["obligations"] if o["id"] == "race-free: shared")
+    assert o["status"] == "violated" and o["rule"] == "race.shared"
+    assert any(l["line"] == 15 for l in o["locations"])
+    assert o["counterexample"]["replay"].startswith("kverify run ")
+
+
+def test_cli_check_budget_exhaustion_is_inconclusive(capsys):
+    d = ZOO / "bulk_pipeline"
+    rc = main(["check", str(d / "bulk_pipeline.ptx"), "--budget", "2", "--no-smt"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "INCONCLUSIVE" in out and "budget exhausted after 3 of" in out

@@ -92,8 +92,12 @@ def _launch_for(args, module, kernel_name):
 
     from semantics.interpreter import LaunchSpec
 
-    if not args.launch:
+    launch = args.launch
+    if not launch and (Path(args.file).parent / "manifest.json").is_file():
+        launch = str(Path(args.file).parent / "manifest.json")  # a zoo kernel: its manifest
+    if not launch:
         raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", args.file, 0, 0)
+    args.launch = launch
     try:
         d = json.loads(Path(args.launch).read_text())
     except OSError as e:
@@ -185,6 +189,39 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def cmd_check(args) -> int:
+    import json
+
+    from .check import check_kernel
+    from .report import KernelReport, exit_code, report_json
+
+    reports = []
+    for f in args.files:
+        ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
+                                kernel=args.kernel)
+        m = _load(ns)
+        kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        for k in kernels:
+            spec, _ = _launch_for(ns, m, k.name)
+            reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                        smt=not args.no_smt))
+    if args.format == "json":
+        print(json.dumps(report_json(reports, "check"), indent=2))
+    else:
+        for rep in reports:
+            print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
+            for o in rep.obligations:
+                where = f"  {o.locations[0]}" if o.locations else ""
+                print(f"  {o.status:9} {o.id:27} {o.time_s:6.2f}s{where}")
+                if o.status in ("violated", "unknown"):
+                    print(f"            {(o.rule + ': ') if o.rule else ''}{o.message}")
+                if o.status == "bounded" and o.bound:
+                    print(f"            bound: {o.bound}")
+                if o.counterexample and o.counterexample.get("replay"):
+                    print(f"            replay: {o.counterexample['replay']}")
+    return exit_code(reports)
+
+
 def _jsonable(v):
     import json
 
@@ -222,6 +259,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--atol", type=float, default=1e-6)
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_run)
+    s = sub.add_parser("check", help="check races, barrier protocols and deadlock: one verdict per obligation")
+    s.add_argument("files", nargs="+")
+    s.add_argument("--kernel")
+    s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for each FILE)")
+    s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
+    s.add_argument("--timeout", type=float, default=10.0, help="SMT timeout per obligation, seconds")
+    s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--arch", default="sm_90a")
+    s.add_argument("-D", dest="defines", action="append", default=[])
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_check)
     return p
 
 

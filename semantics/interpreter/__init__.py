@@ -80,7 +80,9 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     runs, total = 1, 1
     if schedule == "random":
         total = None
-    if schedule == "exhaustive" and status in ("complete", "deadlock"):
+    if schedule == "exhaustive" and status in ("complete", "deadlock") and schedule_independent(module, kernel):
+        total = runs  # every schedule gives the same happens-before relation and barrier matching
+    elif schedule == "exhaustive" and status in ("complete", "deadlock"):
         cands, total = candidates(sched.points, budget)
         total += 1
         for dev in cands:
@@ -96,6 +98,43 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs)
+
+
+INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}
+
+
+def schedule_independent(module, kernel) -> bool:
+    """True when the kernel synchronizes only through CTA-wide ``bar.sync``/``barrier.sync``
+    without a thread count (plus warp collectives, fences and ``red``): then which warps
+    form each barrier instance follows from program order alone, no operation's value
+    depends on the interleaving, and one schedule stands for all of them."""
+    from semantics.ir.visit import instructions
+
+    seen, todo = set(), [kernel]
+    while todo:
+        k = todo.pop()
+        if k.name in seen:
+            continue
+        seen.add(k.name)
+        for i in instructions(k.body):
+            row = i.row
+            if row is None or not i.supported:
+                return False
+            if i.op == "call":
+                callee = next((f for f in module.kernels if any(getattr(o, "name", None) == f.name
+                                                               for o in i.operands)), None)
+                if callee is None:
+                    return False
+                todo.append(callee)
+                continue
+            if i.op == "atom":
+                return False
+            if row.sync is None or row.sync in INDEPENDENT_SYNC:
+                continue
+            if row.sync == "bar" and i.op in ("bar", "barrier") and "sync" in i.mods and len(i.operands) == 1:
+                continue
+            return False
+    return True
 
 
 def _initial_inputs(module, kernel, spec, inputs, seed):

@@ -895,8 +895,9 @@ class Machine:
             other = f"thread {wi * 32 + c.other_lane} ({other})"
         mine = self._thread(w, c.mine_lane) if c.mine_lane >= 0 else w.describe()
         other_loc = self.locs[c.other_loc] if c.other_loc else None
+        at = "" if " at " in other else f" at {_fmt_loc(other_loc)}"
         msg = (f"{c.kind}: {kind} of {region.space} {region.owner(c.byte)} by {mine} at {_fmt_loc(ins.loc)} "
-               f"and an access by {other} at {_fmt_loc(other_loc)}")
+               f"and an access by {other}{at}")
         if w.iters:
             msg += f" (iterations {', '.join(str(k) for _, k in w.iters)})"
         details = {"address": c.byte, "space": region.space, "object": region.owner(c.byte), "this": mine,

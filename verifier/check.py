@@ -1,0 +1,103 @@
+"""``kverify check``: every obligation of a kernel, from the static SMT race checker
+(``verifier.races``, proofs over two symbolic threads) and from bounded exploration of
+schedules on the interpreter (protocol conformance, async-proxy and pending-async races,
+deadlock), gathered into one report per kernel (``verifier.report``).
+
+Obligations and where their verdict comes from:
+  race-free: shared / global      SMT two-thread proof when it applies (``proved``); else the
+                                  interpreter's exploration (``bounded``) or ``unknown``
+  race-free: async                interpreter exploration (race.async-proxy, race.async-pending)
+  mbarrier conformance            interpreter exploration (mbarrier.* rules of the step function)
+  named-barrier conformance       interpreter exploration (barrier.* rules)
+  deadlock-free                   interpreter exploration (every schedule explored terminates)
+
+An exploration that used up its budget before covering every single-deviation schedule
+is ``unknown`` ("budget exhausted"), never clean; a violation always wins.
+"""
+from __future__ import annotations
+
+import time
+
+from semantics.interpreter import run_kernel
+from semantics.interpreter.scheduler import format_replay
+
+from .report import Finding, KernelReport, Location, Obligation
+
+FAMILIES = (
+    ("race-free: shared", "races", ("race.shared",)),
+    ("race-free: global", "races", ("race.global",)),
+    ("race-free: async", "races", ("race.async-proxy", "race.async-pending")),
+    ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
+    ("named-barrier conformance", "mbarrier", ("barrier.",)),
+    ("deadlock-free", "deadlock", ("deadlock",)),
+    ("memory safety", "memory", ("bounds", "uninitialized", "trap")),
+)
+
+
+def _family(rule: str) -> str:
+    for oid, _, prefixes in FAMILIES:
+        if any(rule == p or (p.endswith(".") and rule.startswith(p)) for p in prefixes):
+            return oid
+    return "memory safety"
+
+
+def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
+                 smt: bool = True) -> KernelReport:
+    rep = KernelReport(kernel.name, module.path or "?")
+    path = module.path
+    static = {}
+    if smt:
+        try:
+            from .races import check_races
+
+            for o in check_races(module, kernel, spec, timeout_s):
+                static[o.id] = o
+        except Exception as e:  # the static checker is optional evidence; fail closed
+            static = {"error": str(e)}
+    t0 = time.perf_counter()
+    r = run_kernel(module, kernel, spec, schedule="exhaustive", budget=budget)
+    dt = time.perf_counter() - t0
+    from semantics.interpreter import schedule_independent
+
+    g, b = spec.grid, spec.block
+    launch = f"grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}"
+    if schedule_independent(module, kernel):
+        explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
+    else:
+        explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules (deterministic + "
+                    f"single deviations at synchronization points)")
+    complete = r.explored_all and r.status in ("complete", "deadlock")
+    by_family: dict = {}
+    for f in r.findings:
+        by_family.setdefault(_family(f.rule), []).append(f)
+        locs = [Location.of(l, path) for l in f.locs]
+        rep.findings.append(Finding(f.rule, f.message, locs, {k: v for k, v in f.details.items()
+                                                               if isinstance(v, (str, int, float, list))}))
+    for oid, checker, _ in FAMILIES:
+        fs = by_family.get(oid, [])
+        st = static.get(oid) if isinstance(static, dict) else None
+        if fs:
+            f = fs[0]
+            sched = f.details.get("schedule", "deterministic")
+            cmd = f"kverify run {path} --kernel {kernel.name} --launch {spec.path}"
+            if sched.startswith("replay "):
+                cmd += f" --schedule replay --replay {sched.split()[1]}"
+            cex = {"rule": f.rule, "message": f.message, "schedule": sched, "replay": cmd,
+                   "details": {k: v for k, v in f.details.items() if isinstance(v, (str, int, float, list))}}
+            if st is not None and st.status == "violated" and st.counterexample:
+                cex["smt"] = st.counterexample
+            rep.obligations.append(Obligation(oid, checker, "violated", f.message.splitlines()[0], explored,
+                                              [Location.of(l, path) for l in f.locs], cex, dt, f.rule))
+            continue
+        if st is not None and st.status in ("proved", "violated"):
+            rep.obligations.append(st)
+            continue
+        if r.status == "unsupported":
+            rep.obligations.append(Obligation(oid, checker, "unknown", f"not checked: {r.reason}", None, [], None, dt))
+        elif not complete:
+            why = r.reason or f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules"
+            rep.obligations.append(Obligation(oid, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))
+        else:
+            rep.obligations.append(Obligation(oid, checker, "bounded", "no violation on any explored schedule",
+                                              explored, [], None, dt))
+    return rep
