@@ -525,7 +525,7 @@ class _Fast:
             r"|(?P<Z>\Z))")
         # one ``, function_name NAME`` / ``, inlined_at INT INT INT`` tail item of .loc
         self.LOCX = re.compile(
-            rf"{w}*,{w}*{name}{w}+(?:(?=(?P<n>{name}))(?P=n)(?![\w$.:])"
+            rf"{w}*,{w}*(?P<key>{name}){w}+(?:(?=(?P<n>{name}))(?P=n)(?![\w$.:])"
             rf"|(?P<i1>{int_}){w}+(?P<i2>{int_}){w}+(?P<i3>{int_})(?![\w$.]))")
         self.STRING = re.compile(term["STRING"])
         # operand lists that split at every comma: no vectors, lists, pairs or negations
@@ -819,7 +819,7 @@ def _fast_body(text: str, a: int, b: int, line: int, files: dict):
                 mx = F.LOCX.match(text, e, b)
                 if mx is None:
                     break
-                if mx.group("i1") is not None and _int_c(mx.group("i2")):
+                if mx.group("i1") is not None and mx.group("key") == "inlined_at" and _int_c(mx.group("i2")):
                     # inlined code: report the call site in the kernel
                     fi2 = _int_c(mx.group("i1"))
                     cur = (files.get(fi2, f"<file {fi2}>"), _int_c(mx.group("i2")), _int_c(mx.group("i3")))
