@@ -54,6 +54,15 @@ NOP = ("membar", "fence", "prefetch", "prefetchu", "applypriority", "griddepcont
        "nanosleep", "pmevent", "brkpt", "bar.warp.sync", "barrier.cluster", "cp.async.bulk.prefetch",
        "cp.async.bulk.prefetch.tensor", "fence.mbarrier_init", "fence.proxy.alias")
 
+#: synchronization the barrier-interval model does not count, and what it may order
+_UNMODELLED_ORDERING = {
+    "membar": "a memory fence (with flag synchronization)",
+    "fence": "a memory fence (with flag synchronization)",
+    "bar.warp.sync": "__syncwarp",
+    "barrier.cluster": "a cluster barrier",
+    "griddepcontrol": None,
+}
+
 _D = Z3Domain()
 TRUE = z3.BoolVal(True)
 FALSE = z3.BoolVal(False)
@@ -134,6 +143,7 @@ class LoopInfo:
     exact: bool  # every k in [0, trip) is reached (k is not an over-approximation)
     barriers_per_iteration: int = 0
     dropped_ivs: tuple = ()
+    cont_pc: object = None  # thread A: iteration k goes on to iteration k + 1
 
     @property
     def name(self) -> str:
@@ -226,10 +236,22 @@ class Env:
                 x, y, zz = self.ntid
                 self.shared_constraints.append((z3.ULE(x * y * zz, 1024), _keys(x, y, zz)))
                 self.assumptions.append("block size symbolic (no launch spec, no .reqntid)")
-            self.nctaid = tuple(z3.BitVec(f"nctaid.{d}", 32) for d in "xyz")
+            # grid symbolic; a dimension the kernel never reads is 1 (launching more CTAs
+            # along it only repeats the work: a launch error, not a kernel property), and
+            # the global thread index along each dimension fits in a signed 32-bit int
+            used = _grid_dims_read(kernel)
+            self.nctaid = tuple(z3.BitVec(f"nctaid.{d}", 32) if d in used else z3.BitVecVal(1, 32)
+                                for d in "xyz")
             self.grid = None
-            for v, m in zip(self.nctaid, ((1 << 31) - 1, 65535, 65535)):
-                self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m)), _keys(v)))
+            for d, v, n, m in zip("xyz", self.nctaid, self.ntid, ((1 << 31) - 1, 65535, 65535)):
+                if d not in used:
+                    continue
+                fits = z3.ULE(z3.ZeroExt(32, v) * z3.ZeroExt(32, n), (1 << 31) - 1)
+                self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m), fits), _keys(v)))
+            self.assumptions.append("grid symbolic (no launch spec): "
+                                    + (", ".join(f"gridDim.{d}" for d in "xyz" if d in used) or "no dimension")
+                                    + " read by the kernel, the others 1; gridDim*blockDim < 2^31 "
+                                    "along each dimension")
         self.tid = tuple(self.fresh(f"tid.{d}", 32) for d in "xyz")
         self.ctaid = tuple(self.fresh(f"ctaid.{d}", 32) for d in "xyz")
         for t, n in zip(self.tid, self.ntid):
@@ -304,6 +326,20 @@ class Env:
         return None, addr
 
 
+def _grid_dims_read(kernel) -> set:
+    from semantics.ir.nodes import operand_regs
+    from semantics.ir.visit import instructions
+
+    used = set()
+    for i in instructions(kernel.body):
+        for o in i.operands:
+            for r in operand_regs(o):
+                base, _, d = r.name.partition(".")
+                if base in ("%ctaid", "%nctaid"):
+                    used.add(d or "x")
+    return used
+
+
 def _keys(*consts) -> frozenset:
     return frozenset(c.decl().name() for c in consts)
 
@@ -333,6 +369,9 @@ class Executor:
         self.loops: list = []
         self.reasons = {"shared": [], "global": []}
         self.notes: list = []
+        # synchronization that may order accesses but is not counted: a race found while
+        # it is present is reported as unknown, not as a violation
+        self.unmodelled_sync: list = []
         self.pending: dict = {}
         self.loop_stack: list = []  # (LoopInfo, k)
         self.inputs: list = []  # (symbol name A, name B, region) of loaded values
@@ -769,6 +808,7 @@ class Executor:
             self.reason(f"the number of barriers per iteration of loop {info.name} is not constant; "
                         "barrier intervals in it are not summarized", None)
         info.barriers_per_iteration = cper
+        info.cont_pc = mk_or(*[c.pc for c in conts])
         head_epoch = z3.simplify(st.epoch + z3.BitVecVal(cper, 64) * k)
         sub = [(eh, head_epoch)]
         for a in self.accesses[amark:]:
@@ -866,6 +906,9 @@ class Executor:
         if op == "elect":
             return self.elect(ins, st, guard)
         if op in NOP:
+            why = _UNMODELLED_ORDERING.get(op)
+            if why:
+                self.unmodelled(f"{why} ({ins.opcode} at {self.where(ins)})")
             return st
         if op in OPAQUE_VALUE or op not in FAMILIES and op != "cvta":
             self.havoc_dests(st, ins, guard, op)
@@ -1069,6 +1112,8 @@ class Executor:
         strong = atomic or "volatile" in mods or (
             bool({"relaxed", "acquire", "release", "acq_rel", "sc"} & set(mods))
             and any(m in ("cta", "cluster", "gpu", "sys") for m in mods))
+        if {"acquire", "release", "acq_rel", "sc"} & set(mods):
+            self.unmodelled(f"release/acquire synchronization ({ins.opcode} at {self.where(ins)})")
         mode = {"ld": "read", "ldu": "read", "st": "write", "atom": "update", "red": "update"}[op]
         if atomic and "cas" not in mods and "exch" not in mods and op == "atom":
             mode = "update"
@@ -1089,6 +1134,10 @@ class Executor:
                 self.inputs.append((str(a), str(b), region if op == "ld" and space == "global" else None))
                 self.write(st, r, (v, None), guard)
         return st
+
+    def unmodelled(self, msg):
+        if msg not in self.unmodelled_sync:
+            self.unmodelled_sync.append(msg)
 
     def note_once(self, msg):
         if msg not in self.notes:
@@ -1119,7 +1168,7 @@ class Executor:
             self.havoc_dests(st, ins, guard, "bar")
             return st
         if bid.value != 0:
-            self.note_once("named barriers (ids 1-15) are not counted as ordering")
+            self.unmodelled(f"named barrier {bid.value} ({ins.opcode} at {self.where(ins)})")
             if kind == "red":
                 self.havoc_dests(st, ins, guard, "bar")
             return st

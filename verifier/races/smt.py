@@ -48,6 +48,8 @@ from .access import (ASYNC_PREFIXES, TRUE, Env, Executor, Unsupported, is_false,
                      mk_and, mk_not, mk_or)
 
 SPACES = ("shared", "global")
+REACH_UNROLL = 64  # iterations unrolled to show that a counterexample's iteration is reached
+REACH_SMALL = 8  # bound on iteration counters when looking for such a counterexample
 
 
 def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
@@ -129,6 +131,12 @@ class _Checker:
         self.sub = _Substitution(env.pairs)
         self._b_memo = {}
         self.base_b = [(self.b(c), frozenset(_b_name(x) for x in keys)) for c, keys in env.constraints_a]
+        self.loop_of_k, self.k_const = {}, {}
+        for info in ex.loops:
+            if info.cont_pc is not None:
+                for k, who in ((info.k, "A"), (self.b(info.k), "B")):
+                    self.loop_of_k[str(k)] = (info, who)
+                    self.k_const[str(k)] = k
         self.cta_ne = mk_or(*[self.b(c) != c for c in env.ctaid])
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
         # barrier uniformity
@@ -292,19 +300,22 @@ class _Checker:
                     break
                 hit = next((x for x in cands if z3.is_true(m.eval(x[1], model_completion=True))), cands[0])
                 bb, f = hit
-                exact = self.is_exact(distinct + [a.pc], f, m, deadline, base)
-                if exact:
-                    if not counted:
-                        # would the barrier count (the hardware's matching) exclude it?
-                        f2 = self.pair_formula(space, a, bb, bacc[id(bb)], True, single_cta)
-                        r2, m2 = (self.solve(distinct + [a.pc, f2], deadline, base=base)
-                                  if f2 is not None else ("unsat", None))
-                        if r2 == "sat" and self.is_exact(distinct + [a.pc], f2, m2, deadline, base):
-                            return self.violation(space, a, bb, bacc[id(bb)], m2, divergent)
+                cons = distinct + [a.pc]
+                m1 = self.confirm(cons, f, m, deadline, base)
+                if m1 is not None and not counted:
+                    # would the barrier count (the hardware's matching) exclude it?
+                    f2 = self.pair_formula(space, a, bb, bacc[id(bb)], True, single_cta)
+                    r2, m2 = (self.solve(cons + [f2], deadline, base=base)
+                              if f2 is not None else ("unsat", None))
+                    m1 = self.confirm(cons, f2, m2, deadline, base) if r2 == "sat" else None
+                    if m1 is None:
                         maybe.append((a, bb, "divergent"))
+                if m1 is not None:
+                    if ex.unmodelled_sync:
+                        maybe.append((a, bb, "sync"))
                     else:
-                        return self.violation(space, a, bb, bacc[id(bb)], m, divergent)
-                else:
+                        return self.violation(space, a, bb, bacc[id(bb)], m1, divergent)
+                elif counted:
                     maybe.append((a, bb, "approx"))
                 cands = [x for x in cands if x is not hit]
         notes = list(ex.notes)
@@ -314,7 +325,10 @@ class _Checker:
             why = list(reasons)
             for a, bb, kind in maybe[:3]:
                 la, lb = _where(a.instr, self.module), _where(bb.instr, self.module)
-                if kind == "divergent":
+                if kind == "sync":
+                    why.append(f"{a.mode} at {la} and {bb.mode} at {lb} race unless "
+                               + "; ".join(ex.unmodelled_sync[:2]) + " orders them (not modelled)")
+                elif kind == "divergent":
                     dl = ", ".join(_where(s.instr, self.module) if s.instr else f"loop at {_loc(s.loc, self.module)}"
                                    for s in divergent[:3])
                     why.append(f"{a.mode} at {la} and {bb.mode} at {lb} are ordered only by a barrier "
@@ -383,13 +397,40 @@ class _Checker:
         return mk_and(b.pc, overlap, conc, *extra)
 
     # ------------------------------------------------------------------ exactness
+    def confirm(self, constraints, f, model, deadline, base):
+        """A model of ``f`` that is a real race (see ``is_exact``), or None. When the first
+        model is not, iteration counters of loops without an exact trip count are bounded
+        so that the iterations can be shown to be reached."""
+        syms = set()
+        for c in list(constraints) + [f]:
+            syms |= self.symbols(c)
+        ks = [self.k_const[n] for n in sorted(syms) if n in self.loop_of_k]
+        big = any(model.eval(k, model_completion=True).as_long() > REACH_SMALL for k in ks)
+        if not big and self.is_exact(constraints, f, model, deadline, base):
+            return model
+        if not ks:
+            return None
+        small = []
+        for k in ks:
+            info, thread = self.loop_of_k[str(k)]
+            cont = info.cont_pc if thread == "A" else self.b(info.cont_pc)
+            small.append(z3.ULE(k, REACH_SMALL))
+            small += [z3.Implies(z3.ULT(j, k), z3.substitute(cont, (k, z3.BitVecVal(j, 64))))
+                      for j in range(REACH_SMALL)]
+        r, m2 = self.solve(list(constraints) + [f] + small, deadline, base=base)
+        if r == "sat" and self.is_exact(constraints, f, m2, deadline, base):
+            return m2
+        # small iterations only make the counterexample easier to read
+        if big and self.is_exact(constraints, f, model, deadline, base):
+            return model
+        return None
+
     def is_exact(self, constraints, f, model, deadline, base=()):
         """Does ``f`` hold for every value of the approximated symbols once the exact ones
         (threads, parameters, iteration counters, input data, elect choices) are fixed to
         the model's values?"""
         approx = self.env.approx
         constraints = list(constraints) + self.relevant(base, list(constraints) + [f])
-        base = ()
         pins = []
         seen = set()
         todo = [f] + list(constraints)
@@ -400,12 +441,25 @@ class _Checker:
             seen.add(e.get_id())
             if z3.is_app(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
                 if e.num_args() == 0:
-                    if str(e) not in approx:
+                    name = str(e)
+                    if name not in approx:
                         pins.append(e == model.eval(e, model_completion=True))
+                    elif name in self.loop_of_k:
+                        # an iteration counter of a loop without an exact trip count: the
+                        # iteration is real when every earlier one went on to the next
+                        kv = model.eval(e, model_completion=True).as_long()
+                        if kv <= REACH_UNROLL:
+                            info, thread = self.loop_of_k[name]
+                            cont = info.cont_pc if thread == "A" else self.b(info.cont_pc)
+                            reach = [z3.substitute(cont, (e, z3.BitVecVal(j, 64))) for j in range(kv)]
+                            pins.append(e == kv)
+                            f = mk_and(f, *reach)
+                            todo.extend(reach)
                     continue
                 pins.append(e == model.eval(e, model_completion=True))
             if z3.is_app(e):
                 todo.extend(e.children())
+        constraints = constraints + self.relevant(base, pins + [f])
         r, _ = self.solve(list(constraints) + pins + [mk_not(f)], deadline, want_model=False)
         return r == "unsat"
 
