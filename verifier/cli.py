@@ -134,7 +134,8 @@ def cmd_run(args) -> int:
         raise KernelError(e.args[0], args.file, 0, 0) from None
     spec, manifest_ref = _launch_for(args, m, k.name)
     ref = args.ref or manifest_ref
-    r = run_kernel(m, k, spec, schedule=args.schedule, seed=args.seed, budget=args.budget,
+    inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
+    r = run_kernel(m, k, spec, inputs=inputs, schedule=args.schedule, seed=args.seed, budget=args.budget,
                    replay=parse_replay(args.replay) if args.replay else None)
     mismatches = None
     if ref and not args.no_ref:
@@ -232,6 +233,77 @@ def _jsonable(v):
         return False
 
 
+# --------------------------------------------------------------------------- equiv (and run --inputs)
+
+
+def _npz_inputs(path):
+    import numpy as np
+
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise KernelError(f"cannot read inputs: {e}", path, 0, 0) from None
+
+
+def cmd_equiv(args) -> int:
+    import json
+
+    from .equivalence import equivalence_report
+    from .report import exit_code, report_json
+
+    rep, results = equivalence_report(args.candidate, args.reference, launch=args.launch,
+                                      ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
+                                      timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
+                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(report_json([rep], "equiv"), indent=2, default=str))
+        return exit_code([rep])
+    print(f"kverify equiv {args.candidate} {args.reference}: {rep.name}: {rep.verdict.upper()} "
+          f"(model {args.fp})")
+    for o, (shape, r) in zip(rep.obligations, results):
+        print(f"  {r.verdict:8} {o.id:28} {r.time_s:6.2f}s  {r.elements} output elements")
+        print(f"           {r.message}")
+        print(f"           scope: {r.scope}")
+        if r.counterexample:
+            c = r.counterexample
+            print(f"           counterexample: {c['buffer']}[{', '.join(map(str, c['index_nd']))}] (flat "
+                  f"{c['index']}): candidate {c['candidate_value']}, reference {c['reference_value']} "
+                  f"({c['mismatches']} of {c['of']} elements differ)")
+            if c.get("candidate_line") or c.get("reference_line"):
+                print(f"           lines: candidate {c.get('candidate_line')}, reference {c.get('reference_line')}")
+            for name, d in c.get("inputs", {}).items():
+                print(f"           input {name}: nonzero {d['nonzero']} (all other elements 0)")
+            print(f"           replay: {c['replay']}")
+        if r.tested:
+            t = r.tested
+            print(f"           tested: {t.get('examples', 0)} inputs ({t.get('strategy', '')}), poisoned outputs, "
+                  f"input mutation{'; problems: ' + '; '.join(t['problems']) if t.get('problems') else ''}")
+    print(f"  assumes: {'; '.join(results[0][1].assumptions) if results else ''}")
+    return exit_code([rep])
+
+
+def _add_equiv(sub):
+    s = sub.add_parser("equiv", help="prove a candidate kernel equivalent to a reference kernel, or refute it "
+                                     "with a replayable counterexample")
+    s.add_argument("candidate", help="candidate kernel (.ptx, .cu, .kvir)")
+    s.add_argument("reference", help="reference kernel (.ptx, .cu, .kvir)")
+    s.add_argument("--launch", help="candidate launch spec (JSON, zoo manifest, or a template whose grid/block/"
+                                    "shape entries are expressions over args); default: the zoo manifest")
+    s.add_argument("--ref-launch", help="reference launch spec (default: its zoo manifest, else --launch)")
+    s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real",
+                   help="floating-point model of the comparison (default real)")
+    s.add_argument("--shapes", help="arg values to instantiate both launches with: NAME=V1,V2[;NAME=...]")
+    s.add_argument("--timeout", type=float, default=60.0, help="solver timeout per shape, seconds")
+    s.add_argument("--kernel", help="candidate kernel name")
+    s.add_argument("--ref-kernel", help="reference kernel name")
+    s.add_argument("--tests", type=int, default=8, help="hypothesis examples when no proof goes through")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--cex-dir", default="kverify-cex", help="where counterexample inputs and launches are written")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_equiv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -257,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
     s.add_argument("--rtol", type=float, default=1e-5)
     s.add_argument("--atol", type=float, default=1e-6)
+    s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents (arrays keyed by buffer name); "
+                   "buffers not in the file get seeded random contents")
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("check", help="check races, barrier protocols and deadlock: one verdict per obligation")
@@ -270,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_check)
+    _add_equiv(sub)
     return p
 
 

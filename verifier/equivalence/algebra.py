@@ -48,7 +48,89 @@ def is_concrete(v) -> bool:
     return type(v) is int or type(v) is bool
 
 
+_INT_W = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32,
+          "b64": 64, "u64": 64, "s64": 64}
+
+
+def _sx(v, w):
+    return v - (1 << w) if v >> (w - 1) else v
+
+
+def fast_int(fam, ty, mods, args):
+    """Plain-Python evaluation of the common integer forms (the same results as the
+    concrete domain; anything unusual returns None and goes through ``evaluate``)."""
+    if type(ty) is tuple:
+        if fam != "cvt" or ty[0] not in _INT_W or ty[1] not in _INT_W or "sat" in mods:
+            return None
+        dw, sw = _INT_W[ty[0]], _INT_W[ty[1]]
+        a = args[0] & ((1 << sw) - 1)
+        if dw > sw and ty[1][0] == "s":
+            a = _sx(a, sw)
+        return a & ((1 << dw) - 1)
+    w = _INT_W.get(ty)
+    if w is None:
+        return None
+    m = (1 << w) - 1
+    signed = ty[0] == "s"
+    if fam == "add" and not mods:
+        return (args[0] + args[1]) & m
+    if fam == "sub" and not mods:
+        return (args[0] - args[1]) & m
+    if fam in ("mul", "mad") and not (mods - {"lo", "wide"}):
+        a, b = args[0] & m, args[1] & m
+        if signed:
+            a, b = _sx(a, w), _sx(b, w)
+        if "wide" in mods:
+            r = a * b
+            if fam == "mad":
+                r += args[2]
+            return r & ((1 << (2 * w)) - 1)
+        r = a * b
+        if fam == "mad":
+            r += args[2]
+        return r & m
+    if fam == "and":
+        return args[0] & args[1]
+    if fam == "or":
+        return args[0] | args[1]
+    if fam == "xor":
+        return args[0] ^ args[1]
+    if fam == "shl":
+        return (args[0] << args[1]) & m if args[1] < w else 0
+    if fam == "shr":
+        a = args[0] & m
+        n = args[1]
+        if signed:
+            return (_sx(a, w) >> min(n, w)) & m
+        return a >> n if n < w else 0
+    if fam == "setp" and len(args) == 2:
+        a, b = args[0] & m, args[1] & m
+        if signed:
+            a, b = _sx(a, w), _sx(b, w)
+        for op, f in (("eq", a == b), ("ne", a != b), ("lt", a < b), ("le", a <= b), ("gt", a > b),
+                      ("ge", a >= b), ("lo", a < b), ("ls", a <= b), ("hi", a > b), ("hs", a >= b)):
+            if op in mods:
+                return (f, not f)
+        return None
+    if fam == "selp":
+        return args[0] if args[2] else args[1]
+    if fam == "mov" and len(args) == 1:
+        return args[0]
+    if fam in ("min", "max") and not mods:
+        a, b = args[0] & m, args[1] & m
+        if signed:
+            a, b = _sx(a, w), _sx(b, w)
+        r = min(a, b) if fam == "min" else max(a, b)
+        return r & m
+    if fam == "neg":
+        return (-args[0]) & m
+    return None
+
+
 def concrete_eval(fam, ty, mods, args):
+    r = fast_int(fam, ty, mods, args)
+    if r is not None:
+        return r
     a = [np.array([x], dtype=np.bool_) if type(x) is bool else np.array([x & 0xFFFFFFFFFFFFFFFF], dtype=U64)
          for x in args]
     with np.errstate(all="ignore"):

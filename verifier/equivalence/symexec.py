@@ -157,6 +157,7 @@ class Executor:
                 bits = 1 if getattr(r.type, "name", None) == "pred" else r.type.bits
                 (self.reg_prefix_bits if r.count is not None else self.reg_bits)[r.name] = bits
         self.funcs = {k.name: k for k in module.kernels}
+        self._dec = {}
         self._layout(names)
         self.handlers = {}
         for name, row in __import__("semantics.ir.optable", fromlist=["OPS"]).OPS.items():
@@ -602,14 +603,23 @@ class Executor:
         return res
 
     # ------------------------------------------------------------------ handlers
+    def _decode(self, ins):
+        d = self._dec.get(id(ins))
+        if d is None:
+            fam = ins.row.semantics
+            tys = ins.types()
+            if not tys:
+                raise Unsupported(f"{ins.opcode}: no type", ins)
+            ty = ((tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])) if fam in ("cvt", "set", "slct") \
+                else tys[0]
+            mods = frozenset(m for m in ins.mods if m not in SCALAR_BITS)
+            widths = [_src_bits(fam, ty, mods, i) for i in range(len(ins.operands) - 1)]
+            d = self._dec[id(ins)] = (fam, ty, mods, widths, (ins, tys))
+        return d
+
     def h_value(self, t, ins):
-        fam = ins.row.semantics
-        tys = ins.types()
+        fam, ty, mods, widths0, _keep = self._decode(ins)
         ops = ins.operands
-        if not tys:
-            raise Unsupported(f"{ins.opcode}: no type", ins)
-        ty = ((tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])) if fam in ("cvt", "set", "slct") else tys[0]
-        mods = frozenset(ins.mods)
         if ty == "pred" and fam in ("and", "or", "xor", "not", "mov"):
             vals = [self.pred(t, o) if isinstance(o, Reg) else (self.val(t, o, 1) if isinstance(o, Neg)
                                                                  else bool(o.value)) for o in ops[1:]]
@@ -645,7 +655,7 @@ class Executor:
                 args.append(o.value & 0xFF)
                 widths.append(8)
                 continue
-            w = _src_bits(fam, ty, mods, i)
+            w = widths0[i]
             args.append(self.val(t, o, w))
             widths.append(w)
         r = self.alg.family(fam, ty, mods, args, widths)
@@ -679,10 +689,13 @@ class Executor:
         self.write(t, ins.operands[0], r & ((1 << 64) - 1))
 
     def _elem_bytes(self, ins):
-        tys = ins.types()
-        if not tys:
-            raise Unsupported(f"{ins.opcode}: no type", ins)
-        return tys[-1], max(SCALAR_BITS[tys[-1]] // 8, 1)
+        d = self._dec.get(id(ins))
+        if d is None:
+            tys = ins.types()
+            if not tys:
+                raise Unsupported(f"{ins.opcode}: no type", ins)
+            d = self._dec[id(ins)] = (tys[-1], max(SCALAR_BITS[tys[-1]] // 8, 1), ins)
+        return d[0], d[1]
 
     def h_ld(self, t, ins):
         ty, nb = self._elem_bytes(ins)
