@@ -231,3 +231,10 @@ def test_without_launch_spec_block_comes_from_launch_bounds():
     assert "256x1x1" in obs["shared"].message and ".maxntid" in obs["shared"].message
     bad = _check(ZOO / "reduce_smem" / "reduce_smem__missing_sync.ptx")["shared"]
     assert bad.status == "violated" and 15 in [loc.line for loc in bad.locations]
+
+
+def test_threads_read_one_value_from_an_input_buffer():
+    """Both symbolic threads see the same value at the same address of a buffer the kernel
+    never writes: `if (in[0] == tid) out[0] = ...` stores from one thread only."""
+    path = DATA / "races_pitfalls.ptx"
+    assert _check(path, "input_consistency", {"block": [64, 1, 1]})["global"].status == "proved"

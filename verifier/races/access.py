@@ -29,7 +29,7 @@ PTX ISA sections: 9.7.9.8 ld, 9.7.9.9 st, 9.7.13.1 bar/barrier, 9.7.13.5 atom, 9
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import z3
 
@@ -309,6 +309,13 @@ class Env:
             self.approx.add(str(b))
         return a
 
+    def uf_mem(self, region: str, width: int):
+        name = f"mem[{region}].b{width}"
+        if name not in self.uf_decls:
+            self.uf_decls[name] = z3.Function(name, z3.BitVecSort(64), z3.BitVecSort(8),
+                                              z3.BitVecSort(width))
+        return self.uf_decls[name]
+
     def uf(self, name: str, nargs: int):
         if name not in self.uf_decls:
             self.uf_decls[name] = z3.Function(name, *([z3.BitVecSort(64)] * nargs), z3.BitVecSort(32))
@@ -360,7 +367,7 @@ def _value_bits(v, ty: str) -> int:
 class Executor:
     """Runs thread A over the kernel body; see the module docstring."""
 
-    def __init__(self, env: Env, check, deadline=None):
+    def __init__(self, env: Env, check):
         self.env = env
         self.check = check  # (formula) -> "sat" | "unsat" | "unknown" under thread-A constraints
         self.kernel = env.kernel
@@ -374,12 +381,11 @@ class Executor:
         self.unmodelled_sync: list = []
         self.pending: dict = {}
         self.loop_stack: list = []  # (LoopInfo, k)
-        self.inputs: list = []  # (symbol name A, name B, region) of loaded values
+        self.loads: list = []  # (tag, value, region, width, seq) of global loads
         self.written_regions: set = set()
         self.unknown_region_write = False
         self.seq = {}
         self.widths = {}
-        self.has_barrier = {}
         self.barrier_count = 0
         self.elect_sites = 0
         for d in self.kernel.regs:
@@ -478,10 +484,7 @@ class Executor:
             eq = one << lane
             return {"%lanemask_eq": eq, "%lanemask_lt": eq - 1, "%lanemask_le": (eq - 1) | eq,
                     "%lanemask_gt": ~((eq - 1) | eq), "%lanemask_ge": ~(eq - 1)}[base]
-        if base in ("%cluster_ctarank", "%cluster_nctarank", "%cluster_ctaid", "%cluster_nctaid",
-                    "%clusterid", "%nclusterid", "%is_explicit_cluster"):
-            return None  # fall through to an approximate value
-        return None
+        return None  # any other special register reads as an approximate value
 
     def write(self, st: State, reg: str, val, guard):
         term, region = val
@@ -498,15 +501,27 @@ class Executor:
             region = region if region == old[1] else "?"
         st.regs[reg] = (term, region)
 
-    def dests(self, instr: Instr):
-        d = instr.operands[0] if instr.operands else None
-        if isinstance(d, Reg):
-            return [d.name]
-        if isinstance(d, VecOp):
-            return [e.name for e in d.elems if isinstance(e, Reg)]
-        if isinstance(d, PairOp):
-            return [e.name for e in (d.first, d.second) if isinstance(e, Reg)]
-        return []
+    @staticmethod
+    def dests(instr: Instr):
+        """Registers the instruction writes: its op-table ``def`` slots (the first operand
+        of an instruction the table does not know; the destination of ``bar.red``)."""
+        row = OPS.get(instr.op)
+        if row is None or not instr.supported:
+            slots = (0,)
+        elif instr.op in ("bar", "barrier") and "red" in instr.mods:
+            slots = (0,)
+        else:
+            slots = tuple(i for i, sl in enumerate(row.operands) if sl.access == "def")
+        out = []
+        for i in slots:
+            d = instr.operands[i] if i < len(instr.operands) else None
+            if isinstance(d, Reg):
+                out.append(d.name)
+            elif isinstance(d, VecOp):
+                out.extend(e.name for e in d.elems if isinstance(e, Reg))
+            elif isinstance(d, PairOp):
+                out.extend(e.name for e in (d.first, d.second) if isinstance(e, Reg))
+        return out
 
     def havoc_dests(self, st: State, instr: Instr, guard, tag="op"):
         for r in self.dests(instr):
@@ -517,12 +532,33 @@ class Executor:
     def run(self):
         st = State(TRUE, {}, z3.BitVecVal(0, 64), FALSE)
         st = self.stmts(self.kernel.body, st)
-        # loaded values are exact inputs only when the kernel never writes their region
-        for a, b, region in self.inputs:
-            if region is None or region in self.written_regions or self.unknown_region_write or region == "shared":
-                self.env.approx.add(a)
-                self.env.approx.add(b)
+        self._resolve_loads()
         return st
+
+    def _resolve_loads(self):
+        """Global loads from a buffer the kernel never writes read an input: one value per
+        address, shared by all threads (the tag becomes 0). Loads from a buffer it writes
+        become fresh approximate values (the memory changes while the kernel runs)."""
+        pairs = []
+        for tag, app, region, w, seq in self.loads:
+            if region in self.written_regions or self.unknown_region_write:
+                pairs.append((app, self.approx(f"mem{seq}.{region}", w)))
+            else:
+                pairs.append((tag, z3.BitVecVal(0, 8)))
+        if not pairs:
+            return
+
+        def sub(e):
+            return z3.substitute(e, *pairs)
+
+        for a in self.accesses:
+            a.addr, a.pc, a.epoch = sub(a.addr), sub(a.pc), sub(a.epoch)
+        for y in self.syncs:
+            y.pc, y.exited, y.head_pc = sub(y.pc), sub(y.exited), sub(y.head_pc)
+        for info in self.loops:
+            if info.cont_pc is not None:
+                info.cont_pc = sub(info.cont_pc)
+        self.env.constraints_a[:] = [(sub(c), keys) for c, keys in self.env.constraints_a]
 
     def stmts(self, stmts, st: State) -> State:
         for s in stmts:
@@ -615,8 +651,6 @@ class Executor:
         for s, _ in walk(lp.body):
             if isinstance(s, Instr):
                 written.update(self.dests(s))
-                if s.op == "atom" or (s.op.startswith("add") and "cc" in s.mods):
-                    pass
         ivs = {iv.reg.name: iv for iv in lp.ivs if iv.reg.name in written}
         trip_modes = ["sext", "zext", None] if lp.trip_count is not None else [None]
         dropped: list = []
@@ -1125,13 +1159,21 @@ class Executor:
         acc = Access(self.seq.get(id(ins), -1), ins, space, mode, strong, atomic, region, addr, width,
                      pc, st.epoch, tuple(self.loop_stack))
         self.accesses.append(acc)
-        # the loaded value
+        # the loaded value: global memory is a function of the address, the same for both
+        # threads (an input) when the kernel never writes that buffer -- decided in run(),
+        # until then each load is tagged; anything else is a fresh approximate value
         if op in ("ld", "ldu", "atom"):
-            for r in self.dests(ins):
+            dests = self.dests(ins)
+            for i, r in enumerate(dests):
                 w = self.widths.get(r, 32)
-                v = self.env.fresh(f"mem{acc.seq}.{r}", w)
-                a, b = self.env.pairs[-1]
-                self.inputs.append((str(a), str(b), region if op == "ld" and space == "global" else None))
+                if op != "atom" and space == "global" and region is not None:
+                    eb = width // max(1, len(dests))
+                    tag = z3.BitVec(f"ldtag{len(self.loads)}", 8)
+                    f = self.env.uf_mem(region, w)
+                    v = f(addr + i * eb, tag)
+                    self.loads.append((tag, v, region, w, acc.seq))
+                else:
+                    v = self.approx(f"mem{acc.seq}.{r}", w)
                 self.write(st, r, (v, None), guard)
         return st
 

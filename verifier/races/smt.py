@@ -270,54 +270,22 @@ class _Checker:
                 return Obligation(oid, "races", "unknown", "; ".join(reasons) + f" ({msg})")
             return Obligation(oid, "races", "proved", msg)
         bacc = {id(a): self._b_access(a) for a in accs}
-        base = self.base()
-        distinct = self.distinct_threads(space)
-        single_cta = env.grid is not None and env.grid == (1, 1, 1)
-        counted = not divergent
-        pairs_checked = 0
-        maybe = []  # possible races that depend on approximated values
-        undecided = []
-        for i, a in enumerate(accs):
-            cands = []
-            for bb in accs[i:]:
-                if not (a.writes or bb.writes):
-                    continue
-                if space == "global" and (a.region is None or bb.region is None):
-                    continue  # already an unknown reason
-                if space == "global" and a.region != bb.region:
-                    continue
-                f = self.pair_formula(space, a, bb, bacc[id(bb)], counted, single_cta)
-                if f is None:
-                    continue
-                cands.append((bb, f))
-            while cands:
-                pairs_checked += len(cands)
-                r, m = self.solve(distinct + [a.pc, mk_or(*[f for _, f in cands])], deadline, base=base)
-                if r == "unsat":
-                    break
-                if r == "unknown":
-                    undecided.append((a, cands[0][0]))
-                    break
-                hit = next((x for x in cands if z3.is_true(m.eval(x[1], model_completion=True))), cands[0])
-                bb, f = hit
-                cons = distinct + [a.pc]
-                m1 = self.confirm(cons, f, m, deadline, base)
-                if m1 is not None and not counted:
-                    # would the barrier count (the hardware's matching) exclude it?
-                    f2 = self.pair_formula(space, a, bb, bacc[id(bb)], True, single_cta)
-                    r2, m2 = (self.solve(cons + [f2], deadline, base=base)
-                              if f2 is not None else ("unsat", None))
-                    m1 = self.confirm(cons, f2, m2, deadline, base) if r2 == "sat" else None
-                    if m1 is None:
-                        maybe.append((a, bb, "divergent"))
-                if m1 is not None:
-                    if ex.unmodelled_sync:
-                        maybe.append((a, bb, "sync"))
-                    else:
-                        return self.violation(space, a, bb, bacc[id(bb)], m1, divergent)
-                elif counted:
-                    maybe.append((a, bb, "approx"))
-                cands = [x for x in cands if x is not hit]
+        # 1. barrier intervals counted (the hardware's matching of the n-th barriers)
+        found = self.search(space, accs, bacc, True, deadline)
+        pairs_checked, maybe, undecided = found["pairs"], found["maybe"], found["undecided"]
+        if found["race"] is not None:
+            a, bb, m1 = found["race"]
+            if not ex.unmodelled_sync:
+                return self.violation(space, a, bb, bacc[id(bb)], m1, divergent)
+            maybe.insert(0, (a, bb, "sync"))
+        elif divergent and not maybe and not undecided:
+            # 2. a barrier may diverge: intervals are then undefined, so nothing may rest on
+            # them -- any race without ordering leaves the question open
+            loose = self.search(space, accs, bacc, False, deadline, first=True)
+            if loose["race"] is not None or loose["maybe"]:
+                a, bb, _ = loose["race"] or loose["maybe"][0]
+                maybe.append((a, bb, "divergent"))
+            undecided += loose["undecided"]
         notes = list(ex.notes)
         if env.assumptions:
             notes = env.assumptions + notes
@@ -354,6 +322,51 @@ class _Checker:
         if space == "global":
             msg += "; distinct pointer parameters are assumed not to alias"
         return Obligation(oid, "races", "proved", msg)
+
+    def search(self, space, accs, bacc, counted, deadline, first=False):
+        """All pairs (a, b) in program order, one query per ``a`` over its candidates.
+        Returns the first race that is real (``race``: a, b, model), the possible races
+        that rest on approximated values (``maybe``), and the undecided pairs. With
+        ``first``, stops at the first satisfiable pair without asking whether it is real."""
+        ex, env = self.ex, self.env
+        base = self.base()
+        distinct = self.distinct_threads(space)
+        single_cta = env.grid is not None and env.grid == (1, 1, 1)
+        out = {"race": None, "maybe": [], "undecided": [], "pairs": 0}
+        for i, a in enumerate(accs):
+            cands = []
+            for bb in accs[i:]:
+                if not (a.writes or bb.writes):
+                    continue
+                if space == "global" and (a.region is None or bb.region is None):
+                    continue  # already an unknown reason
+                if space == "global" and a.region != bb.region:
+                    continue
+                f = self.pair_formula(space, a, bb, bacc[id(bb)], counted, single_cta)
+                if f is None:
+                    continue
+                cands.append((bb, f))
+            while cands:
+                out["pairs"] += len(cands)
+                cons = distinct + [a.pc]
+                r, m = self.solve(cons + [mk_or(*[f for _, f in cands])], deadline, base=base)
+                if r == "unsat":
+                    break
+                if r == "unknown":
+                    out["undecided"].append((a, cands[0][0]))
+                    break
+                hit = next((x for x in cands if z3.is_true(m.eval(x[1], model_completion=True))), cands[0])
+                bb, f = hit
+                if first:
+                    out["race"] = (a, bb, m)
+                    return out
+                m1 = self.confirm(cons, f, m, deadline, base)
+                if m1 is not None:
+                    out["race"] = (a, bb, m1)
+                    return out
+                out["maybe"].append((a, bb, "approx"))
+                cands = [x for x in cands if x is not hit]
+        return out
 
     def _b_access(self, a):
         from dataclasses import replace
@@ -499,13 +512,12 @@ class _Checker:
 
         accesses = [access(a, "A", a), access(bb, "B", b)]
         params = {}
-        for pname, (term, p) in env.params.items():
+        buffers = {x.region for x in self.ex.accesses}
+        for term, p in env.params.values():
             key = p.source_name or p.name
             if key in env.param_values:
                 params[key] = env.param_values[key]
-            elif p.type.bits != 64 or p.ptr is not None or True:
-                if p.type.bits == 64 and any(x.region == f"param:{key}" for x in self.ex.accesses):
-                    continue  # buffer base addresses are arbitrary
+            elif f"param:{key}" not in buffers:  # a buffer's base address is arbitrary
                 params[key] = val(term)
         kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
                  ("write", "read"): "write-read"}
