@@ -344,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_check)
+    from .validate.cli import add_parser as _add_validate  # kverify validate: GPU runs vs a reference
+
+    _add_validate(sub)
     _add_equiv(sub)
     return p
 
