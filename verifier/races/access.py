@@ -24,8 +24,8 @@ reported as ``unknown``, never as a violation. Symbols that belong to the thread
 created in pairs (thread A and thread B) so that thread B's terms are thread A's with the
 pairs substituted.
 
-PTX ISA sections: 9.7.9.8 ld, 9.7.9.9 st, 9.7.13.1 bar/barrier, 9.7.13.5 atom, 9.7.13.6 red,
-9.7.13.9 elect.sync, 10 special registers.
+PTX ISA (9.0): §9.7.13.1 bar/barrier; ld, st (§9.7.9), atom, red, elect.sync (§9.7.13);
+§10 special registers.
 """
 from __future__ import annotations
 
@@ -126,6 +126,26 @@ def fit(term, width: int):
     if w > width:
         return z3.Extract(width - 1, 0, term)
     return z3.ZeroExt(width - w, term)
+
+
+class Substitution:
+    """Simultaneous substitution (e.g. of thread A's symbols by thread B's) with the
+    argument arrays built once: ``z3.substitute`` re-checks every pair on every call."""
+
+    def __init__(self, pairs):
+        self.n = len(pairs)
+        self.keep = list(pairs)
+        self.frm = (z3.Ast * max(1, self.n))()
+        self.to = (z3.Ast * max(1, self.n))()
+        for i, (a, b) in enumerate(pairs):
+            self.frm[i] = a.as_ast()
+            self.to[i] = b.as_ast()
+
+    def __call__(self, e):
+        if not self.n:
+            return e
+        r = z3.Z3_substitute(e.ctx_ref(), e.as_ast(), self.n, self.frm, self.to)
+        return z3.z3._to_expr_ref(r, e.ctx)
 
 
 class Unsupported(Exception):
@@ -548,8 +568,7 @@ class Executor:
         if not pairs:
             return
 
-        def sub(e):
-            return z3.substitute(e, *pairs)
+        sub = Substitution(pairs)
 
         for a in self.accesses:
             a.addr, a.pc, a.epoch = sub(a.addr), sub(a.pc), sub(a.epoch)

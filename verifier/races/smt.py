@@ -26,15 +26,16 @@ summarized also give ``unknown`` -- never ``proved``.
 Barrier intervals are only meaningful when every thread of the CTA executes the same
 sequence of barriers. Each barrier (and each decision of a loop containing one) is
 checked to be uniform with the same two-thread query (A executes it, B -- same CTA, same
-iterations, not exited -- does not). When one may diverge, barriers are *not* treated as
-ordering: the race check is re-run without any ordering; if it then finds a race that the
-barrier count would exclude, the result is ``unknown`` (the divergent barrier is undefined
-behaviour for ``bar.sync``, reported by ``barrier.divergence``); a race that exists either
-way is a violation.
+iterations, not exited -- does not). When one may diverge, a race found with the barrier
+count (the hardware's matching of arrivals) is still a violation; otherwise the search is
+re-run with no barrier ordering at all, and a race found only then gives ``unknown`` (the
+divergent barrier is undefined behaviour for ``bar.sync``, reported by
+``barrier.divergence``) -- a divergent barrier is never taken as ordering for a proof.
 
-PTX ISA: §9.7.13.1 bar/barrier (barrier 0 = ``__syncthreads``, memory ordering among
-participating threads), §8 memory consistency model (data race = conflicting accesses not
-both morally strong and not ordered by happens-before), §9.7.13.5 atom / §9.7.13.6 red.
+PTX ISA (9.0): §9.7.13.1 bar/barrier (barrier 0 is ``__syncthreads``; it orders memory
+among the participating threads), §8 memory consistency model (a data race is two
+conflicting accesses, not both morally strong, unordered by happens-before), atom and red
+in §9.7.13. docs/races.md describes the encoding and what it does not model.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ import z3
 
 from verifier.report import Location, Obligation
 
-from .access import (ASYNC_PREFIXES, TRUE, Env, Executor, Unsupported, is_false, is_true,
-                     mk_and, mk_not, mk_or)
+from .access import (ASYNC_PREFIXES, TRUE, Env, Executor, Substitution, Unsupported, is_false,
+                     is_true, mk_and, mk_not, mk_or)
 
 SPACES = ("shared", "global")
 REACH_UNROLL = 64  # iterations unrolled to show that a counterexample's iteration is reached
@@ -128,7 +129,7 @@ class _Checker:
 
         ex = self.ex = Executor(env, check_a)
         ex.run()
-        self.sub = _Substitution(env.pairs)
+        self.sub = Substitution(env.pairs)
         self._b_memo = {}
         self.base_b = [(self.b(c), frozenset(_b_name(x) for x in keys)) for c, keys in env.constraints_a]
         self.loop_of_k, self.k_const = {}, {}
@@ -397,10 +398,11 @@ class _Checker:
         overlap = mk_or(z3.ULT(d1, z3.BitVecVal(wa, w)), z3.ULT(d2, z3.BitVecVal(wb, w)))
         conc = TRUE
         if counted:
-            same = a.epoch == b.epoch
-            ea, eb = z3.simplify(a.epoch), z3.simplify(b.epoch)
+            ea, eb = a.epoch, b.epoch
             if z3.is_bv_value(ea) and z3.is_bv_value(eb):
                 same = z3.BoolVal(ea.as_long() == eb.as_long())
+            else:
+                same = ea == eb
             if space == "shared" or single_cta:
                 if is_false(same):
                     return None
@@ -551,26 +553,6 @@ class _Checker:
         if region.startswith("var:"):
             return z3.BitVec(f"gvar.{region.split(':', 1)[1]}", 64)
         return None
-
-
-class _Substitution:
-    """Simultaneous substitution of thread A's symbols by thread B's, with the argument
-    arrays built once (``z3.substitute`` re-checks every pair on every call)."""
-
-    def __init__(self, pairs):
-        self.n = len(pairs)
-        self.keep = list(pairs)
-        self.frm = (z3.Ast * max(1, self.n))()
-        self.to = (z3.Ast * max(1, self.n))()
-        for i, (a, b) in enumerate(pairs):
-            self.frm[i] = a.as_ast()
-            self.to[i] = b.as_ast()
-
-    def __call__(self, e):
-        if not self.n:
-            return e
-        r = z3.Z3_substitute(e.ctx_ref(), e.as_ast(), self.n, self.frm, self.to)
-        return z3.z3._to_expr_ref(r, e.ctx)
 
 
 def _b_name(name: str) -> str:
