@@ -68,8 +68,11 @@ def instantiate(d: dict, overrides: dict, path: str) -> dict:
     args = dict(d.get("args") or {})
     for k, v in overrides.items():
         args[k] = v
-    d["args"] = args
     env = {k: v for k, v in args.items() if isinstance(v, int)}
+    for k, v in args.items():  # args given as expressions over the others (a PTX-named copy of n)
+        if isinstance(v, str):
+            args[k] = env[k] = _eval_expr(v, env, path)
+    d["args"] = args
     for key in ("grid", "block", "cluster"):
         if key in d:
             d[key] = _eval_expr(d[key], env, path)
@@ -78,9 +81,11 @@ def instantiate(d: dict, overrides: dict, path: str) -> dict:
     return d
 
 
-def _launch_dict(file: str, launch: str | None):
-    """(launch dict, path) from a launch JSON, a zoo manifest (the variant for ``file``) or
-    the manifest next to ``file``."""
+def _launch_dict(file: str, launch):
+    """(launch dict, path) from a launch dict, a launch JSON, a zoo manifest (the variant
+    for ``file``) or the manifest next to ``file``."""
+    if isinstance(launch, dict):
+        return launch, "<launch>"
     if not launch and (Path(file).parent / "manifest.json").is_file():
         launch = str(Path(file).parent / "manifest.json")
     if not launch:
@@ -182,6 +187,8 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
     for sh in shape_list:
         cand = load_side(cand_file, launch, sh, kernel, cm)
         ref = load_side(ref_file, ref_launch or (launch if not _is_manifest(launch) else None), sh, ref_kernel, rm)
+        if cand_file == ref_file and cand.kernel.name == ref.kernel.name and launch == ref_launch:
+            pass
         rep.name = f"{cand.kernel.name} vs {ref.kernel.name}"
         res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed)
         results.append((sh, res))
@@ -190,7 +197,7 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
 
 
 def _is_manifest(p):
-    if not p:
+    if not p or isinstance(p, dict):
         return False
     try:
         return "variants" in json.loads(Path(p).read_text())

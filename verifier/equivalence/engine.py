@@ -185,6 +185,10 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             if time.perf_counter() > deadline:
                 timed_out = True
                 break
+            probe = _probe(cv, rv, seed)
+            if probe is not None:
+                first = (name, i, cv, rv, cl, rl, probe)
+                break
             res.solver += 1
             solver.push()
             solver.add(_bv(cv, rv)[0] != _bv(cv, rv)[1])
@@ -197,7 +201,9 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             if st == z3.sat:
                 model_ = solver.model()
                 solver.pop()
-                first = (name, i, cv, rv, cl, rl, model_)
+                assign = {d.name(): model_[d].as_long() for d in model_.decls()
+                          if z3.is_bv_value(model_[d])}
+                first = (name, i, cv, rv, cl, rl, assign)
                 break
             solver.pop()
             timed_out = True
@@ -298,23 +304,81 @@ def _set_bits(arr, idx, bits, esize):
     flat[idx] = bits
 
 
-def _bv_cex(model, ex):
-    """Inputs from a z3 model: variables the model mentions take its values, all other
-    elements are zero."""
+def _bv_cex(assign, ex):
+    """Inputs from an assignment of input variables (a z3 model or a probe): the
+    variables it names take its values, all other elements are zero."""
     inputs = _zero_inputs(ex)
     by = {b.name: b for b in ex.buffers}
-    for d in model.decls():
-        nm = d.name()
+    for nm, v in assign.items():
         if "[" not in nm or nm.startswith("uninit."):
             continue
         buf, _, rest = nm.partition("[")
         if buf not in by:
             continue
-        idx = int(rest.rstrip("]"))
-        v = model[d]
-        if z3.is_bv_value(v):
-            _set_bits(inputs[buf], idx, v.as_long(), by[buf].esize)
+        _set_bits(inputs[buf], int(rest.rstrip("]")), v, by[buf].esize)
     return inputs
+
+
+_FLOAT_OF_WIDTH = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+def _probe(cv, rv, seed, tries=12):
+    """Cheap search before the solver: evaluate both terms on random inputs (z3
+    simplification of ground terms). Returns an assignment on which they differ, or None."""
+    za, zb = _bv(cv, rv)
+    vs = _z3_vars((za, zb))
+    if not vs or len(vs) > 4096:
+        return None
+    rng = np.random.default_rng(seed)
+    for k in range(tries):
+        assign, subs = {}, []
+        for nm, v in sorted(vs.items()):
+            w = v.size()
+            ft = _FLOAT_OF_WIDTH.get(w)
+            if ft is not None:
+                x = ft(rng.integers(-8, 9) if k < 3 else rng.standard_normal() * 2.0 ** int(rng.integers(-6, 7)))
+                bits = int(np.array([x], ft).view({16: np.uint16, 32: np.uint32, 64: np.uint64}[w])[0])
+            else:
+                bits = int(rng.integers(0, 1 << min(w, 16)))
+            assign[nm] = bits
+            subs.append((v, z3.BitVecVal(bits, w)))
+        a = z3.simplify(z3.substitute(za, *subs))
+        b = z3.simplify(z3.substitute(zb, *subs))
+        if z3.is_bv_value(a) and z3.is_bv_value(b) and a.as_long() != b.as_long():
+            return _minimize(za, zb, assign, vs)
+    return None
+
+
+def _z3_vars(exprs):
+    """Uninterpreted constants of z3 terms (DAG walk, each node once)."""
+    seen, out, todo = set(), {}, list(exprs)
+    while todo:
+        e = todo.pop()
+        i = e.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[e.decl().name()] = e
+            continue
+        todo.extend(e.children())
+    return out
+
+
+def _minimize(za, zb, assign, vs):
+    """Zero variables one at a time while the terms still differ."""
+    cur = dict(assign)
+    for nm in sorted(cur):
+        if cur[nm] == 0:
+            continue
+        trial = dict(cur)
+        trial[nm] = 0
+        subs = [(vs[n], z3.BitVecVal(b, vs[n].size())) for n, b in trial.items()]
+        a = z3.simplify(z3.substitute(za, *subs))
+        b = z3.simplify(z3.substitute(zb, *subs))
+        if z3.is_bv_value(a) and z3.is_bv_value(b) and a.as_long() != b.as_long():
+            cur = trial
+    return cur
 
 
 def _vars_of(alg, p, acc):
