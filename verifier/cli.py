@@ -135,10 +135,15 @@ def cmd_run(args) -> int:
     spec, manifest_ref = _launch_for(args, m, k.name)
     ref = args.ref or manifest_ref
     inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
+    expected = {n[len("expected__"):]: v for n, v in (inputs or {}).items() if n.startswith("expected__")}
+    inputs = {n: v for n, v in inputs.items() if not n.startswith("expected__")} if inputs else None
     r = run_kernel(m, k, spec, inputs=inputs, schedule=args.schedule, seed=args.seed, budget=args.budget,
                    replay=parse_replay(args.replay) if args.replay else None)
     mismatches = None
-    if ref and not args.no_ref:
+    if expected:  # expected__<buffer> arrays of an --inputs file (an equivalence counterexample)
+        ref = f"expected outputs in {args.inputs}"
+        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
+    elif ref and not args.no_ref:
         fn = load_reference(ref, args.file)
         try:
             expected = call_reference(fn, r.inputs, spec)
@@ -329,8 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
     s.add_argument("--rtol", type=float, default=1e-5)
     s.add_argument("--atol", type=float, default=1e-6)
-    s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents (arrays keyed by buffer name); "
-                   "buffers not in the file get seeded random contents")
+    s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents (arrays keyed by buffer name; "
+                   "buffers not in the file get seeded random contents); arrays named expected__<buffer> are "
+                   "compared with the outputs instead of the reference")
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("check", help="check races, barrier protocols and deadlock: one verdict per obligation")

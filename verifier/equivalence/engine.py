@@ -526,9 +526,12 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
     first = int(np.flatnonzero(bad)[0])
     cexd = Path(cex_dir or "kverify-cex")
     cexd.mkdir(parents=True, exist_ok=True)
-    stem = f"{cand.name}__vs__{ref.name}"
+    stem = f"{Path(cand.path).stem}__vs__{Path(ref.path).stem}"
     cin, rin = cexd / f"{stem}.candidate.npz", cexd / f"{stem}.reference.npz"
-    np.savez(cin, **ci)
+    # the reference's outputs ride along as expectations: `kverify run --inputs` compares with them
+    expect = {f"expected__{inv_c[n]}": np.asarray(rr.outputs[inv_r[n]]) for n in _outputs(ref, rnames)
+              if n in inv_c and inv_r.get(n) in rr.outputs}
+    np.savez(cin, **ci, **expect)
     np.savez(rin, **ri)
     cl, rl = cexd / f"{stem}.candidate.launch.json", cexd / f"{stem}.reference.launch.json"
     _write_launch(cand, cl)
@@ -545,14 +548,14 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
         "reference_value": rv,
         "mismatches": int(bad.sum()),
         "of": int(bad.size),
-        "candidate_line": _loc(cloc) if first == idx and cloc is not None else None,
-        "reference_line": _loc(rloc) if first == idx and rloc is not None else None,
+        "candidate_line": (_loc(cloc) if cloc is not None else "never written") if first == idx else None,
+        "reference_line": (_loc(rloc) if rloc is not None else "never written") if first == idx else None,
         "inputs": {n: {"nonzero": {str(i): np.asarray(a).reshape(-1)[i].item() for i in nz}}
                    for n, a in inputs.items() for nz in [nonzero[n]] if nz},
         "inputs_file": {"candidate": str(cin), "reference": str(rin)},
         "launch": {"candidate": str(cl), "reference": str(rl)},
-        "replay": (f"kverify run {cand.path} --launch {cl} --inputs {cin} --no-ref --format json ; "
-                   f"kverify run {ref.path} --launch {rl} --inputs {rin} --no-ref --format json"),
+        "replay": f"kverify run {cand.path} --launch {cl} --inputs {cin}",
+        "replay_reference": f"kverify run {ref.path} --launch {rl} --inputs {rin} --no-ref",
     }
 
 
