@@ -149,6 +149,10 @@ def test_barrier_in_divergent_code_is_not_treated_as_ordering():
     assert "divergent" in ob.message
 
 
+def test_threads_that_return_early_do_not_make_a_barrier_divergent():
+    assert _check(DATA / "races_pitfalls.ptx", "early_return")["shared"].status == "proved"
+
+
 def test_atomics_do_not_race_with_each_other_but_race_with_a_plain_store():
     assert _check(DATA / "races_pitfalls.ptx", "atomics_only")["shared"].status == "proved"
     ob = _check(DATA / "races_pitfalls.ptx", "atomic_vs_store")["shared"]

@@ -415,6 +415,8 @@ class Executor:
             else:
                 for i in range(d.count):
                     self.widths[f"{d.name}{i}"] = w
+        self.quiet: dict = {}
+        self._annotate(self.kernel.body, ("kernel",), True, {})
         n = 0
         from semantics.ir.visit import walk
 
@@ -551,7 +553,7 @@ class Executor:
     # ------------------------------------------------------------------ statements
     def run(self):
         st = State(TRUE, {}, z3.BitVecVal(0, 64), FALSE)
-        st = self.stmts(self.kernel.body, st)
+        st = self.stmts(self.kernel.body, st, ("kernel",))
         self._resolve_loads()
         return st
 
@@ -579,11 +581,68 @@ class Executor:
                 info.cont_pc = sub(info.cont_pc)
         self.env.constraints_a[:] = [(sub(c), keys) for c, keys in self.env.constraints_a]
 
-    def stmts(self, stmts, st: State) -> State:
-        for s in stmts:
+    # ------------------------------------------------------------------ quiet tails
+    def _annotate(self, stmts, key, after, labels):
+        """``self.quiet[key][i]``: from statement i of this list on, a thread executes no
+        barrier and no shared or global access until it exits (``after``: the same for what
+        follows the list; ``labels``: the same for the targets of break / continue). Such a
+        thread can take part in no race and in no barrier: it is as good as exited, which
+        is what lets ``if (tid >= n) return;`` precede a ``__syncthreads()``."""
+        n = len(stmts)
+        q = [False] * (n + 1)
+        q[n] = after
+        for i in range(n - 1, -1, -1):
+            s = stmts[i]
+            nxt = q[i + 1]
+            if isinstance(s, Instr):
+                if s.op in ("ret", "exit", "trap") and s.guard is None:
+                    ok = True
+                else:
+                    ok = nxt and self._instr_quiet(s)
+            elif isinstance(s, If):
+                t = self._annotate(s.then, (id(s), "then"), nxt, labels)
+                e = self._annotate(s.orelse, (id(s), "else"), nxt, labels)
+                ok = t and e
+            elif isinstance(s, Block):
+                ok = self._annotate(s.body, (id(s), "body"), nxt, {**labels, s.label: nxt})
+            elif isinstance(s, Loop):
+                guess = True
+                while True:  # the body start is quiet if it is, assuming so at `continue`
+                    ok = self._annotate(s.body, (id(s), "body"), nxt, {**labels, s.label: guess})
+                    if ok == guess:
+                        break
+                    guess = ok
+            elif isinstance(s, (Break, Continue)):
+                ok = labels.get(s.label, False)
+            else:
+                ok = False
+            q[i] = ok
+        self.quiet[key] = q
+        return q[0]
+
+    @staticmethod
+    def _instr_quiet(ins: Instr) -> bool:
+        op = ins.op
+        if not ins.supported or op in ("bar", "barrier", "bar.warp.sync", "barrier.cluster", "call"):
+            return False
+        if op.startswith(ASYNC_PREFIXES) or op in UNMODELLED_MEMORY:
+            return False
+        if op in ("ld", "ldu", "st", "atom", "red"):
+            return space_of(ins) in ("param", "param::entry", "param::func", "local", "const")
+        return True
+
+    @staticmethod
+    def _quiet_exit(st: State) -> State:
+        return State(FALSE, st.regs, st.epoch, mk_or(st.exited, st.pc))
+
+    def stmts(self, stmts, st: State, key) -> State:
+        q = self.quiet.get(key)
+        for i, s in enumerate(stmts):
             if is_false(st.pc):
                 # nothing below executes on this path (but nested loops' sites need no record)
                 break
+            if q is not None and q[i]:
+                return self._quiet_exit(st)
             if isinstance(s, Instr):
                 st = self.instr(s, st)
             elif isinstance(s, If):
@@ -593,7 +652,7 @@ class Executor:
             elif isinstance(s, Block):
                 key = ("break", s.label)
                 mark = len(self.pending.get(key, []))
-                end = self.stmts(s.body, st)
+                end = self.stmts(s.body, st, (id(s), "body"))
                 outs = self.pending.get(key, [])[mark:]
                 if key in self.pending:
                     del self.pending[key][mark:]
@@ -604,6 +663,8 @@ class Executor:
             elif isinstance(s, Continue):
                 self.pending.setdefault(("cont", s.label), []).append(st)
                 st = st.dead()
+        if q is not None and q[len(stmts)] and not is_false(st.pc):
+            return self._quiet_exit(st)
         return st
 
     def cond(self, st: State, reg: Reg, negated: bool):
@@ -613,11 +674,16 @@ class Executor:
 
     def if_(self, s: If, st: State) -> State:
         c = self.cond(st, s.cond, s.negated)
-        t = State(mk_and(st.pc, c), dict(st.regs), st.epoch, st.exited)
-        e = State(mk_and(st.pc, mk_not(c)), dict(st.regs), st.epoch, st.exited)
-        t0, e0 = t.pc, e.pc
-        t = self.stmts(s.then, t) if not is_false(t.pc) else t
-        e = self.stmts(s.orelse, e) if not is_false(e.pc) else e
+        t0, e0 = mk_and(st.pc, c), mk_and(st.pc, mk_not(c))
+        # a thread that takes an arm that is quiet until exit is as good as exited from the
+        # moment it branches -- also as seen from the other arm (``if (tid >= n) return;``
+        # before a barrier): the other arm's threads see it as exited
+        tq = self.quiet[(id(s), "then")][0]
+        eq = self.quiet[(id(s), "else")][0]
+        t = State(t0, dict(st.regs), st.epoch, mk_or(st.exited, e0) if eq else st.exited)
+        e = State(e0, dict(st.regs), st.epoch, mk_or(st.exited, t0) if tq else st.exited)
+        t = self.stmts(s.then, t, (id(s), "then")) if not is_false(t.pc) else t
+        e = self.stmts(s.orelse, e, (id(s), "else")) if not is_false(e.pc) else e
         if is_false(t.pc) or is_false(e.pc):
             return self.merge([t, e])
         # both arms fall through: registers are selected by the condition itself, and when
@@ -794,7 +860,7 @@ class Executor:
         bc_before = self.barrier_count
         self.loop_stack.append((info, k))
         head = State(head_pc, dict(regs), eh, st.exited)
-        end = self.stmts(lp.body, head)
+        end = self.stmts(lp.body, head, (id(lp), "body"))
         self.loop_stack.pop()
         conts = self.pending.get(("cont", lp.label), [])[marks.get(("cont", lp.label), 0):]
         # restore pending lists for this label; collect breaks that leave the loop
