@@ -104,7 +104,8 @@ def test_missing_barrier_after_compute_races_across_k_tiles():
     loop iterations of both threads, one apart, in one barrier interval."""
     man = json.loads((ZOO / "gemm_tiled" / "manifest.json").read_text())
     v = next(v for v in man["variants"] if v["file"] == "gemm_tiled__missing_sync_after_compute.cu")
-    ob = _check(ZOO / "gemm_tiled" / "gemm_tiled__missing_sync_after_compute.ptx", v["kernel"], v["launch"])["shared"]
+    path = ZOO / "gemm_tiled" / "gemm_tiled__missing_sync_after_compute.ptx"
+    ob = _check(path, v["kernel"], v["launch"])["shared"]
     x, y = ob.counterexample["accesses"]
     (it_x,), (it_y,) = x["iterations"].values(), y["iterations"].values()
     writer, reader = (it_x, it_y) if x["access"] == "write" else (it_y, it_x)
@@ -115,7 +116,8 @@ def test_missing_barrier_after_compute_races_across_k_tiles():
 def test_divergent_barrier_variant_names_the_barrier():
     man = json.loads((ZOO / "reduce_smem" / "manifest.json").read_text())
     v = next(v for v in man["variants"] if v["file"] == "reduce_smem__divergent_barrier.cu")
-    ob = _check(ZOO / "reduce_smem" / "reduce_smem__divergent_barrier.ptx", v["kernel"], v["launch"])["shared"]
+    path = ZOO / "reduce_smem" / "reduce_smem__divergent_barrier.ptx"
+    ob = _check(path, v["kernel"], v["launch"])["shared"]
     assert ob.status == "unknown"
     assert "divergent" in ob.message and "reduce_smem__divergent_barrier.cu:16" in ob.message
 

@@ -269,7 +269,8 @@ class Env:
                 fits = z3.ULE(z3.ZeroExt(32, v) * z3.ZeroExt(32, n), (1 << 31) - 1)
                 self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m), fits), _keys(v)))
             self.assumptions.append("grid symbolic (no launch spec): "
-                                    + (", ".join(f"gridDim.{d}" for d in "xyz" if d in used) or "no dimension")
+                                    + (", ".join(f"gridDim.{d}" for d in "xyz" if d in used)
+                                       or "no dimension")
                                     + " read by the kernel, the others 1; gridDim*blockDim < 2^31 "
                                     "along each dimension")
         self.tid = tuple(self.fresh(f"tid.{d}", 32) for d in "xyz")
@@ -302,7 +303,9 @@ class Env:
             if v.extern:
                 al = max(al, 16)
             off = (off + al - 1) // al * al
-            size = v.size if not v.extern else (launch.dynamic_smem if launch is not None and launch.dynamic_smem else None)
+            size = v.size
+            if v.extern:
+                size = launch.dynamic_smem if launch is not None and launch.dynamic_smem else None
             self.shared_vars.append((v.name, off, size))
             self.shared_base[v.name] = off
             off += v.size if not v.extern else 0
@@ -426,10 +429,15 @@ class Executor:
                 n += 1
 
     # ------------------------------------------------------------------ helpers
-    def reason(self, msg: str, space: str | None = None):
+    def reason(self, msg: str, space: str | None = None, ordering: bool = False):
+        """Something the encoding does not cover: the obligation (of ``space``, or both)
+        cannot be proved. With ``ordering``, it may also order accesses (or changes the
+        barrier count), so a race found elsewhere cannot be claimed either."""
         for sp in ((space,) if space else ("shared", "global")):
             if msg not in self.reasons[sp]:
                 self.reasons[sp].append(msg)
+        if ordering:
+            self.unmodelled(msg)
 
     def where(self, node) -> str:
         loc = node.loc
@@ -879,7 +887,8 @@ class Executor:
                 if now is None or z3.is_bool(now[0]):
                     checks.append(("iv", r, c.pc))
                 else:
-                    checks.append(("iv", r, mk_and(c.pc, now[0] != fit(regs[r][0], now[0].size()) + fit(step, now[0].size()))))
+                    w = now[0].size()
+                    checks.append(("iv", r, mk_and(c.pc, now[0] != fit(regs[r][0], w) + fit(step, w))))
             if trip is not None:
                 checks.append(("trip", None, mk_and(c.pc, mk_not(k + 1 < trip))))
         if trip is not None:
@@ -925,7 +934,7 @@ class Executor:
         else:
             cper = 0
             self.reason(f"the number of barriers per iteration of loop {info.name} is not constant; "
-                        "barrier intervals in it are not summarized", None)
+                        "barrier intervals in it are not summarized", None, ordering=True)
         info.barriers_per_iteration = cper
         info.cont_pc = mk_or(*[c.pc for c in conts])
         head_epoch = z3.simplify(st.epoch + z3.BitVecVal(cper, 64) * k)
@@ -998,17 +1007,18 @@ class Executor:
                 return st
         op = ins.op
         if not ins.supported:
-            self.reason(f"unsupported instruction {ins.opcode} at {self.where(ins)}")
+            self.reason(f"unsupported instruction {ins.opcode} at {self.where(ins)}", ordering=True)
             self.havoc_dests(st, ins, guard)
             return st
         if op.startswith(ASYNC_PREFIXES) or op in ("cp.async.bulk", "cp.async.bulk.tensor"):
             self.reason(f"{ins.opcode} at {self.where(ins)}: asynchronous copies, mbarriers and "
-                        "wgmma are not modelled by the classic race check yet")
+                        "wgmma are not modelled by the classic race check yet", ordering=True)
             self.havoc_dests(st, ins, guard)
             return st
         if op in UNMODELLED_MEMORY:
             self.reason(f"{ins.opcode} at {self.where(ins)}: per-lane addresses of this collective "
-                        "memory access are not modelled", "shared" if "shared" in " ".join(ins.mods) else None)
+                        "memory access are not modelled",
+                        "shared" if "shared" in " ".join(ins.mods) else None)
             self.havoc_dests(st, ins, guard)
             return st
         if op in ("ret", "exit"):
@@ -1107,12 +1117,12 @@ class Executor:
             st.regs.pop("%cc", None)
             return st
         if op == "mov" and len(args) == 1 and isinstance(ops[0], Reg):
-            self.write(st, ops[0].name, (fit(args[0], 1 if ty == "pred" else SCALAR_BITS[ty]), regions[0]), guard)
+            w = 1 if ty == "pred" else SCALAR_BITS[ty]
+            self.write(st, ops[0].name, (fit(args[0], w), regions[0]), guard)
             return st
         if op == "mov" and isinstance(ops[1], VecOp):
-            parts = [fit(self.read(st, e, SCALAR_BITS[ty] // len(ops[1].elems))[0], SCALAR_BITS[ty] // len(ops[1].elems))
-                     for e in ops[1].elems]
-            args = parts
+            ew = SCALAR_BITS[ty] // len(ops[1].elems)
+            args = [fit(self.read(st, e, ew)[0], ew) for e in ops[1].elems]
         if op == "mov" and isinstance(ops[0], VecOp):
             whole = args[0]
             n = len(ops[0].elems)
@@ -1154,7 +1164,7 @@ class Executor:
             return rs[0]
         if op == "sub" and regions[0] is not None and regions[1] is None:
             return regions[0]
-        if op == "mad" and len(regions) >= 3 and regions[2] is not None and regions[0] is None and regions[1] is None:
+        if op == "mad" and len(regions) >= 3 and regions[2] is not None and regions[:2] == [None, None]:
             return regions[2]
         if op == "selp" and regions[0] == regions[1]:
             return regions[0]
@@ -1291,7 +1301,8 @@ class Executor:
             ops = ops[1:-1]
         bid = ops[0] if ops else Imm(0)
         if not isinstance(bid, Imm):
-            self.reason(f"{ins.opcode} at {self.where(ins)}: barrier id in a register is not modelled")
+            self.reason(f"{ins.opcode} at {self.where(ins)}: barrier id in a register is not modelled",
+                        ordering=True)
             self.havoc_dests(st, ins, guard, "bar")
             return st
         if bid.value != 0:
@@ -1301,7 +1312,8 @@ class Executor:
             return st
         count = ops[1] if len(ops) > 1 else None
         if kind == "arrive":
-            self.reason(f"{ins.opcode} at {self.where(ins)}: bar.arrive on barrier 0 is not modelled")
+            self.reason(f"{ins.opcode} at {self.where(ins)}: bar.arrive on barrier 0 is not modelled",
+                        ordering=True)
             return st
         if count is not None:
             full = None
@@ -1309,7 +1321,7 @@ class Executor:
                 full = self.env.block[0] * self.env.block[1] * self.env.block[2]
             if not (isinstance(count, Imm) and full is not None and count.value == full):
                 self.reason(f"{ins.opcode} at {self.where(ins)}: barrier 0 with a thread count that "
-                            "is not the whole CTA is not modelled")
+                            "is not the whole CTA is not modelled", ordering=True)
                 return st
         if kind == "red":
             self.havoc_dests(st, ins, guard, "bar")
@@ -1351,7 +1363,7 @@ class Executor:
         if target is not None:
             fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
         if fn is None:
-            self.reason(f"call at {self.where(ins)}: callee not available")
+            self.reason(f"call at {self.where(ins)}: callee not available", ordering=True)
             return st
         seen, todo = set(), [fn]
         while todo:
@@ -1361,19 +1373,22 @@ class Executor:
             seen.add(f.name)
             for i in instructions(f.body):
                 if not i.supported:
-                    self.reason(f"call at {self.where(ins)}: {f.name} uses unsupported {i.opcode}")
+                    self.reason(f"call at {self.where(ins)}: {f.name} uses unsupported {i.opcode}",
+                                ordering=True)
                     return st
                 sp = space_of(i)
-                if i.op in ("bar", "barrier") or i.op.startswith(ASYNC_PREFIXES) or i.op in UNMODELLED_MEMORY \
-                        or (sp is not None and sp not in ("param", "param::func", "param::entry", "local", "const")):
+                private = sp is None or sp in ("param", "param::func", "param::entry", "local", "const")
+                if i.op in ("bar", "barrier") or i.op.startswith(ASYNC_PREFIXES) \
+                        or i.op in UNMODELLED_MEMORY or not private:
                     self.reason(f"call at {self.where(ins)}: {f.name} accesses memory or synchronizes "
-                                "(calls are not inlined)")
+                                "(calls are not inlined)", ordering=True)
                     return st
                 if i.op == "call":
                     t = next((o for o in i.operands if isinstance(o, Sym)), None)
                     g = next((k for k in self.env.module.kernels if t is not None and k.name == t.name), None)
                     if g is None:
-                        self.reason(f"call at {self.where(ins)}: {f.name} calls an unknown function")
+                        self.reason(f"call at {self.where(ins)}: {f.name} calls an unknown function",
+                                    ordering=True)
                         return st
                     todo.append(g)
         self.note_once("calls to functions without memory accesses or barriers are treated as pure")

@@ -295,11 +295,12 @@ class _Checker:
             for a, bb, kind in maybe[:3]:
                 la, lb = _where(a.instr, self.module), _where(bb.instr, self.module)
                 if kind == "sync":
-                    why.append(f"{a.mode} at {la} and {bb.mode} at {lb} race unless "
-                               + "; ".join(ex.unmodelled_sync[:2]) + " orders them (not modelled)")
+                    gaps = [g for g in ex.unmodelled_sync if g not in why][:2]
+                    why.append(f"{a.mode} at {la} and {bb.mode} at {lb} may race, but what may order "
+                               "them is not modelled" + (f" ({'; '.join(gaps)})" if gaps else ""))
                 elif kind == "divergent":
-                    dl = ", ".join(_where(s.instr, self.module) if s.instr else f"loop at {_loc(s.loc, self.module)}"
-                                   for s in divergent[:3])
+                    dl = ", ".join(_where(s.instr, self.module) if s.instr
+                                   else f"loop at {_loc(s.loc, self.module)}" for s in divergent[:3])
                     why.append(f"{a.mode} at {la} and {bb.mode} at {lb} are ordered only by a barrier "
                                f"that may be divergent ({dl}); race freedom is not established")
                 else:
@@ -311,7 +312,7 @@ class _Checker:
                            f"{bb.mode} at {_where(bb.instr, self.module)}")
             locs = []
             for a, bb, _ in maybe[:1]:
-                locs = [Location.of(a.instr.loc, self.module.path), Location.of(bb.instr.loc, self.module.path)]
+                locs = [Location.of(x.instr.loc, self.module.path) for x in (a, bb)]
             return Obligation(oid, "races", "unknown", "; ".join(why), locations=locs)
         msg = (f"no two distinct threads{' of one CTA' if space == 'shared' else ''} access the same "
                f"{space} bytes in one barrier interval with a write ({len(accs)} accesses, "
@@ -540,7 +541,7 @@ class _Checker:
         else:
             msg += f"same barrier interval {accesses[0]['barrier_interval']}"
         if divergent:
-            msg += "; a barrier may be divergent and is not counted"
+            msg += "; a barrier may also be divergent (barrier.divergence)"
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
                           counterexample=ce, rule=f"race.{space}")
 
