@@ -68,6 +68,9 @@ def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> li
         return [_unknown(sp, str(e), t0) for sp in SPACES]
     except z3.Z3Exception as e:
         return [_unknown(sp, f"solver error: {e}", t0) for sp in SPACES]
+    except Exception as e:  # noqa: BLE001 - fail closed: never a verdict from a crash
+        why = f"internal error in the race checker ({type(e).__name__}: {e})"
+        return [_unknown(sp, why, t0) for sp in SPACES]
 
 
 def _unknown(space, reason, t0, locations=()):
