@@ -618,30 +618,46 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
     problems = []
     found = {}
 
-    def elems(b):
-        if b.dtype in ("float16", "float32", "float64"):
-            if model == "bitexact":
-                return st.floats(width=8 * b.esize, allow_nan=True, allow_infinity=True, allow_subnormal=True)
-            return st.floats(-100, 100, width=8 * b.esize)
+    styles = ["small integers", "uniform [-1, 1]", "wide magnitudes"] + (
+        ["NaN/Inf/subnormal mix"] if model == "bitexact" else [])
+
+    def make(style, k, b):
+        rng = np.random.default_rng(k)
+        shape = b.shape
+        if b.dtype in ("float16", "float32", "float64", "bfloat16"):
+            ft = NP[b.dtype] if b.dtype != "bfloat16" else np.float32
+            if style == "small integers":
+                x = rng.integers(-4, 5, shape).astype(ft)
+            elif style == "uniform [-1, 1]":
+                x = rng.uniform(-1, 1, shape).astype(ft)
+            elif style == "wide magnitudes":
+                x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-12, 12, shape)).astype(ft)
+            else:
+                specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, np.finfo(ft).tiny / 4, 1.0, -2.5], ft)
+                x = np.where(rng.random(shape) < 0.3, specials[rng.integers(0, len(specials), shape)],
+                             rng.uniform(-8, 8, shape).astype(ft)).astype(ft)
+            if b.dtype == "bfloat16":
+                x = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            return x
         if b.dtype == "bool":
-            return st.booleans()
+            return rng.integers(0, 2, shape).astype(np.bool_)
         info = np.iinfo(NP[b.dtype])
-        return st.integers(int(info.min), int(info.max))
+        hi = 5 if style == "small integers" else min(int(info.max), 1 << 20)
+        lo = max(int(info.min), -hi)
+        return rng.integers(lo, hi, shape, endpoint=True).astype(NP[b.dtype])
 
-    def arrays(b):
-        size = b.count
-        return st.lists(elems(b), min_size=size, max_size=size).map(
-            lambda xs, b=b: np.array(xs, dtype=NP[b.dtype]).reshape(b.shape))
-
-    strat = st.fixed_dictionaries({b.name: arrays(b) for b in bufs})
+    strat = st.tuples(st.sampled_from(styles), st.integers(0, 2**32 - 1)).map(
+        lambda sk: {"_style": sk[0], "_seed": sk[1], **{b.name: make(sk[0], sk[1] + j, b)
+                                                         for j, b in enumerate(bufs)}})
 
     @settings(max_examples=n, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck), print_blob=False)
     @given(strat)
-    def prop(inputs):
+    def prop(drawn):
+        inputs = {k: v for k, v in drawn.items() if not k.startswith("_")}
+        tried.append((drawn["_style"], drawn["_seed"]))
         ci, ri = _side_inputs(cand, cnames, inputs), _side_inputs(ref, rnames, inputs)
         rc, rr = _run(cand, ci), _run(ref, ri)
-        tried.append(1)
         for name in outs:
             inv_c = {v: k for k, v in cnames.items()}
             inv_r = {v: k for k, v in rnames.items()}
@@ -649,7 +665,8 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
             bad = _values_differ(a, b_, model)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                found.update(buffer=name, index=i, inputs_arrays={k: np.array(v) for k, v in inputs.items()})
+                found.update(buffer=name, index=i, style=drawn["_style"], seed=drawn["_seed"],
+                             inputs_arrays={k: np.array(v) for k, v in inputs.items()})
                 raise AssertionError("differs")
         for b in inputs_only:
             inv_c = {v: k for k, v in cnames.items()}
@@ -694,11 +711,11 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
         poison_check()
     except Exception as e:  # noqa: BLE001
         problems.append(f"poison check: {e}")
-    out = {"examples": len(tried), "strategy": ("floats incl. NaN/Inf/subnormals" if model == "bitexact"
-                                                else "floats in [-100, 100]") + " per input element (hypothesis, "
-                                                "derandomized)",
-           "poisoned_outputs": [0.0, "NaN", 12345.0], "input_mutation_checked": [b.name for b in inputs_only],
-           "seed": seed, "time_s": round(time.perf_counter() - t, 3)}
+    out = {"examples": len(tried), "strategy": "hypothesis (derandomized) chooses a style and a seed per "
+           "example; numpy draws every input element from it: " + ", ".join(styles),
+           "tried": [{"style": s_, "seed": k} for s_, k in tried],
+           "poisoned_outputs": ["NaN", 12345.0], "input_mutation_checked": [b.name for b in inputs_only],
+           "time_s": round(time.perf_counter() - t, 3)}
     if problems:
         out["problems"] = problems
     if found:
