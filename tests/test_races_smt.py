@@ -244,3 +244,16 @@ def test_threads_read_one_value_from_an_input_buffer():
     never writes: `if (in[0] == tid) out[0] = ...` stores from one thread only."""
     path = DATA / "races_pitfalls.ptx"
     assert _check(path, "input_consistency", {"block": [64, 1, 1]})["global"].status == "proved"
+
+
+def test_nested_loop_barrier_count_is_summarized_from_the_inner_trip_count():
+    """Eight barriers per outer iteration (an inner loop of four iterations with two each):
+    the store of r after the inner loop and the read of r after the outer loop share the
+    last interval; one more barrier separates them."""
+    bad = _check(DATA / "races_loops.ptx", "nested")["shared"]
+    assert bad.status == "violated"
+    _assert_counterexample(bad, "shared")
+    x, y = bad.counterexample["accesses"]
+    assert {x["variable"], y["variable"]} == {"r"}
+    assert x["barrier_interval"] % 8 == 0 and x["barrier_interval"] >= 8
+    assert _check(DATA / "races_loops.ptx", "nested_fixed")["shared"].status == "proved"

@@ -77,8 +77,17 @@ def is_true(e) -> bool:
     return z3.is_true(e)
 
 
+def _unique(xs):
+    seen, out = set(), []
+    for x in xs:
+        if x.get_id() not in seen:
+            seen.add(x.get_id())
+            out.append(x)
+    return out
+
+
 def mk_and(*xs):
-    xs = [x for x in xs if not is_true(x)]
+    xs = _unique([x for x in xs if not is_true(x)])
     if any(is_false(x) for x in xs):
         return FALSE
     if not xs:
@@ -87,7 +96,7 @@ def mk_and(*xs):
 
 
 def mk_or(*xs):
-    xs = [x for x in xs if not is_false(x)]
+    xs = _unique([x for x in xs if not is_false(x)])
     if any(is_true(x) for x in xs):
         return TRUE
     if not xs:
@@ -973,7 +982,12 @@ class Executor:
                 if a.eq(k):
                     self.env.approx.add(str(b))
         # --- the state after the loop: the iteration it left in is a separate counter kx
-        kx = self.env.fresh(f"kx{n}.{lp.label}", 64, approx=not info.exact)
+        only_falloff = not leaving and out.exited.eq(st.exited)
+        if only_falloff and info.exact:
+            # every iteration below the trip count runs and only the last one falls off
+            kx = z3.simplify(trip - 1)
+        else:
+            kx = self.env.fresh(f"kx{n}.{lp.label}", 64, approx=not info.exact)
         xs = [(k, kx)]
         regs_x = dict(out.regs)
         for r in written:
@@ -989,10 +1003,13 @@ class Executor:
                                {r: ((z3.substitute(t, *xs), rg) if r in written else (t, rg))
                                 for r, (t, rg) in s.regs.items()},
                                z3.substitute(s.epoch, *xs), z3.substitute(s.exited, *xs))
-        if not leaving and out.exited.eq(st.exited):
+        if only_falloff and info.exact:
+            out = State(st.pc, regs_x, epoch_x, st.exited)
+        elif only_falloff:
             # only falling off the end leaves the loop: a thread that enters it leaves it
             # (loops are assumed to terminate) in the iteration kx where the exit is taken
-            self.env.constraints_a.append((z3.Implies(st.pc, z3.substitute(end.pc, *xs)), _keys(kx)))
+            axiom = z3.Implies(st.pc, z3.substitute(end.pc, *xs))
+            self.env.constraints_a.append((axiom, _keys(kx)))
             out = State(st.pc, regs_x, epoch_x, st.exited)
         else:
             out = State(z3.substitute(out.pc, *xs), regs_x, epoch_x, z3.substitute(out.exited, *xs))
