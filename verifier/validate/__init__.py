@@ -251,6 +251,7 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
     details["device"] = outcome.device
     details["run_wall_s"] = round(outcome.wall_s, 3)
     details["launch_ms"] = {rid: round(r["ms"], 3) for rid, r in outcome.runs.items() if r.get("ms") is not None}
+    details["pointers"] = {rid: r["pointers"] for rid, r in outcome.runs.items() if r.get("pointers")}
     if outcome.unavailable:
         details["unavailable"] = outcome.unavailable
         for oid in ("terminates", "matches-reference", "deterministic", "inputs-unmodified", "in-bounds-writes"):

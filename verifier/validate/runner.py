@@ -109,7 +109,8 @@ class SubprocessRunner:
                         current = ev["run"]
                         deadline = time.monotonic() + self.timeout
                     elif kind == "done":
-                        out.runs[ev["run"]] = {"status": "done", "ms": ev.get("ms"), "redzone": ev.get("redzone", {})}
+                        out.runs[ev["run"]] = {"status": "done", "ms": ev.get("ms"), "redzone": ev.get("redzone", {}),
+                                               "pointers": ev.get("pointers", {})}
                         current = None
                         deadline = time.monotonic() + self.timeout + self.startup
                     elif kind == "error":

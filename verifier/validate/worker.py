@@ -40,6 +40,13 @@ def main(argv) -> int:
         emit(event="unavailable", reason=str(e))
         return 3
     emit(event="device", **gpu.describe())
+    return run_plan(gpu, plan, emit)
+
+
+def run_plan(gpu, plan: dict, emit=emit, keep: list | None = None) -> int:
+    """Run every run of ``plan`` on ``gpu`` (a ``lowering.gpu.Gpu``); 0 when all completed."""
+    from lowering.gpu import GpuError
+
     try:
         image = open(plan["image"], "rb").read()
         if plan.get("image_is_ptx"):
@@ -49,7 +56,7 @@ def main(argv) -> int:
     except GpuError as e:
         emit(event="error", run=None, what=e.what, name=e.name, message=str(e))
         return 1
-    keep = []
+    keep = [] if keep is None else keep
     for run in plan["runs"]:
         rid = run["id"]
         try:
@@ -89,10 +96,11 @@ def main(argv) -> int:
                 zone = np.concatenate([back[:REDZONE], back[REDZONE + size:]])
                 red[name] = int(np.count_nonzero(zone != RED_BYTE))
             np.savez(run["out"], **out)
-            emit(event="done", run=rid, ms=ms, redzone=red)
+            emit(event="done", run=rid, ms=ms, redzone=red, pointers={k: v[0] + REDZONE for k, v in ptrs.items()})
         except GpuError as e:
             emit(event="error", run=rid, what=e.what, name=e.name, message=str(e))
             return 1
+    gpu.unload(mod)
     return 0
 
 
