@@ -98,6 +98,9 @@ def h_value(m, w, ins, mask):
         if fam == "lop3" and i == 3:
             args.append(U64(o.value & 0xFF))
             continue
+        if fam == "mov" and isinstance(o, VecOp):  # pack form, handled below from the operands
+            args.append(None)
+            continue
         args.append(m.val(w, o, _src_bits(fam, ty, mods, i)))
     if fam == "mov" and isinstance(ops[0], VecOp):  # unpack: mov.b64 {a, b}, %rd
         v = args[0]

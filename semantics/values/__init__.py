@@ -102,6 +102,8 @@ def evaluate(D, family: str, ty, mods, *args):
 
 def _shape(x, shape):
     x = np.asarray(x)
+    if shape == () and x.size == 1:  # every operand an immediate: a scalar result
+        x = x.reshape(())
     dt = np.bool_ if x.dtype == np.bool_ else np.uint64
     return np.array(np.broadcast_to(x, shape), dtype=dt)
 
