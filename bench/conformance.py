@@ -1,0 +1,341 @@
+"""Semantics conformance: random PTX programs (tests/conformance/generate.py) and every
+correct zoo kernel, run on kverify's interpreter and on a GPU, outputs compared bit for bit.
+
+Three steps, so the GPU is held only for the launches:
+
+    python bench/conformance.py gen --n 400 --seed 20261203 --dir .conf    # programs, inputs,
+                                                                            # cubins, interpreter outputs
+    python bench/conformance.py gpu --dir .conf --out OUTDIR                # on the GPU machine
+    python bench/conformance.py compare --dir .conf --gpu OUTDIR/gpu.npz    # -> bench/results/conformance.json
+
+A disagreement in a random program is a semantics bug (or a generator bug); the program is
+kept under tests/conformance/regressions/ with its inputs and the GPU's output, and
+tests/test_conformance.py replays it on the interpreter. Zoo kernels that use approximate
+instructions (``ex2.approx``...) or tensor-core matrix operations (``wgmma``, whose
+accumulation order and internal precision the interpreter does not model bit for bit) are
+compared with their largest difference in units in the last place instead, and reported
+as such, not as disagreements.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+APPROX = ("ex2.approx", "lg2.approx", "sin.approx", "cos.approx", "rsqrt.approx", "tanh.approx",
+          "div.approx", "div.full", "sqrt.approx", "rcp.approx")
+MMA = ("wgmma.mma_async", "mma.sync")
+
+
+def collect(n: int, seed: int) -> list:
+    """``n`` distinct programs from the hypothesis strategy, reproducibly for ``seed``."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from conformance.generate import programs
+
+    out, seen = [], set()
+
+    @hseed(seed)
+    @settings(max_examples=int(n * 1.5) + 20, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def draw(p):
+        if len(out) < n and p.ptx not in seen:
+            seen.add(p.ptx)
+            out.append(p)
+
+    draw()
+    return out
+
+
+def _interp(ptx_path, launch, inputs):
+    from semantics.interpreter import LaunchSpec, run_kernel
+    from semantics.ir import load_module
+
+    m = load_module(str(ptx_path))
+    spec = LaunchSpec.from_dict(launch)
+    return run_kernel(m, m.kernel(launch.get("kernel")), spec, inputs=inputs, check=False)
+
+
+def cmd_gen(a):
+    from lowering.build import BuildError, assemble
+    from verifier.validate import _buffer_names, _params
+    from semantics.interpreter import LaunchSpec
+    from semantics.ir import load_module
+
+    d = Path(a.dir)
+    (d / "prog").mkdir(parents=True, exist_ok=True)
+    (d / "zoo").mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    progs = [] if a.zoo_only else collect(a.n, a.seed)
+    index = {"seed": a.seed, "programs": [], "zoo": []}
+    t_interp = 0.0
+    for i, p in enumerate(progs):
+        name = f"p{i:04d}"
+        ptx = d / "prog" / f"{name}.ptx"
+        ptx.write_text(p.ptx)
+        entry = {"name": name, "grid": p.grid, "block": p.block, "input_seed": p.input_seed,
+                 "templates": list(p.templates)}
+        try:
+            (d / "prog" / f"{name}.cubin").write_bytes(assemble(p.ptx))
+        except BuildError as e:
+            entry["ptxas_error"] = e.log.strip().splitlines()[:3]
+            index["programs"].append(entry)
+            continue
+        launch = p.launch()
+        inputs = {"conf_param_0": p.inputs(), "conf_param_1": np.zeros(p.grid * p.block * __import__(
+            "conformance.generate", fromlist=["OUT_BYTES"]).OUT_BYTES, np.uint8)}
+        np.savez_compressed(d / "prog" / f"{name}.in.npz", **inputs)
+        t1 = time.perf_counter()
+        try:
+            r = _interp(ptx, launch, inputs)
+        except Exception as ex:  # an interpreter crash is a finding, not the end of the run
+            entry["interp_status"] = f"crash: {type(ex).__name__}: {ex}"
+            index["programs"].append(entry)
+            continue
+        t_interp += time.perf_counter() - t1
+        entry["interp_status"] = r.status + (f": {r.reason}" if r.reason else "")
+        if r.status == "complete":
+            np.save(_idir(d) / f"{name}.interp.npy", r.outputs["conf_param_1"])
+        entry["plan"] = _plan(d / "prog" / f"{name}.cubin", "conf", launch, d / "prog" / f"{name}.in.npz",
+                              str(Path("prog") / f"{name}.gpu.npz"), [{"kind": "buffer", "buffer": "conf_param_0"},
+                                                                       {"kind": "buffer", "buffer": "conf_param_1"}], 0, d)
+        index["programs"].append(entry)
+        if i % 50 == 0:
+            print(f"{i} programs ({time.perf_counter() - t0:.0f} s)", flush=True)
+    # every correct zoo kernel
+    for mpath in sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
+        for v in json.loads(mpath.read_text())["variants"]:
+            if not v["correct"]:
+                continue
+            ptx = mpath.parent / (Path(v["file"]).stem + ".ptx")
+            name = f"{mpath.parent.name}__{ptx.stem}"
+            launch = v["launch"]
+            spec = LaunchSpec.from_dict(launch)
+            m = load_module(str(ptx))
+            k = m.kernel(launch.get("kernel"))
+            t1 = time.perf_counter()
+            from semantics.interpreter import run_kernel
+
+            r = run_kernel(m, k, spec, seed=a.seed, check=False)
+            dt = time.perf_counter() - t1
+            text = ptx.read_text()
+            entry = {"name": name, "file": str(ptx.relative_to(ROOT)), "interp_status": r.status,
+                     "interp_s": round(dt, 4), "approx": sorted({x for x in APPROX if x in text}),
+                     "mma": sorted({x for x in MMA if x in text}), "outputs": list(spec.outputs)}
+            names = _buffer_names(k, spec)
+            np.savez(d / "zoo" / f"{name}.in.npz", **{n: r.inputs[n] for n in names})
+            np.savez(_idir(d) / f"{name}.interp.npz", **{n: r.outputs[n] for n in names})
+            (d / "zoo" / f"{name}.cubin").write_bytes(assemble(text))
+            entry["plan"] = _plan(d / "zoo" / f"{name}.cubin", k.name, launch, d / "zoo" / f"{name}.in.npz",
+                                  str(Path("zoo") / f"{name}.gpu.npz"), _params(k, spec, names),
+                                  spec.dynamic_smem, d, cluster=list(spec.cluster)
+                                  if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
+                                                                           for x in k.directives) else None)
+            index["zoo"].append(entry)
+            print(f"zoo {name}: {r.status} {dt:.2f} s", flush=True)
+    index["interp_s_programs"] = round(t_interp, 3)
+    (d / "index.json").write_text(json.dumps(index))
+    bad = [e["name"] for e in index["programs"] if "ptxas_error" in e]
+    print(f"{len(progs)} programs, {len(bad)} rejected by ptxas, {time.perf_counter() - t0:.0f} s; interpreter "
+          f"{t_interp:.1f} s")
+    for e in index["programs"]:
+        if "ptxas_error" in e:
+            print(e["name"], e["ptxas_error"])
+            break
+    return 0
+
+
+def _idir(d) -> Path:
+    """Interpreter outputs live beside the corpus, not in it (the corpus travels to the GPU)."""
+    p = Path(str(d).rstrip("/") + "_interp")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _plan(cubin, kernel, launch, npz, out_rel, params, smem, d, cluster=None):
+    return {"image": str(Path(cubin).relative_to(d)), "kernel": kernel, "dynamic_smem": smem,
+            "runs": [{"id": "r", "npz": str(Path(npz).relative_to(d)), "out": out_rel,
+                      "grid": list(launch["grid"]), "block": list(launch["block"]), "cluster": cluster,
+                      "params": params}]}
+
+
+def cmd_gpu(a):
+    from lowering.gpu import Gpu
+    from verifier.validate.worker import run_plan
+
+    d = Path(a.dir)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    index = json.loads((d / "index.json").read_text())
+    gpu = Gpu()
+    scratch = __import__("tempfile").mkdtemp(prefix="kverify-conf-")
+    res = {"device": gpu.describe(), "programs": {}, "zoo": {}}
+    arrays = {}
+    t0 = time.perf_counter()
+    keep = []
+    for kind in ("programs", "zoo"):
+        for e in index[kind]:
+            if "plan" not in e:
+                continue
+            plan = json.loads(json.dumps(e["plan"]))
+            plan["image"] = str(d / plan["image"])
+            for r in plan["runs"]:
+                r["npz"] = str(d / r["npz"])
+                r["out"] = str(Path(scratch) / (e["name"] + ".npz"))
+            events = []
+            t1 = time.perf_counter()
+            rc = run_plan(gpu, plan, lambda **kw: events.append(kw), keep)
+            res[kind][e["name"]] = {"rc": rc, "events": [x for x in events if x.get("event") != "start"],
+                                    "s": round(time.perf_counter() - t1, 4)}
+            if rc == 0:
+                for k, v in np.load(plan["runs"][0]["out"]).items():
+                    arrays[f"{e['name']}::{k}"] = v
+            else:
+                print(e["name"], events[-1] if events else "", flush=True)
+                gpu = Gpu()  # a fresh context after a launch failure
+    res["gpu_s"] = round(time.perf_counter() - t0, 3)
+    np.savez_compressed(out / "gpu.npz", **arrays)
+    (out / "gpu.json").write_text(json.dumps(res))
+    print(f"GPU: {sum(1 for v in res['programs'].values() if v['rc'] == 0)} programs, "
+          f"{sum(1 for v in res['zoo'].values() if v['rc'] == 0)} zoo kernels in {res['gpu_s']} s on {res['device']}")
+    return 0
+
+
+def _ulp_diff(a, b, dtype):
+    if dtype == np.float32:
+        ia = a.view(np.int32).astype(np.int64)
+        ib = b.view(np.int32).astype(np.int64)
+    elif dtype == np.float16:
+        ia = a.view(np.int16).astype(np.int64)
+        ib = b.view(np.int16).astype(np.int64)
+    else:
+        return None
+    ia = np.where(ia < 0, np.int64(-2 ** 31) - ia if dtype == np.float32 else np.int64(-2 ** 15) - ia, ia)
+    ib = np.where(ib < 0, np.int64(-2 ** 31) - ib if dtype == np.float32 else np.int64(-2 ** 15) - ib, ib)
+    return int(np.max(np.abs(ia - ib))) if ia.size else 0
+
+
+def cmd_compare(a):
+    d = Path(a.dir)
+    index = json.loads((d / "index.json").read_text())
+    gdir = Path(a.gpu).parent
+    gmeta = json.loads((gdir / "gpu.json").read_text())
+    garr = dict(np.load(a.gpu))
+    summary = {"programs": 0, "seed": index["seed"], "generator": "tests/conformance/generate.py (hypothesis)",
+               "device": gmeta["device"], "agree": 0, "disagreements": [], "not_run": [],
+               "templates": {}, "zoo": []}
+    reg = ROOT / "tests" / "conformance" / "regressions"
+    for e in index["programs"]:
+        summary["programs"] += 1
+        for t in e["templates"]:
+            summary["templates"][t] = summary["templates"].get(t, 0) + 1
+        key = f"{e['name']}::conf_param_1"
+        ipath = _idir(d) / f"{e['name']}.interp.npy"
+        if "ptxas_error" in e or key not in garr or not ipath.exists():
+            summary["not_run"].append({"name": e["name"], "why": e.get("ptxas_error") or e.get("interp_status")
+                                       or "gpu run failed"})
+            continue
+        g, i = garr[key], np.load(ipath)
+        if np.array_equal(g, i):
+            summary["agree"] += 1
+            continue
+        from conformance.generate import IN_BYTES, NH, NP, NR, NRD, OUT_BYTES
+
+        gw, iw = g.reshape(-1, OUT_BYTES), i.reshape(-1, OUT_BYTES)
+        bad_t = np.flatnonzero((gw != iw).any(axis=1))
+        t = int(bad_t[0])
+        diff_bytes = np.flatnonzero(gw[t] != iw[t])
+        regions = []
+        for off in sorted(set(int(x) for x in diff_bytes)):
+            if off < 4 * NR:
+                r = f"%r{off // 4}"
+            elif off < 4 * NR + 8 * NRD:
+                r = f"%rd{(off - 4 * NR) // 8}"
+            elif off < 4 * NR + 8 * NRD + 2 * NH:
+                r = f"%h{(off - 4 * NR - 8 * NRD) // 2}"
+            else:
+                r = f"%p{(off - IN_BYTES) // 4}"
+            if r not in regions:
+                regions.append(r)
+        summary["disagreements"].append({"name": e["name"], "threads": len(bad_t), "first_thread": t,
+                                         "registers": regions})
+        if a.keep:
+            reg.mkdir(parents=True, exist_ok=True)
+            (reg / f"{e['name']}_s{index['seed']}.ptx").write_text((d / "prog" / f"{e['name']}.ptx").read_text())
+            inputs = dict(np.load(d / "prog" / f"{e['name']}.in.npz"))
+            np.savez_compressed(reg / f"{e['name']}_s{index['seed']}.npz", gpu_out=g, grid=e["grid"],
+                                block=e["block"], **{f"in_{k}": v for k, v in inputs.items()})
+    for e in index["zoo"]:
+        row = {"name": e["name"], "file": e["file"], "approx": e["approx"], "mma": e["mma"]}
+        interp = dict(np.load(_idir(d) / f"{e['name']}.interp.npz"))
+        if not all(f"{e['name']}::{o}" in garr for o in e["outputs"]):
+            row["status"] = "not run on the GPU"
+            summary["zoo"].append(row)
+            continue
+        exact, ulps = True, {}
+        for o in e["outputs"]:
+            g, i = garr[f"{e['name']}::{o}"], interp[o]
+            same = np.array_equal(g.view(np.uint8), i.view(np.uint8))
+            exact &= same
+            if not same:
+                ulps[o] = _ulp_diff(g.reshape(-1), i.reshape(-1), g.dtype.type) if g.dtype.kind == "f" else \
+                    int(np.count_nonzero(g != i))
+        row["bit_exact"] = exact
+        if not exact:
+            row["max_ulp_or_count"] = ulps
+            row["status"] = "expected (approximate or tensor-core instructions)" if (e["approx"] or e["mma"]) \
+                else "DISAGREEMENT"
+        else:
+            row["status"] = "bit-exact"
+        summary["zoo"].append(row)
+    summary["zoo_disagreements"] = [z["name"] for z in summary["zoo"] if z.get("status") == "DISAGREEMENT"]
+    summary["gpu_s"] = gmeta["gpu_s"]
+    summary["interp_s_programs"] = index.get("interp_s_programs")
+    out = Path(a.result)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1))
+    print(f"{summary['programs']} programs: {summary['agree']} agree, {len(summary['disagreements'])} disagree, "
+          f"{len(summary['not_run'])} not run; zoo: "
+          f"{sum(1 for z in summary['zoo'] if z.get('bit_exact'))} bit-exact of {len(summary['zoo'])}, "
+          f"disagreements {summary['zoo_disagreements']}")
+    for x in summary["disagreements"][:20]:
+        print("  ", x)
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("--n", type=int, default=400)
+    g.add_argument("--seed", type=int, default=20261203)
+    g.add_argument("--dir", default=".conf")
+    g.add_argument("--zoo-only", action="store_true")
+    g.set_defaults(func=cmd_gen)
+    g = sub.add_parser("gpu")
+    g.add_argument("--dir", default=".conf")
+    g.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_gpu)
+    g = sub.add_parser("compare")
+    g.add_argument("--dir", default=".conf")
+    g.add_argument("--gpu", required=True)
+    g.add_argument("--result", default=str(ROOT / "bench" / "results" / "conformance.json"))
+    g.add_argument("--keep", action="store_true", help="save disagreeing programs as regression tests")
+    g.set_defaults(func=cmd_compare)
+    a = ap.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
