@@ -195,6 +195,69 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _dims(text, what, path):
+    import re
+
+    vals = [int(x) for x in re.findall(r"\d+", text or "")]
+    if not 1 <= len(vals) <= 3 or not all(vals):
+        raise KernelError(f"{what} must be 1 to 3 positive integers, got {text!r}", path, 1, 1)
+    return vals
+
+
+def gpuverify_header(path):
+    """``(block, grid)`` from a GPUVerify test header (line 1 ``//pass`` or ``//xfail:...``,
+    line 2 ``//--blockDim=X --gridDim=Y`` with ``X``/``Y`` a number or ``[x,y,z]``), else None."""
+    import re
+    from pathlib import Path
+
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()[:2]
+    except OSError:
+        return None
+    if len(lines) < 2 or not re.match(r"//\s*(pass|xfail)", lines[0]):
+        return None
+    b = re.search(r"--blockDim=(\[[^\]]*\]|\d+)", lines[1])
+    g = re.search(r"--gridDim=(\[[^\]]*\]|\d+)", lines[1])
+    if not b or not g:
+        return None
+    return _dims(b.group(1), "--blockDim", path), _dims(g.group(1), "--gridDim", path)
+
+
+def _flag_launch(args, path, kernel):
+    """A launch spec from --grid/--block/--arg or a GPUVerify header; None when --launch (or a
+    zoo manifest) should be used instead."""
+    from pathlib import Path
+
+    from semantics.interpreter import LaunchSpec
+
+    if args.launch:
+        return None
+    hdr = gpuverify_header(path) if path.endswith((".cu", ".cuh")) else None
+    if not (args.grid or args.block or args.arg or hdr):
+        if (Path(path).parent / "manifest.json").is_file():
+            return None
+        block = kernel.block_dim
+        if block is None:
+            raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
+                              f"(or .reqntid / __launch_bounds__ in the kernel)", path, 0, 0)
+        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(block)}, "<command line>")
+    block = _dims(args.block, "--block", path) if args.block else (hdr[0] if hdr else list(kernel.block_dim or []))
+    if not block:
+        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", path, 0, 0)
+    grid = _dims(args.grid, "--grid", path) if args.grid else (hdr[1] if hdr else [1])
+    values = {}
+    for a in args.arg or []:
+        name, eq, v = a.partition("=")
+        if not eq:
+            raise KernelError(f"--arg expects NAME=VALUE, got {a!r}", "<command line>", 1, 1)
+        try:
+            values[name] = float(v) if any(c in v for c in ".eE") and not v.startswith("0x") else int(v, 0)
+        except ValueError:
+            raise KernelError(f"--arg {name}: not a number: {v!r}", "<command line>", 1, 1) from None
+    return LaunchSpec.from_dict({"kernel": kernel.name, "grid": grid, "block": block, "args": values},
+                                "<command line>")
+
+
 def cmd_check(args) -> int:
     import json
 
@@ -208,9 +271,11 @@ def cmd_check(args) -> int:
         m = _load(ns)
         kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
         for k in kernels:
-            spec, _ = _launch_for(ns, m, k.name)
+            spec = _flag_launch(args, f, k)
+            if spec is None:
+                spec, _ = _launch_for(ns, m, k.name)
             reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                        smt=not args.no_smt))
+                                        smt=not args.no_smt, path=f))
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:
@@ -343,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+")
     s.add_argument("--kernel")
     s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for each FILE)")
+    s.add_argument("--grid", help="grid X[,Y,Z] (without --launch; parameters stay symbolic)")
+    s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
+    s.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a scalar parameter value")
     s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
     s.add_argument("--timeout", type=float, default=10.0, help="SMT timeout per obligation, seconds")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")

@@ -1,0 +1,87 @@
+"""``kverify check`` over the kernel zoo: verdict and time per kernel (median and worst), and
+how the cost grows with the trip count and the warp count of the bulk-copy pipeline.
+
+    python bench/bench_check.py [--budget 16]
+
+Prints a table and writes bench/results/check.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from semantics.interpreter import LaunchSpec  # noqa: E402
+from semantics.ir import load_module  # noqa: E402
+from verifier.check import check_kernel  # noqa: E402
+
+ZOO = ROOT / "tests" / "zoo"
+OUT = ROOT / "bench" / "results" / "check.json"
+
+
+def one(path, kernel, launch, budget):
+    m = load_module(str(path))
+    spec = LaunchSpec.from_dict(launch)
+    t = time.perf_counter()
+    rep = check_kernel(m, m.kernel(kernel), spec, budget=budget, path=str(path))
+    return rep, time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--budget", type=int, default=16)
+    a = ap.parse_args()
+    rows = []
+    for mf in sorted(ZOO.glob("*/manifest.json")):
+        for v in json.loads(mf.read_text())["variants"]:
+            path = mf.parent / v["file"].replace(".cu", ".ptx")
+            rep, dt = one(path, v["kernel"], v["launch"], a.budget)
+            bug = v.get("bug") or {}
+            hit = None
+            if bug:
+                lines = {bug["line"], *bug.get("also_lines", ())}
+                hit = any(o.status == "violated" and (o.rule == bug["rule"] or any(
+                    f.rule == bug["rule"] and ({l.line for l in f.locations} | {l.ptx_line for l in f.locations})
+                    & lines for f in rep.findings)) for o in rep.obligations)
+            rows.append({"kernel": f"{mf.parent.name}/{path.name}", "correct": v["correct"], "verdict": rep.verdict,
+                         "time_s": dt, "bug_found": hit,
+                         "statuses": {o.id: o.status for o in rep.obligations}})
+    print(f"{'kernel':52} {'verdict':13} {'time s':>7}  bug found")
+    for r in rows:
+        print(f"{r['kernel']:52} {r['verdict']:13} {r['time_s']:7.2f}  {'' if r['bug_found'] is None else r['bug_found']}")
+    times = [r["time_s"] for r in rows]
+    summary = {"kernels": len(rows), "median_s": statistics.median(times), "worst_s": max(times),
+               "correct_violated": [r["kernel"] for r in rows if r["correct"] and r["verdict"] == "violated"],
+               "correct_verified": sum(1 for r in rows if r["correct"] and r["verdict"] == "verified"),
+               "correct_inconclusive": sum(1 for r in rows if r["correct"] and r["verdict"] == "inconclusive"),
+               "bugs_found": sum(1 for r in rows if r["bug_found"]),
+               "bugs": sum(1 for r in rows if r["bug_found"] is not None)}
+    print(f"median {summary['median_s']:.2f} s, worst {summary['worst_s']:.2f} s over {len(rows)} kernels; "
+          f"correct: {summary['correct_verified']} verified, {summary['correct_inconclusive']} inconclusive, "
+          f"{len(summary['correct_violated'])} violated; seeded bugs found {summary['bugs_found']}/{summary['bugs']}")
+    growth = []
+    mf = ZOO / "bulk_pipeline" / "manifest.json"
+    v = json.loads(mf.read_text())["variants"][0]
+    for iters in (4, 8, 16, 32):
+        launch = dict(v["launch"], args={"iters": iters},
+                      buffers={"in": {"dtype": "float32", "shape": [iters * 256]},
+                               "out": {"dtype": "float32", "shape": [iters * 256]}})
+        rep, dt = one(mf.parent / "bulk_pipeline.ptx", "bulk_pipeline", launch, a.budget)
+        growth.append({"iters": iters, "time_s": dt, "verdict": rep.verdict})
+        print(f"bulk_pipeline iters={iters:3d}: {dt:6.2f} s ({rep.verdict})")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"machine": f"{platform.node()}, python {platform.python_version()}",
+                               "budget": a.budget, "summary": summary, "rows": rows,
+                               "trip_count_growth": growth}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
