@@ -192,3 +192,25 @@ def test_check_reads_gpuverify_headers(tmp_path, capsys):
     assert o["status"] == "violated" and {l["line"] for l in o["locations"]} == {4}
     dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
     assert dl["status"] == "unknown" and "no values" in dl["message"]
+
+
+@pytest.mark.parametrize("file,expect", [
+    ("bulk_pipeline__role_off_by_one.ptx", "expected from warp 4 (threads 128-159) of CTA (0,0,0), which exited"),
+])
+def test_deadlock_wait_for_graph_names_the_role_that_left(file, expect):
+    d = ZOO / "bulk_pipeline"
+    v = [x for x in json.loads((d / "manifest.json").read_text())["variants"] if x["file"].replace(".cu", ".ptx") == file][0]
+    _, _, r = _run(d, v)
+    f = next(f for f in r.findings if f.rule == "deadlock")
+    assert expect in f.message and r.status == "deadlock"
+
+
+def test_deadlock_wait_for_graph_finds_a_circular_wait():
+    from semantics.interpreter.scheduler import parse_replay
+
+    d = ZOO / "bulk_pipeline"
+    v = json.loads((d / "manifest.json").read_text())["variants"][1]  # wrong parity
+    _, _, r = _run(d, v, schedule="replay", replay=parse_replay("57:4"))
+    f = next(f for f in r.findings if f.rule == "deadlock")
+    assert "circular wait: warp 0 (threads 0-31)" in f.message
+    assert "_ZZ13bulk_pipelineE5empty" in f.message.split("circular wait:")[1]

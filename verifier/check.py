@@ -131,7 +131,7 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
                    "details": {k: v for k, v in f.details.items() if isinstance(v, (str, int, float, list))}}
             if st is not None and st.status == "violated" and st.counterexample:
                 cex["smt"] = st.counterexample
-            rep.obligations.append(Obligation(oid, checker, "violated", f.message.splitlines()[0], explored,
+            rep.obligations.append(Obligation(oid, checker, "violated", f.message, explored,
                                               [Location.of(l, path) for l in f.locs], cex, dt, f.rule))
             continue
         if st is not None and st.status in ("proved", "violated"):
@@ -144,7 +144,9 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         if r.status == "unsupported":
             rep.obligations.append(Obligation(oid, checker, "unknown", f"not checked: {r.reason}", None, [], None, dt))
         elif not complete:
-            why = r.reason or f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules"
+            why = (f"the exploration stopped at a deadlock ({r.reason}): schedules past the hang are not covered"
+                   if r.status == "deadlock" else r.reason or
+                   f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules")
             rep.obligations.append(Obligation(oid, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))
         else:
             rep.obligations.append(Obligation(oid, checker, "bounded", "no violation on any explored schedule",

@@ -285,7 +285,10 @@ def cmd_check(args) -> int:
                 where = f"  {o.locations[0]}" if o.locations else ""
                 print(f"  {o.status:9} {o.id:27} {o.time_s:6.2f}s{where}")
                 if o.status in ("violated", "unknown"):
-                    print(f"            {(o.rule + ': ') if o.rule else ''}{o.message}")
+                    first, *rest = o.message.splitlines() or [""]
+                    print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
+                    for line in rest:
+                        print(f"            {line}")
                 if o.status == "bounded" and o.bound:
                     print(f"            bound: {o.bound}")
                 if o.counterexample and o.counterexample.get("replay"):

@@ -260,6 +260,7 @@ class MbarInfo:
         self.init = None  # (agent, clock, loc id, fence required)
         self.version = 0
         self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
+        self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
         self.expect_loc = None  # last arrive.expect_tx / expect_tx
         self.copy_loc = None  # last copy signalling complete-tx
 
@@ -614,9 +615,43 @@ class Machine:
         msg = "every live warp is blocked:\n  " + "\n  ".join(lines)
         if pending:
             msg += "\n  in flight: " + "; ".join(pending)
+        msg += "\n  wait-for: " + self._wait_for(blocked)
         self.report("deadlock", msg, locs[:8], waits=lines)
         self.status = "deadlock"
         self.reason = f"{len(blocked)} warp(s) blocked forever"
+
+    def _wait_for(self, blocked) -> str:
+        """The wait-for graph (networkx): blocked warp -> the barrier it waits on -> the warps
+        that arrive on that barrier. A cycle is a circular wait between roles; without one,
+        the missing arrivals can only come from warps that exited (roles disagree on the
+        number of rounds) or never arrive."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for w in blocked:
+            for info in getattr(w.wait, "mbars", ()):
+                g.add_edge(("warp", w.describe()), ("mbarrier", info.name))
+                for a in info.arrivers:
+                    g.add_edge(("mbarrier", info.name), ("warp", a.describe()))
+            bar = getattr(w.wait, "barrier", None)
+            if bar is not None:
+                cta, bid = bar
+                g.add_edge(("warp", w.describe()), ("barrier", f"barrier {bid} of {cta.describe()}"))
+                for a in cta.warps:
+                    if a not in blocked or a is w:
+                        continue
+                    g.add_edge(("barrier", f"barrier {bid} of {cta.describe()}"), ("warp", a.describe()))
+        exited = sorted({n[1] for n in g.nodes if n[0] == "warp" and any(
+            x.describe() == n[1] and x.done for c in {id(b.cta): b.cta for b in blocked}.values() for x in c.warps)})
+        if exited:
+            return ("the missing arrivals were expected from " + ", ".join(exited) +
+                    ", which exited (the roles disagree on the number of rounds or arrivals)")
+        try:
+            cyc = nx.find_cycle(g)
+            return "circular wait: " + " -> ".join(n[1] for n, _ in cyc) + f" -> {cyc[0][0][1]}"
+        except nx.NetworkXNoCycle:
+            pass
+        return "no circular wait: no warp arrives on what the blocked warps wait for"
 
     def _warp_exited(self, w):
         w.live[:] = False
@@ -1014,6 +1049,7 @@ class Machine:
             return
         self.mbar_check_init(info, op.agent, op.vc, op.instr, f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}")
         info.copy_loc = op.instr.loc
+        info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
         out = MB.step(info.state, MB.CompleteTx(nbytes))
         if out.violation is not None:

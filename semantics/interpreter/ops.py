@@ -729,8 +729,9 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred):
     if kind == "arrive":
         yield None
         return
-    yield Wait("bar", lambda: cta.bar_gen[bar_id] != gen,
-               lambda: _bar_describe(m, cta, bar_id, count), ins)
+    wt = Wait("bar", lambda: cta.bar_gen[bar_id] != gen, lambda: _bar_describe(m, cta, bar_id, count), ins)
+    wt.barrier = (cta, bar_id)
+    yield wt
     _bar_after(m, w, (bar_id, gen), red_dst, mask)
 
 
@@ -930,6 +931,7 @@ def h_mbar_arrive(m, w, ins, mask):
                             no_complete="noComplete" in mods, drop=ins.op.endswith("drop"), remote=remote)
         info.phase_vc = join(info.phase_vc, w.vc)
         info.arrive_locs[ins.loc] = True
+        info.arrivers.add(w)
         if "expect_tx" in mods:
             info.expect_loc = ins.loc
         out = m.mbar_step(info, cmd, ins, who)
