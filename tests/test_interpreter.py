@@ -215,3 +215,26 @@ def test_deadlock_wait_for_graph_finds_a_circular_wait():
     cycle = f.message.split("circular wait:")[1]
     assert "_ZZ13bulk_pipelineE5empty" in cycle and "_ZZ13bulk_pipelineE4full" in cycle
     assert "warp 4 (threads 128-159)" in cycle  # the producer, between the two barriers
+
+
+def test_inputs_may_be_cpu_torch_tensors_and_the_reference_may_return_them():
+    torch = pytest.importorskip("torch", reason="torch (CPU) is not installed: pip install torch==2.13.0")
+    d = ZOO / "saxpy_vec"
+    v = json.loads((d / "manifest.json").read_text())["variants"][1]
+    spec = LaunchSpec.from_dict(v["launch"])
+    m = load_module(str(_ptx(d, v)))
+    names = [p.source_name for p in m.kernel(v["kernel"]).params]
+    bufs = {k: b for k, b in spec.buffers.items()}
+    inputs = {k: torch.linspace(-1, 1, int(np.prod(b["shape"])), dtype=torch.float32) for k, b in bufs.items()}
+    r = run_kernel(m, m.kernel(v["kernel"]), spec, inputs=inputs)
+    assert r.status == "complete" and not r.findings
+    for k in bufs:
+        if k not in spec.outputs:
+            assert np.array_equal(r.inputs[k], inputs[k].numpy())
+
+    def ref(ins, args):
+        return {o: torch.from_numpy(e) for o, e in call_reference(load_reference(v["reference"], str(_ptx(d, v))),
+                                                                 ins, spec).items()}
+
+    assert compare_outputs(r.outputs, call_reference(ref, r.inputs, spec)) == []
+    assert names  # parameters carry their CUDA names

@@ -546,7 +546,7 @@ class Machine:
                         for c in ctas:
                             agents = []
                             for w in range(nwarps):
-                                a = self.new_agent(f"warp {w} of CTA {c.ctaid}")
+                                a = self.new_agent(f"warp {w} of {c.describe()}")
                                 agents.append(a)
                                 c.warps.append(Warp(self, c, w, a))
                             c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
