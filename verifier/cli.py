@@ -440,6 +440,17 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a bug in kverify: say so in one line, never a traceback
+        import os
+
+        if os.environ.get("KVERIFY_DEBUG"):
+            raise
+        where = getattr(args, "file", None) or ",".join(getattr(args, "files", []) or []) or "<input>"
+        print(f"{where}:0:0: internal error: {type(e).__name__}: {e} (no verdict; KVERIFY_DEBUG=1 shows the "
+              f"traceback)", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
 
 
 if __name__ == "__main__":
