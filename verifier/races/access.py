@@ -420,6 +420,7 @@ class Executor:
         self.widths = {}
         self.barrier_count = 0
         self.elect_sites = 0
+        self._closed_forms: dict = {}
         for d in self.kernel.regs:
             w = d.type.bits if hasattr(d.type, "bits") else 32
             if d.count is None:
@@ -754,6 +755,10 @@ class Executor:
             if isinstance(s, Instr):
                 written.update(self.dests(s))
         ivs = {iv.reg.name: iv for iv in lp.ivs if iv.reg.name in written}
+        # extension point: closed forms of further loop-carried registers (validated like
+        # induction variables below); none by default
+        forms = dict(self.loop_closed_forms(lp, st, written, ivs) or {})
+        self._closed_forms[id(lp)] = forms
         trip_modes = ["sext", "zext", None] if lp.trip_count is not None else [None]
         dropped: list = []
         region_unknown: set = set()
@@ -768,6 +773,7 @@ class Executor:
             region_unknown |= set(bad_regions)
             for r in bad_ivs:
                 ivs.pop(r, None)
+                forms.pop(r, None)
                 dropped.append(r)
             if bad_trip:
                 trip_modes.pop(0)
@@ -848,8 +854,12 @@ class Executor:
         regs = dict(regs0)
         steps = {}
         first = k == 0
+        forms = self._closed_forms.get(id(lp), {})
         for r in sorted(written):
             old = regs0.get(r)
+            if r in forms and r not in ivs and old is not None and not z3.is_bool(old[0]):
+                regs[r] = (forms[r](k), old[1])
+                continue
             if r in ivs and old is not None and not z3.is_bool(old[0]):
                 w = old[0].size()
                 try:
@@ -898,6 +908,15 @@ class Executor:
                 else:
                     w = now[0].size()
                     checks.append(("iv", r, mk_and(c.pc, now[0] != fit(regs[r][0], w) + fit(step, w))))
+            for r, f in forms.items():
+                if r in ivs or r not in regs or r in steps:
+                    continue
+                now = c.regs.get(r)
+                want = f(k + 1)
+                if now is None or z3.is_bool(now[0]) or now[0].size() != want.size():
+                    checks.append(("iv", r, c.pc))
+                else:
+                    checks.append(("iv", r, mk_and(c.pc, now[0] != want)))
             if trip is not None:
                 checks.append(("trip", None, mk_and(c.pc, mk_not(k + 1 < trip))))
         if trip is not None:
@@ -1028,10 +1047,25 @@ class Executor:
             self.havoc_dests(st, ins, guard)
             return st
         if op.startswith(ASYNC_PREFIXES) or op in ("cp.async.bulk", "cp.async.bulk.tensor"):
-            self.reason(f"{ins.opcode} at {self.where(ins)}: asynchronous copies, mbarriers and "
-                        "wgmma are not modelled by the classic race check yet", ordering=True)
-            self.havoc_dests(st, ins, guard)
-            return st
+            return self.async_instr(ins, st, guard)
+        return self.plain_instr(ins, st, guard, op)
+
+    def loop_closed_forms(self, lp: Loop, st: State, written, ivs) -> dict:
+        """Extension point: ``{register: f}`` with ``f(k)`` the register's value at the
+        head of iteration ``k``, for loop-carried registers that are not induction
+        variables. Each form is validated by induction like an induction variable (and
+        dropped when it fails); the race checker proposes none."""
+        return {}
+
+    def async_instr(self, ins: Instr, st: State, guard) -> State:
+        """Asynchronous copies, mbarriers, wgmma: not modelled here (an extension point
+        for checkers that record them)."""
+        self.reason(f"{ins.opcode} at {self.where(ins)}: asynchronous copies, mbarriers and "
+                    "wgmma are not modelled by the classic race check yet", ordering=True)
+        self.havoc_dests(st, ins, guard)
+        return st
+
+    def plain_instr(self, ins: Instr, st: State, guard, op) -> State:
         if op in UNMODELLED_MEMORY:
             self.reason(f"{ins.opcode} at {self.where(ins)}: per-lane addresses of this collective "
                         "memory access are not modelled",
