@@ -331,3 +331,22 @@ def test_concrete_is_vectorized_over_lanes():
     assert r.tolist() == [2, 3, 4, 0]
     p, q = evaluate(C, "setp", "u32", {"lt"}, a, np.array(3, dtype=np.uint64))
     assert p.tolist() == [True, True, False, False] and q.tolist() == [False, False, True, True]
+
+
+def test_shfl_source_lane_is_the_same_rule_for_numpy_lanes_and_single_lanes():
+    import numpy as np
+
+    from semantics.values.collectives import shfl_source
+
+    lanes = np.arange(32)
+    for mode in ("up", "down", "bfly", "idx"):
+        for b in (0, 1, 5, 17, 31):
+            for c in (0x1F, 0x0, 0x1C1F, 0x181F, 3):
+                j, ok = shfl_source(mode, lanes, b, c)
+                assert [shfl_source(mode, int(l), b, c) for l in lanes] == list(zip(j.tolist(), ok.tolist()))
+    # __shfl_down_sync(x, 1) in a full warp: lane 31 keeps its own value
+    j, ok = shfl_source("down", lanes, 1, 0x1F)
+    assert j[30] == 31 and j[31] == 31 and not ok[31]
+    # width-8 segments (c = 0x181F... for xor within 8 lanes): bfly 4 stays in the segment
+    j, _ = shfl_source("bfly", lanes, 4, 0x181F)
+    assert j[3] == 7 and j[12] == 8

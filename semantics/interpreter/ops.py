@@ -17,6 +17,7 @@ from semantics.memory_model.protocols import async_groups as AG
 from semantics.memory_model.protocols import mbarrier as MB
 from semantics.memory_model.protocols import named_barrier as NB
 from semantics.values import FAMILIES, evaluate
+from semantics.values.collectives import shfl_source
 
 from .hb import ASYNC, GENERIC, join, tick, vget
 from .machine import (ASYNC_GENERIC, D, HANDLERS, LANES, TMAP_MAGIC, U64, CopyOp, Fault, Region,
@@ -527,24 +528,7 @@ def h_shfl(m, w, ins, mask):
     mm = _membermask(m, w, ops[4]) if len(ops) > 4 else 0xFFFFFFFF
     _check_members(m, w, ins, mask, mm)
     mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
-    lane = LANES.astype(np.int64)
-    clamp = c & 0x1F
-    seg = (c >> 8) & 0x1F
-    max_lane = (lane & seg) | (clamp & ~seg)
-    min_lane = lane & seg
-    if mode == "up":
-        j = lane - b
-        ok = j >= max_lane
-    elif mode == "down":
-        j = lane + b
-        ok = j <= max_lane
-    elif mode == "bfly":
-        j = lane ^ b
-        ok = j <= max_lane
-    else:
-        j = min_lane | (b & ~seg)
-        ok = j <= max_lane
-    j = np.where(ok, j, lane) & 31
+    j, ok = shfl_source(mode, LANES.astype(np.int64), b, c)
     r = a[j]
     if isinstance(dst, PairOp):
         m.write(w, dst.first, r, mask)

@@ -37,6 +37,7 @@ from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Ins
                                 Sink, Sym, VecOp)
 from semantics.ir.types import SCALAR_BITS
 from semantics.values import FAMILIES
+from semantics.values.collectives import shfl_source
 
 from .algebra import DataDependent, ModelUnsupported, is_concrete
 
@@ -793,22 +794,7 @@ class Executor:
                 b, c = v[2], v[3]
                 if not (is_concrete(b) and is_concrete(c)):
                     raise DataDependent("a shfl lane operand depends on input data")
-                clamp, seg = c & 0x1F, (c >> 8) & 0x1F
-                max_lane = (lane & seg) | (clamp & ~seg)
-                min_lane = lane & seg
-                if mode == "up":
-                    j = lane - b
-                    ok = j >= max_lane
-                elif mode == "down":
-                    j = lane + b
-                    ok = j <= max_lane
-                elif mode == "bfly":
-                    j = lane ^ b
-                    ok = j <= max_lane
-                else:
-                    j = min_lane | (b & ~seg)
-                    ok = j <= max_lane
-                j = (j if ok else lane) & 31
+                j, ok = shfl_source(mode, lane, b, c)
                 if j not in vals:
                     raise Unsupported(f"shfl reads lane {j}, which does not take part", ins)
                 res[lane] = (vals[j][1], ok)
