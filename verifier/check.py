@@ -82,6 +82,19 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
 
             for o in check_races(module, kernel, spec, timeout_s):
                 static[o.id] = o
+            # static mbarrier obligations: a violated one, or all proved, stands for
+            # "mbarrier conformance" (an exploration's violation still wins below)
+            from .mbarrier import check_mbarrier
+
+            mb = check_mbarrier(module, kernel, spec, timeout_s)
+            bad = [o for o in mb if o.status == "violated"]
+            if bad or (mb and all(o.status == "proved" for o in mb)):
+                o = bad[0] if bad else mb[0]
+                msg = o.message if bad else "; ".join(f"{x.id.split(': ', 1)[1]}: {x.message}" for x in mb)
+                static["mbarrier conformance"] = Obligation(
+                    "mbarrier conformance", "mbarrier", o.status, f"static: {msg}", None,
+                    [l for x in (bad[:1] or mb) for l in x.locations], o.counterexample,
+                    sum(x.time_s for x in mb), o.rule)
         except Exception as e:  # the static checker is optional evidence; fail closed
             static = {"error": str(e)}
     t0 = time.perf_counter()

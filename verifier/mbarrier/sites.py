@@ -93,11 +93,28 @@ class MbarExecutor(Executor):
                         nested_writes.update(self.dests(x))
         known = {}
         for r, (t, _) in st.regs.items():
-            if t is not None and not z3.is_bool(t) and z3.is_bv_value(t):
+            if t is not None and (z3.is_bv_value(t) or z3.is_true(t) or z3.is_false(t)):
                 known[r] = t
-        cands = [r for r in sorted(written) if r not in ivs and r in known and r not in nested_writes]
+        cands = [r for r in sorted(written) if r not in ivs and r in known and r not in nested_writes
+                 and not z3.is_bool(known[r])]
         if not cands:
             return {}
+        # backward slice of the candidates inside the body
+        from semantics.ir.nodes import operand_regs
+
+        need = set(cands)
+        while True:
+            grow = set(need)
+            for ins in body:
+                if set(self.dests(ins)) & need:
+                    for o in ins.operands[1:]:
+                        grow.update(r.name for r in operand_regs(o))
+                    if ins.guard is not None:
+                        grow.add(ins.guard.reg.name)
+            if grow == need:
+                break
+            need = grow
+        body = [i for i in body if set(self.dests(i)) & need]
         seqs = {r: [] for r in cands}
         cur = dict(known)
         for _ in range(SAMPLES):
@@ -151,10 +168,10 @@ class MbarExecutor(Executor):
             del self.env.pairs[npairs:]
             return None
         v = st.regs.get(d.name)
-        if v is None or z3.is_bool(v[0]):
+        if v is None:
             return None
         t = z3.simplify(v[0])
-        return t if z3.is_bv_value(t) else None
+        return t if (z3.is_bv_value(t) or z3.is_true(t) or z3.is_false(t)) else None
 
     # ------------------------------------------------------------------ sites
     def _mbar_addr(self, st, op):

@@ -82,8 +82,18 @@ class _Checker:
         s = z3.Solver()
         s.set("timeout", max(1, int(min(left, self.timeout_s) * 1000)))
         s.add(*fs)
-        s.add(*[c for c, _ in self.env.shared_constraints])
-        s.add(*[c for c, _ in self.env.constraints_a])
+        # only the constraints on symbols the query mentions (transitively): the others are
+        # satisfiable on their own
+        names = self.syms(*fs)
+        base = list(self.env.shared_constraints) + list(self.env.constraints_a)
+        keep, changed = [False] * len(base), True
+        while changed:
+            changed = False
+            for j, (c, keys) in enumerate(base):
+                if not keep[j] and keys & names:
+                    keep[j] = changed = True
+                    names |= self.syms(c)
+        s.add(*[c for (c, _), kp in zip(base, keep) if kp])
         r = s.check()
         if r == z3.sat:
             return "sat", s.model()
