@@ -283,7 +283,7 @@ def cmd_check(args) -> int:
             print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
             for o in rep.obligations:
                 where = f"  {o.locations[0]}" if o.locations else ""
-                print(f"  {o.status:9} {o.id:27} {o.time_s:6.2f}s{where}")
+                print(f"  {o.status:9} {o.id:34} {o.time_s:6.2f}s{where}")
                 if o.status in ("violated", "unknown"):
                     first, *rest = o.message.splitlines() or [""]
                     print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
