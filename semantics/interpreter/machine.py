@@ -29,6 +29,7 @@ from semantics.ir import KernelError
 from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg,
                                 PairOp, ParenList, Reg, Sink, Sym, VecOp, operand_regs)
 from semantics.ir.types import SCALAR_BITS
+from semantics.ir.visit import RegisterWidths
 from semantics.memory_model import async_units as AU
 from semantics.memory_model.protocols import async_groups as AG
 from semantics.memory_model.protocols import mbarrier as MB
@@ -352,13 +353,8 @@ class Machine:
         self.ops_by_agent: dict = {}
         self.status = "complete"
         self.reason = ""
-        self.reg_bits = {}
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
-        self.reg_prefix_bits = {}
-        for k in module.kernels:
-            for r in k.regs:
-                bits = 1 if getattr(r.type, "name", None) == "pred" else r.type.bits
-                (self.reg_prefix_bits if r.count is not None else self.reg_bits)[r.name] = bits
+        self.reg_width = RegisterWidths(module)
         self._setup_memory(inputs)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -631,7 +627,7 @@ class Machine:
         for w in blocked:
             for info in getattr(w.wait, "mbars", ()):
                 g.add_edge(("warp", w.describe()), ("mbarrier", info.name))
-                for a in info.arrivers:
+                for a in sorted(info.arrivers, key=lambda x: (x.cta.rank, x.index)):
                     g.add_edge(("mbarrier", info.name), ("warp", a.describe()))
             bar = getattr(w.wait, "barrier", None)
             if bar is not None:
@@ -742,13 +738,6 @@ class Machine:
         return mask
 
     # ------------------------------------------------------------------ operands
-    def reg_width(self, name):
-        b = self.reg_bits.get(name)
-        if b is None:
-            b = self.reg_prefix_bits.get(name.rstrip("0123456789"), 64)
-            self.reg_bits[name] = b
-        return b
-
     def reg(self, w, name):
         v = w.regs.get(name)
         if v is not None:
@@ -1094,7 +1083,7 @@ def _input_array(inputs, name, p, i, b, rng, kernel):
     shape = tuple(int(s) for s in b["shape"])
     arr = None
     if inputs is not None:
-        for key in (name, p.name, p.source_name, str(i), i):
+        for key in (name, p.name, p.source_name, str(i), i) if p is not None else (name,):
             if key is not None and key in inputs:
                 arr = inputs[key]
                 break

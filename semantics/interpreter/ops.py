@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from semantics.ir.nodes import Addr, Imm, PairOp, ParenList, Reg, Sink, Sym, VecOp
+from semantics.ir.nodes import Addr, Imm, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
 from semantics.ir.types import SCALAR_BITS
 from semantics.memory_model import async_units as AU
 from semantics.memory_model.protocols import async_groups as AG
 from semantics.memory_model.protocols import mbarrier as MB
 from semantics.memory_model.protocols import named_barrier as NB
-from semantics.values import FAMILIES, evaluate
+from semantics.values import FAMILIES, evaluate, source_bits
 from semantics.values.collectives import shfl_source
 
 from .hb import ASYNC, GENERIC, join, tick, vget
@@ -53,23 +53,6 @@ def bits_of(ty):
 WIDE_SRC = {"mul", "mad"}
 
 
-def _src_bits(fam, ty, mods, i):
-    b = SCALAR_BITS.get(ty if isinstance(ty, str) else ty[1], 64)
-    if fam in ("shl", "shr") and i == 1:
-        return 32
-    if fam in ("bfe",) and i >= 1:
-        return 32
-    if fam == "bfi" and i >= 2:
-        return 32
-    if fam == "shf" and i == 2:
-        return 32
-    if fam == "prmt":
-        return 32
-    if fam == "mad" and "wide" in mods and i == 2:
-        return 2 * b
-    return b
-
-
 def h_value(m, w, ins, mask):
     fam = ins.row.semantics
     tys = ins.types()
@@ -94,7 +77,7 @@ def h_value(m, w, ins, mask):
     srcs = ops[1:]
     for i, o in enumerate(srcs):
         if fam in ("selp", "setp", "set") and i == 2:
-            args.append(m.pred(w, o.reg) if not isinstance(o, Reg) and hasattr(o, "reg") else m.pred(w, o))
+            args.append(~m.pred(w, o.reg) if isinstance(o, Neg) else m.pred(w, o))  # {!}c
             continue
         if fam == "lop3" and i == 3:
             args.append(U64(o.value & 0xFF))
@@ -102,7 +85,11 @@ def h_value(m, w, ins, mask):
         if fam == "mov" and isinstance(o, VecOp):  # pack form, handled below from the operands
             args.append(None)
             continue
-        args.append(m.val(w, o, _src_bits(fam, ty, mods, i)))
+        bits = source_bits(fam, ty, mods, i)
+        v = m.val(w, o, bits)
+        if isinstance(o, Reg) and bits < 64 and m.reg_width(o.name) > bits:
+            v = np.asarray(v, U64) & U64(_mask(bits))  # a register wider than the type: its low bits
+        args.append(v)
     if fam == "mov" and isinstance(ops[0], VecOp):  # unpack: mov.b64 {a, b}, %rd
         v = args[0]
         n = len(ops[0].elems)
@@ -121,6 +108,10 @@ def h_value(m, w, ins, mask):
     with np.errstate(all="ignore"):
         r = evaluate(D, fam, ty, mods, *args)
     dst = ops[0]
+    if fam == "cvt" and isinstance(dst, Reg) and ty[0][0] == "s" and SCALAR_BITS[ty[0]] < m.reg_width(dst.name):
+        b = SCALAR_BITS[ty[0]]  # a signed result narrower than its register is sign-extended
+        r = np.asarray(r, U64)
+        r = np.where((r >> U64(b - 1)) & U64(1), r | ~U64(_mask(b)), r)
     if isinstance(r, tuple):
         if isinstance(dst, PairOp):
             m.write(w, dst.first, r[0], mask)

@@ -79,3 +79,21 @@ def substitute_params(module: Module, kernel: Kernel, values: dict) -> Kernel:
         return s
 
     return replace(kernel, body=map_stmts(kernel.body, stmt))
+
+
+class RegisterWidths:
+    """Bit width of every register of a module's functions (1 for ``.pred``), from their
+    ``.reg`` declarations; ``%r<54>`` declares ``%r0`` .. ``%r53``. Unknown names are 64."""
+
+    def __init__(self, module):
+        self.exact, self.prefix = {}, {}
+        for k in module.kernels:
+            for r in k.regs:
+                bits = 1 if getattr(r.type, "name", None) == "pred" else r.type.bits
+                (self.prefix if r.count is not None else self.exact)[r.name] = bits
+
+    def __call__(self, name: str) -> int:
+        b = self.exact.get(name)
+        if b is None:
+            b = self.exact[name] = self.prefix.get(name.rstrip("0123456789"), 64)
+        return b

@@ -79,6 +79,22 @@ def is_approximate(family: str, mods) -> bool:
     )
 
 
+def source_bits(family: str, ty, mods, i: int) -> int:
+    """Width of source operand ``i`` of ``family`` (immediates are truncated to it): the
+    instruction type's width, except shift amounts, bit-field positions/lengths and
+    ``prmt`` selectors (32 bits) and the addend of ``mad.wide`` (twice the width)."""
+    try:
+        b = bits(ty if isinstance(ty, str) else ty[1])
+    except (KeyError, ValueError):
+        b = 64
+    if (family in ("shl", "shr") and i == 1) or (family == "bfe" and i >= 1) or \
+            (family == "bfi" and i >= 2) or (family == "shf" and i == 2) or family == "prmt":
+        return 32
+    if family == "mad" and "wide" in mods and i == 2:
+        return 2 * b
+    return b
+
+
 def evaluate(D, family: str, ty, mods, *args):
     """Evaluate one instruction family in domain ``D``.
 
@@ -119,6 +135,7 @@ __all__ = [
     "bits",
     "bits_to_float",
     "evaluate",
+    "source_bits",
     "float_to_bits",
     "is_approximate",
     "is_float",

@@ -36,7 +36,8 @@ from semantics.interpreter.memory import (CTA_MASK, GLOBAL_BASE, LOCAL_WINDOW, P
 from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg,
                                 Sink, Sym, VecOp)
 from semantics.ir.types import SCALAR_BITS
-from semantics.values import FAMILIES
+from semantics.ir.visit import RegisterWidths
+from semantics.values import FAMILIES, source_bits
 from semantics.values.collectives import shfl_source
 
 from .algebra import DataDependent, ModelUnsupported, is_concrete
@@ -124,23 +125,6 @@ def space_of(ins):
     return None
 
 
-def _src_bits(fam, ty, mods, i):
-    b = SCALAR_BITS.get(ty if isinstance(ty, str) else ty[1], 64)
-    if fam in ("shl", "shr") and i == 1:
-        return 32
-    if fam == "bfe" and i >= 1:
-        return 32
-    if fam == "bfi" and i >= 2:
-        return 32
-    if fam == "shf" and i == 2:
-        return 32
-    if fam == "prmt":
-        return 32
-    if fam == "mad" and "wide" in mods and i == 2:
-        return 2 * b
-    return b
-
-
 class Executor:
     """Runs one kernel for one launch over an algebra (see :mod:`algebra`)."""
 
@@ -152,11 +136,7 @@ class Executor:
         self.max_steps = max_steps
         self.steps = 0
         self.gmem: dict = {}
-        self.reg_bits, self.reg_prefix_bits = {}, {}
-        for k in module.kernels:
-            for r in k.regs:
-                bits = 1 if getattr(r.type, "name", None) == "pred" else r.type.bits
-                (self.reg_prefix_bits if r.count is not None else self.reg_bits)[r.name] = bits
+        self.reg_width = RegisterWidths(module)
         self.funcs = {k.name: k for k in module.kernels}
         self._dec = {}
         self._layout(names)
@@ -381,13 +361,6 @@ class Executor:
         return None
 
     # ------------------------------------------------------------------ registers
-    def reg_width(self, name):
-        b = self.reg_bits.get(name)
-        if b is None:
-            b = self.reg_prefix_bits.get(name.rstrip("0123456789"), 64)
-            self.reg_bits[name] = b
-        return b
-
     def reg(self, t, name):
         v = t.regs.get(name)
         if v is not None:
@@ -614,7 +587,7 @@ class Executor:
             ty = ((tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])) if fam in ("cvt", "set", "slct") \
                 else tys[0]
             mods = frozenset(m for m in ins.mods if m not in SCALAR_BITS)
-            widths = [_src_bits(fam, ty, mods, i) for i in range(len(ins.operands) - 1)]
+            widths = [source_bits(fam, ty, mods, i) for i in range(len(ins.operands) - 1)]
             d = self._dec[id(ins)] = (fam, ty, mods, widths, (ins, tys))
         return d
 
