@@ -8,6 +8,7 @@ import numpy as np
 def shfl_source(mode: str, lane, b, c):
     """``(source lane, in range)`` for ``shfl.sync.<mode>`` with lane operand ``b`` and
     clamp/segment-mask operand ``c``; out of range reads the lane's own value."""
+    b = b & 0x1F  # only b[4:0] names a lane or offset (the PTX pseudocode's bval = b[4:0])
     clamp, seg = c & 0x1F, (c >> 8) & 0x1F
     max_lane = (lane & seg) | (clamp & ~seg)
     if mode == "up":

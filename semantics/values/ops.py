@@ -105,6 +105,26 @@ def f_relu(D, F, x):
     )
 
 
+F64_DEFAULT_NAN = 0xFFF8000000000000  # the NaN an invalid f64 operation produces on sm_90
+
+
+def f_quiet(D, F, x):
+    """``x`` with the quiet bit set (a NaN keeps its sign and payload)."""
+    return D.or_(x, D.const(1 << (F.mbits - 1), F.width))
+
+
+def f64_nan(D, F, xs, r):
+    """f64 NaN results as sm_90 hardware gives them (checked against an H200, see
+    docs/validation.md): with a NaN operand, that operand made quiet (the first NaN operand
+    in PTX order; with several, which one the hardware returns follows the SASS operand
+    order ptxas picks); an invalid operation without NaN operands gives 0xFFF8000000000000.
+    (f32 and narrower formats give the canonical NaN 0x7FFFFFFF / 0x7FFF.)"""
+    out = D.ite(f_isnan(D, F, r), D.const(F64_DEFAULT_NAN, 64), r)
+    for x in reversed(xs):
+        out = D.ite(f_isnan(D, F, x), f_quiet(D, F, x), out)
+    return out
+
+
 def _farith(D, ty, mods, prim, *args):
     """Shared float pipeline: .ftz inputs, op with rounding mode, .ftz/.sat/.relu result."""
     rm = _rm(mods)
@@ -114,6 +134,8 @@ def _farith(D, ty, mods, prim, *args):
         if "ftz" in mods:
             xs = [f_ftz(D, F, x) for x in xs]
         r = prim(et, rm, *xs)
+        if et == "f64":
+            r = f64_nan(D, F, xs, r)
         if "ftz" in mods:
             r = f_ftz(D, F, r)
         if "sat" in mods:
@@ -294,6 +316,13 @@ def rem(D, ty, mods, a, b):
     return D.srem(a, b, w) if is_signed(ty) else D.urem(a, b, w)
 
 
+def _sign_op_nan(D, F, x, r):
+    """abs/neg of a NaN on sm_90: f64 returns the operand made quiet, f32/f16/bf16 the
+    canonical NaN (the sign-bit operation is not applied to NaNs)."""
+    nan = f_quiet(D, F, x) if F.width == 64 else D.const(F.canonical_nan, F.width)
+    return D.ite(f_isnan(D, F, x), nan, r)
+
+
 def abs(D, ty, mods, a):  # noqa: A001 - PTX name
     """abs -- §Integer Arithmetic: abs (abs(MININT) = MININT); §Floating-Point: abs (clears
     the sign bit, also of NaN; .ftz flushes first)."""
@@ -303,7 +332,7 @@ def abs(D, ty, mods, a):  # noqa: A001 - PTX name
             F = FORMATS[et]
             if "ftz" in mods:
                 x = f_ftz(D, F, x)
-            return _fabs_bits(D, F, x)
+            return _sign_op_nan(D, F, x, _fabs_bits(D, F, x))
 
         return _lanewise(D, ty, one, a)
     w = bits(ty)
@@ -319,7 +348,7 @@ def neg(D, ty, mods, a):
             F = FORMATS[et]
             if "ftz" in mods:
                 x = f_ftz(D, F, x)
-            return D.xor(x, D.const(F.sign_bit, F.width))
+            return _sign_op_nan(D, F, x, D.xor(x, D.const(F.sign_bit, F.width)))
 
         return _lanewise(D, ty, one, a)
     return D.neg(a, bits(ty))
@@ -337,7 +366,7 @@ def _fminmax(D, ty, mods, a, b, is_max):
         else:
             pick_x = D.bor(D.flt(et, x, y), D.band(both_zero, f_signbit(D, F, x)))
         r = D.ite(pick_x, x, y)
-        nan = D.const(F.canonical_nan, F.width)
+        nan = f_quiet(D, F, x) if et == "f64" else D.const(F.canonical_nan, F.width)
         if "NaN" in mods:
             r = D.ite(D.bor(xn, yn), nan, r)
         else:
@@ -448,7 +477,9 @@ def testp(D, ty, mods, a):
     sub_ = f_issub(D, F, a)
     if op == "subnormal":
         return sub_
-    return D.bnot(D.bor(D.bor(nan, inf), D.bor(sub_, f_iszero(D, F, a))))
+    # "normal (not NaN, not Inf)": sm_90 answers true for a zero too (f32 and f64 checked on
+    # an H200); subnormals are not normal
+    return D.bnot(D.bor(D.bor(nan, inf), sub_))
 
 
 # ================================================================= logic and shift
@@ -793,9 +824,11 @@ def _cvt_float_int(D, dty, sty, mods, a):
     else:
         small = D.flt(sty, r, D.const(0, F.width))
     val = D.f2i(sty, r, dw, sg)
+    # NaN: 0, except from f64 or into a 64-bit integer: only the top bit set (sm_90)
+    nan_val = (1 << (dw - 1)) if (F.width == 64 or dw == 64) else 0
     return D.ite(
         f_isnan(D, F, x),
-        D.const(0, dw),
+        D.const(nan_val, dw),
         D.ite(big, D.const(hi, dw), D.ite(small, D.const(lo, dw), val)),
     )
 
@@ -844,8 +877,33 @@ def cvt(D, ty, mods, a, b=None):
         if sty != dty:
             raise ValueError("cvt with integer rounding between different float types")
         r = D.frint(sty, irm, x)
+        if sty == "f64":
+            r = D.ite(f_isnan(D, SF, x), f_quiet(D, SF, x), r)
     elif sty == dty:
         r = f_canon(D, DF, x)
     else:
         r = D.fcvt(dty, sty, _rm(mods), x)
+        r = D.ite(f_isnan(D, SF, x), _cvt_nan(D, dty, sty, mods, x), r)
     return _cvt_to_float_post(D, dty, mods, r)
+
+
+def _cvt_nan(D, dty, sty, mods, x):
+    """The NaN a float-to-float cvt gives on sm_90 (checked on an H200): bf16 -> f32 is
+    exact (bits shifted, not even quieted); f32 -> f64 and f16 -> f64 keep sign and
+    payload, quieted (with .ftz the f32 NaN is canonical first); f64 -> f16 keeps the sign
+    and the top payload bits, quieted; every other pair gives the canonical NaN."""
+    SF, DF = FORMATS[sty], FORMATS[dty]
+    if (dty, sty) == ("f32", "bf16"):
+        return D.concat(x, D.const(0, 16), 16)
+    if dty == "f64" and sty in ("f32", "f16"):
+        if "ftz" in mods and sty == "f32":
+            x = D.const(SF.canonical_nan, 32)
+        sign = D.extract(x, SF.width - 1, SF.width - 1)
+        mant = D.extract(x, SF.mbits - 1, 0)
+        body = D.concat(D.const(0x7FF, 11), D.concat(mant, D.const(0, 52 - SF.mbits), 52 - SF.mbits), 52)
+        return f_quiet(D, DF, D.concat(sign, body, 63))
+    if (dty, sty) == ("f16", "f64"):
+        sign = D.extract(x, 63, 63)
+        top = D.extract(x, 51, 42)
+        return f_quiet(D, DF, D.concat(sign, D.concat(D.const(0x1F, 5), top, 10), 15))
+    return D.const(DF.canonical_nan, DF.width)
