@@ -134,6 +134,13 @@ def test_extern_call_is_reported():
     assert [x["rule"] for x in f] == ["validate.extern-call"] and "lib_add" in f[0]["message"]
 
 
+@pytest.mark.skipif(__import__("shutil").which("ptxas") is None, reason="ptxas is not on PATH")
+def test_b7_delegating_kernel_is_violated_even_though_it_cannot_be_assembled(tmp_path):
+    v = validate(str(CHEAT / "delegates.ptx"), launch=ADD, ref="ref:add", trials=1, workdir=str(tmp_path))
+    assert _status(v, "no-extern-calls").rule == "validate.extern-call"
+    assert _status(v, "terminates").rule == "validate.build-error" and v.report.verdict == "violated"
+
+
 def test_store_of_fp16_into_a_float32_buffer_is_reported():
     m = load_module(CHEATS)
     f, counts = audit.store_dtypes(m, m.kernel("store_half"), _spec())

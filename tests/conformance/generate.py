@@ -238,12 +238,16 @@ class Gen:
             ty = "b" if op == "shl" else op[-1]
             return [f"{op[:3]}.{ty}{b} {d}, {self.src(b)}, {amt};"]
         if op.startswith("bfe"):
-            return [f"bfe.{op[-1]}{b} {d}, {self.src(b)}, {self.pos()}, {self.pos()};"]
-        return [f"bfi.b{b} {d}, {self.src(b)}, {self.src(b)}, {self.pos()}, {self.pos()};"]
+            return [f"bfe.{op[-1]}{b} {d}, {self.src(b)}, {self.pos(b == 64)}, {self.pos(b == 64)};"]
+        return [f"bfi.b{b} {d}, {self.src(b)}, {self.src(b)}, {self.pos(b == 64)}, {self.pos(b == 64)};"]
 
-    def pos(self):
-        """A bit position or length: a register (any value) or an immediate 0..255."""
-        return r32(self.i(NR)) if self.flag(0.7) else str(self.pick([0, 1, 7, 8, 16, 31, 32, 33, 63, 64, 200]))
+    def pos(self, wide=False):
+        """A bit position or length: a register (any value) or an immediate 0..255. For the
+        64-bit forms the PTX ISA restricts both to 0..255 (ptxas's 64-bit sequences do not
+        mask them as the 32-bit instructions do), so those take immediates."""
+        if wide or not self.flag(0.7):
+            return str(self.pick([0, 1, 7, 8, 16, 31, 32, 33, 40, 63, 64, 200]))
+        return r32(self.i(NR))
 
     def t_bits32(self):
         op = self.pick(["prmt", "lop3", "shf.l.wrap", "shf.r.wrap", "shf.l.clamp", "shf.r.clamp"])
@@ -266,7 +270,9 @@ class Gen:
         src = {16: lambda: r16(self.i(NH)), 32: self.srcf32 if t == "f32" else self.src32,
                64: self.srcf64 if t == "f64" else self.src64}[b]
         ftz = ".ftz" if t == "f32" and self.flag(0.3) else ""
-        dst = pr(self.i(NP)) + (f"|{pr(self.i(NP))}" if t != "f16" and self.flag(0.3) else "")
+        p0 = self.i(NP)
+        # p|q with two distinct registers (the same register twice leaves the order of the writes open)
+        dst = pr(p0) + (f"|{pr((p0 + 1 + self.i(NP - 1)) % NP)}" if t != "f16" and self.flag(0.3) else "")
         if self.flag(0.3):
             bop = self.pick(["and", "or", "xor"])
             neg = "!" if self.flag(0.3) else ""
@@ -314,8 +320,9 @@ class Gen:
         if op in ("sqrt", "rcp"):
             return [f"{op}{rnd}{ftz}.f32 {d}, {a};"]
         if op in ("min", "max"):
-            nan = ".NaN" if self.flag(0.3) else ""
-            return [f"{op}{ftz}{nan}.f32 {d}, {a}, {b};"]
+            if self.flag(0.3):
+                return [f"{op}{ftz}.NaN.f32 {d}, {a}, {b};"]
+            return one_nan_at_most("f32", [a, b], f"{op}{ftz}.f32 {d}, {a}, {b};")
         if op in ("abs", "neg"):
             return [f"{op}{ftz}.f32 {d}, {r32(self.i(NR))};"]
         return [f"copysign.f32 {d}, {r32(self.i(NR))}, {r32(self.i(NR))};"]
@@ -325,16 +332,14 @@ class Gen:
         d = r64(self.i(NRD))
         rnd = "." + self.pick(RND)
         a, b, c = self.srcf64(), self.srcf64(), self.srcf64()
-        if op in ("add", "sub", "mul"):
-            return [f"{op}{rnd}.f64 {d}, {a}, {b};"]
+        if op in ("add", "sub", "mul", "div"):
+            return one_nan_at_most("f64", [a, b], f"{op}{rnd}.f64 {d}, {a}, {b};")
         if op == "fma":
-            return [f"fma{rnd}.f64 {d}, {a}, {b}, {c};"]
-        if op == "div":
-            return [f"div{rnd}.f64 {d}, {a}, {b};"]
+            return one_nan_at_most("f64", [a, b, c], f"fma{rnd}.f64 {d}, {a}, {b}, {c};")
         if op in ("sqrt", "rcp"):
             return [f"{op}{rnd}.f64 {d}, {a};"]
         if op in ("min", "max"):
-            return [f"{op}.f64 {d}, {a}, {b};"]
+            return one_nan_at_most("f64", [a, b], f"{op}.f64 {d}, {a}, {b};")
         if op in ("abs", "neg"):
             return [f"{op}.f64 {d}, {r64(self.i(NRD))};"]
         return [f"copysign.f64 {d}, {r64(self.i(NRD))}, {r64(self.i(NRD))};"]
@@ -472,6 +477,23 @@ class Gen:
         return lines
 
 
+def one_nan_at_most(t: str, srcs: list, line: str) -> list:
+    """``line`` guarded so that it runs only when at most one of its register operands is
+    a NaN. With several NaN operands the PTX ISA leaves open which payload the result
+    carries (f64; and f32 min/max of two NaNs): the H200 follows the operand order of the
+    SASS instruction, which ptxas chooses; a program cannot predict it."""
+    regs = [x for x in srcs if x.startswith("%")]
+    if len(regs) < 2:
+        return [line]
+    a, b = regs[0], regs[1]
+    out = [f"setp.nan.{t} %pn0, {a}, {a};", f"setp.nan.and.{t} %pn1, {b}, {b}, %pn0;"]
+    if len(regs) > 2:
+        c = regs[2]
+        out += [f"setp.nan.or.{t} %pn0, {b}, {b}, %pn0;", f"setp.nan.and.{t} %pn0, {c}, {c}, %pn0;",
+                "or.pred %pn1, %pn1, %pn0;"]
+    return out + [f"@!%pn1 {line}"]
+
+
 PLAIN = ("t_int_arith", "t_divrem", "t_logic", "t_bits32", "t_setp", "t_select", "t_f32", "t_f64", "t_half",
          "t_cvt_int", "t_cvt_float", "t_mov")
 COLLECTIVE = ("t_shfl", "t_vote", "t_shared")
@@ -528,7 +550,7 @@ def _epilogue() -> list:
 def render(body: list, block: int) -> str:
     head = [".version 8.3", ".target sm_90a", ".address_size 64", "",
             ".visible .entry conf(", "\t.param .u64 conf_param_0,", "\t.param .u64 conf_param_1", ")", "{",
-            f"\t.reg .pred %p<{NP}>;", "\t.reg .pred %pz;", f"\t.reg .b16 %h<{NH}>;", f"\t.reg .b32 %r<{NR}>;",
+            f"\t.reg .pred %p<{NP}>;", "\t.reg .pred %pz;", "\t.reg .pred %pn<2>;", f"\t.reg .b16 %h<{NH}>;", f"\t.reg .b32 %r<{NR}>;",
             f"\t.reg .b64 %rd<{NRD}>;", "\t.reg .b32 %t<4>;", "\t.reg .b64 %a<6>;",
             f"\t.shared .align 8 .b8 smem[{8 * SLOTS * block}];",
             f"\t.shared .align 4 .b8 smem_common[{4 * COMMON}];", ""]
@@ -537,7 +559,9 @@ def render(body: list, block: int) -> str:
 
 
 @st.composite
-def programs(draw, min_len: int = 4, max_len: int = 40):
+def programs(draw, min_len: int = 4, max_len: int = 40, control: bool = True):
+    """``control=False``: no guards and no branches (one instruction's semantics alone,
+    for pinning a disagreement on a template)."""
     g = Gen(draw)
     block = draw(st.sampled_from([32, 64, 96, 128]))
     grid = draw(st.sampled_from([1, 1, 2]))
@@ -550,7 +574,7 @@ def programs(draw, min_len: int = 4, max_len: int = 40):
         if name in COLLECTIVE:
             body += lines
             continue
-        if g.flag(0.12) and len(lines) == 1:  # a forward branch over this and up to two more instructions
+        if control and g.flag(0.12) and len(lines) == 1:  # a forward branch over this and up to two more instructions
             lab = f"$L_skip{g.label}"
             g.label += 1
             neg = "!" if g.flag(0.5) else ""
@@ -561,7 +585,7 @@ def programs(draw, min_len: int = 4, max_len: int = 40):
                 inner += getattr(g, nm)()
             body += [f"@{neg}{pr(g.i(NP))} bra {lab};"] + inner + [f"{lab}:"]
             continue
-        if g.flag(0.25) and len(lines) == 1:
+        if control and g.flag(0.25) and len(lines) == 1:
             neg = "!" if g.flag(0.5) else ""
             lines = [f"@{neg}{pr(g.i(NP))} {lines[0]}"]
         body += lines

@@ -192,8 +192,13 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
     image_path = Path(tmp) / "kernel.img"
     try:
         image, image_how = module_image(ptx, arch)
-    except Exception as e:  # ptxas rejected it
-        raise KernelError(f"ptxas rejected the kernel: {getattr(e, 'log', e)}".strip(), file, 0, 0) from None
+    except Exception as e:  # ptxas rejected it: a verdict when the audits explain why, else bad input
+        log = " ".join(str(getattr(e, "log", e)).split())
+        if any(o.status == "violated" for o in report.obligations):
+            _ob(report, "terminates", "violated", f"the kernel does not assemble: {log}", "validate.build-error")
+            details["time_s"] = round(time.perf_counter() - t_start, 3)
+            return Validation(report, details)
+        raise KernelError(f"ptxas rejected the kernel: {log}", file, 0, 0) from None
     image_path.write_bytes(image.rstrip(b"\0") if image_how == "driver JIT" else image)
     details["image"] = image_how
     details["fp_flags"] = {"fmad": image_how == "driver JIT", "ftz": "as written in the PTX",
