@@ -61,8 +61,11 @@ def _gpu():
 
 @pytest.mark.gpu
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(programs())
+@given(programs(control=False))
 def test_interpreter_agrees_with_the_gpu_bit_for_bit(tmp_path_factory, p):
+    """Without guards and branches: a guarded abs/neg of a NaN and a guarded testp/set with a
+    false guard behave on the H200 in ways the PTX does not determine (docs/validation.md);
+    bench/conformance.py runs the programs with control flow and records them."""
     from lowering.build import assemble
     from verifier.validate.worker import run_plan
 
