@@ -19,7 +19,6 @@ as such, not as disagreements.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -316,7 +315,7 @@ def cmd_compare(a):
         if np.array_equal(g, i):
             summary["agree"] += 1
             continue
-        from conformance.generate import IN_BYTES, NH, NP, NR, NRD, OUT_BYTES
+        from conformance.generate import IN_BYTES, NH, NR, NRD, OUT_BYTES
 
         gw, iw = g.reshape(-1, OUT_BYTES), i.reshape(-1, OUT_BYTES)
         bad_t = np.flatnonzero((gw != iw).any(axis=1))

@@ -38,7 +38,7 @@ from semantics.interpreter.machine import random_array
 from verifier.report import Finding, KernelReport, Location, Obligation
 
 from . import audit, poison, shapes as shp, tolerance
-from .runner import InterpreterRunner, RunOutcome, SubprocessRunner
+from .runner import RunOutcome, SubprocessRunner
 
 SCHEMA_DETAILS = "kverify.validate/1"
 
