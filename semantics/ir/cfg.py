@@ -53,7 +53,10 @@ def build_cfg(flat: list, path: str):
         if cur.term is not None:
             new(None, it.loc.ptx_line)
         if it.op == "bra":
-            cur.term = ("cond", it, it.operands[0].name) if it.guard else ("jump", it.operands[0].name)
+            if not it.operands or not isinstance(it.operands[0], Label):
+                raise KernelError(f"branch target {it.operands[0] if it.operands else '(none)'} is not a label",
+                                  path, it.loc.ptx_line, 1)
+            cur.term = ("cond", it, it.operands[0].name) if it.guard else ("jump", it.operands[0].name, it)
         elif it.op in ("ret", "exit"):
             cur.term = ("ret", it)
         elif it.op == "brx.idx":
@@ -63,6 +66,11 @@ def build_cfg(flat: list, path: str):
             if not cur.line:
                 cur.line = it.loc.ptx_line
     by_label = {b.label: b.id for b in blocks if b.label is not None}
+    for b in blocks:
+        if b.term is not None and b.term[0] in ("jump", "cond"):
+            name, it = (b.term[1], b.term[2]) if b.term[0] == "jump" else (b.term[2], b.term[1])
+            if name not in by_label:
+                raise KernelError(f"branch to undefined label {name}", path, it.loc.ptx_line, 1)
     g = _OrderedEdges()
     for b in blocks:
         nxt = b.id + 1 if b.id + 1 < len(blocks) else EXIT
@@ -578,6 +586,8 @@ def _blocking_wait(label, body):
     if wait.guard is not None or not all(isinstance(x, Instr) and x.op in _PURE and x.guard is None
                                          for x in pure):
         return None
+    if not wait.supported or not wait.operands or not all(x.supported and x.operands for x in pure):
+        return None
     p = wait.operands[0]
     if not isinstance(p, Reg):
         return None
@@ -647,7 +657,7 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
         if not every(ds[0]):
             continue
         ins = ds[0]
-        if ins.op not in ("add", "sub") or ins.guard is not None or any(
+        if ins.op not in ("add", "sub") or ins.guard is not None or not ins.supported or len(ins.operands) != 3 or any(
                 t in ins.mods for t in ("f32", "f64", "f16", "bf16", "cc")):
             continue
         a, b = ins.operands[1], ins.operands[2]
@@ -779,7 +789,8 @@ def _trip_count(loop: Loop, ivs, defs: _Defs, inner):
     tail = loop.body[-1]
     if tail.orelse or tail.then != (Continue(loop.label, tail.then[0].loc),) if tail.then else True:
         return None
-    setps = [i for i in inner if i.op == "setp" and i.operands[0] == tail.cond]
+    setps = [i for i in inner if i.op == "setp" and i.supported and len(i.operands) >= 3
+             and i.operands[0] == tail.cond]
     if len(setps) != 1 or tail.negated:
         return None
     st = setps[0]
