@@ -46,27 +46,18 @@ def _family(rule: str) -> str:
 
 def _uses(module, kernel) -> set:
     """Synchronization families the kernel (and the functions it calls) uses."""
-    from semantics.ir.visit import instructions
+    from semantics.ir.visit import reachable_instructions
 
-    out, seen, todo = set(), set(), [kernel]
-    funcs = {k.name: k for k in module.kernels}
-    while todo:
-        k = todo.pop()
-        if k.name in seen:
+    out = set()
+    for i in reachable_instructions(module, kernel):
+        row = i.row
+        if row is None or not i.supported:
+            out.add("unknown")
             continue
-        seen.add(k.name)
-        for i in instructions(k.body):
-            row = i.row
-            if row is None or not i.supported:
-                out.add("unknown")
-                continue
-            if row.proxy == "async" or i.op.startswith(("cp.async", "wgmma", "fence.proxy")):
-                out.add("async")
-            if i.op.startswith("mbarrier") or (row.sync or "").startswith("mbarrier"):
-                out.add("mbarrier")
-            for o in i.operands:
-                if getattr(o, "name", None) in funcs:
-                    todo.append(funcs[o.name])
+        if row.proxy == "async" or i.op.startswith(("cp.async", "wgmma", "fence.proxy")):
+            out.add("async")
+        if i.op.startswith("mbarrier") or (row.sync or "").startswith("mbarrier"):
+            out.add("mbarrier")
     return out
 
 

@@ -108,32 +108,23 @@ def schedule_independent(module, kernel) -> bool:
     without a thread count (plus warp collectives, fences and ``red``): then which warps
     form each barrier instance follows from program order alone, no operation's value
     depends on the interleaving, and one schedule stands for all of them."""
-    from semantics.ir.visit import instructions
+    from semantics.ir.visit import callee_of, reachable_instructions
 
-    seen, todo = set(), [kernel]
-    while todo:
-        k = todo.pop()
-        if k.name in seen:
-            continue
-        seen.add(k.name)
-        for i in instructions(k.body):
-            row = i.row
-            if row is None or not i.supported:
-                return False
-            if i.op == "call":
-                callee = next((f for f in module.kernels if any(getattr(o, "name", None) == f.name
-                                                               for o in i.operands)), None)
-                if callee is None:
-                    return False
-                todo.append(callee)
-                continue
-            if i.op == "atom":
-                return False
-            if row.sync is None or row.sync in INDEPENDENT_SYNC:
-                continue
-            if row.sync == "bar" and i.op in ("bar", "barrier") and "sync" in i.mods and len(i.operands) == 1:
-                continue
+    for i in reachable_instructions(module, kernel):
+        row = i.row
+        if row is None or not i.supported:
             return False
+        if i.op == "call":
+            if callee_of(module, i) is None:
+                return False
+            continue
+        if i.op == "atom":
+            return False
+        if row.sync is None or row.sync in INDEPENDENT_SYNC:
+            continue
+        if row.sync == "bar" and i.op in ("bar", "barrier") and "sync" in i.mods and len(i.operands) == 1:
+            continue
+        return False
     return True
 
 

@@ -97,3 +97,25 @@ class RegisterWidths:
         if b is None:
             b = self.exact[name] = self.prefix.get(name.rstrip("0123456789"), 64)
         return b
+
+
+def callee_of(module, instr):
+    """The module function a ``call`` names, or ``None``."""
+    names = {getattr(o, "name", None) for o in instr.operands}
+    return next((f for f in module.kernels if f.name in names), None)
+
+
+def reachable_instructions(module, kernel) -> Iterator[Instr]:
+    """Every instruction of ``kernel`` and of the functions it calls, each function once."""
+    seen, todo = set(), [kernel]
+    while todo:
+        k = todo.pop()
+        if k.name in seen:
+            continue
+        seen.add(k.name)
+        for i in instructions(k.body):
+            yield i
+            if i.op == "call":
+                callee = callee_of(module, i)
+                if callee is not None:
+                    todo.append(callee)
