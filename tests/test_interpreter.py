@@ -63,9 +63,12 @@ def test_seeded_bug_is_found_under_exhaustive_schedule(d, v):
 def test_correct_pipeline_has_no_findings_on_any_explored_schedule():
     d = ZOO / "bulk_pipeline"
     v = json.loads((d / "manifest.json").read_text())["variants"][0]
-    _, _, r = _run(d, v, schedule="exhaustive", budget=24)
+    _, _, r = _run(d, v, schedule="exhaustive", budget=24, reduce=False)
     assert r.findings == [] and r.status == "complete"
     assert r.schedules_run == 25
+    # the first run already stands for every schedule (tests/test_schedules.py)
+    _, _, r = _run(d, v, schedule="exhaustive", budget=24)
+    assert r.robust and r.dependence == [] and (r.schedules_run, r.schedules_total) == (1, 1)
 
 
 def test_random_schedule_is_replayable_from_its_seed():
@@ -152,9 +155,17 @@ def test_cli_check_verdicts_and_json_schema(capsys):
     assert o["counterexample"]["replay"].startswith("kverify run ")
 
 
-def test_cli_check_budget_exhaustion_is_inconclusive(capsys):
-    d = ZOO / "bulk_pipeline"
-    rc = main(["check", str(d / "bulk_pipeline.ptx"), "--budget", "2", "--no-smt"])
+def test_cli_check_budget_exhaustion_is_inconclusive(capsys, tmp_path):
+    # a histogram whose shared atomic's old value is used: the order of the atomics
+    # matters, so one run does not stand for every schedule and exploration runs
+    d = ZOO / "histogram"
+    src = (d / "histogram.ptx").read_text()
+    atom = "atom.shared.add.u32 \t%r20, [%r19], 1;"
+    assert atom in src
+    (tmp_path / "histogram.cu").write_text((d / "histogram.cu").read_text())  # parameter names
+    (tmp_path / "histogram.ptx").write_text(src.replace(atom, atom + "\n\tadd.u32 \t%r20, %r20, 0;"))
+    rc = main(["check", str(tmp_path / "histogram.ptx"), "--launch", str(d / "manifest.json"), "--budget", "2",
+               "--no-smt"])
     out = capsys.readouterr().out
     assert rc == 3 and "INCONCLUSIVE" in out and "budget exhausted after 3 of" in out
 
@@ -238,3 +249,56 @@ def test_inputs_may_be_cpu_torch_tensors_and_the_reference_may_return_them():
 
     assert compare_outputs(r.outputs, call_reference(ref, r.inputs, spec)) == []
     assert names  # parameters carry their CUDA names
+
+
+LOCAL_DEPOT = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry depot(.param .u64 depot_param_0)
+{
+  .local .align 8 .b8 __local_depot0[16];
+  .reg .b64 %SP;
+  .reg .b64 %SPL;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<6>;
+  mov.u64 %SPL, __local_depot0;
+  cvta.local.u64 %SP, %SPL;
+  mov.u32 %r0, %tid.x;
+  add.u64 %rd0, %SP, 4;
+  st.u32 [%rd0], %r0;
+  add.u32 %r1, %r0, 100;
+  st.local.u32 [__local_depot0+8], %r1;
+  ld.local.u32 %r2, [%SPL+4];
+  add.u64 %rd1, %SP, 8;
+  cvta.to.local.u64 %rd2, %rd1;
+  ld.local.u32 %r3, [%rd2];
+  ld.u32 %r4, [%rd1];
+  add.u32 %r5, %r2, %r3;
+  add.u32 %r5, %r5, %r4;
+  ld.param.u64 %rd3, [depot_param_0];
+  cvta.to.global.u64 %rd3, %rd3;
+  mul.wide.u32 %rd4, %r0, 4;
+  add.s64 %rd3, %rd3, %rd4;
+  st.global.u32 [%rd3], %r5;
+  ret;
+}
+"""
+
+
+def test_local_variable_address_is_in_the_local_space_and_cvta_makes_it_generic(tmp_path):
+    """``mov %SPL, __local_depot`` gives the variable's address in the local state space
+    (as for .shared); ``cvta.local`` makes it generic. nvcc writes this pattern for every
+    local array and for a by-reference argument of a non-inlined function (the lowered
+    device_func passes its return slot so); the interpreter used to give the generic
+    address, so the accesses fell outside the local frame."""
+    from semantics.ir import parse_ptx
+
+    m = parse_ptx(LOCAL_DEPOT, str(tmp_path / "depot.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "depot", "grid": [1, 1, 1], "block": [32, 1, 1],
+                                 "buffers": {"0": {"dtype": "uint32", "shape": [32]}}, "outputs": ["0"]})
+    r = run_kernel(m, m.kernel("depot"), spec, inputs={"0": np.zeros(32, np.uint32)})
+    assert r.status == "complete", r.reason
+    assert [f.message for f in r.findings] == []
+    tid = np.arange(32, dtype=np.uint32)
+    out = next(iter(r.outputs.values()))
+    assert (out == tid + 2 * (tid + 100)).all()

@@ -111,6 +111,9 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
     launch = f"grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}"
     if schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
+    elif r.robust and r.schedules_total == 1:
+        explored = (f"{launch}, its inputs; every schedule (one run: happens-before fixes how each barrier, "
+                    f"mbarrier phase and atomic is matched)")
     else:
         explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules (deterministic + "
                     f"single deviations at synchronization points)")

@@ -42,6 +42,8 @@ class RunResult:
     time_s: float = 0.0
     thread_steps: int = 0
     inputs: dict = field(default_factory=dict)
+    dependence: list = field(default_factory=list)  # why the first run may not stand for all schedules
+    robust: bool = False  # the first run completed cleanly and stands for every schedule
 
     @property
     def explored_all(self) -> bool:
@@ -57,11 +59,13 @@ def _machine(module, kernel, spec, inputs, scheduler, max_steps, check):
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 20_000_000, check: bool = True,
-               replay: dict | None = None) -> RunResult:
+               replay: dict | None = None, reduce: bool = True) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
-    random (``seed``), exhaustive (single deviations from the deterministic schedule at
-    every scheduling point, at most ``budget`` schedules) or replay (``replay`` deviations)."""
+    random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
+    that happens-before fixes the matching of every synchronization operation, single
+    deviations from it at every scheduling point, at most ``budget`` schedules) or replay
+    (``replay`` deviations). ``reduce=False`` explores the deviations even then."""
     t0 = time.perf_counter()
     inputs = _initial_inputs(module, kernel, spec, inputs, seed)
     if schedule == "random":
@@ -80,8 +84,11 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     runs, total = 1, 1
     if schedule == "random":
         total = None
+    robust = status == "complete" and not findings and not m.dependence
     if schedule == "exhaustive" and status in ("complete", "deadlock") and schedule_independent(module, kernel):
         total = runs  # every schedule gives the same happens-before relation and barrier matching
+    elif schedule == "exhaustive" and robust and reduce:
+        total = runs  # happens-before fixes how every synchronization operation is matched (Machine.mbar_order)
     elif schedule == "exhaustive" and status in ("complete", "deadlock"):
         cands, total = candidates(sched.points, budget)
         total += 1
@@ -97,7 +104,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             if r.status in ("unsupported",):
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
-                     time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs)
+                     time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
+                     dependence=list(m.dependence), robust=robust)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

@@ -19,15 +19,20 @@ Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protoc
     async write).
 
 The shadow keeps per byte: the last write (agent, clock, lane, location, proxy), the async
-operation in flight writing or reading it, the last completed async reader, and the reads
+operation in flight writing it, up to ``READER_SLOTS`` async operations in flight reading it
+and completed async readers not known to be ordered before the next write, and the reads
 since the last write: per warp of the CTA for shared memory (dense), the last reader for
-global memory.
+global memory. Where a record replaces one that is not ordered before it (a global read,
+an async reader), the byte is marked ``lost``: a later write to it can no longer be checked
+against every earlier reader, which ``lossy`` tells the caller (the interpreter then does not
+claim that one run stands for all schedules).
 """
 from __future__ import annotations
 
 import numpy as np
 
 GENERIC, ASYNC = 0, 1
+READER_SLOTS = 4  # async readers kept per byte (several warpgroups' wgmma read one tile)
 
 
 def vget(vc: np.ndarray, agents: np.ndarray) -> np.ndarray:
@@ -45,6 +50,15 @@ def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = a.copy()
     out[: len(b)] = np.maximum(out[: len(b)], b)
     return out
+
+
+def hb_after(vc: np.ndarray, ref: np.ndarray) -> bool:
+    """Whether the event with clock ``vc`` is ordered after every event ``ref`` covers."""
+    n = len(ref)
+    if n == 0:
+        return True
+    mine = vc[:n] if len(vc) >= n else np.concatenate([vc, np.zeros(n - len(vc), np.int64)])
+    return bool((mine >= ref).all())
 
 
 def tick(vc: np.ndarray, agent: int) -> np.ndarray:
@@ -78,11 +92,11 @@ class Shadow:
         self.w_loc = np.zeros(n, np.int32)
         self.w_proxy = np.zeros(n, np.int8)
         self.pend_w = np.full(n, -1, np.int32)
-        self.pend_r = np.full(n, -1, np.int32)
-        self.pend_r_loc = np.zeros(n, np.int32)
+        self.pend_r = np.full((n, READER_SLOTS), -1, np.int32)
+        self.pend_r_loc = np.zeros((n, READER_SLOTS), np.int32)
         self.pend_w_loc = np.zeros(n, np.int32)
-        self.ra_agent = np.full(n, -1, np.int32)
-        self.ra_loc = np.zeros(n, np.int32)
+        self.ra_agent = np.full((n, READER_SLOTS), -1, np.int32)
+        self.ra_loc = np.zeros((n, READER_SLOTS), np.int32)
         self.dense = dense_agents is not None
         if self.dense:
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
@@ -94,6 +108,83 @@ class Shadow:
             self.r_lane = np.zeros(n, np.int8)
             self.r_loc1 = np.zeros(n, np.int32)
         self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
+        self.lost = None
+        # atomics since the last plain write, per byte: the join of their clocks, their
+        # operation and one location (sparse: only bytes atomics touched)
+        self.has_atom = None
+        self.atom_vc: dict = {}
+        self.atom_op: dict = {}
+        self.atom_loc: dict = {}
+
+    def record_atomic(self, idx, vc, loc, op) -> bool:
+        """An atomic ``op`` with clock ``vc`` updated ``idx``; True when a byte had an atomic
+        of another operation since its last plain write (their order matters)."""
+        if self.has_atom is None:
+            self.has_atom = np.zeros(len(self.w_agent), bool)
+        mixed = False
+        for b in np.unique(idx).tolist():
+            prev = self.atom_vc.get(b)
+            self.atom_vc[b] = vc.copy() if prev is None else join(prev, vc)
+            mixed |= self.atom_op.setdefault(b, op) != op
+            self.atom_loc.setdefault(b, loc)
+        self.has_atom[idx] = True
+        return mixed
+
+    def _check_atomics(self, idx, vc, lanes, what):
+        if self.has_atom is None:
+            return []
+        hit = self.has_atom[idx]
+        if not hit.any():
+            return []
+        for i in np.flatnonzero(hit).tolist():
+            b = int(idx[i])
+            ref = self.atom_vc[b]
+            if not hb_after(vc, ref):
+                other = int(np.flatnonzero(vget(vc, np.arange(len(ref))) < ref)[0])
+                return [Conflict(self.race_rule, f"{what} of a location an atomic updates, not ordered", b, other,
+                                 -1, self.atom_loc[b], int(lanes[i]) if lanes is not None else -1)]
+        return []
+
+    def _lose(self, idx, mask):
+        if mask.any():
+            if self.lost is None:
+                self.lost = np.zeros(len(self.w_agent), bool)
+            self.lost[idx[mask]] = True
+
+    def lossy(self, idx) -> bool:
+        """Whether a write of bytes ``idx`` can miss an earlier reader (see the module doc)."""
+        return self.lost is not None and bool(self.lost[idx].any())
+
+    def _place(self, agents, locs, idx, agent, loc, replaceable):
+        """Put ``agent`` into a slot of each byte of ``idx``: a free one, its own, or one
+        whose holder ``replaceable`` marks; bytes with no such slot lose a record."""
+        free = (agents[idx] < 0) | (agents[idx] == agent) | replaceable
+        has = free.any(axis=1)
+        slot = free.argmax(axis=1)
+        self._lose(idx, ~has)
+        rows, cols = idx[has], slot[has]
+        agents[rows, cols] = agent
+        locs[rows, cols] = loc
+
+    def set_pending_read(self, idx, agent, loc, subsumes=()):
+        """An async operation in flight reads ``idx`` (``subsumes``: as for
+        ``record_async_read``; such an operation completes before ``agent``)."""
+        p = self.pend_r[idx]
+        repl = np.isin(p, np.fromiter(subsumes, np.int64)) if subsumes else np.zeros(p.shape, bool)
+        self._place(self.pend_r, self.pend_r_loc, idx, agent, loc, repl)
+
+    def record_async_read(self, idx, agent, vc, loc, subsumes=()):
+        """The async reader ``agent`` (issue clock ``vc``) completed its read of ``idx``; it
+        takes the slot of a reader ordered before it or in ``subsumes`` (operations whose
+        completion every observer of ``agent``'s also observes)."""
+        p = self.pend_r[idx]
+        rows, cols = np.nonzero(p == agent)
+        self.pend_r[idx[rows], cols] = -1
+        ra = self.ra_agent[idx]
+        repl = (ra >= 0) & (vget(vc, ra) >= 1)
+        if subsumes:
+            repl |= np.isin(ra, np.fromiter(subsumes, np.int64))
+        self._place(self.ra_agent, self.ra_loc, idx, agent, loc, repl)
 
     # ------------------------------------------------------------------ checks
     def _first(self, bad, idx, lanes):
@@ -117,6 +208,8 @@ class Shadow:
             kind = ("read before the completion of the async write is observed" if rule == "race.async-pending"
                     else "read-after-write, not ordered")
             out.append(Conflict(rule, kind, b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
+        elif (atomic := self._check_atomics(idx, vc, lanes, "read")):
+            out += atomic
         elif proxy == ASYNC:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
             if gen.any():
@@ -126,22 +219,30 @@ class Shadow:
                                     "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         return out
 
-    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC):
+    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False):
+        """Conflicts of a write (``atomic``: an atomic update, which does not race with other
+        atomics) of bytes ``idx``."""
         out = []
-        for pend, ploc, what in ((self.pend_w, self.pend_w_loc, "write to a destination of an in-flight async copy"),
-                                 (self.pend_r, self.pend_r_loc, "overwrite of bytes an in-flight async operation still reads")):
-            p = pend[idx]
-            bad = (p >= 0) & (p != agent)
-            if bad.any():
-                i, b, ln = self._first(bad, idx, lanes)
-                out.append(Conflict("race.async-pending", what, b, int(p[i]), -1, int(ploc[b]), ln))
-        ra = self.ra_agent[idx]
-        bad = (ra >= 0) & (ra != agent) & (vget(vc, ra) < 1)
+        p = self.pend_w[idx]
+        bad = (p >= 0) & (p != agent)
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
-            out.append(Conflict("race.async-pending",
-                                "overwrite of bytes an async operation read, before its completion is observed",
-                                b, int(ra[i]), -1, int(self.ra_loc[b]), ln))
+            out.append(Conflict("race.async-pending", "write to a destination of an in-flight async copy", b,
+                                int(p[i]), -1, int(self.pend_w_loc[b]), ln))
+        for slots, slocs, bad_of, what in (
+                (self.pend_r, self.pend_r_loc, lambda a: (a >= 0) & (a != agent),
+                 "overwrite of bytes an in-flight async operation still reads"),
+                (self.ra_agent, self.ra_loc, lambda a: (a >= 0) & (a != agent) & (vget(vc, a) < 1),
+                 "overwrite of bytes an async operation read, before its completion is observed")):
+            a = slots[idx]
+            bad = bad_of(a)
+            if bad.any():
+                i, j = map(int, np.argwhere(bad)[0])
+                b = int(idx[i])
+                out.append(Conflict("race.async-pending", what, b, int(a[i, j]), -1, int(slocs[b, j]),
+                                    int(lanes[i]) if lanes is not None else -1))
+        if not atomic:
+            out += self._check_atomics(idx, vc, lanes, "write")
         wa = self.w_agent[idx]
         bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
         if bad.any():
@@ -177,13 +278,19 @@ class Shadow:
         return out
 
     # ------------------------------------------------------------------ records
-    def record_read(self, idx, agent, clk, loc, lanes=None, column=None):
+    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None):
         if self.dense:
-            if column is None:
+            if column is None:  # a reader with no column (another CTA of the cluster)
+                self._lose(idx, np.ones(len(idx), bool))
                 return
             self.r_clk[idx, column] = clk
             self.r_loc[idx, column] = loc
         else:
+            ra = self.r_agent[idx]
+            unordered = (ra >= 0) & (ra != agent)
+            if vc is not None:
+                unordered &= vget(vc, ra) < self.r_clk1[idx]
+            self._lose(idx, unordered)
             self.r_agent[idx] = agent
             self.r_clk1[idx] = clk
             self.r_loc1[idx] = loc
@@ -204,3 +311,11 @@ class Shadow:
             self.r_agent[idx] = -1
         if self.uninit is not None:
             self.uninit[idx] = False
+        if self.lost is not None:
+            self.lost[idx] = False
+        if self.has_atom is not None and self.has_atom[idx].any():
+            for b in idx[self.has_atom[idx]].tolist():
+                self.atom_vc.pop(b, None)
+                self.atom_op.pop(b, None)
+                self.atom_loc.pop(b, None)
+            self.has_atom[idx] = False

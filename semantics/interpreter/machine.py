@@ -37,7 +37,7 @@ from semantics.memory_model.protocols import named_barrier as NB
 from semantics.values import ConcreteDomain, FAMILIES, evaluate
 
 from . import hb
-from .hb import ASYNC, GENERIC, join, tick, vget
+from .hb import ASYNC, GENERIC, hb_after, join, tick, vget
 from .launch import LaunchSpec, lookup, param_key
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up, load_bytes, store_bytes)
@@ -123,11 +123,7 @@ class CopyOp(AsyncOp):
         m = self.m
         self.action()
         for region, idx in self.reads:
-            sh = region.shadow
-            mine = sh.pend_r[idx] == self.agent
-            sh.pend_r[idx[mine]] = -1
-            sh.ra_agent[idx] = self.agent
-            sh.ra_loc[idx] = self.loc
+            region.shadow.record_async_read(idx, self.agent, self.vc, self.loc)
         for region, idx in self.writes:
             sh = region.shadow
             mine = sh.pend_w[idx] == self.agent
@@ -219,11 +215,11 @@ class WgmmaOp(AsyncOp):
                     lo = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r], dty)
                     hi = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r + 1], dty)
                     w.regs[name] = lo | (hi << U64(16))
+        # the warpgroup's earlier mma_async complete first, and every wait that covers this
+        # one covers them
+        earlier = {o.agent for o in self.earlier}
         for region, idx in self.reads:
-            sh = region.shadow
-            sh.pend_r[idx[sh.pend_r[idx] == self.agent]] = -1
-            sh.ra_agent[idx] = self.agent
-            sh.ra_loc[idx] = self.loc
+            region.shadow.record_async_read(idx, self.agent, self.vc, self.loc, earlier)
         self.done = True
         for wi in range(4):
             w = self.parts[wi][0]
@@ -264,6 +260,12 @@ class MbarInfo:
         self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
         self.expect_loc = None  # last arrive.expect_tx / expect_tx
         self.copy_loc = None  # last copy signalling complete-tx
+        # schedule robustness (Machine.mbar_order): per phase, the waits that observed it
+        # (agent, clock), the waits and standalone expect-tx still to be ordered before an
+        # arrival of that phase (agent, clock, loc)
+        self.observers: dict[int, list] = {}
+        self.pending_waits: dict[int, list] = {}
+        self.pending_expect: dict[int, list] = {}
 
 
 class CTA:
@@ -353,6 +355,8 @@ class Machine:
         self.ops_by_agent: dict = {}
         self.status = "complete"
         self.reason = ""
+        self.dependence: list[str] = []  # why another schedule might synchronize differently
+        self.unread_atomics = None
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
         self.reg_width = RegisterWidths(module)
         self._setup_memory(inputs)
@@ -377,6 +381,11 @@ class Machine:
             f.count += 1
             return
         self.findings[key] = RunFinding(rule, message, locs, details)
+
+    def depend(self, reason: str):
+        """Record why this run may not stand for every schedule (see ``mbar_order``)."""
+        if reason not in self.dependence and len(self.dependence) < 8:
+            self.dependence.append(reason)
 
     def where(self, warp):
         return {f"loop@{self.locs[self.loc_id(l)].line or l.ptx_line}": k for (l, k) in warp.iters} if warp.iters else {}
@@ -784,8 +793,8 @@ class Machine:
             return self.gvar_addr[name]
         if name in self.const_vars:
             return self.const_vars[name]
-        if name in self.local_vars:
-            return LOCAL_WINDOW + self.local_vars[name][0]
+        if name in self.local_vars:  # as for .shared: the address in the state space, not generic
+            return self.local_vars[name][0]
         if w is not None and any(v.name == name and v.space.startswith("param") for v in self.kernel.vars):
             from .ops import _ensure_param
 
@@ -904,9 +913,35 @@ class Machine:
                 col = w.index if agent == w.agent and w.cta.smem is region else None
                 sh.record_read(idx, agent, clk, loc, lane_of, col)
             else:
-                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8))
+                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc)
         else:
+            if sh.lossy(idx):
+                self.depend(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
+                            f"race shadow could not all keep")
             sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy)
+
+    def atomic_access(self, w, ins, region, offs, nbytes, m, op, ty):
+        """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
+        not race with each other); the run stands for every order of the atomics only when
+        they commute and no returned value is used."""
+        lanes = np.flatnonzero(m)
+        idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
+        sh = region.shadow
+        if self.check:
+            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True):
+                self._race(w, ins, region, c, "atomic")
+        mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty))
+        if self.unread_atomics is None:
+            from semantics.ir.visit import unread_atomic_results
+
+            self.unread_atomics = unread_atomic_results(self.module, self.kernel)
+        used = ins.op == "atom" and not (isinstance(ins.operands[0], Sink) or
+                                         getattr(ins.operands[0], "name", None) in self.unread_atomics)
+        commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
+        if used or not commutes or mixed:
+            why = ("its returned value is used" if used else f"{op}.{ty} atomics do not commute bit for bit"
+                   if not commutes else "different atomic operations update one location")
+            self.depend(f"{_fmt_loc(ins.loc)}: {ins.op}.{op}: {why}, so the order of atomics matters")
 
     def _thread(self, w, lane):
         t = w.index * 32 + int(lane)
@@ -997,6 +1032,64 @@ class Machine:
                 self.phase_completed(info, e[1])
         return out
 
+    # Schedule robustness. One run stands for every schedule of the launch when the order in
+    # which synchronization operations meet is fixed by happens-before, so that no schedule
+    # can match them differently: every operation on an mbarrier phase k is ordered after all
+    # operations of phase k-1; every wait that observes phase k is ordered after phase k-1
+    # completed and before some arrival of phase k+1 (it cannot see an older or a newer
+    # phase of the same parity); every arrival of phase k+1 is ordered after some wait that
+    # observed phase k; a standalone expect-tx is ordered before an arrival of its phase (the
+    # phase cannot complete without it). Named-barrier and cluster-barrier instances are
+    # checked the same way in ops.py. A data race, an atomic, a non-blocking test whose
+    # result steers control flow, or a race-shadow record that had to be dropped also leaves
+    # the question open. ``depend`` records each reason.
+    def mbar_order(self, info, kind, agent, vc, ins):
+        """Robustness of one ``kind`` (arrive | expect | complete) operation on the current
+        phase of ``info`` by ``agent`` with clock ``vc``."""
+        k = info.state.phase
+        where = _fmt_loc(ins.loc) if ins is not None else "?"
+        prev = info.done_vc.get(k - 1) if k >= 1 else None
+        if prev is not None and not hb_after(vc, prev):
+            self.depend(f"{where}: {kind} on mbarrier {info.name} in phase {k} is not ordered after every "
+                        f"operation of phase {k - 1}; in another schedule it may count toward phase {k - 1}")
+        if kind == "arrive":
+            for pend in (info.pending_waits, info.pending_expect):
+                left = [e for e in pend.get(k, ()) if vget(vc, np.array([e[0]]))[0] < e[1]]
+                if left:
+                    pend[k] = left
+                else:
+                    pend.pop(k, None)
+            obs = info.observers.get(k - 1)
+            if k >= 1 and obs and not any(vget(vc, np.array([a]))[0] >= c for a, c in obs):
+                self.depend(f"{where}: arrival on mbarrier {info.name} in phase {k} is not ordered after any "
+                            f"wait that observed phase {k - 1}")
+        elif kind == "expect":
+            info.pending_expect.setdefault(k, []).append((agent, int(vget(vc, np.array([agent]))[0]), where))
+
+    def mbar_observed(self, info, phase, agent, vc, ins):
+        """A wait by ``agent`` issued with clock ``vc`` observed ``phase`` complete."""
+        where = _fmt_loc(ins.loc)
+        prev = info.done_vc.get(phase - 1) if phase >= 1 else None
+        if phase >= 1 and (prev is None or not hb_after(vc, prev)):
+            self.depend(f"{where}: the wait for phase {phase} of mbarrier {info.name} is not ordered after "
+                        f"phase {phase - 1} completed; in another schedule it may see that phase's parity")
+        clk = int(vget(vc, np.array([agent]))[0])
+        info.observers.setdefault(phase, []).append((agent, clk))
+        info.observers.pop(phase - 2, None)
+        if phase + 1 in info.done_vc:
+            self.depend(f"{where}: the wait for phase {phase} of mbarrier {info.name} ran after phase "
+                        f"{phase + 1} completed")
+        else:
+            info.pending_waits.setdefault(phase + 1, []).append((agent, clk, where))
+
+    def _mbar_order_completed(self, info, phase):
+        for where in (w for _, _, w in info.pending_waits.pop(phase, ())):
+            self.depend(f"{where}: the wait for phase {phase - 1} of mbarrier {info.name} is not ordered before "
+                        f"the arrivals of phase {phase}; in another schedule it may see phase {phase} complete")
+        for where in (w for _, _, w in info.pending_expect.pop(phase, ())):
+            self.depend(f"{where}: expect-tx on mbarrier {info.name} in phase {phase} is not ordered before an "
+                        f"arrival of that phase; in another schedule the phase may complete without it")
+
     def mbar_check_init(self, info, agent, vc, ins, who):
         if info.init is None:
             return
@@ -1022,6 +1115,7 @@ class Machine:
         into it by expect-tx but have not landed (tx mismatch)."""
         info.done_vc[phase] = info.phase_vc
         info.phase_vc = np.zeros(0, np.int64)
+        self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
         if pending:
             self.report("mbarrier.tx-mismatch",
@@ -1037,6 +1131,9 @@ class Machine:
                         [op.instr.loc])
             return
         self.mbar_check_init(info, op.agent, op.vc, op.instr, f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}")
+        self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
+        if nbytes <= 0:
+            self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")
         info.copy_loc = op.instr.loc
         info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)

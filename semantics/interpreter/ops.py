@@ -19,7 +19,7 @@ from semantics.memory_model.protocols import named_barrier as NB
 from semantics.values import FAMILIES, evaluate, source_bits
 from semantics.values.collectives import shfl_source
 
-from .hb import ASYNC, GENERIC, join, tick, vget
+from .hb import ASYNC, GENERIC, hb_after, join, tick, vget
 from .machine import (ASYNC_GENERIC, D, HANDLERS, LANES, TMAP_MAGIC, U64, CopyOp, Fault, Region,
                       Unsupported, Wait, WgmmaOp, _fmt_loc, _mask)
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
@@ -367,6 +367,7 @@ def h_atom(m, w, ins, mask):
         return
     if not isinstance(region, Region):
         raise Unsupported(f"atomic on {space}", ins)
+    m.atomic_access(w, ins, region, offs, nb, mask, op, ty)
     b = np.broadcast_to(np.asarray(b, U64), (32,))
     c = np.broadcast_to(np.asarray(c, U64), (32,)) if c is not None else None
     old_all = np.zeros(32, U64)
@@ -687,6 +688,11 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred):
         if out.violation is not None:
             return
     cta.named = out.state
+    gen = cta.bar_gen[bar_id]
+    prev = cta.bar_release.get((bar_id, gen - 1))
+    if prev is not None and not hb_after(w.vc, prev):
+        m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at barrier {bar_id} (instance {gen}) without being "
+                 f"ordered after instance {gen - 1}; in another schedule it may join that instance")
     cta.bar_vc[bar_id] = join(cta.bar_vc.get(bar_id, np.zeros(0, np.int64)), w.vc)
     cta.bar_locs.setdefault(bar_id, {})[ins.loc] = ins
     w.release_tick()
@@ -780,6 +786,10 @@ def _cluster_arrive(m, w, ins, st, key, cl):
     if key in st["token"]:
         m.report("barrier.cluster-double-arrive", f"{w.describe()} arrives on the cluster barrier twice "
                  f"without a wait (§9.7.13 barrier.cluster)", [ins.loc])
+    prev = st["release"].get(st["phase"] - 1)
+    if prev is not None and not hb_after(w.vc, prev):
+        m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at the cluster barrier without being ordered "
+                 f"after its previous instance")
     st["token"][key] = st["phase"]
     st["arrived"][key] = True
     if "relaxed" not in ins.mods:
@@ -787,6 +797,9 @@ def _cluster_arrive(m, w, ins, st, key, cl):
     w.release_tick()
     total = sum(1 for c in cl for x in c.warps if x.valid.any() and not x.exited_reported)
     if len(st["arrived"]) >= total:
+        if total < sum(1 for c in cl for x in c.warps if x.valid.any()):
+            m.depend(f"{_fmt_loc(ins.loc)}: a warp exited before the cluster barrier completed; when it exits "
+                     f"decides which arrivals complete the instance")
         st["release"][st["phase"]] = st["vc"]
         st["phase"] += 1
         st["arrived"] = {}
@@ -847,8 +860,12 @@ def h_mbar_init(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)
+        used = join(info.phase_vc, max(info.done_vc.items())[1]) if info.done_vc else info.phase_vc
+        if not hb_after(w.vc, used):
+            m.depend(f"{_fmt_loc(ins.loc)}: mbarrier.init of {info.name} is not ordered after every earlier use")
         out = m.mbar_step(info, MB.Init(int(count[lane])), ins, who)
         if out.violation is None:
+            info.observers, info.pending_waits, info.pending_expect = {}, {}, {}
             info.init = (w.agent, w.clock(), m.loc_id(ins.loc), True)
             info.phase_vc = np.zeros(0, np.int64)
             info.done_vc = {}
@@ -904,6 +921,7 @@ def h_mbar_arrive(m, w, ins, mask):
         else:
             cmd = MB.Arrive(count=int(extra[lane]) if extra is not None else 1,
                             no_complete="noComplete" in mods, drop=ins.op.endswith("drop"), remote=remote)
+        m.mbar_order(info, "arrive", w.agent, w.vc, ins)
         info.phase_vc = join(info.phase_vc, w.vc)
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
@@ -928,6 +946,7 @@ def h_mbar_tx(m, w, ins, mask):
         who = m._thread(w, lane)
         m.mbar_check_init(info, w.agent, w.vc, ins, who)
         cmd = MB.ExpectTx(int(tx[lane])) if ins.op == "mbarrier.expect_tx" else MB.CompleteTx(int(tx[lane]))
+        m.mbar_order(info, "expect" if ins.op == "mbarrier.expect_tx" else "complete-tx", w.agent, w.vc, ins)
         if ins.op == "mbarrier.expect_tx":
             info.expect_loc = ins.loc
         if ins.op == "mbarrier.complete_tx":
@@ -948,6 +967,7 @@ def _mbar_wait(m, w, ins, mask):
     addrs = m.addr_values(w, ops[1])
     arg = np.broadcast_to(np.asarray(m.val(w, ops[2], 64), U64), (32,))
     lanes = np.flatnonzero(mask)
+    issue_vc = w.vc  # the wait's own clock (a wait does not tick; joins make new arrays)
     targets = []
     for lane in lanes:
         addr = int(addrs[lane])
@@ -1007,6 +1027,7 @@ def _mbar_wait(m, w, ins, mask):
             if q is not None and named is None:
                 ph = info.state.phase - 1
             w.mbar_next[info.key] = ph + 1
+            m.mbar_observed(info, ph, w.agent, issue_vc, ins)
             w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
         return ok
 
@@ -1022,6 +1043,7 @@ def _mbar_wait(m, w, ins, mask):
         if ops and not isinstance(ops[0], Sink):
             m.write(w, ops[0], np.ones(32, bool), mask)
         return
+    m.depend(f"{_fmt_loc(ins.loc)}: a non-blocking {ins.op} whose result the schedule decides")
     results = [test(p) for p in plans]
     ok = all(results)
     if not isinstance(ops[0], Sink):
@@ -1051,6 +1073,9 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
     agent = m.new_agent(f"{kind} issued by {w.describe()} at {_fmt_loc(ins.loc)}")
     op = CopyOp(m, w, ins, agent, kind, writes, reads, action, mbar, group, nbytes, proxy)
     for region, idx in writes:
+        if region.shadow.lossy(idx):
+            m.depend(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
+                     f"shadow could not all keep")
         if m.check:
             conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy)
             for c in conf:
@@ -1062,8 +1087,7 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
             conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clk, None, proxy)
             for c in conf:
                 m._race(w, ins, region, c, "async read")
-        region.shadow.pend_r[idx] = agent
-        region.shadow.pend_r_loc[idx] = m.loc_id(ins.loc)
+        region.shadow.set_pending_read(idx, agent, m.loc_id(ins.loc))
     m.inflight.append(op)
     w.release_tick()
     return op
@@ -1384,8 +1408,7 @@ def h_wgmma(m, w, ins, mask):
     if m.check:
         for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC):
             m._race(w, ins, smem, c, "wgmma operand read")
-    smem.shadow.pend_r[idx] = op.agent
-    smem.shadow.pend_r_loc[idx] = m.loc_id(ins.loc)
+    smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
     if fresh:
         op.reads = [(smem, idx)]
         m.inflight.append(op)

@@ -1,10 +1,11 @@
 """Structural visitors and mappers over statement trees."""
 from __future__ import annotations
 
-from dataclasses import replace
+from collections import Counter
+from dataclasses import fields, is_dataclass, replace
 from typing import Callable, Iterator
 
-from .nodes import Addr, Block, If, Imm, Instr, Kernel, Loop, Module, Sym
+from .nodes import Addr, Block, If, Imm, Instr, Kernel, Loop, Module, Reg, Sym
 from .symint import SymInt
 
 
@@ -119,3 +120,37 @@ def reachable_instructions(module, kernel) -> Iterator[Instr]:
                 callee = callee_of(module, i)
                 if callee is not None:
                     todo.append(callee)
+
+
+def _reg_names(obj, out):
+    if isinstance(obj, Reg):
+        out.append(obj.name)
+    elif isinstance(obj, (tuple, list)):
+        for x in obj:
+            _reg_names(x, out)
+    elif is_dataclass(obj) and not isinstance(obj, type):
+        for f in fields(obj):
+            _reg_names(getattr(obj, f.name), out)
+
+
+def unread_atomic_results(module, kernel) -> set:
+    """Destination registers of ``atom`` that no statement of the kernel or its callees
+    mentions anywhere else (the returned old value is discarded)."""
+    names: list = []
+    dests: list = []
+    seen, todo = set(), [kernel]
+    while todo:
+        k = todo.pop()
+        if k.name in seen:
+            continue
+        seen.add(k.name)
+        _reg_names(k.body, names)
+        for i in instructions(k.body):
+            if i.op == "atom" and i.operands and isinstance(i.operands[0], Reg):
+                dests.append(i.operands[0].name)
+            if i.op == "call":
+                callee = callee_of(module, i)
+                if callee is not None:
+                    todo.append(callee)
+    total, as_dest = Counter(names), Counter(dests)
+    return {r for r, n in as_dest.items() if total[r] == n}

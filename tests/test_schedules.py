@@ -1,0 +1,114 @@
+"""When one run stands for every schedule (``Machine.mbar_order`` and ``depend``): the
+first, deterministic run of a launch records every reason another schedule could match a
+barrier, an mbarrier phase or an atomic differently; with none, ``run_kernel(...,
+schedule="exhaustive")`` and ``kverify check`` stop after that run, and otherwise explore."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import ZOO, zoo_variants
+from semantics.interpreter import LaunchSpec, run_kernel
+from semantics.interpreter.hb import READER_SLOTS, Shadow
+from semantics.ir import load_module
+from verifier.check import check_kernel
+
+CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"]]
+HEAVY = ("triton", "gemm_tiled", "cp_async_gemm", "softmax")
+
+
+def _variant(family, file):
+    d = ZOO / family
+    v = next(v for v in json.loads((d / "manifest.json").read_text())["variants"] if v["file"] == file)
+    return d / file.replace(".cu", ".ptx"), v
+
+
+def _run(path, v, **kw):
+    m = load_module(str(path))
+    return run_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), schedule="exhaustive", **kw)
+
+
+LIGHT = [p for p in CORRECT if p[0].name not in HEAVY]
+
+
+@pytest.mark.parametrize("d,v", LIGHT, ids=[f"{d.name}/{v['file']}" for d, v in LIGHT])
+def test_every_correct_zoo_kernel_needs_one_run(d, v):
+    r = _run(d / v["file"].replace(".cu", ".ptx"), v, budget=4)
+    assert r.status == "complete" and r.findings == []
+    assert r.dependence == [] and r.robust
+    assert (r.schedules_run, r.schedules_total) == (1, 1)
+
+
+def test_check_verifies_the_bulk_pipeline_for_every_schedule():
+    path, v = _variant("bulk_pipeline", "bulk_pipeline.cu")
+    m = load_module(str(path))
+    rep = check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(path))
+    assert rep.verdict == "verified"
+    dyn = [o for o in rep.obligations if o.checker != "mbarrier" or o.id == "mbarrier conformance"]
+    assert {o.status for o in dyn} == {"bounded"}
+    assert all("every schedule (one run" in o.bound for o in dyn)
+
+
+def test_a_used_atomic_result_makes_the_order_of_atomics_matter(tmp_path):
+    path, v = _variant("histogram", "histogram.cu")
+    atom = "atom.shared.add.u32 \t%r20, [%r19], 1;"
+    p = tmp_path / "histogram.ptx"
+    (tmp_path / "histogram.cu").write_text((path.parent / "histogram.cu").read_text())  # parameter names
+    p.write_text(path.read_text().replace(atom, atom + "\n\tadd.u32 \t%r20, %r20, 0;"))
+    r = _run(p, v, budget=3)
+    assert not r.robust and r.schedules_run == 4
+    assert r.dependence == ["histogram.cu:16: atom.add: its returned value is used, so the order of atomics matters"]
+    assert _run(path, v, budget=3).robust  # the kernel as nvcc emits it discards the value
+
+
+def test_a_plain_read_racing_with_shared_atomics_is_found():
+    path, v = _variant("histogram", "histogram__missing_sync.cu")
+    r = _run(path, v, budget=2)
+    f = next(f for f in r.findings if f.rule == "race.shared")
+    assert {l.line for l in f.locs} == {21, 18}
+    assert "read of a location an atomic updates, not ordered" in f.message
+
+
+@pytest.mark.parametrize("file,reason", [
+    # the producer never waits for the empty barrier: its next copy is not ordered after
+    # the consumers of the phase before
+    ("bulk_pipeline__no_empty_wait.cu",
+     "bulk_pipeline__no_empty_wait.cu:116: complete-tx on mbarrier _ZZ13bulk_pipelineE4full of CTA (0,0,0) "
+     "in phase 1 is not ordered after every operation of phase 0; in another schedule it may count toward "
+     "phase 0"),
+    # a second bar.arrive of the producer before the consumers' bar.sync took the first
+    ("named_barrier__double_arrive.cu", None),
+])
+def test_unordered_synchronization_is_recorded(file, reason):
+    family = file.split("__")[0]
+    path, v = _variant(family, file)
+    r = _run(path, v, budget=2)
+    assert not r.robust and r.schedules_run > 1
+    if reason:
+        assert reason in r.dependence
+    else:
+        assert any("without being ordered after instance" in d for d in r.dependence)
+
+
+def test_async_reader_slots_lose_only_past_their_number():
+    sh = Shadow(64, "shared", np.arange(4))
+    idx = np.arange(8)
+    vc = np.zeros(16, np.int64)
+    for agent in range(10, 10 + READER_SLOTS):
+        sh.set_pending_read(idx, agent, 1)
+        sh.record_async_read(idx, agent, vc, 1)
+    assert not sh.lossy(idx)
+    conf = sh.check_write(idx, 0, vc, np.zeros(0, np.int64))
+    assert conf and conf[0].rule == "race.async-pending"
+    sh.record_async_read(idx, 99, vc, 1)  # a fifth unordered reader
+    assert sh.lossy(idx) and not sh.lossy(np.arange(8, 16))
+    # a reader ordered after the others takes their slot: nothing is lost
+    sh2 = Shadow(64, "shared", np.arange(4))
+    for agent in range(10, 10 + READER_SLOTS):
+        sh2.record_async_read(idx, agent, vc, 1)
+    after = np.zeros(16, np.int64)
+    after[10:14] = 1
+    sh2.record_async_read(idx, 15, after, 1)
+    assert not sh2.lossy(idx)
+    sh.record_write(idx, 0, 1, 1)
+    assert not sh.lossy(idx)
