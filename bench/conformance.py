@@ -19,6 +19,7 @@ as such, not as disagreements.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -77,7 +78,7 @@ def cmd_gen(a):
     (d / "zoo").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     progs = [] if a.zoo_only else collect(a.n, a.seed, a.single)
-    index = {"seed": a.seed, "programs": [], "zoo": []}
+    index = {"seed": a.seed, "programs": [], "zoo": [], "zoo_lowered": []}
     t_interp = 0.0
     for i, p in enumerate(progs):
         name = f"p{i:04d}"
@@ -143,6 +144,8 @@ def cmd_gen(a):
                                                                            for x in k.directives) else None)
             index["zoo"].append(entry)
             print(f"zoo {name}: {r.status} {dt:.2f} s", flush=True)
+            if not a.no_lowered:
+                index["zoo_lowered"].append(_gen_lowered(d, a, name, entry, m, k, spec, launch, names, r))
     index["interp_s_programs"] = round(t_interp, 3)
     (d / "index.json").write_text(json.dumps(index))
     bad = [e["name"] for e in index["programs"] if "ptxas_error" in e]
@@ -153,6 +156,51 @@ def cmd_gen(a):
             print(e["name"], e["ptxas_error"])
             break
     return 0
+
+
+def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
+    """The zoo kernel lowered to CUDA (``lowering.cuda``), rebuilt with nvcc and ptxas: a
+    plan on the same inputs, whose GPU outputs are compared with the interpreter's outputs
+    for the original PTX. The interpreter also runs the lowered PTX here (``interp_same``:
+    bit-identical outputs to the original's)."""
+    from lowering.build import BuildError, assemble, compile_to_ptx
+    from lowering.cuda import lower_module
+    from semantics.interpreter import run_kernel
+    from semantics.ir import parse_ptx
+    from verifier.validate import _params
+
+    low = {"name": f"{name}__lowered", "of": name, "file": entry["file"], "approx": entry["approx"],
+           "mma": entry["mma"], "outputs": entry["outputs"]}
+    try:
+        text = compile_to_ptx(lower_module(m), name=name)
+        cubin = assemble(text)
+    except BuildError as e:
+        low["build_error"] = e.log.strip().splitlines()[:3]
+        print(f"zoo {name} lowered: build error {low['build_error']}", flush=True)
+        return low
+    (d / "zoo" / f"{low['name']}.ptx").write_text(text)
+    (d / "zoo" / f"{low['name']}.cubin").write_bytes(cubin)
+    lm = parse_ptx(text, str(d / "zoo" / f"{low['name']}.ptx"))
+    lk = lm.kernel(k.name)  # the original's parameters, in order: give them its CUDA names
+    lk = dataclasses.replace(lk, params=tuple(dataclasses.replace(lp, source_name=op.source_name)
+                                              for lp, op in zip(lk.params, k.params)))
+    try:
+        lr = run_kernel(lm, lk, spec, inputs={n: r.inputs[n] for n in names}, check=False)
+        low["interp_status"] = lr.status
+        low["interp_same"] = lr.status == "complete" and all(
+            np.array_equal(np.asarray(lr.outputs[o]).view(np.uint8), np.asarray(r.outputs[o]).view(np.uint8))
+            for o in entry["outputs"])
+    except Exception as ex:  # an interpreter crash on the lowered PTX is a finding
+        low["interp_status"] = f"crash: {type(ex).__name__}: {ex}"
+        low["interp_same"] = False
+    low["plan"] = _plan(d / "zoo" / f"{low['name']}.cubin", lk.name, launch, d / "zoo" / f"{name}.in.npz",
+                        str(Path("zoo") / f"{low['name']}.gpu.npz"), _params(lk, spec, names),
+                        spec.dynamic_smem, d, cluster=list(spec.cluster)
+                        if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
+                                                                 for x in lk.directives) else None)
+    print(f"zoo {name} lowered: interpreter on the lowered PTX {'identical' if low['interp_same'] else 'DIFFERS'}",
+          flush=True)
+    return low
 
 
 def _reinterp_one(job):
@@ -240,8 +288,9 @@ def cmd_gpu(a):
     arrays = {}
     t0 = time.perf_counter()
     keep = []
-    for kind in ("programs", "zoo"):
-        for e in index[kind]:
+    res["zoo_lowered"] = {}
+    for kind in ("programs", "zoo", "zoo_lowered"):
+        for e in index.get(kind, []):
             if "plan" not in e:
                 continue
             plan = json.loads(json.dumps(e["plan"]))
@@ -271,7 +320,9 @@ def cmd_gpu(a):
     np.savez_compressed(out / ("gpu.npz" if k == 0 else f"gpu_{k}.npz"), **part)
     (out / "gpu.json").write_text(json.dumps(res))
     print(f"GPU: {sum(1 for v in res['programs'].values() if v['rc'] == 0)} programs, "
-          f"{sum(1 for v in res['zoo'].values() if v['rc'] == 0)} zoo kernels in {res['gpu_s']} s on {res['device']}")
+          f"{sum(1 for v in res['zoo'].values() if v['rc'] == 0)} zoo kernels, "
+          f"{sum(1 for v in res['zoo_lowered'].values() if v['rc'] == 0)} lowered zoo kernels in {res['gpu_s']} s "
+          f"on {res['device']}")
     return 0
 
 
@@ -341,12 +392,48 @@ def cmd_compare(a):
             inputs = dict(np.load(d / "prog" / f"{e['name']}.in.npz"))
             np.savez_compressed(reg / f"{e['name']}_s{index['seed']}.npz", gpu_out=g, grid=e["grid"],
                                 block=e["block"], **{f"in_{k}": v for k, v in inputs.items()})
-    for e in index["zoo"]:
+    summary["zoo"] = _compare_zoo(d, index["zoo"], garr)
+    summary["zoo_disagreements"] = [z["name"] for z in summary["zoo"] if z.get("status") == "DISAGREEMENT"]
+    if index.get("zoo_lowered"):
+        summary["zoo_lowered"] = _compare_zoo(d, index["zoo_lowered"], garr)
+        summary["zoo_lowered_disagreements"] = [z["name"] for z in summary["zoo_lowered"]
+                                                if z.get("status") not in ("bit-exact", "expected (approximate or "
+                                                                           "tensor-core instructions)")]
+    summary["gpu_s"] = gmeta["gpu_s"]
+    summary["interp_s_programs"] = index.get("interp_s_programs")
+    out = Path(a.result)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1))
+    print(f"{summary['programs']} programs: {summary['agree']} agree, {len(summary['disagreements'])} disagree, "
+          f"{len(summary['not_run'])} not run; zoo: "
+          f"{sum(1 for z in summary['zoo'] if z.get('bit_exact'))} bit-exact of {len(summary['zoo'])}, "
+          f"disagreements {summary['zoo_disagreements']}")
+    if "zoo_lowered" in summary:
+        print(f"lowered zoo: {sum(1 for z in summary['zoo_lowered'] if z.get('bit_exact'))} bit-exact of "
+              f"{len(summary['zoo_lowered'])}, not as expected {summary['zoo_lowered_disagreements']}")
+    for x in summary["disagreements"][:20]:
+        print("  ", x)
+    return 0
+
+
+def _compare_zoo(d, entries, garr) -> list:
+    """One row per zoo kernel: its GPU outputs against the interpreter's for the original
+    PTX (``of``: the kernel a lowered entry was lowered from), bit for bit; approximate and
+    tensor-core kernels with their largest difference in ulps."""
+    rows = []
+    for e in entries:
         row = {"name": e["name"], "file": e["file"], "approx": e["approx"], "mma": e["mma"]}
-        interp = dict(np.load(_idir(d) / f"{e['name']}.interp.npz"))
+        for key in ("interp_status", "interp_same", "build_error"):
+            if key in e:
+                row[key] = e[key]
+        if "build_error" in e:
+            row["status"] = "does not build"
+            rows.append(row)
+            continue
+        interp = dict(np.load(_idir(d) / f"{e.get('of', e['name'])}.interp.npz"))
         if not all(f"{e['name']}::{o}" in garr for o in e["outputs"]):
             row["status"] = "not run on the GPU"
-            summary["zoo"].append(row)
+            rows.append(row)
             continue
         exact, ulps = True, {}
         for o in e["outputs"]:
@@ -363,20 +450,8 @@ def cmd_compare(a):
                 else "DISAGREEMENT"
         else:
             row["status"] = "bit-exact"
-        summary["zoo"].append(row)
-    summary["zoo_disagreements"] = [z["name"] for z in summary["zoo"] if z.get("status") == "DISAGREEMENT"]
-    summary["gpu_s"] = gmeta["gpu_s"]
-    summary["interp_s_programs"] = index.get("interp_s_programs")
-    out = Path(a.result)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1))
-    print(f"{summary['programs']} programs: {summary['agree']} agree, {len(summary['disagreements'])} disagree, "
-          f"{len(summary['not_run'])} not run; zoo: "
-          f"{sum(1 for z in summary['zoo'] if z.get('bit_exact'))} bit-exact of {len(summary['zoo'])}, "
-          f"disagreements {summary['zoo_disagreements']}")
-    for x in summary["disagreements"][:20]:
-        print("  ", x)
-    return 0
+        rows.append(row)
+    return rows
 
 
 def main(argv=None):
@@ -387,6 +462,7 @@ def main(argv=None):
     g.add_argument("--seed", type=int, default=20261203)
     g.add_argument("--dir", default=".conf")
     g.add_argument("--zoo-only", action="store_true")
+    g.add_argument("--no-lowered", action="store_true", help="without the zoo kernels lowered to CUDA")
     g.add_argument("--single", action="store_true", help="one instruction per program, no guards or branches")
     g.set_defaults(func=cmd_gen)
     g = sub.add_parser("gpu")

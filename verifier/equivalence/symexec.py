@@ -417,8 +417,8 @@ class Executor:
             return self.smem_vars[name]
         if name in self.param_off:
             return PARAM_WINDOW + self.param_off[name]
-        if name in self.local_vars:
-            return LOCAL_WINDOW + self.local_vars[name]
+        if name in self.local_vars:  # the address in the local state space (cvta.local makes it generic)
+            return self.local_vars[name]
         if name in self.const_vars:
             return self.const_vars[name]
         raise Unsupported(f"unknown symbol {name}")
