@@ -280,6 +280,15 @@ def test_setp_unordered_with_nan():
     assert ev("setp", "u32", {"lt"}, ("u32", 0xFFFFFFFF), ("u32", 0))[0] is False
 
 
+def test_setp_packed_halves_give_p_for_the_lower_and_q_for_the_upper_half():
+    # f16x2 a = {hi 1.0, lo 2.0}, b = {hi 2.0, lo 1.0}: lo 2.0 < 1.0 false, hi 1.0 < 2.0 true
+    a, b = ("b32", 0x3C004000), ("b32", 0x40003C00)
+    assert ev("setp", "f16x2", {"lt"}, a, b) == (False, True)
+    assert ev("setp", "f16x2", {"lt", "or"}, a, b, ("pred", True)) == (True, True)
+    # bf16x2 NaN (0x7FC0) in the lower half only
+    assert ev("setp", "bf16x2", {"nan"}, ("b32", 0x3F807FC0), ("b32", 0x3F803F80)) == (True, False)
+
+
 def test_set_and_selection():
     assert ev("set", ("f32", "s32"), {"lt"}, ("s32", -1), ("s32", 0)) == f32(1.0)
     assert ev("set", ("u32", "f32"), {"gtu"}, ("f32", math.nan), ("f32", 0.0)) == 0xFFFFFFFF

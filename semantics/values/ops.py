@@ -723,7 +723,17 @@ def _combine(D, mods, t, c):
 def setp(D, ty, mods, a, b, c=None):
     """setp.CmpOp{.BoolOp}{.ftz}.type p|q, a, b{, {!}c}: p = (a CmpOp b) BoolOp c,
     q = !(a CmpOp b) BoolOp c.  Returns (p, q); a negated c is negated by the caller
-    -- §Comparison and Selection: setp."""
+    -- §Comparison and Selection: setp.
+
+    Packed f16x2/bf16x2 (§Half Precision Comparison: setp): p is the comparison of the
+    lower halves, q that of the upper halves, each combined with c."""
+    if is_packed(ty):
+        e = element(ty)
+        t_lo = compare(D, e, mods, D.extract(a, 15, 0), D.extract(b, 15, 0))
+        t_hi = compare(D, e, mods, D.extract(a, 31, 16), D.extract(b, 31, 16))
+        if c is None:
+            return t_lo, t_hi
+        return _combine(D, mods, t_lo, c), _combine(D, mods, t_hi, c)
     t = compare(D, ty, mods, a, b)
     if c is None:
         return t, D.bnot(t)

@@ -17,19 +17,29 @@ draws from instruction templates covering:
 * warp collectives: shfl.sync (up/down/bfly/idx, lane and clamp/segment operands from
   registers and immediates), vote.sync (all/any/uni/ballot), redux.sync, activemask,
   elect.sync;
-* predication (guards on any non-collective instruction, negated guards, forward
-  branches over a few instructions);
+* predication (guards on any non-collective instruction except ``testp`` and
+  ``set.*.f32.*``, which ptxas 13.0 miscompiles under a guard, see ``guardable``; negated
+  guards; forward branches over a few instructions);
 * CTA barriers and shared memory: each thread writes a slot, ``bar.sync``, reads another
   thread's slot; ``red.shared`` reductions into a common word read back after a barrier.
 
 Approximate instructions (``ex2.approx``, ``div.approx``...) are not generated: their
 results are specified only up to an error bound, so bit-for-bit comparison does not apply.
+Where the PTX ISA leaves a result open or ptxas demonstrably miscompiles (docs/validation.md
+has the evidence), the generator steers clear: f64 operations and f32 min/max with several
+NaN operands, ``abs``/``neg`` of a NaN (operands made numbers first), 64-bit
+``bfe``/``bfi`` positions outside 0..255, ``setp p|p``, guarded ``testp`` and
+``set.*.f32.*``, a ``shfl.sync`` predicate destination with only immediate operands,
+half-precision min/max of two NaNs, and a 64-bit shift whose amount register an f32
+instruction wrote (the amount goes through ``and.b32`` first), and ``bfe.s32`` with
+immediate position >= 32 and length (ptxas folds it to -1).
 
 Inputs mix special bit patterns (signed zeros, infinities, NaNs, subnormals, extremes,
 integers near rounding boundaries) with random bits, from a seed drawn with the program.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,6 +161,35 @@ class Gen:
         self.used = []
         self.slot = 0
         self.label = 0
+        self.prep = []  # unguarded lines the next instruction needs first (operand sanitizing)
+
+    def take_prep(self) -> list:
+        out, self.prep = self.prep, []
+        return out
+
+    def not_nan32(self, reg: str) -> str:
+        """``reg`` with a NaN replaced by an infinity, in the scratch register ``%s0``."""
+        inf = self.pick(["0f7F800000", "0fFF800000"])
+        self.prep += [f"setp.nan.f32 %pn0, {reg}, {reg};", f"selp.b32 %s0, {inf}, {reg}, %pn0;"]
+        return "%s0"
+
+    def not_nan64(self, reg: str) -> str:
+        inf = self.pick(["0d7FF0000000000000", "0dFFF0000000000000"])
+        self.prep += [f"setp.nan.f64 %pn0, {reg}, {reg};", f"selp.b64 %sd0, {inf}, {reg}, %pn0;"]
+        return "%sd0"
+
+    def not_nan_half(self, t: str, reg: str) -> str:
+        """The same for f16/bf16 (``%sh0``) and each half of f16x2/bf16x2 (``%s0``)."""
+        e = t[:-2] if t.endswith("x2") else t
+        inf = {"f16": "0x7C00", "bf16": "0x7F80"}[e]
+        if e == t:
+            self.prep += [f"setp.nan.{e} %pn0, {reg}, {reg};", f"selp.b16 %sh0, {inf}, {reg}, %pn0;"]
+            return "%sh0"
+        self.prep.append(f"mov.b32 {{%sh0, %sh1}}, {reg};")
+        for h in ("%sh0", "%sh1"):
+            self.prep += [f"setp.nan.{e} %pn0, {h}, {h};", f"selp.b16 {h}, {inf}, {h}, %pn0;"]
+        self.prep.append("mov.b32 %s0, {%sh0, %sh1};")
+        return "%s0"
 
     def i(self, n):
         return self.d(st.integers(0, n - 1))
@@ -235,10 +274,22 @@ class Gen:
             return [f"{op}.b{b} {r32(self.i(NR))}, {self.src(b)};"]
         if op.startswith("sh"):
             amt = self.pick([self.src32(), str(self.i(70))])
+            if b == 64 and amt.startswith("%"):
+                # ptxas 13.0 converts the shift amount of a 64-bit shift from float to
+                # integer (F2I.U64.TRUNC) when an f32 instruction last wrote its register:
+                # the amount goes through an integer instruction first
+                self.prep.append(f"and.b32 %s0, {amt}, 0xFF;")
+                amt = "%s0"
             ty = "b" if op == "shl" else op[-1]
             return [f"{op[:3]}.{ty}{b} {d}, {self.src(b)}, {amt};"]
         if op.startswith("bfe"):
-            return [f"bfe.{op[-1]}{b} {d}, {self.src(b)}, {self.pos(b == 64)}, {self.pos(b == 64)};"]
+            pos, ln = self.pos(b == 64), self.pos(b == 64)
+            if op == "bfe.s" and b == 32 and not pos.startswith("%") and not ln.startswith("%") and int(pos) >= 32:
+                # ptxas 13.0 folds bfe.s32 with immediate pos >= 32 and len > 0 to the
+                # constant -1 (the ISA: every bit is a[31]); such a position is a register here
+                self.prep.append(f"mov.b32 %s0, {pos};")
+                pos = "%s0"
+            return [f"bfe.{op[-1]}{b} {d}, {self.src(b)}, {pos}, {ln};"]
         return [f"bfi.b{b} {d}, {self.src(b)}, {self.src(b)}, {self.pos(b == 64)}, {self.pos(b == 64)};"]
 
     def pos(self, wide=False):
@@ -324,7 +375,10 @@ class Gen:
                 return [f"{op}{ftz}.NaN.f32 {d}, {a}, {b};"]
             return one_nan_at_most("f32", [a, b], f"{op}{ftz}.f32 {d}, {a}, {b};")
         if op in ("abs", "neg"):
-            return [f"{op}{ftz}.f32 {d}, {r32(self.i(NR))};"]
+            # of a NaN, the PTX ISA leaves the result an unspecified NaN, and ptxas picks an
+            # FADD (canonical NaN) unguarded but an FSEL with a sign modifier (the NaN's
+            # payload, sign changed) under a guard: the operand is made a number first
+            return [f"{op}{ftz}.f32 {d}, {self.not_nan32(r32(self.i(NR)))};"]
         return [f"copysign.f32 {d}, {r32(self.i(NR))}, {r32(self.i(NR))};"]
 
     def t_f64(self):
@@ -341,7 +395,7 @@ class Gen:
         if op in ("min", "max"):
             return one_nan_at_most("f64", [a, b], f"{op}.f64 {d}, {a}, {b};")
         if op in ("abs", "neg"):
-            return [f"{op}.f64 {d}, {r64(self.i(NRD))};"]
+            return [f"{op}.f64 {d}, {self.not_nan64(r64(self.i(NRD)))};"]
         return [f"copysign.f64 {d}, {r64(self.i(NRD))}, {r64(self.i(NRD))};"]
 
     def t_half(self):
@@ -350,10 +404,14 @@ class Gen:
         reg = (lambda: r16(self.i(NH))) if t in ("f16", "bf16") else (lambda: r32(self.i(NR)))
         d = reg()
         if op in ("min", "max"):
-            nan = ".NaN" if self.flag(0.3) else ""
-            return [f"{op}{nan}.{t} {d}, {reg()}, {reg()};"]
+            if self.flag(0.3):
+                return [f"{op}.NaN.{t} {d}, {reg()}, {reg()};"]
+            a, b = reg(), reg()
+            return not_both_nan(t, a, b, f"{op}.{t} {d}, {a}, {b};")
         if op in ("neg", "abs"):
-            return [f"{op}.{t} {d}, {reg()};"]
+            # of a NaN: an unspecified NaN (PTX ISA), and ptxas folds abs/neg into the
+            # operand modifiers of a consumer (a sign-bit operation) or not
+            return [f"{op}.{t} {d}, {self.not_nan_half(t, reg())};"]
         mods = ".rn"
         if t.startswith("f16"):
             if self.flag(0.3):
@@ -435,7 +493,13 @@ class Gen:
         b = self.pick([self.src32(), str(self.i(40))])
         c = self.pick([hex(self.pick([0x1F, 0x0, 0x1C1F, 0x181F, 0x101F, 0x1E1F, 0x1F00, 0x0F, 0x7])), self.src32()])
         d = r32(self.i(NR)) + (f"|{pr(self.i(NP))}" if self.flag(0.4) else "")
-        return [f"shfl.sync.{mode}.b32 {d}, {self.src32()}, {b}, {c}, 0xffffffff;"]
+        a = self.src32()
+        if "|" in d and not any(x.startswith("%") for x in (a, b, c)):
+            # ptxas 13.0 takes the predicate of a shfl whose operands are all immediates
+            # for warp-uniform and may keep it as VOTEU.ANY of the lanes' predicates (one
+            # value for the warp), although it depends on the lane: a register source
+            a = r32(self.i(NR))
+        return [f"shfl.sync.{mode}.b32 {d}, {a}, {b}, {c}, 0xffffffff;"]
 
     def t_vote(self):
         k = self.pick(["all", "any", "uni", "ballot", "redux", "activemask", "elect"])
@@ -494,6 +558,17 @@ def one_nan_at_most(t: str, srcs: list, line: str) -> list:
     return out + [f"@!%pn1 {line}"]
 
 
+def not_both_nan(t: str, a: str, b: str, line: str) -> list:
+    """``line`` (a half-precision min/max) guarded so that it runs only when ``a`` and ``b``
+    are not both NaN (in either half of a packed pair): the PTX ISA says only "d = NaN"
+    there (the H200 returns the operand, quieted, when both are one register)."""
+    if t in ("f16", "bf16"):
+        return [f"setp.nan.{t} %pn0, {a}, {a};", f"setp.nan.and.{t} %pn1, {b}, {b}, %pn0;", f"@!%pn1 {line}"]
+    return [f"setp.nan.{t} %pn0|%pn1, {a}, {a};", f"setp.nan.{t} %pn2|%pn3, {b}, {b};",
+            "and.pred %pn0, %pn0, %pn2;", "and.pred %pn1, %pn1, %pn3;", "or.pred %pn1, %pn0, %pn1;",
+            f"@!%pn1 {line}"]
+
+
 PLAIN = ("t_int_arith", "t_divrem", "t_logic", "t_bits32", "t_setp", "t_select", "t_f32", "t_f64", "t_half",
          "t_cvt_int", "t_cvt_float", "t_mov")
 COLLECTIVE = ("t_shfl", "t_vote", "t_shared")
@@ -550,7 +625,7 @@ def _epilogue() -> list:
 def render(body: list, block: int) -> str:
     head = [".version 8.3", ".target sm_90a", ".address_size 64", "",
             ".visible .entry conf(", "\t.param .u64 conf_param_0,", "\t.param .u64 conf_param_1", ")", "{",
-            f"\t.reg .pred %p<{NP}>;", "\t.reg .pred %pz;", "\t.reg .pred %pn<2>;", f"\t.reg .b16 %h<{NH}>;", f"\t.reg .b32 %r<{NR}>;",
+            f"\t.reg .pred %p<{NP}>;", "\t.reg .pred %pz;", "\t.reg .pred %pn<4>;", "\t.reg .b32 %s<1>;", "\t.reg .b16 %sh<2>;", "\t.reg .b64 %sd<1>;", f"\t.reg .b16 %h<{NH}>;", f"\t.reg .b32 %r<{NR}>;",
             f"\t.reg .b64 %rd<{NRD}>;", "\t.reg .b32 %t<4>;", "\t.reg .b64 %a<6>;",
             f"\t.shared .align 8 .b8 smem[{8 * SLOTS * block}];",
             f"\t.shared .align 4 .b8 smem_common[{4 * COMMON}];", ""]
@@ -571,6 +646,7 @@ def programs(draw, min_len: int = 4, max_len: int = 40, control: bool = True):
         name = draw(st.sampled_from(_CHOICES))
         used.append(name)
         lines = getattr(g, name)()
+        body += g.take_prep()
         if name in COLLECTIVE:
             body += lines
             continue
@@ -582,12 +658,24 @@ def programs(draw, min_len: int = 4, max_len: int = 40, control: bool = True):
             for _ in range(draw(st.integers(0, 2))):
                 nm = draw(st.sampled_from(PLAIN))
                 used.append(nm)
-                inner += getattr(g, nm)()
+                more = getattr(g, nm)()
+                inner += g.take_prep() + more
             body += [f"@{neg}{pr(g.i(NP))} bra {lab};"] + inner + [f"{lab}:"]
             continue
-        if control and g.flag(0.25) and len(lines) == 1:
+        if control and g.flag(0.25) and len(lines) == 1 and guardable(lines[0]):
             neg = "!" if g.flag(0.5) else ""
             lines = [f"@{neg}{pr(g.i(NP))} {lines[0]}"]
         body += lines
     seed = draw(st.integers(0, 2 ** 31 - 1))
     return Program(render(body, block), grid, block, seed, tuple(used))
+
+
+def guardable(line: str) -> bool:
+    """Whether ``line`` may carry a guard predicate. ptxas 13.0 (sm_90a) miscompiles two
+    guarded forms, so the generator writes them only unguarded or inside a branch region
+    (which ptxas compiles correctly): every ``@p testp`` (the guard is dropped: the
+    predicate is written whatever the guard), and ``@p set.<cmp>.f32.<t>`` (only the
+    comparison is guarded; the conversion of the 0/-1 result to 0.0/1.0, IABS + I2FP, runs
+    unguarded and turns the old value into ``float(|old|)``). docs/validation.md has the
+    SASS."""
+    return not line.startswith("testp.") and not re.match(r"set\.\w+\.f32\.", line)
