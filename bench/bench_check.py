@@ -1,5 +1,6 @@
 """``kverify check`` over the kernel zoo: verdict and time per kernel (median and worst), and
-how the cost grows with the trip count and the warp count of the bulk-copy pipeline.
+how the cost grows with the trip count, the pipeline depth (stages) and the warp count
+(consumer warps) of the bulk-copy pipeline (depth and warps rebuilt with nvcc).
 
     python bench/bench_check.py [--budget 16]
 
@@ -10,8 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,20 +71,48 @@ def main() -> int:
     print(f"median {summary['median_s']:.2f} s, worst {summary['worst_s']:.2f} s over {len(rows)} kernels; "
           f"correct: {summary['correct_verified']} verified, {summary['correct_inconclusive']} inconclusive, "
           f"{len(summary['correct_violated'])} violated; seeded bugs found {summary['bugs_found']}/{summary['bugs']}")
-    growth = []
     mf = ZOO / "bulk_pipeline" / "manifest.json"
     v = json.loads(mf.read_text())["variants"][0]
-    for iters in (4, 8, 16, 32):
-        launch = dict(v["launch"], args={"iters": iters},
+
+    def pipeline(iters, stages=3, consumers=4):
+        """bulk_pipeline with ``stages`` ring stages and ``consumers`` consumer warps (built
+        with nvcc from the zoo source), checked for ``iters`` iterations."""
+        src = (mf.parent / "bulk_pipeline.cu").read_text()
+        if (stages, consumers) == (3, 4):
+            path = mf.parent / "bulk_pipeline.ptx"
+        else:
+            for name, val in (("STAGES", stages), ("NUM_CONSUMER_WARPS", consumers), ("PRODUCER_WARP", consumers),
+                              ("NUM_THREADS", 32 * (consumers + 1))):
+                src = re.sub(rf"#define {name} \d+", f"#define {name} {val}", src)
+            d = Path(tempfile.mkdtemp(prefix="kverify-bench-"))
+            (d / "bulk_pipeline.cu").write_text(src)
+            subprocess.run(["nvcc", "-arch=sm_90a", "-lineinfo", "-ptx", "-o", "bulk_pipeline.ptx",
+                            "bulk_pipeline.cu"], cwd=d, check=True)
+            path = d / "bulk_pipeline.ptx"
+        launch = dict(v["launch"], block=[32 * (consumers + 1), 1, 1], args={"iters": iters},
                       buffers={"in": {"dtype": "float32", "shape": [iters * 256]},
                                "out": {"dtype": "float32", "shape": [iters * 256]}})
-        rep, dt = one(mf.parent / "bulk_pipeline.ptx", "bulk_pipeline", launch, a.budget)
-        growth.append({"iters": iters, "time_s": dt, "verdict": rep.verdict})
-        print(f"bulk_pipeline iters={iters:3d}: {dt:6.2f} s ({rep.verdict})")
+        rep, dt = one(path, "bulk_pipeline", launch, a.budget)
+        return {"iters": iters, "stages": stages, "consumer_warps": consumers, "time_s": dt, "verdict": rep.verdict}
+
+    growth = {"trip_count": [], "pipeline_depth": [], "warp_count": []}
+    for iters in (4, 8, 16, 32, 64):
+        growth["trip_count"].append(pipeline(iters))
+    if shutil.which("nvcc"):
+        for stages in (1, 2, 3, 4, 6, 8):
+            growth["pipeline_depth"].append(pipeline(16, stages=stages))
+        for consumers in (1, 2, 4, 8):
+            growth["warp_count"].append(pipeline(16, consumers=consumers))
+    else:
+        print("nvcc not on PATH: pipeline depth and warp count are not measured")
+    for what, rows_ in growth.items():
+        print(f"bulk_pipeline, {what.replace('_', ' ')}: " + ", ".join(
+            f"{r['iters']} it/{r['stages']} st/{r['consumer_warps']} w {r['time_s']:.2f} s ({r['verdict']})"
+            for r in rows_))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"machine": f"{platform.node()}, python {platform.python_version()}",
                                "budget": a.budget, "summary": summary, "rows": rows,
-                               "trip_count_growth": growth}, indent=2) + "\n")
+                               "growth": growth}, indent=2) + "\n")
     return 0
 
 

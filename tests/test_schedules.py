@@ -112,3 +112,28 @@ def test_async_reader_slots_lose_only_past_their_number():
     assert not sh2.lossy(idx)
     sh.record_write(idx, 0, 1, 1)
     assert not sh.lossy(idx)
+
+
+def _check(family, file):
+    path, v = _variant(family, file)
+    m = load_module(str(path))
+    return check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(path))
+
+
+def test_a_static_obligation_left_open_is_bounded_by_a_clean_run():
+    rep = _check("arrive_drop", "arrive_drop.cu")  # arrive_drop: the symbolic checker stops
+    o = next(o for o in rep.obligations if o.id == "mbarrier conformance: arrivals")
+    assert o.status == "bounded" and "every schedule (one run" in o.bound
+    assert o.message.startswith("no violation in the run; not proved for every loop iteration: ")
+    assert "arrive_drop changes the expected count" in o.message
+    assert rep.verdict == "verified"
+
+
+def test_a_violating_first_run_is_not_explored_further():
+    rep = _check("tma_store", "tma_store__missing_wait.cu")
+    assert rep.verdict == "violated"
+    by = {o.id: o for o in rep.obligations}
+    assert by["race-free: async"].status == "violated" and by["race-free: async"].rule == "race.async-pending"
+    dl = by["deadlock-free"]
+    assert dl.status == "unknown" and "not explored beyond the first schedule" in dl.message
+    assert "the deterministic schedule only (it already violates race.async-pending" in dl.bound

@@ -59,13 +59,15 @@ def _machine(module, kernel, spec, inputs, scheduler, max_steps, check):
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 20_000_000, check: bool = True,
-               replay: dict | None = None, reduce: bool = True) -> RunResult:
+               replay: dict | None = None, reduce: bool = True, settle: bool = False) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
     that happens-before fixes the matching of every synchronization operation, single
     deviations from it at every scheduling point, at most ``budget`` schedules) or replay
-    (``replay`` deviations). ``reduce=False`` explores the deviations even then."""
+    (``replay`` deviations). ``reduce=False`` explores the deviations even then;
+    ``settle=True`` explores them only while they can still change the verdict (not after a
+    first run with findings)."""
     t0 = time.perf_counter()
     inputs = _initial_inputs(module, kernel, spec, inputs, seed)
     if schedule == "random":
@@ -89,6 +91,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         total = runs  # every schedule gives the same happens-before relation and barrier matching
     elif schedule == "exhaustive" and robust and reduce:
         total = runs  # happens-before fixes how every synchronization operation is matched (Machine.mbar_order)
+    elif schedule == "exhaustive" and settle and findings:
+        total = None  # not explored: the first run already violates
     elif schedule == "exhaustive" and status in ("complete", "deadlock"):
         cands, total = candidates(sched.points, budget)
         total += 1
