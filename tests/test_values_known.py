@@ -360,3 +360,13 @@ def test_shfl_source_lane_is_the_same_rule_for_numpy_lanes_and_single_lanes():
     # width-8 segments (c = 0x181F... for xor within 8 lanes): bfly 4 stays in the segment
     j, _ = shfl_source("bfly", lanes, 4, 0x181F)
     assert j[3] == 7 and j[12] == 8
+
+
+@pytest.mark.parametrize("a,want", [
+    (0x3F800000, 0x3F800000), (0x3F800FFF, 0x3F800000), (0x3F801000, 0x3F802000),  # a tie rounds away
+    (0xBF801000, 0xBF802000), (0x3F803000, 0x3F804000), (0x00001000, 0x00002000),  # subnormal
+    (0x7F7FF000, 0x7F800000), (0xFF7FEFFF, 0xFF7FE000),  # to an infinity, and just below
+    (0x7F800000, 0x7F800000), (0x7FC00001, 0x7FC00000), (0x7F800001, 0x7F800000),  # a NaN's low bits cleared
+])
+def test_cvt_rna_tf32_rounds_the_magnitude_bits_ties_away_as_the_sm90_expansion(a, want):
+    assert ev("cvt", ("tf32", "f32"), {"rna"}, ("b32", a)) == want

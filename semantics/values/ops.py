@@ -868,6 +868,8 @@ def cvt(D, ty, mods, a, b=None):
         subnormal sources/results; .sat clamps to [0, 1].
       cvt.frnd.{f16x2,bf16x2}.f32 d, a, b: d = {cvt(a) in the upper half, cvt(b) lower}."""
     dty, sty = ty
+    if dty == "tf32":
+        return _cvt_tf32(D, sty, mods, a)
     if is_packed(dty):
         e = element(dty)
         hi = cvt(D, (e, sty), mods, a)
@@ -897,6 +899,22 @@ def cvt(D, ty, mods, a, b=None):
         r = D.fcvt(dty, sty, _rm(mods), x)
         r = D.ite(f_isnan(D, SF, x), _cvt_nan(D, dty, sty, mods, x), r)
     return _cvt_to_float_post(D, dty, mods, r)
+
+
+def _cvt_tf32(D, sty, mods, a):
+    """cvt.rna.tf32.f32 d, a: the tf32 value of a, in a 32-bit register whose 13 low
+    mantissa bits are zero -- §Data Movement and Conversion: cvt (sm_90 has only .rna
+    without .satfinite). As ptxas 13.0 expands it for sm_90a (FSETP.GEU |a|, +INF; @!P
+    IADD a, 0x1000; LOP3 a & 0xFFFFE000): a finite a is rounded to nearest, ties away from
+    zero, on its magnitude bits (from 0x7F7FF000 on to an infinity); an infinity or NaN
+    keeps its bits with the 13 low ones cleared (a NaN whose payload lies only there
+    becomes an infinity)."""
+    if sty != "f32" or "rna" not in mods or "satfinite" in mods:
+        raise ValueError(f"cvt to tf32 is cvt.rna.tf32.f32 on sm_90, not {sorted(mods)} from {sty}")
+    F = FORMATS["f32"]
+    nonfinite = D.ule(D.const(F.exp_mask, 32), _fabs_bits(D, F, a))
+    r = D.ite(nonfinite, a, D.add(a, D.const(0x1000, 32), 32))
+    return D.and_(r, D.const(0xFFFFE000, 32))
 
 
 def _cvt_nan(D, dty, sty, mods, x):

@@ -13,7 +13,7 @@ draws from instruction templates covering:
   testp; f16/f16x2/bf16/bf16x2 arithmetic (.rn);
 * conversions: int<->int (.sat), int<->float (rounding .rn/.rz/.rm/.rp and .rni/.rzi/
   .rmi/.rpi), f32<->f64/f16/bf16 (rounding, .relu, .satfinite, packed x2), float rounding
-  to integral values;
+  to integral values, ``cvt.rna.tf32.f32``;
 * warp collectives: shfl.sync (up/down/bfly/idx, lane and clamp/segment operands from
   registers and immediates), vote.sync (all/any/uni/ballot), redux.sync, activemask,
   elect.sync;
@@ -437,7 +437,9 @@ class Gen:
         return [f"cvt{sat}.{dt}.{stt} {self.dst(db)}, {self.dst(sb)};"]
 
     def t_cvt_float(self):
-        k = self.pick(["i2f", "f2i", "f2f", "round", "pack"])
+        k = self.pick(["i2f", "f2i", "f2f", "round", "pack", "tf32"])
+        if k == "tf32":  # what Triton emits before a tf32 dot
+            return [f"cvt.rna.tf32.f32 {r32(self.i(NR))}, {r32(self.i(NR))};"]
         if k == "i2f":
             dt = self.pick(["f32", "f64", "f16"])
             stt = self.pick(["u16", "s16", "u32", "s32", "u64", "s64"])
