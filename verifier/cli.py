@@ -281,6 +281,7 @@ def cmd_check(args) -> int:
     else:
         for rep in reports:
             print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
+            shown = None  # a bound is printed once for consecutive obligations that share it
             for o in rep.obligations:
                 where = f"  {o.locations[0]}" if o.locations else ""
                 print(f"  {o.status:9} {o.id:34} {o.time_s:6.2f}s{where}")
@@ -289,8 +290,9 @@ def cmd_check(args) -> int:
                     print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
                     for line in rest:
                         print(f"            {line}")
-                if o.status == "bounded" and o.bound:
+                if o.status == "bounded" and o.bound and o.bound != shown:
                     print(f"            bound: {o.bound}")
+                shown = o.bound if o.status == "bounded" else None
                 if o.counterexample and o.counterexample.get("replay"):
                     print(f"            replay: {o.counterexample['replay']}")
     return exit_code(reports)
