@@ -201,8 +201,34 @@ def test_check_reads_gpuverify_headers(tmp_path, capsys):
     assert rc == 1 and k["verdict"] == "violated" and k["path"] == str(src)
     o = next(o for o in k["obligations"] if o["id"] == "race-free: global")
     assert o["status"] == "violated" and {l["line"] for l in o["locations"]} == {4}
+    # the header gives no buffer: A is sized to what the threads touch (A[64] is read)
     dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
-    assert dl["status"] == "unknown" and "no values" in dl["message"]
+    assert dl["status"] == "bounded" and dl["bound"].endswith("buffers sized to the kernel's accesses: A uint32[65]")
+    ms = next(o for o in k["obligations"] if o["id"] == "memory safety")
+    assert ms["status"] == "unknown" and "sized to the kernel's own accesses" in ms["message"]
+
+
+def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys):
+    for f in ("vadd.ptx", "vadd.cu"):
+        (tmp_path / f).write_text((ZOO / "vadd" / f).read_text())
+    rc = main(["check", str(tmp_path / "vadd.ptx"), "--grid", "4", "--block", "256", "--arg", "n=1000",
+               "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    by = {o["id"]: o for o in k["obligations"]}
+    assert rc == 3 and by["deadlock-free"]["status"] == "bounded"
+    assert by["deadlock-free"]["bound"].endswith(
+        "buffers sized to the kernel's accesses: a float32[1000], b float32[1000], c float32[1000]")
+    assert by["memory safety"]["status"] == "unknown"
+    # a grid-stride loop over data[i]: the loop's trip count is not summarized, so the
+    # offsets into data are not bounded and the run is not attempted
+    for f in ("histogram.ptx", "histogram.cu"):
+        (tmp_path / f).write_text((ZOO / "histogram" / f).read_text())
+    rc = main(["check", str(tmp_path / "histogram.ptx"), "--grid", "4", "--block", "256", "--arg", "n=5000",
+               "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    assert rc == 3 and dl["status"] == "unknown"
+    assert "not sized from the accesses: data: offsets of ld.global.u32 (line 16) are not bounded" in dl["message"]
 
 
 @pytest.mark.parametrize("file,expect", [
