@@ -201,6 +201,10 @@ def test_check_reads_gpuverify_headers(tmp_path, capsys):
     assert rc == 1 and k["verdict"] == "violated" and k["path"] == str(src)
     o = next(o for o in k["obligations"] if o["id"] == "race-free: global")
     assert o["status"] == "violated" and {l["line"] for l in o["locations"]} == {4}
+    # the replay command carries the command-line launch as JSON and runs as printed
+    import shlex
+    rc = main(shlex.split(o["counterexample"]["replay"])[1:])
+    assert "race.global" in capsys.readouterr().out
     # the header gives no buffer: A is sized to what the threads touch (A[64] is read)
     dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
     assert dl["status"] == "bounded" and dl["bound"].endswith("buffers sized to the kernel's accesses: A uint32[65]")

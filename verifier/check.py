@@ -22,6 +22,8 @@ always wins. A symbolic mbarrier obligation left ``unknown`` is ``bounded`` by a
 """
 from __future__ import annotations
 
+import json
+import shlex
 import time
 
 from semantics.interpreter import run_kernel
@@ -161,7 +163,8 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         if fs:
             f = fs[0]
             sched = f.details.get("schedule", "deterministic")
-            cmd = f"kverify run {path} --kernel {kernel.name} --launch {spec.path}"
+            launch_arg = spec.path if spec.path.endswith(".json") else shlex.quote(json.dumps(spec.to_dict()))
+            cmd = f"kverify run {path} --kernel {kernel.name} --launch {launch_arg}"
             if sched.startswith("replay "):
                 cmd += f" --schedule replay --replay {sched.split()[1]}"
             cex = {"rule": f.rule, "message": f.message, "schedule": sched, "replay": cmd,

@@ -99,7 +99,9 @@ def _launch_for(args, module, kernel_name):
         raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", args.file, 0, 0)
     args.launch = launch
     try:
-        d = json.loads(Path(args.launch).read_text())
+        # a launch spec file, or the spec itself as JSON text (what check's replay commands
+        # carry for launches given on the command line)
+        d = json.loads(launch if launch.lstrip().startswith("{") else Path(args.launch).read_text())
     except OSError as e:
         raise KernelError(f"cannot read launch spec: {e.strerror}", args.launch, 0, 0) from None
     except json.JSONDecodeError as e:

@@ -69,6 +69,18 @@ class LaunchSpec:
                           dict(d.get("tensormaps") or {}), tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path)
 
+    def to_dict(self) -> dict:
+        """The JSON form ``from_dict`` reads."""
+        d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+             "cluster": list(self.cluster), "args": dict(self.args), "buffers": dict(self.buffers)}
+        if self.tensormaps:
+            d["tensormaps"] = dict(self.tensormaps)
+        if self.outputs:
+            d["outputs"] = list(self.outputs)
+        if self.dynamic_smem:
+            d["dynamic_smem"] = self.dynamic_smem
+        return d
+
     @staticmethod
     def load(path: str) -> "LaunchSpec":
         try:
