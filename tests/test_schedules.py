@@ -158,3 +158,26 @@ def test_random_schedules_agree_with_the_one_run(d, v):
         assert r.status == "complete" and r.findings == []
         for name, out in first.outputs.items():
             assert np.array_equal(np.asarray(out).view(np.uint8), np.asarray(r.outputs[name]).view(np.uint8)), name
+
+
+def test_one_obligation_per_mbarrier_resource():
+    rep = _check("bulk_pipeline", "bulk_pipeline.cu")
+    by = {o.id: o for o in rep.obligations}
+    for res in ("full[0..2]", "empty[0..2]"):
+        o = by[f"mbarrier conformance: {res}"]
+        assert o.status == "bounded" and o.message.startswith("3 mbarrier(s), ")
+    rep = _check("bulk_pipeline", "bulk_pipeline__wrong_arrival_count.cu")  # empty[] initialized with 3, not 4
+    by = {o.id: o for o in rep.obligations}
+    e = by["mbarrier conformance: empty[0..2]"]
+    assert e.status == "violated" and e.rule == "mbarrier.arrival-overflow"
+    assert [l.line for l in e.locations] == [135, 105]
+    assert by["mbarrier conformance: full[0..2]"].status == "unknown"
+
+
+def test_mbarrier_resource_labels():
+    from verifier.check import _mbarrier_resources
+
+    objs = {"_ZZ13bulk_pipelineE4full": 3, "_ZZ13bulk_pipelineE4full+8": 3, "_ZZ13bulk_pipelineE4full+16": 2,
+            "bar": 1, "global_smem+98304": 2, "global_smem+98312": 2, "x": 1, "x+16": 1}
+    assert [label for label, _ in _mbarrier_resources(objs)] == [
+        "full[0..2]", "bar", "global_smem+98304..+98312", "x[0,2]"]

@@ -23,6 +23,7 @@ always wins. A symbolic mbarrier obligation left ``unknown`` is ``bounded`` by a
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 
@@ -64,6 +65,38 @@ def _uses(module, kernel) -> set:
             out.add("async")
         if i.op.startswith("mbarrier") or (row.sync or "").startswith("mbarrier"):
             out.add("mbarrier")
+    return out
+
+
+def _demangle_local(var: str) -> str:
+    """``_ZZ13bulk_pipelineE4full`` (a function-local static) -> ``full``."""
+    m = re.match(r"_ZZ(\d+)", var)
+    if not m:
+        return var
+    rest = var[m.end() + int(m.group(1)):]
+    m2 = re.match(r"E(\d+)", rest)
+    return rest[m2.end():m2.end() + int(m2.group(1))] if m2 else var
+
+
+def _mbarrier_resources(objs: dict) -> list:
+    """Group mbarrier objects (``var`` or ``var+offset``) by variable: ``[(label, {objs})]``,
+    ``full[0..2]`` for an array of 8-byte barriers at the variable's start."""
+    groups: dict = {}
+    for o in objs:
+        var, _, off = o.partition("+")
+        groups.setdefault(var, []).append((int(off or 0), o))
+    out = []
+    for var, items in groups.items():
+        offs = sorted(x for x, _ in items)
+        name = _demangle_local(var)
+        if offs[0] == 0 and all(x % 8 == 0 for x in offs):
+            idx = [x // 8 for x in offs]
+            contiguous = idx == list(range(idx[0], idx[-1] + 1))
+            label = (f"{name}[{idx[0]}..{idx[-1]}]" if contiguous else f"{name}[{','.join(map(str, idx))}]") \
+                if len(idx) > 1 else name
+        else:
+            label = f"{name}+{offs[0]}" + (f"..+{offs[-1]}" if len(offs) > 1 else "")
+        out.append((label, {o for _, o in items}))
     return out
 
 
@@ -157,22 +190,24 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         locs = [Location.of(l, path) for l in f.locs]
         rep.findings.append(Finding(f.rule, f.message, locs, {k: v for k, v in f.details.items()
                                                                if isinstance(v, (str, int, float, list))}))
+    def violated(oid, checker, f, st=None):
+        sched = f.details.get("schedule", "deterministic")
+        launch_arg = spec.path if spec.path.endswith(".json") else shlex.quote(json.dumps(spec.to_dict()))
+        cmd = f"kverify run {path} --kernel {kernel.name} --launch {launch_arg}"
+        if sched.startswith("replay "):
+            cmd += f" --schedule replay --replay {sched.split()[1]}"
+        cex = {"rule": f.rule, "message": f.message, "schedule": sched, "replay": cmd,
+               "details": {k: v for k, v in f.details.items() if isinstance(v, (str, int, float, list))}}
+        if st is not None and st.status == "violated" and st.counterexample:
+            cex["smt"] = st.counterexample
+        return Obligation(oid, checker, "violated", f.message, explored, [Location.of(l, path) for l in f.locs],
+                          cex, dt, f.rule)
+
     for oid, checker, _ in FAMILIES:
         fs = by_family.get(oid, [])
         st = static.get(oid) if isinstance(static, dict) else None
         if fs:
-            f = fs[0]
-            sched = f.details.get("schedule", "deterministic")
-            launch_arg = spec.path if spec.path.endswith(".json") else shlex.quote(json.dumps(spec.to_dict()))
-            cmd = f"kverify run {path} --kernel {kernel.name} --launch {launch_arg}"
-            if sched.startswith("replay "):
-                cmd += f" --schedule replay --replay {sched.split()[1]}"
-            cex = {"rule": f.rule, "message": f.message, "schedule": sched, "replay": cmd,
-                   "details": {k: v for k, v in f.details.items() if isinstance(v, (str, int, float, list))}}
-            if st is not None and st.status == "violated" and st.counterexample:
-                cex["smt"] = st.counterexample
-            rep.obligations.append(Obligation(oid, checker, "violated", f.message, explored,
-                                              [Location.of(l, path) for l in f.locs], cex, dt, f.rule))
+            rep.obligations.append(violated(oid, checker, fs[0], st))
             continue
         if st is not None and st.status in ("proved", "violated"):
             rep.obligations.append(st)
@@ -200,6 +235,27 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         else:
             rep.obligations.append(Obligation(oid, checker, "bounded", "no violation on any explored schedule",
                                               explored, [], None, dt))
+    # one obligation per mbarrier resource (an array of barriers, or one barrier)
+    fam = next((i for i, o in enumerate(rep.obligations) if o.id == "mbarrier conformance"), None)
+    if fam is not None and r.mbarriers:
+        base = rep.obligations[fam]
+        per = []
+        for label, objs in _mbarrier_resources(r.mbarriers):
+            fs = [f for f in by_family.get("mbarrier conformance", [])
+                  if str(f.details.get("mbarrier", "")).split(" of CTA")[0] in objs]
+            if fs:
+                per.append(violated(f"mbarrier conformance: {label}", "mbarrier", fs[0]))
+                continue
+            phases = sum(r.mbarriers[o] for o in objs)
+            head = f"{len(objs)} mbarrier(s), {phases} phase(s) completed in the first run; "
+            if base.status == "violated":  # another barrier's violation ended the exploration
+                per.append(Obligation(f"mbarrier conformance: {label}", "mbarrier", "unknown",
+                                      head + "no violation of these in the first schedule, which violates another "
+                                      "barrier's protocol (not explored further)", explored, [], None, dt))
+            else:
+                per.append(Obligation(f"mbarrier conformance: {label}", "mbarrier", base.status,
+                                      head + base.message, base.bound, [], None, base.time_s))
+        rep.obligations[fam + 1:fam + 1] = per
     # a static mbarrier obligation the symbolic checker could not settle is still covered for
     # this launch by a run that checks every phase's arrivals, tx bytes and parity waits
     dyn = next((o for o in rep.obligations if o.id == "mbarrier conformance"), None)

@@ -44,6 +44,7 @@ class RunResult:
     inputs: dict = field(default_factory=dict)
     dependence: list = field(default_factory=list)  # why the first run may not stand for all schedules
     robust: bool = False  # the first run completed cleanly and stands for every schedule
+    mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
 
     @property
     def explored_all(self) -> bool:
@@ -109,7 +110,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
-                     dependence=list(m.dependence), robust=robust)
+                     dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers))
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

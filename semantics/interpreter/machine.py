@@ -263,6 +263,7 @@ class MbarInfo:
         # schedule robustness (Machine.mbar_order): per phase, the waits that observed it
         # (agent, clock), the waits and standalone expect-tx still to be ordered before an
         # arrival of that phase (agent, clock, loc)
+        self.completed = 0  # phases completed over the barrier's lifetime (all its inits)
         self.observers: dict[int, list] = {}
         self.pending_waits: dict[int, list] = {}
         self.pending_expect: dict[int, list] = {}
@@ -357,6 +358,7 @@ class Machine:
         self.reason = ""
         self.dependence: list[str] = []  # why another schedule might synchronize differently
         self.unread_atomics = None
+        self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
         self.reg_width = RegisterWidths(module)
         self._setup_memory(inputs)
@@ -557,6 +559,10 @@ class Machine:
                             c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
                             c.smem.allocs = [(n, s, z) for n, (s, z) in self.smem_vars.items()]
                         self._run_cluster(ctas)
+                        for c in ctas:  # the mbarriers the launch used: phases each completed
+                            for info in c.mbars.values():
+                                obj = info.name.split(" of CTA")[0]
+                                self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
                         if self.status != "complete":
                             return self
         except Unsupported as e:
@@ -1115,6 +1121,7 @@ class Machine:
         into it by expect-tx but have not landed (tx mismatch)."""
         info.done_vc[phase] = info.phase_vc
         info.phase_vc = np.zeros(0, np.int64)
+        info.completed += 1
         self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
         if pending:
@@ -1128,7 +1135,7 @@ class Machine:
         cta, info = key
         if not info.state.initialized:
             self.report("mbarrier.uninitialized", f"complete-tx of {op.kind} on uninitialized mbarrier {info.name}",
-                        [op.instr.loc])
+                        [op.instr.loc], mbarrier=info.name)
             return
         self.mbar_check_init(info, op.agent, op.vc, op.instr, f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}")
         self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
@@ -1140,7 +1147,8 @@ class Machine:
         out = MB.step(info.state, MB.CompleteTx(nbytes))
         if out.violation is not None:
             v = out.violation
-            self.report(v.rule, f"{v.message} on mbarrier {info.name} ({v.section})", [op.instr.loc])
+            self.report(v.rule, f"{v.message} on mbarrier {info.name} ({v.section})", [op.instr.loc],
+                        mbarrier=info.name)
             return
         info.state = out.state
         info.version += 1
