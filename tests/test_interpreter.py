@@ -223,6 +223,14 @@ def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys)
     assert by["deadlock-free"]["bound"].endswith(
         "buffers sized to the kernel's accesses: a float32[1000], b float32[1000], c float32[1000]")
     assert by["memory safety"]["status"] == "unknown"
+    # Triton's trailing scratch pointers are never read: a placeholder byte each
+    (tmp_path / "add.ptx").write_text((ZOO / "triton" / "add.ptx").read_text())
+    rc = main(["check", str(tmp_path / "add.ptx"), "--grid", "4", "--arg", "add_kernel_param_3=1000",
+               "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    assert dl["status"] == "bounded" and dl["bound"].endswith(
+        "add_kernel_param_2 uint32[1000], add_kernel_param_4 uint8[1], add_kernel_param_5 uint8[1]")
     # a grid-stride loop over data[i]: the loop's trip count is not summarized, so the
     # offsets into data are not bounded and the run is not attempted
     for f in ("histogram.ptx", "histogram.cu"):

@@ -13,8 +13,11 @@ unsized, with the reason.
 """
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
+
 import z3
 
+from semantics.ir.nodes import Sym
 from semantics.ir.visit import reachable_instructions
 
 from .access import Env, Executor, Unsupported
@@ -88,12 +91,17 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         ty = next((t for t in a.instr.types() if t in _DTYPE), None)
         if ty is not None:
             types.setdefault(name, _DTYPE[ty])
+    mentioned = _symbols(reachable_instructions(module, kernel))
     out = {}
     for name, key in wanted.items():
         if name in why:
             continue
         if name not in ends:
-            why[name] = "no access through it could be summarized"
+            ptx = next(p.name for p in kernel.params if (p.source_name or p.name) == name)
+            if ptx not in mentioned:  # never read: any buffer will do
+                out[key] = {"dtype": "uint8", "shape": [1]}
+            else:
+                why[name] = "no access through it could be summarized"
             continue
         dt = types.get(name, "uint8")
         esz = _ESIZE[dt]
@@ -122,3 +130,22 @@ def _maximize(fs, term, timeout_s):
         return None
     v = o.upper(h)
     return v.as_long() if z3.is_bv_value(v) else o.model().eval(term, model_completion=True).as_long()
+
+
+def _symbols(instrs) -> set:
+    """Names of the symbols (parameters, variables) the instructions' operands mention."""
+    out: set = set()
+
+    def walk(o):
+        if isinstance(o, Sym):
+            out.add(o.name)
+        elif isinstance(o, (tuple, list)):
+            for x in o:
+                walk(x)
+        elif is_dataclass(o) and not isinstance(o, type):
+            for f in fields(o):
+                walk(getattr(o, f.name))
+
+    for i in instrs:
+        walk(i.operands)
+    return out
