@@ -122,15 +122,19 @@ def reachable_instructions(module, kernel) -> Iterator[Instr]:
                     todo.append(callee)
 
 
-def _reg_names(obj, out):
-    if isinstance(obj, Reg):
+def names_of(obj, cls, out: list | None = None) -> list:
+    """The ``name`` of every ``cls`` node (``Reg``, ``Sym``) inside ``obj``: operands,
+    statements, tuples of them."""
+    out = [] if out is None else out
+    if isinstance(obj, cls):
         out.append(obj.name)
     elif isinstance(obj, (tuple, list)):
         for x in obj:
-            _reg_names(x, out)
+            names_of(x, cls, out)
     elif is_dataclass(obj) and not isinstance(obj, type):
         for f in fields(obj):
-            _reg_names(getattr(obj, f.name), out)
+            names_of(getattr(obj, f.name), cls, out)
+    return out
 
 
 def unread_atomic_results(module, kernel) -> set:
@@ -144,7 +148,7 @@ def unread_atomic_results(module, kernel) -> set:
         if k.name in seen:
             continue
         seen.add(k.name)
-        _reg_names(k.body, names)
+        names_of(k.body, Reg, names)
         for i in instructions(k.body):
             if i.op == "atom" and i.operands and isinstance(i.operands[0], Reg):
                 dests.append(i.operands[0].name)

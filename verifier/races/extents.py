@@ -13,12 +13,10 @@ unsized, with the reason.
 """
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-
 import z3
 
 from semantics.ir.nodes import Sym
-from semantics.ir.visit import reachable_instructions
+from semantics.ir.visit import names_of, reachable_instructions
 
 from .access import Env, Executor, Unsupported
 
@@ -91,7 +89,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         ty = next((t for t in a.instr.types() if t in _DTYPE), None)
         if ty is not None:
             types.setdefault(name, _DTYPE[ty])
-    mentioned = _symbols(reachable_instructions(module, kernel))
+    mentioned = set(names_of([i.operands for i in reachable_instructions(module, kernel)], Sym))
     out = {}
     for name, key in wanted.items():
         if name in why:
@@ -130,22 +128,3 @@ def _maximize(fs, term, timeout_s):
         return None
     v = o.upper(h)
     return v.as_long() if z3.is_bv_value(v) else o.model().eval(term, model_completion=True).as_long()
-
-
-def _symbols(instrs) -> set:
-    """Names of the symbols (parameters, variables) the instructions' operands mention."""
-    out: set = set()
-
-    def walk(o):
-        if isinstance(o, Sym):
-            out.add(o.name)
-        elif isinstance(o, (tuple, list)):
-            for x in o:
-                walk(x)
-        elif is_dataclass(o) and not isinstance(o, type):
-            for f in fields(o):
-                walk(getattr(o, f.name))
-
-    for i in instrs:
-        walk(i.operands)
-    return out
