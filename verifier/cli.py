@@ -157,7 +157,8 @@ def cmd_run(args) -> int:
     if args.format == "json":
         out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "status": r.status,
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
-               "schedules_total": r.schedules_total, "steps": r.steps, "time_s": round(r.time_s, 4),
+               "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
+               "steps": r.steps, "time_s": round(r.time_s, 4),
                "findings": [{"rule": f.rule, "message": f.message, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
                                             "ptx_line": l.ptx_line} for l in f.locs],
@@ -171,6 +172,13 @@ def cmd_run(args) -> int:
               f"schedule {r.schedule}")
         print(f"status: {r.status}{' (' + r.reason + ')' if r.reason else ''}; {explored}, "
               f"{r.steps} warp-instructions, {r.time_s:.2f} s")
+        if args.schedule == "exhaustive" and r.robust:
+            print("every schedule: the run's happens-before fixes how each barrier, mbarrier phase and atomic "
+                  "is matched")
+        elif args.schedule == "exhaustive" and r.dependence:
+            print("schedule-dependent, so single deviations were explored:")
+            for d in r.dependence:
+                print(f"    {d}")
         if not r.findings:
             print("findings: none")
         for f in r.findings:
