@@ -231,12 +231,17 @@ def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys)
     dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
     assert dl["status"] == "bounded" and dl["bound"].endswith(
         "add_kernel_param_2 uint32[1000], add_kernel_param_4 uint8[1], add_kernel_param_5 uint8[1]")
-    # a grid-stride loop over data[i]: the loop's trip count is not summarized, so the
-    # offsets into data are not bounded and the run is not attempted
+    # a grid-stride loop over data[i]: an iteration counts as reached only when every
+    # earlier one went on, so data is sized by n
     for f in ("histogram.ptx", "histogram.cu"):
         (tmp_path / f).write_text((ZOO / "histogram" / f).read_text())
     rc = main(["check", str(tmp_path / "histogram.ptx"), "--grid", "4", "--block", "256", "--arg", "n=5000",
                "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    assert dl["status"] == "bounded" and dl["bound"].endswith("data uint32[5000], bins uint32[64]")
+    # without the scalars the offsets are not bounded: the run is not attempted, and says why
+    rc = main(["check", str(tmp_path / "histogram.ptx"), "--grid", "4", "--block", "256", "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
     dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
     assert rc == 3 and dl["status"] == "unknown"

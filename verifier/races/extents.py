@@ -9,7 +9,8 @@ thread of the launch and every loop iteration (``verifier.races.access``'s encod
 symbolic thread); a buffer is as long as the largest end, in the element type of its
 accesses. An offset that can be negative, that depends on a value the encoding cannot know
 (a loaded index) or on an unknown scalar, or that exceeds ``LIMIT`` leaves the buffer
-unsized, with the reason.
+unsized, with the reason. An iteration of a loop without a trip count (a grid-stride loop)
+counts as reached only when every earlier one took the loop's continue condition.
 """
 from __future__ import annotations
 
@@ -76,12 +77,19 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         if term is None:
             continue
         off = a.addr - term
-        bad = _solve(base + [a.pc, z3.Or(off < 0, z3.UGT(off, LIMIT))], timeout_s)
+        # iteration k of a loop without a trip count is reached only if every earlier
+        # iteration went on (the loop's continue condition)
+        reach = []
+        for info, k in a.loops:
+            if info.cont_pc is not None and info.trip is None:
+                j = z3.BitVec(f"{k}.earlier", k.size())
+                reach.append(z3.ForAll([j], z3.Implies(z3.ULT(j, k), z3.substitute(info.cont_pc, (k, j)))))
+        bad = _solve(base + reach + [a.pc, z3.Or(off < 0, z3.UGT(off, LIMIT))], timeout_s)
         if bad != "unsat":
             why[name] = (f"offsets of {a.instr.opcode} (line {a.instr.loc.line or a.instr.loc.ptx_line}) are not "
                          f"bounded to [0, {LIMIT}) by the launch" if bad == "sat" else "solver timeout")
             continue
-        end = _maximize(base + [a.pc], off + a.width, timeout_s)
+        end = _maximize(base + reach + [a.pc], off + a.width, timeout_s, quantified=bool(reach))
         if end is None:
             why[name] = "solver timeout"
             continue
@@ -115,8 +123,20 @@ def _solve(fs, timeout_s):
     return "sat" if r == z3.sat else "unsat" if r == z3.unsat else "unknown"
 
 
-def _maximize(fs, term, timeout_s):
-    """The largest unsigned value of ``term`` under ``fs``; ``None`` on a timeout."""
+def _maximize(fs, term, timeout_s, quantified=False):
+    """The largest unsigned value of ``term`` (at most ``LIMIT + 64``) under ``fs``; ``None``
+    on a timeout. ``z3.Optimize`` does not take quantifiers: those are searched by halving."""
+    if quantified:
+        if _solve(fs, timeout_s) != "sat":
+            return 0
+        lo, hi = 0, LIMIT + 64
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            r = _solve(fs + [z3.UGE(term, mid)], timeout_s)
+            if r == "unknown":
+                return None
+            lo, hi = (mid, hi) if r == "sat" else (lo, mid - 1)
+        return lo
     o = z3.Optimize()
     o.set("timeout", int(timeout_s * 1000))
     o.add(*fs)
