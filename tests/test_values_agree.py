@@ -155,6 +155,12 @@ CASES += [
     case("add", "u32", ["cc"], "u32", "u32"), case("sub", "u32", ["cc"], "u32", "u32"),
     case("addc", "u32", ["cc"], "u32", "u32", "pred"), case("subc", "u32", ["cc"], "u32", "u32", "pred"),
     case("add", "u64", ["cc"], "u64", "u64"), case("addc", "u64", ["cc"], "u64", "u64", "pred"),
+    case("addc", "u32", (), "u32", "u32", "pred"), case("subc", "s64", ["cc"], "s64", "s64", "pred"),
+    case("sub", "s64", ["cc"], "s64", "s64"), case("mad", "u32", ["lo", "cc"], "u32", "u32", "u32"),
+    case("mad", "s32", ["hi", "cc"], "s32", "s32", "s32"), case("mad", "u64", ["hi", "cc"], "u64", "u64", "u64"),
+    case("madc", "u32", ["lo", "cc"], "u32", "u32", "u32", "pred"),
+    case("madc", "s32", ["hi"], "s32", "s32", "s32", "pred"),
+    case("madc", "u64", ["hi", "cc"], "u64", "u64", "u64", "pred"),
     case("mad", "s32", ["hi", "sat"], "s32", "s32", "s32"), case("max", "s32", ["relu"], "s32", "s32"),
 ]
 for t in ("u32", "s32"):

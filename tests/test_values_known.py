@@ -232,6 +232,32 @@ def test_saturating_add_and_carry():
     assert ev("subc", "u32", {"cc"}, ("u32", 0), ("u32", 0), ("pred", True)) == (0xFFFFFFFF, True)
 
 
+def test_extended_precision_carry_chains():
+    """§9.7.2: add.cc/sub.cc/mad.cc write CC.CF (sub: the borrow); addc/subc/madc read it."""
+    m64 = 2**64 - 1
+    assert ev("add", "u32", {"cc"}, ("u32", 0xFFFFFFFF), ("u32", 0)) == (0xFFFFFFFF, False)
+    assert ev("add", "s64", {"cc"}, ("s64", m64), ("s64", 1)) == (0, True)  # nvcc's __int128 form
+    assert ev("addc", "u32", (), ("u32", 5), ("u32", 6), ("pred", True)) == 12
+    assert ev("addc", "u32", {"cc"}, ("u32", 0xFFFFFFFF), ("u32", 0xFFFFFFFF), ("pred", True)) == (0xFFFFFFFF, True)
+    assert ev("addc", "s64", {"cc"}, ("s64", m64), ("s64", 0), ("pred", False)) == (m64, False)
+    assert ev("sub", "u32", {"cc"}, ("u32", 3), ("u32", 5)) == (0xFFFFFFFE, True)
+    assert ev("sub", "u64", {"cc"}, ("u64", 5), ("u64", 5)) == (0, False)
+    assert ev("subc", "u32", (), ("u32", 10), ("u32", 3), ("pred", True)) == 6
+    assert ev("subc", "u32", {"cc"}, ("u32", 5), ("u32", 5), ("pred", False)) == (0, False)
+    assert ev("subc", "s64", {"cc"}, ("s64", 0), ("s64", m64), ("pred", True)) == (0, True)
+    # mad{.lo,.hi}.cc: the low or high half of the product plus c, the carry of that addition
+    assert ev("mad", "u32", {"lo", "cc"}, ("u32", 0x10000), ("u32", 0x10000), ("u32", 7)) == (7, False)
+    assert ev("mad", "u32", {"lo", "cc"}, ("u32", 0xFFFFFFFF), ("u32", 1), ("u32", 1)) == (0, True)
+    assert ev("mad", "u32", {"hi", "cc"}, ("u32", 0xFFFFFFFF), ("u32", 0xFFFFFFFF), ("u32", 2)) == (0, True)
+    assert ev("mad", "s32", {"hi", "cc"}, ("s32", -1), ("s32", 1), ("s32", 1)) == (0, True)  # hi(-1) = -1
+    assert ev("madc", "u32", {"hi"}, ("u32", 0xFFFFFFFF), ("u32", 0xFFFFFFFF), ("u32", 0), ("pred", True)) \
+        == 0xFFFFFFFF
+    assert ev("madc", "u32", {"lo", "cc"}, ("u32", 3), ("u32", 5), ("u32", 0xFFFFFFF0), ("pred", True)) == (0, True)
+    assert ev("madc", "u32", {"lo", "cc"}, ("u32", 3), ("u32", 5), ("u32", 0xFFFFFFF0), ("pred", False)) \
+        == (0xFFFFFFFF, False)
+    assert ev("madc", "u64", {"hi", "cc"}, ("u64", m64), ("u64", 2), ("u64", m64), ("pred", True)) == (1, True)
+
+
 def test_bit_manipulation():
     assert ev("brev", "b32", (), ("b32", 1)) == 0x80000000
     assert ev("popc", "b64", (), ("b64", 2**64 - 1)) == 64

@@ -52,6 +52,20 @@ def bits_of(ty):
 
 WIDE_SRC = {"mul", "mad"}
 
+#: CC.CF, the carry flag of the condition code register (§9.7.2 extended-precision integer
+#: arithmetic): per thread, kept in the warp's register file under a name no PTX register
+#: can have, so a call (which gives the callee fresh registers) does not carry it across,
+#: as the ISA says ("not preserved across calls"). Before any ``.cc`` instruction wrote
+#: it, it reads 0 (the ISA leaves it open).
+CARRY = "%cc.cf"
+CARRY_IN = ("addc", "subc", "madc")
+CARRY_OUT = ("add", "sub", "mad", "addc", "subc", "madc")
+
+
+def carry_flag(w):
+    v = w.regs.get(CARRY)
+    return np.zeros(32, bool) if v is None else v
+
 
 def h_value(m, w, ins, mask):
     fam = ins.row.semantics
@@ -105,9 +119,14 @@ def h_value(m, w, ins, mask):
             acc |= (np.asarray(m.val(w, e, eb), U64) & U64(_mask(eb))) << U64(eb * j)
         m.write(w, ops[0], acc, mask)
         return
+    if fam in CARRY_IN:
+        args.append(carry_flag(w))
     with np.errstate(all="ignore"):
         r = evaluate(D, fam, ty, mods, *args)
     dst = ops[0]
+    if "cc" in mods and fam in CARRY_OUT:  # (d, carry-out): the carry goes to CC.CF
+        r, cf = r
+        w.regs[CARRY] = np.where(mask, cf, carry_flag(w))
     if fam == "cvt" and isinstance(dst, Reg) and ty[0][0] == "s" and SCALAR_BITS[ty[0]] < m.reg_width(dst.name):
         b = SCALAR_BITS[ty[0]]  # a signed result narrower than its register is sign-extended
         r = np.asarray(r, U64)
@@ -494,9 +513,14 @@ def _ensure_param(m, w, name):
 # --------------------------------------------------------------------------- warp collectives
 
 
-def _membermask(m, w, op):
+def _membermask(m, w, op, mask):
+    """The membermask operand, read in the first lane that executes the instruction (every
+    executing lane gives the same one; a lane outside a divergent branch may hold anything)."""
     v = np.asarray(m.val(w, op, 32), U64)
-    return int(np.broadcast_to(v, (32,))[0]) if v.ndim else int(v)
+    if not v.ndim:
+        return int(v)
+    lanes = np.flatnonzero(mask)
+    return int(np.broadcast_to(v, (32,))[lanes[0] if len(lanes) else 0])
 
 
 def _check_members(m, w, ins, mask, membermask):
@@ -517,7 +541,7 @@ def h_shfl(m, w, ins, mask):
     a = np.broadcast_to(np.asarray(m.val(w, ops[1], 32), U64), (32,))
     b = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,)).astype(np.int64)
     c = np.broadcast_to(np.asarray(m.val(w, ops[3], 32), U64), (32,)).astype(np.int64)
-    mm = _membermask(m, w, ops[4]) if len(ops) > 4 else 0xFFFFFFFF
+    mm = _membermask(m, w, ops[4], mask) if len(ops) > 4 else 0xFFFFFFFF
     _check_members(m, w, ins, mask, mm)
     mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
     j, ok = shfl_source(mode, LANES.astype(np.int64), b, c)
@@ -534,7 +558,7 @@ def h_vote(m, w, ins, mask):
     ops = ins.operands
     p = ops[1]
     pv = ~m.pred(w, p.reg) if not isinstance(p, Reg) and hasattr(p, "reg") else m.pred(w, p)
-    mm = _membermask(m, w, ops[2]) if len(ops) > 2 else 0xFFFFFFFF
+    mm = _membermask(m, w, ops[2], mask) if len(ops) > 2 else 0xFFFFFFFF
     _check_members(m, w, ins, mask, mm)
     act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
     if "ballot" in ins.mods:
@@ -551,6 +575,34 @@ def h_vote(m, w, ins, mask):
     m.write(w, ops[0], np.full(32, r), mask)
 
 
+@handler("match")
+def h_match(m, w, ins, mask):
+    """match.any.sync.type d, a, membermask / match.all.sync.type d[|p], a, membermask
+    (§9.7.13 match.sync; .b32, .b64). Among the lanes of the membermask that execute it:
+    .any gives each lane the mask of the lanes whose ``a`` equals its own; .all gives
+    every lane that mask of lanes and ``p`` true when all their ``a`` are equal, else 0
+    and false."""
+    ops = ins.operands
+    bits = 64 if "b64" in ins.mods else 32
+    a = np.broadcast_to(np.asarray(m.val(w, ops[1], bits), U64), (32,)) & U64(_mask(bits))
+    mm = _membermask(m, w, ops[2], mask)
+    _check_members(m, w, ins, mask, mm)
+    act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
+    lane_bit = U64(1) << LANES.astype(U64)
+    dst = ops[0]
+    first, second = (dst.first, dst.second) if isinstance(dst, PairOp) else (dst, Sink())
+    if "any" in ins.mods:
+        same = (a[:, None] == a[None, :]) & act[None, :]  # [i, j]: lane j takes part with lane i's value
+        d = np.where(same, lane_bit[None, :], U64(0)).sum(axis=1, dtype=U64)
+        m.write(w, first, d, mask)
+        return
+    vals = a[act]
+    equal = bool(len(vals) == 0 or (vals == vals[0]).all())
+    d = int(np.where(act, lane_bit, U64(0)).sum(dtype=U64)) if equal else 0
+    m.write(w, first, np.full(32, d, U64), mask)
+    m.write(w, second, np.full(32, equal), mask)
+
+
 @handler("activemask")
 def h_activemask(m, w, ins, mask):
     bits = int(sum(1 << int(i) for i in np.flatnonzero(mask)))
@@ -560,7 +612,7 @@ def h_activemask(m, w, ins, mask):
 @handler("elect")
 def h_elect(m, w, ins, mask):
     ops = ins.operands
-    mm = _membermask(m, w, ops[1])
+    mm = _membermask(m, w, ops[1], mask)
     _check_members(m, w, ins, mask, mm)
     act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
     leader = int(np.flatnonzero(act)[0]) if act.any() else 0
@@ -575,7 +627,7 @@ def h_redux(m, w, ins, mask):
     ops = ins.operands
     ty = _elem_type(ins)
     a = np.broadcast_to(np.asarray(m.val(w, ops[1], 32), U64), (32,))
-    mm = _membermask(m, w, ops[2])
+    mm = _membermask(m, w, ops[2], mask)
     _check_members(m, w, ins, mask, mm)
     vals = a[mask]
     if ty == "s32":
@@ -592,7 +644,7 @@ def h_redux(m, w, ins, mask):
 
 @handler("bar.warp.sync")
 def h_bar_warp_sync(m, w, ins, mask):
-    mm = _membermask(m, w, ins.operands[0])
+    mm = _membermask(m, w, ins.operands[0], mask)
     _check_members(m, w, ins, mask, mm)
 
 

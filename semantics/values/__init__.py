@@ -26,6 +26,7 @@ FAMILIES = {
     "subc": ops.subc,
     "mul": ops.mul,
     "mad": ops.mad,
+    "madc": ops.madc,
     "mul24": ops.mul24,
     "mad24": ops.mad24,
     "div": ops.div,

@@ -14,8 +14,9 @@ Conventions
   * Operands are raw bit patterns of their PTX operand types (shift amounts, bfe/bfi
     positions and lengths, prmt selectors are 32-bit); predicates are booleans;
     immediates that select behaviour (lop3's immLut) are Python ints.
-  * Multi-result instructions return tuples: ``setp`` -> ``(p, q)``; ``add/sub`` with
-    ``cc`` and ``addc/subc`` with ``cc`` -> ``(d, carry_out)``.
+  * Multi-result instructions return tuples: ``setp`` -> ``(p, q)``; ``add/sub/mad`` with
+    ``cc`` and ``addc/subc/madc`` with ``cc`` -> ``(d, carry_out)``; the carry-in of
+    ``addc/subc/madc`` is their last operand, a predicate (CC.CF).
   * Float rounding defaults to ``rn`` when none is given (PTX: add/sub/mul/fma/div.rn
     is the default meaning).  Arithmetic NaN results are the canonical NaN of the format.
 
@@ -266,6 +267,21 @@ def mad(D, ty, mods, a, b, c):
     s = D.add(p, c, w)
     if "sat" in mods:
         s = _sat_signed(D, p, c, s, w, False)
+    if "cc" in mods:  # mad{.hi,.lo}.cc: the carry-out of the addition (§Extended-Precision: mad.cc)
+        return s, D.ult(s, p)
+    return s
+
+
+def madc(D, ty, mods, a, b, c, cin):
+    """madc{.hi,.lo}{.cc}.type d, a, b, c: d = (a * b)<.hi or .lo half> + c + CC.CF
+    -- §Extended-Precision Integer Arithmetic: madc (ptxas requires .lo or .hi; read as
+    .lo without). .cc returns (d, carry-out of the two additions)."""
+    w = bits(ty)
+    p = mul(D, ty, mods - {"cc"}, a, b)
+    t = D.add(p, c, w)
+    s = D.add(t, _bool_to_bv(D, cin, w), w)
+    if "cc" in mods:
+        return s, D.bor(D.ult(t, p), D.ult(s, t))
     return s
 
 

@@ -5,7 +5,7 @@ buffer contents; the result is, for each output element, a term over the inputs.
 Execution order. CTAs run one after another (they share only global memory; for a
 race-free kernel the order does not matter). Inside a CTA every thread runs until it
 blocks — at a CTA/named barrier, a warp collective (``shfl``/``vote``/``elect``/
-``redux``/``activemask``) or an ``mbarrier`` wait — then collectives are performed per
+``redux``/``activemask``/``match``) or an ``mbarrier`` wait — then collectives are performed per
 warp and barriers released, barrier interval by barrier interval. This is exact for
 kernels free of data races (``kverify check`` establishes race freedom); every verdict
 states the assumption.
@@ -15,6 +15,9 @@ race-free kernel nobody reads the destination before the matching wait and nobod
 the source meanwhile, so completing early gives the same values. ``mbarrier`` objects
 keep pending arrivals, the transaction count and the phase (PTX ISA §9.7.13.15); a
 parity wait returns once the phase with that parity completed.
+
+The carry flag CC.CF of ``add.cc``/``addc``... (PTX ISA §9.7.2) is per-thread state, as in
+the interpreter (``semantics.interpreter.ops.CARRY``); the ``real`` model has no carry.
 
 Memory is a map from byte address to the stored value (and the store's source line);
 loads of exactly one stored value return it, other loads are assembled from bytes.
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 
 from semantics.interpreter.launch import lookup, param_key
 from semantics.interpreter.machine import _arg_bits
+from semantics.interpreter.ops import CARRY, CARRY_IN, CARRY_OUT
 from semantics.interpreter.memory import (CTA_MASK, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                                           WINDOW_SIZE, align_up)
 from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg,
@@ -632,8 +636,16 @@ class Executor:
             w = widths0[i]
             args.append(self.val(t, o, w))
             widths.append(w)
+        if fam in CARRY_IN:
+            args.append(t.regs.get(CARRY, False))
+            widths.append(1)
         r = self.alg.family(fam, ty, mods, args, widths)
         dst = ops[0]
+        if "cc" in mods and fam in CARRY_OUT:  # (d, carry-out): the carry goes to CC.CF
+            if not isinstance(r, tuple):
+                raise ModelUnsupported(f"{ins.opcode}: the carry flag of integer arithmetic on real values "
+                                       f"({self.alg.model} model)")
+            r, t.regs[CARRY] = r
         if isinstance(r, tuple):
             if isinstance(dst, PairOp):
                 self.write(t, dst.first, r[0])
@@ -738,6 +750,8 @@ class Executor:
             elif isinstance(o, (Reg, Imm, Neg, FImm)):
                 if ins.op == "vote" and i == 1:
                     vals.append(self.pred(t, o) if isinstance(o, Reg) else self.val(t, o, 1))
+                elif ins.op == "match" and i == 1:
+                    vals.append(self.val(t, o, 64 if "b64" in ins.mods else 32))
                 else:
                     vals.append(self.val(t, o, 32))
             else:
@@ -794,6 +808,17 @@ class Executor:
                 v = vals[l][1]
                 acc = v if acc is None else self.alg.family(kind, ty, frozenset(), [acc, v], [32, 32])
             res = {l: acc for l in vals}
+        elif op == "match":  # §9.7.13 match.sync, as the interpreter's h_match
+            mm = vals[min(vals)][2]
+            if not all(is_concrete(v[1]) for v in vals.values()) or not is_concrete(mm):
+                raise DataDependent("a match.sync operand depends on input data")
+            act = {l: v[1] for l, v in vals.items() if (mm >> l) & 1}
+            if "any" in ins.mods:
+                res = {l: sum(1 << j for j, b in act.items() if b == v[1]) for l, v in vals.items()}
+            else:
+                equal = len(set(act.values())) <= 1
+                d = sum(1 << j for j in act) if equal else 0
+                res = {l: (d, equal) for l in vals}
         else:
             raise Unsupported(f"warp collective {ins.opcode}", ins)
         for l, t in lanes.items():
@@ -904,7 +929,7 @@ HANDLERS = {
     ("cvta",): "h_cvta",
     ("ret", "exit"): "h_exit",
     ("bar", "barrier", "barrier.cluster"): "h_bar",
-    ("shfl", "vote", "elect", "activemask", "redux"): "h_coll",
+    ("shfl", "vote", "elect", "activemask", "redux", "match"): "h_coll",
     ("bar.warp.sync", "membar", "fence", "fence.proxy.async", "fence.proxy.async::generic", "fence.proxy.alias",
      "fence.mbarrier_init", "nanosleep", "prefetch", "prefetchu", "cp.async.commit_group",
      "cp.async.wait_group", "cp.async.wait_all", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group",
