@@ -76,15 +76,33 @@ def test_generator_steers_clear_of_what_ptxas_miscompiles_or_the_isa_leaves_open
     predicate for warp-uniform), no 64-bit shift by a register an f32 instruction may have
     written (ptxas converts the amount from float), no half-precision min/max of two NaNs
     (the ISA leaves that NaN open), no ``bfe.s32`` with immediate position >= 32 and
-    length (ptxas folds it to -1). docs/validation.md has the SASS."""
+    length (ptxas folds it to -1). docs/validation.md has the SASS. Carry chains and
+    match.sync are never guarded; every addc/subc/madc reads a carry that an instruction of
+    its chain wrote (straight-line code, no label or branch in between: the ISA does not
+    specify CC.CF before that); a match.sync with a partial membermask runs only in the
+    lanes of the mask (a branch on ``%pn0`` just before it)."""
     import re
 
+    carry, prev, t3 = False, "", None
     for line in (x.strip() for x in p.ptx.splitlines()):
         guarded = re.match(r"@!?%\w+ (.*)", line)
         body = guarded.group(1) if guarded else line
         if guarded:
             assert not body.startswith("testp."), line
             assert not re.match(r"set\.\w+\.f32\.", body), line
+            assert not re.match(r"((add|sub|mad)(\.lo|\.hi)?\.cc|addc|subc|madc|match)\.", body), line
+        if line.endswith(":") or body.startswith(("bra", "bar.sync")):
+            carry = False
+        if re.match(r"(addc|subc|madc)\.", body):
+            assert carry, line
+        if re.match(r"(add|sub|mad)(\.lo|\.hi)?\.cc\.", body):
+            carry = True
+        m = re.match(r"match\.(any|all)\.sync\.b(32|64) \S+, \S+, (\S+);", body)
+        if m and (t3 if m.group(3) == "%t3" else m.group(3)) != "0xffffffff":
+            assert prev.startswith("@%pn0 bra $L_match"), line
+        if body.startswith("mov.b32 %t3, "):
+            t3 = body[len("mov.b32 %t3, "):-1]
+        prev = line
         if re.match(r"(abs|neg)(\.ftz)?\.(f32|f64|f16|bf16|f16x2|bf16x2) ", body):
             assert body.endswith((", %s0;", ", %sd0;", ", %sh0;")), line
         m = re.match(r"bfe\.s32 %r\d+, \S+, (\d+), (\d+);", body)

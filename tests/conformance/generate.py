@@ -14,9 +14,12 @@ draws from instruction templates covering:
 * conversions: int<->int (.sat), int<->float (rounding .rn/.rz/.rm/.rp and .rni/.rzi/
   .rmi/.rpi), f32<->f64/f16/bf16 (rounding, .relu, .satfinite, packed x2), float rounding
   to integral values, ``cvt.rna.tf32.f32``;
+* extended precision: carry chains through CC.CF (add.cc/sub.cc/mad.cc, then addc/subc/
+  madc with and without .cc; 32/64-bit; mixed kinds; other instructions between links);
 * warp collectives: shfl.sync (up/down/bfly/idx, lane and clamp/segment operands from
   registers and immediates), vote.sync (all/any/uni/ballot), redux.sync, activemask,
-  elect.sync;
+  elect.sync, match.sync (.any/.all, b32/b64, on values lanes share; partial membermasks
+  inside a branch taken by exactly the member lanes);
 * predication (guards on any non-collective instruction except ``testp`` and
   ``set.*.f32.*``, which ptxas 13.0 miscompiles under a guard, see ``guardable``; negated
   guards; forward branches over a few instructions);
@@ -518,6 +521,79 @@ class Gen:
             return [f"elect.sync {r32(self.i(NR))}|{pr(self.i(NP))}, 0xffffffff;"]
         return [f"vote.sync.{k}.pred {pr(self.i(NP))}, {neg}{pr(self.i(NP))}, 0xffffffff;"]
 
+    # -- extended precision: one carry chain, never guarded, never inside a branch
+    def t_carry(self):
+        """A chain through CC.CF (PTX ISA §9.7.2): ``add.cc``/``sub.cc``/``mad{.lo,.hi}.cc``
+        starts it, ``addc.cc``/``subc.cc``/``madc.cc`` continue it, ``addc``/``subc``/``madc``
+        (or a ``.cc`` one) end it; 32- or 64-bit, one kind of link or mixed, sometimes with
+        unrelated integer instructions between the links (CC.CF is state they leave alone).
+        A chain always starts with an instruction that writes the flag: its value before
+        any does is not specified."""
+        t = self.pick(["u32", "s32", "u64", "s64"])
+        b = 64 if t.endswith("64") else 32
+        kinds = self.pick([("add",), ("sub",), ("mad",), ("add", "sub", "mad")])
+        links = 2 + self.i(4)
+        lines = []
+        for j in range(links):
+            kind = self.pick(kinds)
+            cc = ".cc" if j == 0 or j < links - 1 or self.flag(0.2) else ""
+            head = kind if j == 0 else kind + "c"
+            d = self.dst(b)
+            if kind == "mad":
+                half = self.pick([".lo", ".hi"])  # ptxas requires one for mad.cc and madc
+                lines.append(f"{head}{half}{cc}.{t} {d}, {self.src(b)}, {self.src(b)}, {self.src(b)};")
+            else:
+                lines.append(f"{head}{cc}.{t} {d}, {self.src(b)}, {self.src(b)};")
+            if j < links - 1 and self.flag(0.2):
+                filler = getattr(self, self.pick(["t_int_arith", "t_logic", "t_bits32", "t_mov", "t_setp"]))()
+                lines += self.take_prep() + filler
+        return lines
+
+    # -- match.sync: values that lanes share, full or partial membermasks
+    def t_match(self):
+        """``match.any``/``match.all`` (``.b32``/``.b64``; ``.all`` with or without the
+        predicate) on a value that groups lanes: a register masked down to a few bits (for
+        b64 also bits of the upper half only, so equal low halves do not decide), bits of
+        the lane id, or a warp-uniform value. A membermask other than all lanes is used
+        inside a branch that exactly its lanes take (a lane outside it executing match.sync
+        is undefined), given as an immediate or a register."""
+        b = self.pick([32, 64])
+        mode = self.pick(["any", "all"])
+        mm = self.pick([0xFFFFFFFF, 0xFFFFFFFF, 0x0000FFFF, 0x55555555, 0xF0F0F0F0, 0x80000001, 0x7FFFFFFE,
+                        self.i(1 << 32) | 1])
+        lines = []
+        if mm != 0xFFFFFFFF:
+            lines += ["mov.u32 %s0, %lanemask_eq;", f"and.b32 %s0, %s0, {mm:#x};", "setp.eq.u32 %pn0, %s0, 0;"]
+        v = "%s0" if b == 32 else "%sd0"
+        src = self.pick(["reg", "reg", "lane", "uniform"])
+        if src == "reg":
+            k = self.pick(["0x1", "0x3", "0x80000001", "0x300", "0xFFFFFFFF"] if b == 32 else
+                          ["0x3", "0x100000000", "0x100000001", "0x8000000000000000", "0xFFFFFFFF00000000",
+                           "0xFFFFFFFFFFFFFFFF"])
+            lines.append(f"and.b{b} {v}, {r32(self.i(NR)) if b == 32 else r64(self.i(NRD))}, {k};")
+        elif src == "lane":
+            lines += ["mov.u32 %s0, %laneid;",
+                      f"{self.pick(['shr.u32', 'and.b32'])} %s0, %s0, {self.pick([1, 2, 3, 4, 5, 7, 16])};"]
+            if b == 64:  # the lane bits in the upper or the lower half
+                lines += self.pick([["mov.b32 %t3, 0;", "mov.b64 %sd0, {%t3, %s0};"], ["cvt.u64.u32 %sd0, %s0;"]])
+        elif b == 32:  # the same in every lane
+            lines.append(self.pick(["mov.u32 %s0, %ctaid.x;",
+                                    f"shfl.sync.idx.b32 %s0, {r32(self.i(NR))}, 0, 0x1f, 0xffffffff;"]))
+        else:
+            lines += [f"mov.b64 {{%t3, %s0}}, {r64(self.i(NRD))};", "shfl.sync.idx.b32 %t3, %t3, 0, 0x1f, 0xffffffff;",
+                      "shfl.sync.idx.b32 %s0, %s0, 0, 0x1f, 0xffffffff;", "mov.b64 %sd0, {%t3, %s0};"]
+        d = r32(self.i(NR)) + (f"|{pr(self.i(NP))}" if mode == "all" and self.flag(0.6) else "")
+        mask = f"{mm:#x}"
+        if self.flag(0.3):
+            lines.append(f"mov.b32 %t3, {mask};")
+            mask = "%t3"
+        op = f"match.{mode}.sync.b{b} {d}, {v}, {mask};"
+        if mm == 0xFFFFFFFF:
+            return lines + [op]
+        lab = f"$L_match{self.label}"
+        self.label += 1
+        return lines + [f"@%pn0 bra {lab};", op, f"{lab}:"]
+
     def t_shared(self):
         if self.slot >= SLOTS or self.flag(0.3):
             # red.shared into a common word, barrier, everyone reads it back
@@ -573,10 +649,11 @@ def not_both_nan(t: str, a: str, b: str, line: str) -> list:
 
 PLAIN = ("t_int_arith", "t_divrem", "t_logic", "t_bits32", "t_setp", "t_select", "t_f32", "t_f64", "t_half",
          "t_cvt_int", "t_cvt_float", "t_mov")
-COLLECTIVE = ("t_shfl", "t_vote", "t_shared")
+COLLECTIVE = ("t_shfl", "t_vote", "t_shared", "t_match")
+UNGUARDED = COLLECTIVE + ("t_carry",)  # written as drawn: no guard, not inside a branch
 WEIGHTS = {"t_int_arith": 3, "t_divrem": 1, "t_logic": 3, "t_bits32": 2, "t_setp": 3, "t_select": 2,
            "t_f32": 5, "t_f64": 3, "t_half": 3, "t_cvt_int": 2, "t_cvt_float": 4, "t_mov": 1,
-           "t_shfl": 2, "t_vote": 2, "t_shared": 2}
+           "t_shfl": 2, "t_vote": 2, "t_shared": 2, "t_carry": 2, "t_match": 2}
 _CHOICES = [n for n, w in WEIGHTS.items() for _ in range(w)]
 
 
@@ -649,7 +726,7 @@ def programs(draw, min_len: int = 4, max_len: int = 40, control: bool = True):
         used.append(name)
         lines = getattr(g, name)()
         body += g.take_prep()
-        if name in COLLECTIVE:
+        if name in UNGUARDED:
             body += lines
             continue
         if control and g.flag(0.12) and len(lines) == 1:  # a forward branch over this and up to two more instructions
