@@ -2,6 +2,10 @@
 API) and save one line per kernel: verdict, obligations that did not pass, time.
 
     python bench/validate_zoo.py [--trials N] [--out bench/results/validate_zoo.json] [--lowered]
+                                 [--ref-kind numpy|torch]
+
+``--ref-kind torch`` validates against each family's PyTorch reference (``torch_<name>``
+beside the manifest's numpy ``<name>`` in ref.py) instead of the numpy one.
 """
 from __future__ import annotations
 
@@ -28,8 +32,16 @@ def main(argv=None) -> int:
     ap.add_argument("--lowered", action="store_true")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--buggy", action="store_true", help="the seeded-bug variants instead of the correct ones")
+    ap.add_argument("--ref-kind", choices=("numpy", "torch"), default="numpy",
+                    help="the manifest's numpy reference, or its PyTorch twin torch_<name>")
     a = ap.parse_args(argv)
     from verifier.validate import validate
+
+    meta = {"ref_kind": a.ref_kind}
+    if a.ref_kind == "torch":
+        import torch
+
+        meta["torch"] = torch.__version__
 
     rows = []
     for m, v in variants():
@@ -39,11 +51,15 @@ def main(argv=None) -> int:
         if a.only and ptx.name not in a.only:
             continue
         t0 = time.perf_counter()
+        ref = v.get("reference")
+        if a.ref_kind == "torch" and ref:
+            mod, _, fn = ref.partition(":")
+            ref = f"{mod}:torch_{fn}"
         try:
-            r = validate(str(ptx.relative_to(ROOT)), launch=str(m.relative_to(ROOT)), trials=a.trials,
+            r = validate(str(ptx.relative_to(ROOT)), launch=str(m.relative_to(ROOT)), ref=ref, trials=a.trials,
                          lowered=a.lowered, timeout=20.0)
             rep = r.report
-            row = {"kernel": str(ptx.relative_to(ROOT)), "verdict": rep.verdict,
+            row = {"kernel": str(ptx.relative_to(ROOT)), "reference": ref, "verdict": rep.verdict,
                    "not_passed": [{"id": o.id, "status": o.status, "rule": o.rule, "message": o.message}
                                   for o in rep.obligations if o.status not in ("proved", "bounded")],
                    "device": (r.details.get("device") or {}).get("name"), "time_s": round(time.perf_counter() - t0, 2),
@@ -57,7 +73,7 @@ def main(argv=None) -> int:
               f"{'; '.join(o['id'] + ': ' + o['message'][:160] for o in row.get('not_passed', [])) or row.get('error', '')}",
               flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps({"trials": a.trials, "lowered": a.lowered, "kernels": rows}, indent=1))
+    Path(a.out).write_text(json.dumps({"trials": a.trials, "lowered": a.lowered, **meta, "kernels": rows}, indent=1))
     bad = [r for r in rows if r["verdict"] != ("verified" if not a.buggy else "violated")]
     print(f"{len(rows) - len(bad)} of {len(rows)} as expected")
     return 0

@@ -1,4 +1,7 @@
-"""numpy reference for the arrive_drop family."""
+"""numpy reference for the arrive_drop family.
+
+``torch_<name>``: the same in PyTorch (on the CPU; torch is imported only when one runs).
+"""
 
 from __future__ import annotations
 
@@ -23,4 +26,20 @@ def arrive_drop(inputs: dict[str, np.ndarray], args: dict) -> dict[str, np.ndarr
             last = w != 0 and r == n - 1
             src = w if last or r >= _rounds(p, iters) else p
             out[r, w] = x[r, src]
+    return {"out": out.reshape(-1)}
+
+
+def torch_arrive_drop(inputs: dict, args: dict) -> dict:
+    """PyTorch reference (CPU): the same rounds, with torch indexing."""
+    import torch
+
+    iters = int(args["iters"])
+    x = torch.from_numpy(np.asarray(inputs["in"], dtype=np.float32)).reshape(-1)[: iters * 128]
+    x = x.reshape(iters, NUM_WARPS, 32)
+    out = torch.zeros_like(x)
+    for w in range(NUM_WARPS):
+        n = _rounds(w, iters)
+        p = (w + 1) % NUM_WARPS
+        src = torch.tensor([w if (w != 0 and r == n - 1) or r >= _rounds(p, iters) else p for r in range(n)])
+        out[:n, w] = x[torch.arange(n), src]
     return {"out": out.reshape(-1)}

@@ -1,4 +1,7 @@
-"""numpy reference for the cluster_arrive family."""
+"""numpy reference for the cluster_arrive family.
+
+``torch_<name>``: the same in PyTorch (on the CPU; torch is imported only when one runs).
+"""
 
 from __future__ import annotations
 
@@ -9,3 +12,11 @@ def cluster_arrive(inputs: dict[str, np.ndarray], args: dict) -> dict[str, np.nd
     """out[t] = 2 * in[(t + 1) % 128]: CTA 1 writes 2*in into CTA 0's smem, CTA 0 reads it rotated."""
     x = np.asarray(inputs["in"], dtype=np.float32).reshape(-1)[:128]
     return {"out": (np.float32(2.0) * np.roll(x, -1)).astype(np.float32)}
+
+
+def torch_cluster_arrive(inputs: dict, args: dict) -> dict:
+    """PyTorch reference (CPU)."""
+    import torch
+
+    x = torch.from_numpy(np.asarray(inputs["in"], dtype=np.float32)).reshape(-1)[:128]
+    return {"out": 2.0 * torch.roll(x, -1)}

@@ -5,6 +5,8 @@ Each function takes ``inputs`` (buffer name -> numpy array, names as in the mani
 tensor-descriptor kernels) and ``args`` (scalar ``.param`` name -> value), and returns
 {output buffer name: expected array}. Compare matmuls with a tolerance (fp16 inputs,
 fp32 accumulation in a different order than numpy's).
+
+``torch_<name>``: the same in PyTorch (on the CPU; torch is imported only when one runs).
 """
 from __future__ import annotations
 
@@ -34,3 +36,38 @@ def tma_matmul(inputs, args):
     a = inputs["a"].astype(np.float32)
     b = inputs["b"].astype(np.float32)
     return {"c": (a @ b).astype(np.float16)}
+
+
+def torch_add(inputs, args):
+    """PyTorch reference (CPU)."""
+    import torch
+
+    x = torch.from_numpy(inputs["add_kernel_param_0"]).float()
+    y = torch.from_numpy(inputs["add_kernel_param_1"]).float()
+    n = int(args["add_kernel_param_3"])
+    out = torch.from_numpy(np.array(inputs.get("add_kernel_param_2", np.zeros(x.shape, np.float32)),
+                                    dtype=np.float32, copy=True))
+    out[:n] = x[:n] + y[:n]
+    return {"add_kernel_param_2": out}
+
+
+def torch_matmul(inputs, args):
+    """PyTorch reference (CPU; float16 inputs, float64 accumulation)."""
+    import torch
+
+    a = torch.from_numpy(inputs["matmul_kernel_param_0"]).double()
+    b = torch.from_numpy(inputs["matmul_kernel_param_1"]).double()
+    m, n, k = (int(args[f"matmul_kernel_param_{i}"]) for i in (3, 4, 5))
+    c = torch.from_numpy(np.array(inputs.get("matmul_kernel_param_2", np.zeros((m, n), np.float32)),
+                                  dtype=np.float32, copy=True))
+    c[:m, :n] = torch.matmul(a[:m, :k], b[:k, :n]).float()
+    return {"matmul_kernel_param_2": c}
+
+
+def torch_tma_matmul(inputs, args):
+    """PyTorch reference (CPU; float16 inputs, float64 accumulation, float16 result)."""
+    import torch
+
+    a = torch.from_numpy(inputs["a"]).double()
+    b = torch.from_numpy(inputs["b"]).double()
+    return {"c": torch.matmul(a, b).half()}

@@ -4,6 +4,8 @@ The inputs are pre-tiled in the shared-memory core-matrix layout documented in
 wgmma_pipeline.cu (no swizzle, K-major; A_LBO=1024, A_SBO=128, B_LBO=128,
 B_SBO=256 bytes); the helpers below convert between that layout and plain
 row-major matrices.
+
+``torch_<name>``: the same in PyTorch (on the CPU; torch is imported only when one runs).
 """
 
 from __future__ import annotations
@@ -52,3 +54,18 @@ def wgmma_pipeline(inputs: dict[str, np.ndarray], args: dict) -> dict[str, np.nd
     for it in range(iters):
         acc += at[it][ai].astype(np.float32) @ bt[it][bi].astype(np.float32)
     return {"out": acc}
+
+
+def torch_wgmma_pipeline(inputs: dict, args: dict) -> dict:
+    """PyTorch reference (CPU): the tiles gathered with torch indexing, products summed in
+    float64."""
+    import torch
+
+    iters = int(args["iters"])
+    at = torch.from_numpy(np.asarray(inputs["a_tiles"], dtype=np.float16)).reshape(-1, M * K)
+    bt = torch.from_numpy(np.asarray(inputs["b_tiles"], dtype=np.float16)).reshape(-1, K * N)
+    ai, bi = torch.from_numpy(a_index()), torch.from_numpy(b_index())
+    acc = torch.zeros((M, N), dtype=torch.float64)
+    for it in range(iters):
+        acc += torch.matmul(at[it][ai].double(), bt[it][bi].double())
+    return {"out": acc.float()}
