@@ -476,7 +476,8 @@ class Gen:
                 mods += ".relu"
             if dt == "bf16" and self.flag(0.2):
                 mods += ".satfinite"
-        if "f32" in (dt, stt) and dt != "bf16" and stt != "bf16" and self.flag(0.3) and stt != "f16":
+        if "f32" in (dt, stt) and dt != "bf16" and stt != "bf16" and self.flag(0.3) and stt != "f16" \
+                and ".relu" not in mods:  # ptxas: "Illegal modifier '.ftz'" next to .relu
             mods += ".ftz"
         if dt == "f32" and stt == "f64" and self.flag(0.2):
             mods += ".sat"
