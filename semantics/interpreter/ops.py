@@ -1443,24 +1443,30 @@ def h_wgmma(m, w, ins, mask):
     k = int(shape.split("k")[1])
     dtn = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "s8": "int8", "u8": "uint8"}
     smem = w.cta.smem
-    reads = []
-    try:
-        if desc_a is not None:
-            aa = AU.operand_byte_addresses(desc_a, 64, k, dtn[tys[1]], "MN" if tn_a else "K")
-            reads.append(aa)
-        bb = AU.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K")
-        reads.append(bb)
-    except (ValueError, NotImplementedError, KeyError) as e:
-        raise Unsupported(f"wgmma operand layout: {e}", ins)
-    esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1}[tys[1]]
-    idx = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(esz)).reshape(-1) for r in reads]))
+    # the shared bytes the operands cover (the same for the four warps of the warpgroup and
+    # for every reuse of a stage: cached by descriptor)
+    ckey = (desc_a, desc_b, n, k, tys[1], tys[2], tn_a, tn_b)
+    cache = m.__dict__.setdefault("wgmma_bytes", {})
+    idx = cache.get(ckey)
+    if idx is None:
+        reads = []
+        try:
+            if desc_a is not None:
+                reads.append(AU.operand_byte_addresses(desc_a, 64, k, dtn[tys[1]], "MN" if tn_a else "K"))
+            reads.append(AU.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K"))
+        except (ValueError, NotImplementedError, KeyError) as e:
+            raise Unsupported(f"wgmma operand layout: {e}", ins)
+        esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1}[tys[1]]
+        idx = cache[ckey] = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(esz)).reshape(-1)
+                                                      for r in reads]))
     if idx.max() >= smem.size:
         m.report("bounds", f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
     if m.check:
         for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC):
             m._race(w, ins, smem, c, "wgmma operand read")
-    smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
+    if fresh:
+        smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
     if fresh:
         op.reads = [(smem, idx)]
         m.inflight.append(op)
