@@ -1165,8 +1165,15 @@ def h_cp_async(m, w, ins, mask):
     src_size = None
     if len(ops) > 3 and not (isinstance(ops[3], Reg) and m.reg_width(ops[3].name) == 64 and "L2::cache_hint" in ins.mods and len(ops) == 4):
         src_size = np.broadcast_to(np.asarray(m.val(w, ops[3], 32), U64), (32,))
+    lanes = np.flatnonzero(mask)
+    if len(lanes) and (size[lanes] == size[lanes[0]]).all() and \
+            (src_size is None or (src_size[lanes] == src_size[lanes[0]]).all()):
+        fast = _cp_async_uniform(m, w, ins, dst, src, mask, lanes, int(size[lanes[0]]),
+                                 None if src_size is None else int(src_size[lanes[0]]))
+        if fast is not None:
+            return fast
     writes, reads, moves = [], [], []
-    for lane in np.flatnonzero(mask):
+    for lane in lanes:
         n = int(size[lane])
         try:
             dreg, doff = _resolve1(m, w, ins, "shared", int(dst[lane]), n)
@@ -1192,6 +1199,34 @@ def h_cp_async(m, w, ins, mask):
     op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=("cp.async", w), proxy=ASYNC_GENERIC)
     out = AG.cp_async_step(w.cp_async, AG.CpAsync(op.agent))
     w.cp_async = out.state
+    return _yield_once()
+
+
+def _cp_async_uniform(m, w, ins, dst, src, mask, lanes, n, src_size):
+    """``cp.async`` whose lanes all copy ``n`` bytes: resolved for all lanes at once; ``None``
+    when an address faults (the per-lane path then reports the lane)."""
+    try:
+        dreg, doffs = m.resolve(w, "shared", dst, mask, n)
+        sreg, soffs = m.resolve(w, "global", src, mask, n)
+    except Fault:
+        return None
+    if not isinstance(dreg, Region) or not isinstance(sreg, Region):
+        raise Unsupported(f"{ins.opcode}: operand outside shared/global memory", ins)
+    sn = min(src_size, n) if src_size is not None else n
+    dsts = np.asarray(doffs, np.int64)[lanes]
+    srcs = np.asarray(soffs, np.int64)[lanes]
+    widx = (dsts[:, None] + np.arange(n)).reshape(-1)
+    d_sn = (dsts[:, None] + np.arange(sn)).reshape(-1)
+    s_sn = (srcs[:, None] + np.arange(sn)).reshape(-1)
+
+    def action():
+        dreg.data[widx] = 0
+        dreg.data[d_sn] = sreg.data[s_sn]
+
+    writes = [(dreg, np.unique(widx))]
+    reads = [(sreg, np.unique(s_sn))] if sn else []
+    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=("cp.async", w), proxy=ASYNC_GENERIC)
+    w.cp_async = AG.cp_async_step(w.cp_async, AG.CpAsync(op.agent)).state
     return _yield_once()
 
 
