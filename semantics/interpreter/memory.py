@@ -70,10 +70,15 @@ class Region:
         offs = np.asarray(offs, np.int64)
         if self.space != "global":
             return (offs >= 0) & (offs + nbytes <= self.size)
-        ok = np.zeros(offs.shape, bool)
-        for _, start, size in self.allocs:
-            ok |= (offs >= start) & (offs + nbytes <= start + size)
-        return ok
+        if getattr(self, "_spans", (None, -1))[1] != len(self.allocs):
+            order = sorted((start, start + size) for _, start, size in self.allocs)
+            self._spans = (np.array(order, np.int64).reshape(-1, 2), len(self.allocs))
+        spans = self._spans[0]
+        if not len(spans):
+            return np.zeros(offs.shape, bool)
+        i = np.searchsorted(spans[:, 0], offs, side="right") - 1  # the allocation starting at or below
+        j = np.maximum(i, 0)
+        return (i >= 0) & (offs >= spans[j, 0]) & (offs + nbytes <= spans[j, 1])
 
 
 def align_up(x: int, a: int) -> int:
