@@ -1,17 +1,19 @@
-"""``kverify check``: every obligation of a kernel, from the static SMT race checker
-(``verifier.races``, proofs over two symbolic threads) and from bounded exploration of
-schedules on the interpreter (protocol conformance, async-proxy and pending-async races,
-deadlock), gathered into one report per kernel (``verifier.report``).
+"""``kverify check``: every obligation of a kernel, from the static checkers (SMT proofs
+over two symbolic threads in ``verifier.races``, symbolic mbarrier obligations in
+``verifier.mbarrier``) and from the interpreter (protocol conformance, async-proxy and
+pending-async races, deadlock), gathered into one report per kernel (``verifier.report``).
 
 Obligations and where their verdict comes from:
   race-free: shared / global      SMT two-thread proof when it applies (``proved``); else the
-                                  interpreter's exploration (``bounded``) or ``unknown``
-  race-free: async                interpreter exploration (race.async-proxy, race.async-pending)
-  mbarrier conformance            interpreter exploration (mbarrier.* rules of the step function)
+                                  interpreter (``bounded``) or ``unknown``
+  race-free: async                interpreter (race.async-proxy, race.async-pending)
+  mbarrier conformance            interpreter (mbarrier.* rules of the step function), and one
+    mbarrier conformance: <res>   per barrier array or barrier the run used (full[0..2])
   mbarrier conformance: parity,   symbolic, for every loop iteration (verifier/mbarrier): parity
     tx bytes, arrivals            flips on reuse, expect-tx equals the copies, arrivals equal the count
-  named-barrier conformance       interpreter exploration (barrier.* rules)
-  deadlock-free                   interpreter exploration (every schedule explored terminates)
+  named-barrier conformance       interpreter (barrier.* rules)
+  deadlock-free                   interpreter (every schedule covered terminates)
+  memory safety                   interpreter (bounds, uninitialized reads, trap)
 
 The first run on the interpreter decides whether more are needed: none when it shows that
 happens-before fixes every synchronization match (all schedules equivalent), none when it
@@ -19,6 +21,7 @@ already violates (the remaining obligations are then ``unknown``), else single d
 within the budget. An exploration that used up its budget before covering every
 single-deviation schedule is ``unknown`` ("budget exhausted"), never clean; a violation
 always wins. A symbolic mbarrier obligation left ``unknown`` is ``bounded`` by a clean run.
+A launch without buffers gets them sized to the kernel's accesses (``races.extents``).
 """
 from __future__ import annotations
 
