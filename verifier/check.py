@@ -32,7 +32,6 @@ import time
 
 from semantics.interpreter import run_kernel
 from semantics.ir import KernelError
-from semantics.interpreter.scheduler import format_replay
 
 from .report import Finding, KernelReport, Location, Obligation
 

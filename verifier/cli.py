@@ -272,7 +272,7 @@ def cmd_check(args) -> int:
     import json
 
     from .check import check_kernel
-    from .report import KernelReport, exit_code, report_json
+    from .report import exit_code, report_json
 
     reports = []
     for f in args.files:

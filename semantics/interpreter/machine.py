@@ -20,27 +20,24 @@ PTX ISA sections: §9.7 instruction semantics through ``semantics.values``; §9.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from semantics.ir import KernelError
-from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg,
-                                PairOp, ParenList, Reg, Sink, Sym, VecOp, operand_regs)
-from semantics.ir.types import SCALAR_BITS
+from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink,
+                                Sym, operand_regs)
 from semantics.ir.visit import RegisterWidths
 from semantics.memory_model import async_units as AU
 from semantics.memory_model.protocols import async_groups as AG
 from semantics.memory_model.protocols import mbarrier as MB
 from semantics.memory_model.protocols import named_barrier as NB
-from semantics.values import ConcreteDomain, FAMILIES, evaluate
+from semantics.values import ConcreteDomain
 
-from . import hb
 from .hb import ASYNC, GENERIC, hb_after, join, tick, vget
 from .launch import LaunchSpec, lookup, param_key
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
-                     WINDOW_SIZE, Fault, Region, align_up, load_bytes, store_bytes)
+                     WINDOW_SIZE, Fault, Region, align_up)
 
 D = ConcreteDomain()
 ASYNC_GENERIC = 2  # written by an async operation that acts in the generic proxy (cp.async)
@@ -158,7 +155,6 @@ class WgmmaOp(AsyncOp):
         return len(self.parts) == 4 and all(o.done for o in self.earlier)
 
     def complete(self):
-        m = self.m
         ins = self.instr
         shape = next(x for x in ins.mods if x.startswith("m64n"))
         n = int(shape[4:].split("k")[0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from semantics.ir.nodes import Addr, Imm, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
+from semantics.ir.nodes import Addr, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
 from semantics.ir.types import SCALAR_BITS
 from semantics.memory_model import async_units as AU
 from semantics.memory_model.protocols import async_groups as AG
@@ -20,10 +20,9 @@ from semantics.values import FAMILIES, evaluate, source_bits
 from semantics.values.collectives import shfl_source
 
 from .hb import ASYNC, GENERIC, hb_after, join, tick, vget
-from .machine import (ASYNC_GENERIC, D, HANDLERS, LANES, TMAP_MAGIC, U64, CopyOp, Fault, Region,
-                      Unsupported, Wait, WgmmaOp, _fmt_loc, _mask)
-from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
-                     WINDOW_SIZE, load_bytes, store_bytes)
+from .machine import (ASYNC_GENERIC, D, HANDLERS, LANES, U64, CopyOp, Fault, Region, Unsupported, Wait,
+                      WgmmaOp, _fmt_loc, _mask)
+from .memory import CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, load_bytes, store_bytes
 
 SPACE_MODS = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
               "param::func", "const")
