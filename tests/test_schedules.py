@@ -181,3 +181,16 @@ def test_mbarrier_resource_labels():
             "bar": 1, "global_smem+98304": 2, "global_smem+98312": 2, "x": 1, "x+16": 1}
     assert [label for label, _ in _mbarrier_resources(objs)] == [
         "full[0..2]", "bar", "global_smem+98304..+98312", "x[0,2]"]
+
+
+def test_reading_a_clock_makes_the_run_schedule_dependent(tmp_path):
+    path, v = _variant("vadd", "vadd.cu")
+    src = path.read_text()
+    line = "\tmov.u32 \t%r3, %ctaid.x;"
+    assert line in src
+    p = tmp_path / "vadd.ptx"
+    (tmp_path / "vadd.cu").write_text((path.parent / "vadd.cu").read_text())
+    p.write_text(src.replace(line, "\tmov.u32 \t%r3, %clock;\n" + line))
+    r = _run(p, v, budget=1)
+    assert not r.robust and r.dependence == ["%clock is read: its value depends on the schedule and the hardware"]
+    assert _run(path, v, budget=1).robust

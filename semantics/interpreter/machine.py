@@ -755,6 +755,8 @@ class Machine:
             return v
         base, _, comp = name.partition(".")
         if base in SPECIALS:
+            if base in TIMING_SPECIALS:
+                self.depend(f"{base} is read: its value depends on the schedule and the hardware")
             return SPECIALS[base](self, w, comp)
         v = np.zeros(32, bool if self.reg_width(name) == 1 else U64)
         return v
@@ -1259,6 +1261,12 @@ SPECIALS = {
     "%dynamic_smem_size": lambda m, w, c: np.full(32, m.spec.dynamic_smem, U64),
     "%total_smem_size": lambda m, w, c: np.full(32, m.smem_size, U64),
 }
+
+
+#: special registers whose value is not a function of the launch (PTX ISA §10: %warpid and
+#: %smid are volatile, the clocks advance with time): a run that reads one does not stand
+#: for every schedule
+TIMING_SPECIALS = frozenset({"%clock", "%clock_hi", "%clock64", "%globaltimer", "%warpid", "%smid"})
 
 
 def _cluster_ctaid(m, w):
