@@ -76,14 +76,16 @@ def test_generator_steers_clear_of_what_ptxas_miscompiles_or_the_isa_leaves_open
     predicate for warp-uniform), no 64-bit shift by a register an f32 instruction may have
     written (ptxas converts the amount from float), no half-precision min/max of two NaNs
     (the ISA leaves that NaN open), no ``bfe.s32`` with immediate position >= 32 and
-    length (ptxas folds it to -1). docs/validation.md has the SASS. Carry chains and
-    match.sync are never guarded; every addc/subc/madc reads a carry that an instruction of
-    its chain wrote (straight-line code, no label or branch in between: the ISA does not
-    specify CC.CF before that); a match.sync with a partial membermask runs only in the
-    lanes of the mask (a branch on ``%pn0`` just before it)."""
+    length, not even through a register holding the constant (ptxas folds it to -1).
+    docs/validation.md has the SASS. Carry chains and match.sync are never guarded; every
+    addc/subc/madc reads a carry that an instruction of its chain and of its kind (addition
+    or subtraction: ptxas keeps CC.CF as the hardware carry, NOT borrow after a subtraction)
+    wrote, in straight-line code (no label or branch in between: the ISA does not specify
+    CC.CF before that); a match.sync with a partial membermask runs only in the lanes of
+    the mask (a branch on ``%pn0`` just before it)."""
     import re
 
-    carry, prev, t3 = False, "", None
+    carry, prev, t3 = None, "", None
     for line in (x.strip() for x in p.ptx.splitlines()):
         guarded = re.match(r"@!?%\w+ (.*)", line)
         body = guarded.group(1) if guarded else line
@@ -92,22 +94,26 @@ def test_generator_steers_clear_of_what_ptxas_miscompiles_or_the_isa_leaves_open
             assert not re.match(r"set\.\w+\.f32\.", body), line
             assert not re.match(r"((add|sub|mad)(\.lo|\.hi)?\.cc|addc|subc|madc|match)\.", body), line
         if line.endswith(":") or body.startswith(("bra", "bar.sync")):
-            carry = False
-        if re.match(r"(addc|subc|madc)\.", body):
-            assert carry, line
-        if re.match(r"(add|sub|mad)(\.lo|\.hi)?\.cc\.", body):
-            carry = True
+            carry = None
+        m = re.match(r"(add|sub|mad)c?(\.lo|\.hi)?(\.cc)?\.[us]\d+ ", body)
+        if m and (body.startswith(("addc", "subc", "madc")) or m.group(3)):
+            kind = "sub" if m.group(1) == "sub" else "add"
+            if body.startswith(("addc", "subc", "madc")):  # reads the flag its own kind wrote
+                assert carry == kind, line
+            if m.group(3):
+                carry = kind
         m = re.match(r"match\.(any|all)\.sync\.b(32|64) \S+, \S+, (\S+);", body)
         if m and (t3 if m.group(3) == "%t3" else m.group(3)) != "0xffffffff":
             assert prev.startswith("@%pn0 bra $L_match"), line
         if body.startswith("mov.b32 %t3, "):
             t3 = body[len("mov.b32 %t3, "):-1]
-        prev = line
         if re.match(r"(abs|neg)(\.ftz)?\.(f32|f64|f16|bf16|f16x2|bf16x2) ", body):
             assert body.endswith((", %s0;", ", %sd0;", ", %sh0;")), line
         m = re.match(r"bfe\.s32 %r\d+, \S+, (\d+), (\d+);", body)
         if m:
             assert int(m.group(1)) < 32, line
+        if re.match(r"bfe\.s32 %r\d+, \S+, %s0, \d+;", body):  # a position ptxas cannot fold
+            assert re.match(r"add\.u32 %s0, %s0, \d+;", prev), (prev, line)
         m = re.match(r"shfl\.sync\.\w+\.b32 %r\d+\|%p\d+, (.*), 0xffffffff;", body)
         if m:
             assert any(x.strip().startswith("%") for x in m.group(1).split(",")), line
@@ -116,6 +122,7 @@ def test_generator_steers_clear_of_what_ptxas_miscompiles_or_the_isa_leaves_open
             assert m.group(1) == "%s0", line
         if re.match(r"(min|max)\.(bf16|f16)", body):  # without .NaN: never two NaN operands
             assert line.startswith("@!%pn1 "), line
+        prev = line
 
 
 _GPU = {}

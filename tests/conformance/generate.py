@@ -15,7 +15,7 @@ draws from instruction templates covering:
   .rmi/.rpi), f32<->f64/f16/bf16 (rounding, .relu, .satfinite, packed x2), float rounding
   to integral values, ``cvt.rna.tf32.f32``;
 * extended precision: carry chains through CC.CF (add.cc/sub.cc/mad.cc, then addc/subc/
-  madc with and without .cc; 32/64-bit; mixed kinds; other instructions between links);
+  madc with and without .cc; 32/64-bit; add and mad mixed; other instructions between links);
 * warp collectives: shfl.sync (up/down/bfly/idx, lane and clamp/segment operands from
   registers and immediates), vote.sync (all/any/uni/ballot), redux.sync, activemask,
   elect.sync, match.sync (.any/.all, b32/b64, on values lanes share; partial membermasks
@@ -34,8 +34,10 @@ NaN operands, ``abs``/``neg`` of a NaN (operands made numbers first), 64-bit
 ``bfe``/``bfi`` positions outside 0..255, ``setp p|p``, guarded ``testp`` and
 ``set.*.f32.*``, a ``shfl.sync`` predicate destination with only immediate operands,
 half-precision min/max of two NaNs, and a 64-bit shift whose amount register an f32
-instruction wrote (the amount goes through ``and.b32`` first), and ``bfe.s32`` with
-immediate position >= 32 and length (ptxas folds it to -1).
+instruction wrote (the amount goes through ``and.b32`` first), ``bfe.s32`` with a constant
+position >= 32 and length (ptxas folds it to -1, also through a register holding the
+constant), and a carry chain mixing additions and subtractions (ptxas keeps CC.CF as
+the hardware carry, NOT borrow after a subtraction; the ISA's pseudocode says borrow).
 
 Inputs mix special bit patterns (signed zeros, infinities, NaNs, subnormals, extremes,
 integers near rounding boundaries) with random bits, from a seed drawn with the program.
@@ -288,9 +290,10 @@ class Gen:
         if op.startswith("bfe"):
             pos, ln = self.pos(b == 64), self.pos(b == 64)
             if op == "bfe.s" and b == 32 and not pos.startswith("%") and not ln.startswith("%") and int(pos) >= 32:
-                # ptxas 13.0 folds bfe.s32 with immediate pos >= 32 and len > 0 to the
-                # constant -1 (the ISA: every bit is a[31]); such a position is a register here
-                self.prep.append(f"mov.b32 %s0, {pos};")
+                # ptxas 13.0 folds bfe.s32 with a constant pos >= 32 and len > 0 to the
+                # constant -1 (the ISA: every bit is a[31]), also through a mov of the
+                # immediate into a register: the position is made data-dependent (pos .. pos+7)
+                self.prep += [f"and.b32 %s0, {r32(self.i(NR))}, 7;", f"add.u32 %s0, %s0, {pos};"]
                 pos = "%s0"
             return [f"bfe.{op[-1]}{b} {d}, {self.src(b)}, {pos}, {ln};"]
         return [f"bfi.b{b} {d}, {self.src(b)}, {self.src(b)}, {self.pos(b == 64)}, {self.pos(b == 64)};"]
@@ -526,13 +529,17 @@ class Gen:
     def t_carry(self):
         """A chain through CC.CF (PTX ISA §9.7.2): ``add.cc``/``sub.cc``/``mad{.lo,.hi}.cc``
         starts it, ``addc.cc``/``subc.cc``/``madc.cc`` continue it, ``addc``/``subc``/``madc``
-        (or a ``.cc`` one) end it; 32- or 64-bit, one kind of link or mixed, sometimes with
+        (or a ``.cc`` one) end it; 32- or 64-bit, one kind of link or add and mad mixed, sometimes with
         unrelated integer instructions between the links (CC.CF is state they leave alone).
         A chain always starts with an instruction that writes the flag: its value before
         any does is not specified."""
         t = self.pick(["u32", "s32", "u64", "s64"])
         b = 64 if t.endswith("64") else 32
-        kinds = self.pick([("add",), ("sub",), ("mad",), ("add", "sub", "mad")])
+        # ptxas keeps CC.CF as the hardware carry, which a subtraction writes and reads as
+        # NOT borrow: where an add/mad link reads a flag a sub link wrote, or the reverse,
+        # the H200 differs from the ISA's pseudocode (docs/validation.md); links of one
+        # chain are additions (add, mad) or subtractions only
+        kinds = self.pick([("add",), ("sub",), ("mad",), ("add", "mad")])
         links = 2 + self.i(4)
         lines = []
         for j in range(links):
