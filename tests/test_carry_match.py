@@ -267,9 +267,10 @@ def test_symbolic_carry_chain_is_proved_equal_to_64_bit_arithmetic(model):
     assert r.verdict == "proved", r.message
 
 
-def test_symbolic_dropped_carry_is_refuted():
+def test_symbolic_dropped_carry_is_refuted(tmp_path):
     bad = CHAIN.replace("addc.cc.u32 %r11", "add.cc.u32 %r11")
-    r = check_pair(_side(bad + EXTRA, "chain"), _side(WIDE + EXTRA, "wide"), model="int", timeout_s=60)
+    r = check_pair(_side(bad + EXTRA, "chain"), _side(WIDE + EXTRA, "wide"), model="int", timeout_s=60,
+                   cex_dir=str(tmp_path))
     assert r.verdict == "refuted", r.message
 
 
