@@ -106,20 +106,26 @@ def callee_of(module, instr):
     return next((f for f in module.kernels if f.name in names), None)
 
 
-def reachable_instructions(module, kernel) -> Iterator[Instr]:
-    """Every instruction of ``kernel`` and of the functions it calls, each function once."""
+def reachable_functions(module, kernel) -> Iterator[Kernel]:
+    """``kernel`` and every module function it calls, directly or not, each once."""
     seen, todo = set(), [kernel]
     while todo:
         k = todo.pop()
         if k.name in seen:
             continue
         seen.add(k.name)
+        yield k
         for i in instructions(k.body):
-            yield i
             if i.op == "call":
                 callee = callee_of(module, i)
                 if callee is not None:
                     todo.append(callee)
+
+
+def reachable_instructions(module, kernel) -> Iterator[Instr]:
+    """Every instruction of ``kernel`` and of the functions it calls, each function once."""
+    for k in reachable_functions(module, kernel):
+        yield from instructions(k.body)
 
 
 def names_of(obj, cls, out: list | None = None) -> list:
@@ -142,19 +148,9 @@ def unread_atomic_results(module, kernel) -> set:
     mentions anywhere else (the returned old value is discarded)."""
     names: list = []
     dests: list = []
-    seen, todo = set(), [kernel]
-    while todo:
-        k = todo.pop()
-        if k.name in seen:
-            continue
-        seen.add(k.name)
+    for k in reachable_functions(module, kernel):
         names_of(k.body, Reg, names)
-        for i in instructions(k.body):
-            if i.op == "atom" and i.operands and isinstance(i.operands[0], Reg):
-                dests.append(i.operands[0].name)
-            if i.op == "call":
-                callee = callee_of(module, i)
-                if callee is not None:
-                    todo.append(callee)
+        dests += [i.operands[0].name for i in instructions(k.body)
+                  if i.op == "atom" and i.operands and isinstance(i.operands[0], Reg)]
     total, as_dest = Counter(names), Counter(dests)
     return {r for r, n in as_dest.items() if total[r] == n}
