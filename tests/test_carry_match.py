@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,8 +214,8 @@ def test_carry_reads_zero_before_any_cc_instruction():
     assert (out[:, 0] == (w[:, 0].astype(np.uint64) + w[:, 3]) & np.uint64(M32)).all()
 
 
-def test_match_sync_groups_lanes_by_value():
-    body = """\tand.b32 %r20, %r0, 3;
+#: lanes grouped by value (lane % 4, warp-uniform lane / 32) under .any and .all, b32 and b64
+MATCH_GROUPS = """\tand.b32 %r20, %r0, 3;
 \tmatch.any.sync.b32 %r10, %r20, 0xffffffff;
 \tmatch.all.sync.b32 %r11|%p1, %r20, 0xffffffff;
 \tselp.u32 %r12, 1, 0, %p1;
@@ -225,7 +224,11 @@ def test_match_sync_groups_lanes_by_value():
 \tselp.u32 %r14, 1, 0, %p2;
 \tmov.b64 %rd4, {%r21, %r20};
 \tmatch.any.sync.b64 %r15, %rd4, 0xffffffff;
-\tmatch.all.sync.b32 %r16, %r21, 0x0000ffff;
+"""
+
+
+def test_match_sync_groups_lanes_by_value():
+    body = MATCH_GROUPS + """\tmatch.all.sync.b32 %r16, %r21, 0x0000ffff;
 \tmov.u32 %r17, 0;
 """ + EXTRA
     out = _run(body, _words())
@@ -281,16 +284,7 @@ def test_carry_in_the_real_model_is_unknown_with_the_reason():
 
 
 def test_symbolic_match_sync_equals_the_interpreter():
-    body = """\tand.b32 %r20, %r0, 3;
-\tmatch.any.sync.b32 %r10, %r20, 0xffffffff;
-\tmatch.all.sync.b32 %r11|%p1, %r20, 0xffffffff;
-\tselp.u32 %r12, 1, 0, %p1;
-\tshr.u32 %r21, %r0, 5;
-\tmatch.all.sync.b32 %r13|%p2, %r21, 0xffffffff;
-\tselp.u32 %r14, 1, 0, %p2;
-\tmov.b64 %rd4, {%r21, %r20};
-\tmatch.any.sync.b64 %r15, %rd4, 0xffffffff;
-\tmatch.any.sync.b32 %r16, %r20, 0x0f0f0f0f;
+    body = MATCH_GROUPS + """\tmatch.any.sync.b32 %r16, %r20, 0x0f0f0f0f;
 \tadd.u32 %r17, %r1, %r10;
 """ + EXTRA
     m, k = _kernel(body)

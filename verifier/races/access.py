@@ -1407,7 +1407,7 @@ class Executor:
         return st
 
     def call(self, ins: Instr, st: State, guard) -> State:
-        from semantics.ir.visit import instructions
+        from semantics.ir.visit import callee_of, instructions, reachable_functions
 
         target = next((o for o in ins.operands if isinstance(o, Sym)), None)
         fn = None
@@ -1416,12 +1416,7 @@ class Executor:
         if fn is None:
             self.reason(f"call at {self.where(ins)}: callee not available", ordering=True)
             return st
-        seen, todo = set(), [fn]
-        while todo:
-            f = todo.pop()
-            if f.name in seen:
-                continue
-            seen.add(f.name)
+        for f in reachable_functions(self.env.module, fn):
             for i in instructions(f.body):
                 if not i.supported:
                     self.reason(f"call at {self.where(ins)}: {f.name} uses unsupported {i.opcode}",
@@ -1434,13 +1429,8 @@ class Executor:
                     self.reason(f"call at {self.where(ins)}: {f.name} accesses memory or synchronizes "
                                 "(calls are not inlined)", ordering=True)
                     return st
-                if i.op == "call":
-                    t = next((o for o in i.operands if isinstance(o, Sym)), None)
-                    g = next((k for k in self.env.module.kernels if t is not None and k.name == t.name), None)
-                    if g is None:
-                        self.reason(f"call at {self.where(ins)}: {f.name} calls an unknown function",
-                                    ordering=True)
-                        return st
-                    todo.append(g)
+                if i.op == "call" and callee_of(self.env.module, i) is None:
+                    self.reason(f"call at {self.where(ins)}: {f.name} calls an unknown function", ordering=True)
+                    return st
         self.note_once("calls to functions without memory accesses or barriers are treated as pure")
         return st
