@@ -48,7 +48,8 @@ def _ob(what, status, msg, t0, locs=(), cex=None, rule=None):
 
 def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
     """Static mbarrier obligations of ``kernel`` (see the module docstring); ``[]`` when the
-    kernel uses no mbarrier."""
+    kernel uses no mbarrier. ``timeout_s`` bounds the solver time of the symbolic execution
+    and of each obligation."""
     t0 = time.perf_counter()
     if kernel is None or isinstance(kernel, str):
         kernel = module.kernel(kernel)
@@ -138,6 +139,7 @@ class _Checker:
         out = []
         for what, fn in (("parity", self.parity), ("tx bytes", self.tx), ("arrivals", self.arrivals)):
             t = time.perf_counter()
+            self.deadline = t + self.timeout_s  # each obligation has its own solver time
             ob = fn()
             ob.time_s = time.perf_counter() - t
             out.append(ob)
