@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from semantics.interpreter import LaunchSpec  # noqa: E402
-from semantics.ir import load_module  # noqa: E402
-from verifier.check import check_kernel  # noqa: E402
+from kverify.semantics.interpreter import LaunchSpec  # noqa: E402
+from kverify.semantics.ir import load_module  # noqa: E402
+from kverify.verifier.check import check_kernel  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"
 OUT = ROOT / "bench" / "results" / "check.json"

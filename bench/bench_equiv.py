@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verifier.equivalence import equivalence_report  # noqa: E402
+from kverify.verifier.equivalence import equivalence_report  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"
 

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from semantics.interpreter import LaunchSpec, run_kernel  # noqa: E402
-from semantics.ir import load_module  # noqa: E402
+from kverify.semantics.interpreter import LaunchSpec, run_kernel  # noqa: E402
+from kverify.semantics.ir import load_module  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"
 OUT = ROOT / "bench" / "results" / "interp_throughput.json"

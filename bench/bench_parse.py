@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from semantics.ir import ptx  # noqa: E402
+from kverify.semantics.ir import ptx  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"
 OUT = ROOT / "bench" / "results" / "parse_throughput.json"

@@ -31,9 +31,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "validate.json"))
     a = ap.parse_args(argv)
     os.chdir(ROOT)
-    from semantics.interpreter import LaunchSpec, run_kernel
-    from semantics.ir import load_module
-    from verifier.validate import validate
+    from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.semantics.ir import load_module
+    from kverify.verifier.validate import validate
 
     res = {"machine": platform.node(), "cpu": platform.processor() or platform.machine(), "trials": a.trials,
            "validate": [], "speed": []}

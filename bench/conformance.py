@@ -59,8 +59,8 @@ def collect(n: int, seed: int, single: bool = False) -> list:
 
 
 def _interp(ptx_path, launch, inputs):
-    from semantics.interpreter import LaunchSpec, run_kernel
-    from semantics.ir import load_module
+    from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.semantics.ir import load_module
 
     m = load_module(str(ptx_path))
     spec = LaunchSpec.from_dict(launch)
@@ -68,10 +68,10 @@ def _interp(ptx_path, launch, inputs):
 
 
 def cmd_gen(a):
-    from lowering.build import BuildError, assemble
-    from verifier.validate import _buffer_names, _params
-    from semantics.interpreter import LaunchSpec
-    from semantics.ir import load_module
+    from kverify.lowering.build import BuildError, assemble
+    from kverify.verifier.validate import _buffer_names, _params
+    from kverify.semantics.interpreter import LaunchSpec
+    from kverify.semantics.ir import load_module
 
     d = Path(a.dir)
     (d / "prog").mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,7 @@ def cmd_gen(a):
             m = load_module(str(ptx))
             k = m.kernel(launch.get("kernel"))
             t1 = time.perf_counter()
-            from semantics.interpreter import run_kernel
+            from kverify.semantics.interpreter import run_kernel
 
             r = run_kernel(m, k, spec, seed=a.seed, check=False)
             dt = time.perf_counter() - t1
@@ -159,15 +159,15 @@ def cmd_gen(a):
 
 
 def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
-    """The zoo kernel lowered to CUDA (``lowering.cuda``), rebuilt with nvcc and ptxas: a
+    """The zoo kernel lowered to CUDA (``kverify.lowering.cuda``), rebuilt with nvcc and ptxas: a
     plan on the same inputs, whose GPU outputs are compared with the interpreter's outputs
     for the original PTX. The interpreter also runs the lowered PTX here (``interp_same``:
     bit-identical outputs to the original's)."""
-    from lowering.build import BuildError, assemble, compile_to_ptx
-    from lowering.cuda import lower_module
-    from semantics.interpreter import run_kernel
-    from semantics.ir import parse_ptx
-    from verifier.validate import _params
+    from kverify.lowering.build import BuildError, assemble, compile_to_ptx
+    from kverify.lowering.cuda import lower_module
+    from kverify.semantics.interpreter import run_kernel
+    from kverify.semantics.ir import parse_ptx
+    from kverify.verifier.validate import _params
 
     low = {"name": f"{name}__lowered", "of": name, "file": entry["file"], "approx": entry["approx"],
            "mma": entry["mma"], "outputs": entry["outputs"]}
@@ -235,8 +235,8 @@ def cmd_reinterp(a):
             e["interp_status"] = status[e["name"]]
     index["interp_s_programs"] = round(sum(t for *_, t in res), 3)
     if not a.programs_only:
-        from semantics.interpreter import LaunchSpec, run_kernel
-        from semantics.ir import load_module
+        from kverify.semantics.interpreter import LaunchSpec, run_kernel
+        from kverify.semantics.ir import load_module
 
         for e in index["zoo"]:
             mpath = ROOT / e["file"]
@@ -270,7 +270,7 @@ def _plan(cubin, kernel, launch, npz, out_rel, params, smem, d, cluster=None):
 def cmd_gpu(a):
     import importlib.util
 
-    from lowering.gpu import Gpu
+    from kverify.lowering.gpu import Gpu
 
     # the worker module alone (not the verifier.validate package, which needs the interpreter)
     spec = importlib.util.spec_from_file_location("kverify_worker", ROOT / "verifier" / "validate" / "worker.py")

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-kind", choices=("numpy", "torch"), default="numpy",
                     help="the manifest's numpy reference, or its PyTorch twin torch_<name>")
     a = ap.parse_args(argv)
-    from verifier.validate import validate
+    from kverify.verifier.validate import validate
 
     meta = {"ref_kind": a.ref_kind}
     if a.ref_kind == "torch":

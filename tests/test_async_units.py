@@ -1,4 +1,4 @@
-"""Tests of the TMA / wgmma data semantics in semantics/memory_model/async_units.py.
+"""Tests of the TMA / wgmma data semantics in kverify/semantics/memory_model/async_units.py.
 
 Expected layouts are built here with independent, deliberately naive scatter code
 (Python loops over elements, the zoo kernels' index formulas), never with the gathers
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.memory_model.async_units import (
+from kverify.semantics.memory_model.async_units import (
     Descriptor,
     TensorMap,
     a_register_fragment_layout,

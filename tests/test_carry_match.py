@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, needs_nvcc
-from semantics.interpreter import LaunchSpec, run_kernel
-from semantics.ir import load_module, parse_ptx
-from verifier.equivalence.engine import Side, check_pair
-from verifier.equivalence.symexec import Executor
-from verifier.equivalence.algebra import make_algebra
+from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.semantics.ir import load_module, parse_ptx
+from kverify.verifier.equivalence.engine import Side, check_pair
+from kverify.verifier.equivalence.symexec import Executor
+from kverify.verifier.equivalence.algebra import make_algebra
 
 DATA = ROOT / "tests" / "data"
 M32, M64, M128 = (1 << 32) - 1, (1 << 64) - 1, (1 << 128) - 1
@@ -308,8 +308,8 @@ def test_lowering_keeps_carry_chains_and_match_sync():
     """IR -> CUDA keeps each instruction (the chain's asm statements follow each other)."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    from lowering.build import compile_to_ptx
-    from lowering.cuda import lower_module
+    from kverify.lowering.build import compile_to_ptx
+    from kverify.lowering.cuda import lower_module
 
     m = load_module(str(DATA / "carry_match.ptx"))
     text = compile_to_ptx(lower_module(m), name="carry_match")

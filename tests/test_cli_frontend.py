@@ -3,9 +3,9 @@ import subprocess
 import sys
 
 from conftest import ZOO, needs_nvcc
-from semantics.ir import load_module, print_module
-from semantics.ir.cuda import kernel_param_names
-from verifier.cli import main
+from kverify.semantics.ir import load_module, print_module
+from kverify.semantics.ir.cuda import kernel_param_names
+from kverify.verifier.cli import main
 
 
 def test_show_prints_structured_ir_with_source_lines(capsys):
@@ -50,7 +50,7 @@ def test_cu_and_its_ptx_give_the_same_ir_modulo_source_locations():
         assert a[4].split("\n.visible", 1)[1] == b[4].split("\n.visible", 1)[1]
         assert [p.source_name for p in from_cu.kernels[0].params][:1] != [None]
         # same CUDA lines on every instruction
-        from semantics.ir import instructions
+        from kverify.semantics.ir import instructions
 
         la = [(i.loc.line, i.loc.col) for i in instructions(from_cu.kernels[0].body)]
         lb = [(i.loc.line, i.loc.col) for i in instructions(from_ptx.kernels[0].body)]
@@ -58,5 +58,5 @@ def test_cu_and_its_ptx_give_the_same_ir_modulo_source_locations():
 
 
 def test_console_script_module_entry_point():
-    r = subprocess.run([sys.executable, "-m", "verifier.cli", "--help"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "kverify.verifier.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "show" in r.stdout and "parse" in r.stdout

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance.generate import OUT_BYTES, Program, programs
-from semantics.interpreter import LaunchSpec, run_kernel
-from semantics.ir import load_module
+from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.semantics.ir import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 REG = ROOT / "tests" / "conformance" / "regressions"
@@ -60,7 +60,7 @@ def test_generated_programs_assemble_and_run_on_the_interpreter(tmp_path_factory
     path = tmp_path_factory.mktemp("conf") / "p.ptx"
     path.write_text(p.ptx)
     if shutil.which("ptxas"):
-        from lowering.build import assemble
+        from kverify.lowering.build import assemble
 
         assemble(p.ptx)
     interp(path, p.grid, p.block, p.inputs())
@@ -130,7 +130,7 @@ _GPU = {}
 
 def _gpu():
     if "gpu" not in _GPU:
-        from lowering.gpu import Gpu
+        from kverify.lowering.gpu import Gpu
 
         _GPU["gpu"] = Gpu()
     return _GPU["gpu"]
@@ -142,8 +142,8 @@ def _gpu():
 def test_interpreter_agrees_with_the_gpu_bit_for_bit(tmp_path_factory, p):
     """Without guards and branches (bench/conformance.py runs the programs with control flow
     and records them)."""
-    from lowering.build import assemble
-    from verifier.validate.worker import run_plan
+    from kverify.lowering.build import assemble
+    from kverify.verifier.validate.worker import run_plan
 
     d = tmp_path_factory.mktemp("confgpu")
     (d / "p.ptx").write_text(p.ptx)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import ZOO
-from verifier.cli import main
-from verifier.equivalence import equivalence_report, parse_shapes
-from verifier.equivalence import realterm as R
-from verifier.equivalence.algebra import RealAlgebra
+from kverify.verifier.cli import main
+from kverify.verifier.equivalence import equivalence_report, parse_shapes
+from kverify.verifier.equivalence import realterm as R
+from kverify.verifier.equivalence.algebra import RealAlgebra
 
 PAIRS = json.loads((ZOO / "equivalence.json").read_text())["pairs"]
 BY_NAME = {p["name"]: p for p in PAIRS}
@@ -152,8 +152,8 @@ def test_real_normal_forms_reassociate_distribute_and_apply_the_exponent_law():
 
 
 def test_tested_inputs_are_replayable_from_the_seed(tmp_path):
-    from verifier.equivalence.engine import differential_test, buffer_names
-    from verifier.equivalence import load_side
+    from kverify.verifier.equivalence.engine import differential_test, buffer_names
+    from kverify.verifier.equivalence import load_side
 
     p = BY_NAME["vadd_tail_off_by_one"]
     c = load_side(str(ZOO / p["candidate"]), p["launch"], {"n": 40})

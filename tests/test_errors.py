@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ZOO, needs_nvcc
-from semantics.ir import KernelError, parse_ptx
-from verifier.cli import main
+from kverify.semantics.ir import KernelError, parse_ptx
+from kverify.verifier.cli import main
 
 DATA = Path(__file__).parent / "data"
 GOOD = (ZOO / "vadd" / "vadd.ptx").read_text()
@@ -131,6 +131,6 @@ def test_fuzzed_ptx_never_raises_anything_but_a_positioned_error(src):
 def test_cli_never_prints_a_traceback_on_garbage(tmp_path):
     f = tmp_path / "garbage.ptx"
     f.write_bytes(b"\x00\xff\xfe .version 9.0 {{{")
-    r = subprocess.run([sys.executable, "-m", "verifier.cli", "show", str(f)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "kverify.verifier.cli", "show", str(f)], capture_output=True, text=True)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and r.stderr.startswith(str(f) + ":")

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from conftest import ROOT, ZOO, zoo_manifests, zoo_ptx_files, zoo_variants
-from semantics.ir import instructions, load_ptx, parse_ir, print_module
-from semantics.ir.nodes import Loop
+from kverify.semantics.ir import instructions, load_ptx, parse_ir, print_module
+from kverify.semantics.ir.nodes import Loop
 
 PTX = zoo_ptx_files()
 
@@ -64,7 +64,7 @@ def test_pipeline_loops_have_induction_variables():
 
 
 def _walk_loops(stmts):
-    from semantics.ir.visit import walk
+    from kverify.semantics.ir.visit import walk
 
     for s, _ in walk(stmts):
         if isinstance(s, Loop):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import ZOO, needs_nvcc, zoo_variants
-from semantics.interpreter import (LaunchSpec, call_reference, compare_outputs, load_reference,
+from kverify.semantics.interpreter import (LaunchSpec, call_reference, compare_outputs, load_reference,
                                    run_kernel)
-from semantics.ir import KernelError, load_module
-from verifier.cli import main
+from kverify.semantics.ir import KernelError, load_module
+from kverify.verifier.cli import main
 
 VARIANTS = [(d, v) for d, v in zoo_variants()]
 CORRECT = [p for p in VARIANTS if p[1]["correct"]]
@@ -175,7 +175,7 @@ LIGHT = [p for p in VARIANTS if p[0].name not in HEAVY]
 
 @pytest.mark.parametrize("d,v", LIGHT, ids=[f"{d.name}/{v['file']}" for d, v in LIGHT])
 def test_check_never_violates_a_correct_kernel_and_finds_every_seeded_bug(d, v):
-    from verifier.check import check_kernel
+    from kverify.verifier.check import check_kernel
 
     path = _ptx(d, v)
     m = load_module(str(path))
@@ -260,7 +260,7 @@ def test_deadlock_wait_for_graph_names_the_role_that_left(file, expect):
 
 
 def test_deadlock_wait_for_graph_finds_a_circular_wait():
-    from semantics.interpreter.scheduler import parse_replay
+    from kverify.semantics.interpreter.scheduler import parse_replay
 
     d = ZOO / "bulk_pipeline"
     v = json.loads((d / "manifest.json").read_text())["variants"][1]  # wrong parity
@@ -334,7 +334,7 @@ def test_local_variable_address_is_in_the_local_space_and_cvta_makes_it_generic(
     local array and for a by-reference argument of a non-inlined function (the lowered
     device_func passes its return slot so); the interpreter used to give the generic
     address, so the accesses fell outside the local frame."""
-    from semantics.ir import parse_ptx
+    from kverify.semantics.ir import parse_ptx
 
     m = parse_ptx(LOCAL_DEPOT, str(tmp_path / "depot.ptx"))
     spec = LaunchSpec.from_dict({"kernel": "depot", "grid": [1, 1, 1], "block": [32, 1, 1],

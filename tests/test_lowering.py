@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from lowering import LoweringError, lower_kernel, lower_module
-from lowering.build import (FP_FLAGS, NVCC_FLAGS, PTXAS_FLAGS, BuildError, build,
+from kverify.lowering import LoweringError, lower_kernel, lower_module
+from kverify.lowering.build import (FP_FLAGS, NVCC_FLAGS, PTXAS_FLAGS, BuildError, build,
                             compile_object, function_bodies, sync_multiset)
-from lowering.cuda import called_functions
-from lowering.ffi import FfiSpec, TensorArg, TensorMap, ffi_source, spec_from_launch
-from semantics.ir import load_module, parse_ptx
-from semantics.ir.cuda import attach_source_names
-from semantics.ir.nodes import (Addr, Block, Break, Continue, If, Imm, Instr, Kernel,
+from kverify.lowering.cuda import called_functions
+from kverify.lowering.ffi import FfiSpec, TensorArg, TensorMap, ffi_source, spec_from_launch
+from kverify.semantics.ir import load_module, parse_ptx
+from kverify.semantics.ir.cuda import attach_source_names
+from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, If, Imm, Instr, Kernel,
                                 Loop, Module, Param, Reg, RegDecl, Sym, VarDecl)
-from semantics.ir.types import Scalar
+from kverify.semantics.ir.types import Scalar
 
 from conftest import ZOO, needs_nvcc, zoo_ptx_files, zoo_variants
 
@@ -89,7 +89,7 @@ def test_zoo_kernel_lowers_compiles_and_keeps_sync_instructions(built_zoo, path)
 def test_every_instruction_of_a_zoo_kernel_is_an_inline_asm_statement(built_zoo):
     path = ZOO / "bulk_pipeline" / "bulk_pipeline.ptx"
     m, src, _ = built_zoo[path]
-    from semantics.ir import instructions
+    from kverify.semantics.ir import instructions
 
     k = m.kernel()
     n_asm = src.count("asm volatile(")
@@ -110,7 +110,7 @@ def test_lowered_zoo_kernel_computes_what_the_original_computes_on_the_interpret
 
     import numpy as np
 
-    from semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.semantics.interpreter import LaunchSpec, run_kernel
 
     path = d / v["file"].replace(".cu", ".ptx")
     r = built_zoo[path]
@@ -200,7 +200,7 @@ def test_memory_and_sync_instructions_clobber_memory_and_arithmetic_does_not():
 
 def test_unsupported_instruction_is_emitted_verbatim_with_every_register_read_write():
     m, src = _lower_text("vabsdiff.u32.u32.u32.sat %r6, %r5, %r3, %r4;")
-    from semantics.ir import instructions
+    from kverify.semantics.ir import instructions
 
     assert not next(instructions(m.kernel("t").body)).supported
     assert ('asm volatile("vabsdiff.u32.u32.u32.sat %0, %1, %2, %3;" : '
@@ -468,7 +468,7 @@ def test_ffi_wrapper_builds_and_its_checks_raise_named_errors(tmp_path):
     import numpy as np
     import tvm_ffi
 
-    from lowering.ffi import load_ffi
+    from kverify.lowering.ffi import load_ffi
 
     m = _vadd()
     mod = load_ffi(m, m.kernel(), ADD_ONE, build_directory=str(tmp_path))

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from conftest import ZOO
-from semantics.interpreter.launch import LaunchSpec
-from semantics.ir import load_module
-from verifier.mbarrier import check_mbarrier
+from kverify.semantics.interpreter.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.verifier.mbarrier import check_mbarrier
 
 
 def _variant(fam, file):

@@ -1,9 +1,9 @@
 """The op table: rows, lookup by longest dotted prefix, check functions, opaque ops."""
 import pytest
 
-from semantics.ir import parse_ptx
-from semantics.ir.nodes import Instr
-from semantics.ir.optable import OPS, check_instr, space_of, split_opcode
+from kverify.semantics.ir import parse_ptx
+from kverify.semantics.ir.nodes import Instr
+from kverify.semantics.ir.optable import OPS, check_instr, space_of, split_opcode
 
 REQUIRED = ["mbarrier.init", "mbarrier.inval", "mbarrier.arrive", "mbarrier.arrive_drop",
             "mbarrier.expect_tx", "mbarrier.complete_tx", "mbarrier.try_wait", "mbarrier.test_wait",

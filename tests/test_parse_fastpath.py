@@ -6,9 +6,9 @@ import random
 import pytest
 
 from conftest import ZOO, zoo_ptx_files
-from semantics.ir import cfg, ptx
-from semantics.ir.nodes import Loop
-from semantics.ir.visit import walk
+from kverify.semantics.ir import cfg, ptx
+from kverify.semantics.ir.nodes import Loop
+from kverify.semantics.ir.visit import walk
 
 PTX = zoo_ptx_files()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from semantics.memory_model.protocols import async_groups as ag
-from semantics.memory_model.protocols.common import Outcome
-from semantics.memory_model.protocols.reference import RefGroups
+from kverify.semantics.memory_model.protocols import async_groups as ag
+from kverify.semantics.memory_model.protocols.common import Outcome
+from kverify.semantics.memory_model.protocols.reference import RefGroups
 
 
 def run(step, state, cmds):
@@ -264,7 +264,7 @@ def test_wgmma_step_is_total_deterministic_and_tracks_registers(cmds):
 def test_every_rule_is_documented_with_its_section():
     from pathlib import Path
 
-    from semantics.memory_model.protocols import ALL_RULES
+    from kverify.semantics.memory_model.protocols import ALL_RULES
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "protocols.md").read_text()
     ids = [r.id for r in ALL_RULES]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from semantics.memory_model.protocols import mbarrier as mb
-from semantics.memory_model.protocols.common import Outcome
-from semantics.memory_model.protocols.reference import RefMbarrier
+from kverify.semantics.memory_model.protocols import mbarrier as mb
+from kverify.semantics.memory_model.protocols.common import Outcome
+from kverify.semantics.memory_model.protocols.reference import RefMbarrier
 
 MAX = 2**20 - 1
 

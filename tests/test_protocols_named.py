@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from semantics.memory_model.protocols import cluster_barrier as cb
-from semantics.memory_model.protocols import named_barrier as nb
-from semantics.memory_model.protocols.common import Outcome
-from semantics.memory_model.protocols.reference import RefNamedBarriers
+from kverify.semantics.memory_model.protocols import cluster_barrier as cb
+from kverify.semantics.memory_model.protocols import named_barrier as nb
+from kverify.semantics.memory_model.protocols.common import Outcome
+from kverify.semantics.memory_model.protocols.reference import RefNamedBarriers
 
 
 def cta(threads=128):

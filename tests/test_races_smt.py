@@ -6,12 +6,12 @@ from dataclasses import replace
 import pytest
 
 from conftest import ROOT, ZOO
-from semantics.interpreter.launch import LaunchSpec
-from semantics.ir import load_module
-from semantics.ir.nodes import Loop
-from semantics.ir.symint import SymInt
-from semantics.ir.visit import map_stmts
-from verifier.races import check_races
+from kverify.semantics.interpreter.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.semantics.ir.nodes import Loop
+from kverify.semantics.ir.symint import SymInt
+from kverify.semantics.ir.visit import map_stmts
+from kverify.verifier.races import check_races
 
 DATA = ROOT / "tests" / "data"
 IDS = ["race-free: shared", "race-free: global"]

@@ -3,12 +3,12 @@ generated structured IR (hypothesis)."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semantics.ir import SymInt, parse_ir, print_module
-from semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, Guard, If, Imm, InductionVar,
+from kverify.semantics.ir import SymInt, parse_ir, print_module
+from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, Guard, If, Imm, InductionVar,
                                 Instr, Kernel, Loc, Loop, Module, PairOp, Param, Reg, RegDecl,
                                 Sink, Sym, VarDecl, VecOp)
-from semantics.ir.optable import split_opcode
-from semantics.ir.types import Scalar
+from kverify.semantics.ir.optable import split_opcode
+from kverify.semantics.ir.types import Scalar
 
 R = [Reg(f"%r{i}") for i in range(8)]
 P = [Reg(f"%p{i}") for i in range(4)]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from conftest import ZOO, zoo_variants
-from semantics.interpreter import LaunchSpec, run_kernel
-from semantics.interpreter.hb import READER_SLOTS, Shadow
-from semantics.ir import load_module
-from verifier.check import check_kernel
+from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.semantics.interpreter.hb import READER_SLOTS, Shadow
+from kverify.semantics.ir import load_module
+from kverify.verifier.check import check_kernel
 
 CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"]]
 HEAVY = ("triton", "gemm_tiled", "cp_async_gemm", "softmax")
@@ -175,7 +175,7 @@ def test_one_obligation_per_mbarrier_resource():
 
 
 def test_mbarrier_resource_labels():
-    from verifier.check import _mbarrier_resources
+    from kverify.verifier.check import _mbarrier_resources
 
     objs = {"_ZZ13bulk_pipelineE4full": 3, "_ZZ13bulk_pipelineE4full+8": 3, "_ZZ13bulk_pipelineE4full+16": 2,
             "bar": 1, "global_smem+98304": 2, "global_smem+98312": 2, "x": 1, "x+16": 1}

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from semantics.ir import KernelError, SymInt, instructions, load_ptx, substitute_params
-from semantics.ir.nodes import Block, Break, If, Instr, Loop
-from semantics.ir.visit import walk
+from kverify.semantics.ir import KernelError, SymInt, instructions, load_ptx, substitute_params
+from kverify.semantics.ir.nodes import Block, Break, If, Instr, Loop
+from kverify.semantics.ir.visit import walk
 
 DATA = Path(__file__).parent / "data"
 
@@ -59,7 +59,7 @@ def test_substituting_a_parameter_folds_the_trip_count():
 
 
 def _parse(body):
-    from semantics.ir import parse_ptx
+    from kverify.semantics.ir import parse_ptx
 
     src = (".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry j(.param .u32 a)\n{\n"
            " .reg .pred %p<3>;\n .reg .b32 %r<4>;\n ld.param.u32 %r1, [a];\n" + body + "}\n")

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semantics.interpreter import LaunchSpec
-from semantics.ir import KernelError, load_module
-from verifier.validate import audit, harness_hash, poison, shapes, tolerance, validate
-from verifier.validate.runner import InterpreterRunner, SubprocessRunner
+from kverify.semantics.interpreter import LaunchSpec
+from kverify.semantics.ir import KernelError, load_module
+from kverify.verifier.validate import audit, harness_hash, poison, shapes, tolerance, validate
+from kverify.verifier.validate.runner import InterpreterRunner, SubprocessRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEAT = ROOT / "tests" / "validate" / "cheat"
@@ -203,7 +203,7 @@ def test_a_worker_that_never_starts_a_launch_times_out_too(tmp_path):
 
 @pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="a CUDA driver is present")
 def test_without_a_gpu_validate_exits_3_with_the_reason(capsys):
-    from verifier.cli import main
+    from kverify.verifier.cli import main
 
     rc = main(["validate", "tests/zoo/vadd/vadd.ptx", "--trials", "1"])
     assert rc == 3
@@ -219,10 +219,10 @@ def test_report_pins_the_harness_and_reference_by_hash(tmp_path):
 
 
 def test_gpu_worker_imports_nothing_but_numpy_and_the_driver_wrapper():
-    tree = ast.parse((ROOT / "verifier/validate/worker.py").read_text())
+    tree = ast.parse((ROOT / "kverify/verifier/validate/worker.py").read_text())
     mods = {n.module if isinstance(n, ast.ImportFrom) else a.name for n in ast.walk(tree)
             if isinstance(n, (ast.Import, ast.ImportFrom)) for a in getattr(n, "names", [])}
-    assert mods <= {"__future__", "json", "sys", "time", "numpy", "lowering.gpu"}
+    assert mods <= {"__future__", "json", "sys", "time", "numpy", "kverify.lowering.gpu"}
 
 
 # --------------------------------------------------------------------------- dynamic defences, on the interpreter

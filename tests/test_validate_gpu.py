@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.validate import validate
+from kverify.verifier.validate import validate
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEAT = ROOT / "tests" / "validate" / "cheat"

@@ -17,7 +17,7 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semantics.values import FORMATS, Z3Domain, ConcreteDomain, bits, evaluate, is_float
+from kverify.semantics.values import FORMATS, Z3Domain, ConcreteDomain, bits, evaluate, is_float
 
 C = ConcreteDomain()
 Z = Z3Domain()

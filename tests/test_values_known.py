@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import z3
 
-from semantics.values import (
+from kverify.semantics.values import (
     FAMILIES, ConcreteDomain, Z3Domain, bits, bits_to_float, evaluate, float_to_bits, is_approximate, is_float,
 )
 
@@ -372,7 +372,7 @@ def test_concrete_is_vectorized_over_lanes():
 def test_shfl_source_lane_is_the_same_rule_for_numpy_lanes_and_single_lanes():
     import numpy as np
 
-    from semantics.values.collectives import shfl_source
+    from kverify.semantics.values.collectives import shfl_source
 
     lanes = np.arange(32)
     for mode in ("up", "down", "bfly", "idx"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import zoo_variants
-from semantics.interpreter import LaunchSpec, call_reference, load_reference
-from verifier.validate import tolerance
+from kverify.semantics.interpreter import LaunchSpec, call_reference, load_reference
+from kverify.verifier.validate import tolerance
 
 CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"]]
 IDS = [f"{d.name}/{v['file']}" for d, v in CORRECT]

@@ -1,0 +1,231 @@
+"""kverify's interpreter: runs a kernel from any front end on the CPU for one launch, with
+happens-before race detection, the protocol step functions, deadlock detection and the
+schedulers of ``scheduler``. See docs/semantics.md.
+
+    >>> from kverify.semantics.ir import load_module
+    >>> from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    >>> m = load_module("tests/zoo/vadd/vadd.ptx")
+    >>> r = run_kernel(m, m.kernel(), LaunchSpec.load("tests/zoo/vadd/launch.json"))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kverify.semantics.ir import KernelError
+
+from . import ops as _ops  # noqa: F401  (registers the instruction handlers)
+from .launch import LaunchSpec
+from .machine import Machine, RunFinding
+from .scheduler import Deterministic, Random, Replay, candidates, format_replay
+
+__all__ = ["LaunchSpec", "RunResult", "RunFinding", "run_kernel", "compare_outputs", "load_reference",
+           "call_reference"]
+
+
+@dataclass
+class RunResult:
+    status: str  # complete | deadlock | incomplete | unsupported
+    outputs: dict
+    findings: list
+    reason: str = ""
+    schedule: str = "deterministic"
+    schedules_run: int = 1
+    schedules_total: int | None = 1
+    steps: int = 0
+    time_s: float = 0.0
+    thread_steps: int = 0
+    inputs: dict = field(default_factory=dict)
+    dependence: list = field(default_factory=list)  # why the first run may not stand for all schedules
+    robust: bool = False  # the first run completed cleanly and stands for every schedule
+    mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
+
+    @property
+    def explored_all(self) -> bool:
+        return self.schedules_total is not None and self.schedules_run >= self.schedules_total
+
+    def rules(self) -> set:
+        return {f.rule for f in self.findings}
+
+
+def _machine(module, kernel, spec, inputs, scheduler, max_steps, check):
+    return Machine(module, kernel, spec, inputs, scheduler, max_steps, check)
+
+
+def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
+               seed: int = 0, budget: int = 32, max_steps: int = 20_000_000, check: bool = True,
+               replay: dict | None = None, reduce: bool = True, settle: bool = False) -> RunResult:
+    """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
+    tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
+    random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
+    that happens-before fixes the matching of every synchronization operation, single
+    deviations from it at every scheduling point, at most ``budget`` schedules) or replay
+    (``replay`` deviations). ``reduce=False`` explores the deviations even then;
+    ``settle=True`` explores them only while they can still change the verdict (not after a
+    first run with findings)."""
+    t0 = time.perf_counter()
+    inputs = _initial_inputs(module, kernel, spec, inputs, seed)
+    if schedule == "random":
+        sched = Random(seed)
+    elif schedule == "replay":
+        sched = Replay(replay or {})
+    elif schedule in ("deterministic", "exhaustive"):
+        sched = Deterministic()
+    else:
+        raise KernelError(f"unknown schedule {schedule!r} (deterministic, random, exhaustive)", spec.path, 1, 1)
+    m = _machine(module, kernel, spec, inputs, sched, max_steps, check).run()
+    findings = dict(m.findings)
+    for f in findings.values():
+        f.details.setdefault("schedule", schedule if schedule != "exhaustive" else "deterministic")
+    status, reason = m.status, m.reason
+    runs, total = 1, 1
+    if schedule == "random":
+        total = None
+    robust = status == "complete" and not findings and not m.dependence
+    if schedule == "exhaustive" and status in ("complete", "deadlock") and schedule_independent(module, kernel):
+        total = runs  # every schedule gives the same happens-before relation and barrier matching
+    elif schedule == "exhaustive" and robust and reduce:
+        total = runs  # happens-before fixes how every synchronization operation is matched (Machine.mbar_order)
+    elif schedule == "exhaustive" and settle and findings:
+        total = None  # not explored: the first run already violates
+    elif schedule == "exhaustive" and status in ("complete", "deadlock"):
+        cands, total = candidates(sched.points, budget)
+        total += 1
+        for dev in cands:
+            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check).run()
+            runs += 1
+            for k, f in r.findings.items():
+                if k not in findings:
+                    f.details["schedule"] = f"replay {format_replay({dev[0]: dev[1]})}"
+                    findings[k] = f
+            if r.status == "deadlock" and status == "complete":
+                status, reason = "deadlock", r.reason + f" (schedule replay {format_replay({dev[0]: dev[1]})})"
+            if r.status in ("unsupported",):
+                status, reason = r.status, r.reason
+    return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
+                     time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
+                     dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers))
+
+
+INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}
+
+
+def schedule_independent(module, kernel) -> bool:
+    """True when the kernel synchronizes only through CTA-wide ``bar.sync``/``barrier.sync``
+    without a thread count (plus warp collectives, fences and ``red``): then which warps
+    form each barrier instance follows from program order alone, no operation's value
+    depends on the interleaving, and one schedule stands for all of them."""
+    from kverify.semantics.ir.visit import callee_of, reachable_instructions
+
+    for i in reachable_instructions(module, kernel):
+        row = i.row
+        if row is None or not i.supported:
+            return False
+        if i.op == "call":
+            if callee_of(module, i) is None:
+                return False
+            continue
+        if i.op == "atom":
+            return False
+        if row.sync is None or row.sync in INDEPENDENT_SYNC:
+            continue
+        if row.sync == "bar" and i.op in ("bar", "barrier") and "sync" in i.mods and len(i.operands) == 1:
+            continue
+        return False
+    return True
+
+
+def _initial_inputs(module, kernel, spec, inputs, seed):
+    """Fix every buffer's initial contents once (so every schedule and the reference see the
+    same inputs)."""
+    from .launch import lookup, param_key
+    from .machine import _input_array
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i, p in enumerate(kernel.params):
+        b = lookup(spec.buffers, kernel, i)
+        if b is None:
+            continue
+        name = param_key(kernel, i)
+        out[name] = _input_array(inputs, name, p, i, b, rng, kernel)
+    # buffers named only by tensor maps (tensor-descriptor kernels)
+    names = set(out)
+    for name, b in spec.buffers.items():
+        if name not in names and not str(name).isdigit():
+            out[name] = _input_array(inputs, name, None, -1, b, rng, kernel) if inputs and name in inputs \
+                else __import__("kverify.semantics.interpreter.machine", fromlist=["random_array"]).random_array(
+                    rng, b["dtype"], tuple(b["shape"]))
+    return out
+
+
+# --------------------------------------------------------------------------- references
+
+
+def load_reference(spec_text: str, near: str | None = None):
+    """``module:function``; ``module`` is first looked up as ``<module>.py`` next to
+    ``near`` (the kernel file), then imported normally."""
+    mod, _, fn = spec_text.partition(":")
+    if not fn:
+        raise KernelError(f"--ref must be module:function, got {spec_text!r}", "<command line>", 1, 1)
+    path = None
+    if near:
+        cand = Path(near).resolve().parent / (mod.replace(".", "/") + ".py")
+        if cand.exists():
+            path = cand
+    try:
+        if path is not None:
+            name = f"_kverify_ref_{abs(hash(str(path)))}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(mod)
+        return getattr(module, fn)
+    except (ImportError, AttributeError, SyntaxError) as e:
+        raise KernelError(f"cannot load reference {spec_text!r}: {e}", str(path or mod), 1, 1) from None
+
+
+def call_reference(fn, inputs: dict, spec: LaunchSpec) -> dict:
+    args = {}
+    for k, v in spec.args.items():
+        args[k] = v
+    exp = fn({k: np.array(v, copy=True) for k, v in inputs.items()}, args)
+    out = {}
+    for k, v in exp.items():
+        if hasattr(v, "detach"):
+            v = v.detach().cpu().numpy()
+        out[k] = np.asarray(v)
+    return out
+
+
+def compare_outputs(outputs: dict, expected: dict, rtol=1e-5, atol=1e-6) -> list:
+    """Mismatches as dicts (buffer, index, got, expected, max_rel_err); empty when equal.
+    Integers compare exactly, floats within ``rtol``/``atol`` (float16 outputs: 1e-2)."""
+    out = []
+    for name, exp in expected.items():
+        if name not in outputs:
+            out.append({"buffer": name, "message": "no such output buffer"})
+            continue
+        got = np.asarray(outputs[name]).reshape(-1)
+        e = np.asarray(exp).reshape(-1)
+        got = got[: e.size]
+        if np.issubdtype(e.dtype, np.floating) or np.issubdtype(got.dtype, np.floating):
+            g = got.astype(np.float64)
+            ef = e.astype(np.float64)
+            rt, at = (1e-2, 1e-2) if got.dtype == np.float16 or e.dtype == np.float16 else (rtol, atol)
+            bad = ~np.isclose(g, ef, rtol=rt, atol=at, equal_nan=True)
+        else:
+            bad = got.astype(np.int64) != e.astype(np.int64)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            out.append({"buffer": name, "index": i, "got": got[i].item(), "expected": e[i].item(),
+                        "mismatches": int(bad.sum()), "of": int(e.size)})
+    return out

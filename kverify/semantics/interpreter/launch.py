@@ -1,0 +1,109 @@
+"""Launch specs: the JSON that says how to run a kernel (shared by ``run``, ``check``,
+``equiv`` and ``validate``)::
+
+    {"kernel": "k", "grid": [x,y,z], "block": [x,y,z], "cluster": [x,y,z],
+     "args": {"n": 1024}, "buffers": {"a": {"dtype": "float32", "shape": [1024]}},
+     "tensormaps": {"tmap": {"dtype": "float32", "shape": [64, 64], "box": [32, 32],
+                             "swizzle": "none", "buffer": "in"}},
+     "outputs": ["c"]}
+
+``args``, ``buffers`` and ``tensormaps`` are keyed by parameter name (CUDA name when the
+source is known, PTX ``.param`` name otherwise) or by zero-based parameter position.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kverify.semantics.ir import KernelError
+
+DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64", "bool")
+
+
+def _dim3(v, what, path):
+    if v is None:
+        return (1, 1, 1)
+    if isinstance(v, int):
+        v = [v]
+    if not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) and x > 0 for x in v):
+        raise KernelError(f"launch spec: {what} must be 1 to 3 positive integers, got {v!r}", path, 1, 1)
+    return tuple(v) + (1,) * (3 - len(v))
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    kernel: str | None
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)
+    cluster: tuple = (1, 1, 1)
+    args: dict = field(default_factory=dict)
+    buffers: dict = field(default_factory=dict)
+    tensormaps: dict = field(default_factory=dict)
+    outputs: tuple = ()
+    dynamic_smem: int = 0
+    path: str = "<launch>"
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @staticmethod
+    def from_dict(d: dict, path: str = "<launch>") -> "LaunchSpec":
+        if not isinstance(d, dict):
+            raise KernelError("launch spec: expected a JSON object", path, 1, 1)
+        known = {"kernel", "grid", "block", "cluster", "args", "buffers", "tensormaps", "outputs",
+                 "dynamic_smem", "shared_bytes"}
+        extra = set(d) - known
+        if extra:
+            raise KernelError(f"launch spec: unknown key(s) {', '.join(sorted(extra))}", path, 1, 1)
+        for name, b in (d.get("buffers") or {}).items():
+            if not isinstance(b, dict) or "dtype" not in b or "shape" not in b:
+                raise KernelError(f"launch spec: buffer {name!r} needs dtype and shape", path, 1, 1)
+            if b["dtype"] not in DTYPES:
+                raise KernelError(f"launch spec: buffer {name!r} has unknown dtype {b['dtype']!r}", path, 1, 1)
+        return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
+                          _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
+                          dict(d.get("args") or {}), dict(d.get("buffers") or {}),
+                          dict(d.get("tensormaps") or {}), tuple(d.get("outputs") or ()),
+                          int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path)
+
+    def to_dict(self) -> dict:
+        """The JSON form ``from_dict`` reads."""
+        d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+             "cluster": list(self.cluster), "args": dict(self.args), "buffers": dict(self.buffers)}
+        if self.tensormaps:
+            d["tensormaps"] = dict(self.tensormaps)
+        if self.outputs:
+            d["outputs"] = list(self.outputs)
+        if self.dynamic_smem:
+            d["dynamic_smem"] = self.dynamic_smem
+        return d
+
+    @staticmethod
+    def load(path: str) -> "LaunchSpec":
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise KernelError(f"cannot read launch spec: {e.strerror}", path, 0, 0) from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise KernelError(f"launch spec: {e.msg}", path, e.lineno, e.colno) from None
+        return LaunchSpec.from_dict(d, path)
+
+
+def lookup(mapping: dict, kernel, index: int):
+    """The entry of ``mapping`` for parameter ``index`` of ``kernel`` (by CUDA name, PTX
+    name or position), or ``None``."""
+    p = kernel.params[index]
+    for key in (p.source_name, p.name, str(index), index):
+        if key is not None and key in mapping:
+            return mapping[key]
+    return None
+
+
+def param_key(kernel, index: int) -> str:
+    p = kernel.params[index]
+    return p.source_name or p.name

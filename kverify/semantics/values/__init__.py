@@ -1,0 +1,145 @@
+"""Value semantics of PTX scalar instructions, one definition over two domains.
+
+``ops`` defines each instruction family once against a domain object; ``ConcreteDomain``
+(numpy lanes, bit-exact) runs it for the interpreter and ``Z3Domain`` (z3 terms) for the
+SMT checkers.  Design decision 4, "One semantics, two domains".  See docs/values.md.
+
+    >>> import numpy as np
+    >>> from kverify.semantics.values import evaluate, ConcreteDomain
+    >>> evaluate(ConcreteDomain(), "shr", "s32", (), np.array([0xFFFFFFF8], np.uint64),
+    ...          np.array([40], np.uint64))
+    array([4294967295], dtype=uint64)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .concrete import ConcreteDomain
+from .symbolic import Z3Domain
+from .types import FLOAT_TYPES, FORMATS, TYPES, bits, bits_to_float, float_to_bits, is_float, is_signed
+
+FAMILIES = {
+    "add": ops.add,
+    "addc": ops.addc,
+    "sub": ops.sub,
+    "subc": ops.subc,
+    "mul": ops.mul,
+    "mad": ops.mad,
+    "madc": ops.madc,
+    "mul24": ops.mul24,
+    "mad24": ops.mad24,
+    "div": ops.div,
+    "rem": ops.rem,
+    "abs": ops.abs,
+    "neg": ops.neg,
+    "min": ops.min,
+    "max": ops.max,
+    "fma": ops.fma,
+    "sqrt": ops.sqrt,
+    "rsqrt": ops.rsqrt,
+    "rcp": ops.rcp,
+    "ex2": ops.ex2,
+    "lg2": ops.lg2,
+    "sin": ops.sin,
+    "cos": ops.cos,
+    "tanh": ops.tanh,
+    "copysign": ops.copysign,
+    "testp": ops.testp,
+    "and": ops.and_,
+    "or": ops.or_,
+    "xor": ops.xor,
+    "not": ops.not_,
+    "cnot": ops.cnot,
+    "shl": ops.shl,
+    "shr": ops.shr,
+    "bfe": ops.bfe,
+    "bfi": ops.bfi,
+    "brev": ops.brev,
+    "popc": ops.popc,
+    "clz": ops.clz,
+    "prmt": ops.prmt,
+    "lop3": ops.lop3,
+    "shf": ops.shf,
+    "setp": ops.setp,
+    "set": ops.set,
+    "selp": ops.selp,
+    "slct": ops.slct,
+    "mov": ops.mov,
+    "cvt": ops.cvt,
+}
+
+#: families whose float results are approximate (uninterpreted in the symbolic domain)
+APPROX_FAMILIES = frozenset({"rsqrt", "ex2", "lg2", "sin", "cos", "tanh"})
+
+
+def is_approximate(family: str, mods) -> bool:
+    """True when the result is only specified up to an error bound (symbolically: an UF)."""
+    return family in APPROX_FAMILIES or (
+        family in ("div", "sqrt", "rcp") and bool({"approx", "full"} & set(mods))
+    )
+
+
+def source_bits(family: str, ty, mods, i: int) -> int:
+    """Width of source operand ``i`` of ``family`` (immediates are truncated to it): the
+    instruction type's width, except shift amounts, bit-field positions/lengths and
+    ``prmt`` selectors (32 bits) and the addend of ``mad.wide`` (twice the width)."""
+    try:
+        b = bits(ty if isinstance(ty, str) else ty[1])
+    except (KeyError, ValueError):
+        b = 64
+    if (family in ("shl", "shr") and i == 1) or (family == "bfe" and i >= 1) or \
+            (family == "bfi" and i >= 2) or (family == "shf" and i == 2) or family == "prmt":
+        return 32
+    if family == "mad" and "wide" in mods and i == 2:
+        return 2 * b
+    return b
+
+
+def evaluate(D, family: str, ty, mods, *args):
+    """Evaluate one instruction family in domain ``D``.
+
+    ``ty``: a PTX type name, or ``(dtype, stype)`` for cvt/set/slct.  ``mods``: modifier
+    names (any iterable).  ``args``: operand bit patterns (numpy uint64 / bool arrays for
+    the concrete domain, z3 BitVec / Bool for the symbolic one).  Concrete results are
+    broadcast to the lanes' shape.  Tuples come back for setp and for .cc forms.
+    """
+    try:
+        fn = FAMILIES[family]
+    except KeyError:
+        raise NotImplementedError(f"no value semantics for PTX family {family!r}") from None
+    r = fn(D, ty, frozenset(mods), *args)
+    if getattr(D, "symbolic", False):
+        return r
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
+    if isinstance(r, tuple):
+        return tuple(_shape(x, shape) for x in r)
+    return _shape(r, shape)
+
+
+def _shape(x, shape):
+    x = np.asarray(x)
+    if shape == () and x.size == 1:  # every operand an immediate: a scalar result
+        x = x.reshape(())
+    dt = np.bool_ if x.dtype == np.bool_ else np.uint64
+    return np.array(np.broadcast_to(x, shape), dtype=dt)
+
+
+__all__ = [
+    "APPROX_FAMILIES",
+    "ConcreteDomain",
+    "FAMILIES",
+    "FLOAT_TYPES",
+    "FORMATS",
+    "TYPES",
+    "Z3Domain",
+    "bits",
+    "bits_to_float",
+    "evaluate",
+    "source_bits",
+    "float_to_bits",
+    "is_approximate",
+    "is_float",
+    "is_signed",
+    "ops",
+]

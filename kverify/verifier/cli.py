@@ -1,0 +1,469 @@
+"""The ``kverify`` command line: ``show`` and ``parse`` (front ends), later ``check``,
+``run`` and ``equiv``. Bad input prints ``file:line:col: message`` and exits 2; no command
+ever shows a Python traceback for a user error.
+
+Exit codes (DESIGN.md decision 8): 0 verified / ok, 1 violated, 2 bad input or usage,
+3 inconclusive.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kverify.semantics.ir import KernelError, load_module, print_kernel, print_module, source_lines
+from kverify.semantics.ir.visit import instructions
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"kverify: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _add_input(p):
+    p.add_argument("file", help="a .ptx, .cu or .kvir file")
+    p.add_argument("--kernel", help="kernel name (default: the only .entry)")
+    p.add_argument("--arch", default="sm_90a", help="target for .cu input (default sm_90a)")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="preprocessor definition for .cu input")
+
+
+def _load(args):
+    defines = {}
+    for d in args.defines:
+        k, _, v = d.partition("=")
+        defines[k] = v or None
+    opts = {"arch": args.arch, "defines": defines} if args.file.endswith((".cu", ".cuh")) else {}
+    return load_module(args.file, **opts)
+
+
+def cmd_show(args) -> int:
+    m = _load(args)
+    src = source_lines(m) if not args.no_source else None
+    if args.kernel:
+        try:
+            k = m.kernel(args.kernel)
+        except KeyError as e:
+            raise KernelError(e.args[0], args.file, 0, 0) from None
+        text = print_kernel(m, k, with_locs=not args.no_loc, source_lines=src)
+    else:
+        text = print_module(m, with_locs=not args.no_loc, source_lines=src)
+    for k in m.kernels:
+        named = [f"{p.source_name}={p.name}" for p in k.params if p.source_name]
+        if named and (not args.kernel or k.name == args.kernel):
+            sys.stdout.write(f"// {k.name} parameters: {', '.join(named)}\n")
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_parse(args) -> int:
+    status = EXIT_OK
+    for f in args.files:
+        ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines)
+        try:
+            m = _load(ns)
+        except KernelError as e:
+            print(e, file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        n = unsupported = 0
+        for k in m.kernels:
+            for i in instructions(k.body):
+                n += 1
+                if not i.supported:
+                    unsupported += 1
+                    loc = i.loc
+                    print(f"{m.path}:{loc.ptx_line}:1: warning: unsupported instruction {i.opcode} "
+                          f"(kept as an opaque op; analyses report unknown)", file=sys.stderr)
+        kinds = ", ".join(f"{'entry' if k.is_entry else 'func'} {k.name}" for k in m.kernels)
+        print(f"{f}: ok: {len(m.kernels)} function(s) ({kinds}), {n} instructions, "
+              f"{unsupported} unsupported")
+    return status
+
+
+def _launch_for(args, module, kernel_name):
+    """The launch spec (and the manifest's reference, if any) for ``args.launch``: a launch
+    JSON, or a zoo manifest whose variant for this file is taken."""
+    import json
+    from pathlib import Path
+
+    from kverify.semantics.interpreter import LaunchSpec
+
+    launch = args.launch
+    if not launch and (Path(args.file).parent / "manifest.json").is_file():
+        launch = str(Path(args.file).parent / "manifest.json")  # a zoo kernel: its manifest
+    if not launch:
+        raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", args.file, 0, 0)
+    args.launch = launch
+    try:
+        # a launch spec file, or the spec itself as JSON text (what check's replay commands
+        # carry for launches given on the command line)
+        d = json.loads(launch if launch.lstrip().startswith("{") else Path(args.launch).read_text())
+    except OSError as e:
+        raise KernelError(f"cannot read launch spec: {e.strerror}", args.launch, 0, 0) from None
+    except json.JSONDecodeError as e:
+        raise KernelError(f"launch spec: {e.msg}", args.launch, e.lineno, e.colno) from None
+    ref = None
+    if isinstance(d, dict) and "variants" in d:
+        stem = Path(args.file).stem
+        match = [v for v in d["variants"] if Path(v["file"]).stem == stem]
+        if not match:
+            raise KernelError(f"manifest has no variant for {Path(args.file).name}", args.launch, 1, 1)
+        ref = match[0].get("reference")
+        d = match[0]["launch"]
+    return LaunchSpec.from_dict(d, args.launch), ref
+
+
+def _loc_text(l):
+    if l.line:
+        return f"{l.file}:{l.line}" + (f" (ptx {l.ptx_line})" if l.ptx_line else "")
+    return f"ptx:{l.ptx_line}"
+
+
+def cmd_run(args) -> int:
+    import json
+
+    from kverify.semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
+    from kverify.semantics.interpreter.scheduler import parse_replay
+
+    m = _load(args)
+    try:
+        k = m.kernel(args.kernel)
+    except KeyError as e:
+        raise KernelError(e.args[0], args.file, 0, 0) from None
+    spec, manifest_ref = _launch_for(args, m, k.name)
+    ref = args.ref or manifest_ref
+    inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
+    expected = {n[len("expected__"):]: v for n, v in (inputs or {}).items() if n.startswith("expected__")}
+    inputs = {n: v for n, v in inputs.items() if not n.startswith("expected__")} if inputs else None
+    r = run_kernel(m, k, spec, inputs=inputs, schedule=args.schedule, seed=args.seed, budget=args.budget,
+                   replay=parse_replay(args.replay) if args.replay else None)
+    mismatches = None
+    if expected:  # expected__<buffer> arrays of an --inputs file (an equivalence counterexample)
+        ref = f"expected outputs in {args.inputs}"
+        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
+    elif ref and not args.no_ref:
+        fn = load_reference(ref, args.file)
+        try:
+            expected = call_reference(fn, r.inputs, spec)
+        except Exception as e:  # the reference is user code
+            raise KernelError(f"reference {ref} failed: {type(e).__name__}: {e}", args.file, 0, 0) from None
+        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
+    explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
+                else f"{r.schedules_run} schedule(s)")
+    if args.format == "json":
+        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "status": r.status,
+               "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
+               "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
+               "steps": r.steps, "time_s": round(r.time_s, 4),
+               "findings": [{"rule": f.rule, "message": f.message, "count": f.count,
+                             "locations": [{"path": l.file, "line": l.line, "column": l.col,
+                                            "ptx_line": l.ptx_line} for l in f.locs],
+                             "details": {k2: v for k2, v in f.details.items() if _jsonable(v)}}
+                            for f in r.findings],
+               "reference": ref, "mismatches": mismatches}
+        print(json.dumps(out, indent=2))
+    else:
+        g, b = spec.grid, spec.block
+        print(f"kverify run {args.file}: kernel {k.name}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
+              f"schedule {r.schedule}")
+        print(f"status: {r.status}{' (' + r.reason + ')' if r.reason else ''}; {explored}, "
+              f"{r.steps} warp-instructions, {r.time_s:.2f} s")
+        if args.schedule == "exhaustive" and r.robust:
+            print("every schedule: the run's happens-before fixes how each barrier, mbarrier phase and atomic "
+                  "is matched")
+        elif args.schedule == "exhaustive" and r.dependence:
+            print("schedule-dependent, so single deviations were explored:")
+            for d in r.dependence:
+                print(f"    {d}")
+        if not r.findings:
+            print("findings: none")
+        for f in r.findings:
+            locs = ", ".join(_loc_text(l) for l in f.locs)
+            print(f"{f.rule}: {locs}")
+            for line in f.message.splitlines():
+                print(f"    {line}")
+            sch = f.details.get("schedule", "")
+            if sch.startswith("replay "):
+                print(f"    replay: kverify run {args.file} --launch {args.launch} --schedule replay "
+                      f"--replay {sch.split()[1]}")
+        if mismatches is not None:
+            if mismatches:
+                for mm in mismatches:
+                    print(f"reference {ref}: {mm['buffer']} differs at flat index {mm.get('index')}: got "
+                          f"{mm.get('got')}, expected {mm.get('expected')} ({mm.get('mismatches')} of "
+                          f"{mm.get('of')} elements differ)")
+            else:
+                print(f"reference {ref}: outputs match ({', '.join(sorted(set(r.outputs) & set(expected)))})")
+    if r.status in ("unsupported", "incomplete"):
+        return EXIT_INCONCLUSIVE
+    if r.findings or r.status == "deadlock" or mismatches:
+        return EXIT_VIOLATED
+    return EXIT_OK
+
+
+def _dims(text, what, path):
+    import re
+
+    vals = [int(x) for x in re.findall(r"\d+", text or "")]
+    if not 1 <= len(vals) <= 3 or not all(vals):
+        raise KernelError(f"{what} must be 1 to 3 positive integers, got {text!r}", path, 1, 1)
+    return vals
+
+
+def gpuverify_header(path):
+    """``(block, grid)`` from a GPUVerify test header (line 1 ``//pass`` or ``//xfail:...``,
+    line 2 ``//--blockDim=X --gridDim=Y`` with ``X``/``Y`` a number or ``[x,y,z]``), else None."""
+    import re
+    from pathlib import Path
+
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()[:2]
+    except OSError:
+        return None
+    if len(lines) < 2 or not re.match(r"//\s*(pass|xfail)", lines[0]):
+        return None
+    b = re.search(r"--blockDim=(\[[^\]]*\]|\d+)", lines[1])
+    g = re.search(r"--gridDim=(\[[^\]]*\]|\d+)", lines[1])
+    if not b or not g:
+        return None
+    return _dims(b.group(1), "--blockDim", path), _dims(g.group(1), "--gridDim", path)
+
+
+def _flag_launch(args, path, kernel):
+    """A launch spec from --grid/--block/--arg or a GPUVerify header; None when --launch (or a
+    zoo manifest) should be used instead."""
+    from pathlib import Path
+
+    from kverify.semantics.interpreter import LaunchSpec
+
+    if args.launch:
+        return None
+    hdr = gpuverify_header(path) if path.endswith((".cu", ".cuh")) else None
+    if not (args.grid or args.block or args.arg or hdr):
+        if (Path(path).parent / "manifest.json").is_file():
+            return None
+        block = kernel.block_dim
+        if block is None:
+            raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
+                              f"(or .reqntid / __launch_bounds__ in the kernel)", path, 0, 0)
+        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(block)}, "<command line>")
+    block = _dims(args.block, "--block", path) if args.block else (hdr[0] if hdr else list(kernel.block_dim or []))
+    if not block:
+        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", path, 0, 0)
+    grid = _dims(args.grid, "--grid", path) if args.grid else (hdr[1] if hdr else [1])
+    values = {}
+    for a in args.arg or []:
+        name, eq, v = a.partition("=")
+        if not eq:
+            raise KernelError(f"--arg expects NAME=VALUE, got {a!r}", "<command line>", 1, 1)
+        try:
+            values[name] = float(v) if any(c in v for c in ".eE") and not v.startswith("0x") else int(v, 0)
+        except ValueError:
+            raise KernelError(f"--arg {name}: not a number: {v!r}", "<command line>", 1, 1) from None
+    return LaunchSpec.from_dict({"kernel": kernel.name, "grid": grid, "block": block, "args": values},
+                                "<command line>")
+
+
+def cmd_check(args) -> int:
+    import json
+
+    from .check import check_kernel
+    from .report import exit_code, report_json
+
+    reports = []
+    for f in args.files:
+        ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
+                                kernel=args.kernel)
+        m = _load(ns)
+        kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        for k in kernels:
+            spec = _flag_launch(args, f, k)
+            if spec is None:
+                spec, _ = _launch_for(ns, m, k.name)
+            reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                        smt=not args.no_smt, path=f))
+    if args.format == "json":
+        print(json.dumps(report_json(reports, "check"), indent=2))
+    else:
+        for rep in reports:
+            print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
+            shown = None  # a bound is printed once for consecutive obligations that share it
+            for o in rep.obligations:
+                where = f"  {o.locations[0]}" if o.locations else ""
+                print(f"  {o.status:9} {o.id:34} {o.time_s:6.2f}s{where}")
+                if o.status in ("violated", "unknown"):
+                    first, *rest = o.message.splitlines() or [""]
+                    print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
+                    for line in rest:
+                        print(f"            {line}")
+                if o.status == "bounded" and o.bound and o.bound != shown:
+                    print(f"            bound: {o.bound}")
+                shown = o.bound if o.status == "bounded" else None
+                if o.counterexample and o.counterexample.get("replay"):
+                    print(f"            replay: {o.counterexample['replay']}")
+    return exit_code(reports)
+
+
+def _jsonable(v):
+    import json
+
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------- equiv (and run --inputs)
+
+
+def _npz_inputs(path):
+    import numpy as np
+
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise KernelError(f"cannot read inputs: {e}", path, 0, 0) from None
+
+
+def cmd_equiv(args) -> int:
+    import json
+
+    from .equivalence import equivalence_report
+    from .report import exit_code, report_json
+
+    rep, results = equivalence_report(args.candidate, args.reference, launch=args.launch,
+                                      ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
+                                      timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
+                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(report_json([rep], "equiv"), indent=2, default=str))
+        return exit_code([rep])
+    print(f"kverify equiv {args.candidate} {args.reference}: {rep.name}: {rep.verdict.upper()} "
+          f"(model {args.fp})")
+    for o, (shape, r) in zip(rep.obligations, results):
+        print(f"  {r.verdict:8} {o.id:28} {r.time_s:6.2f}s  {r.elements} output elements")
+        print(f"           {r.message}")
+        print(f"           scope: {r.scope}")
+        if r.counterexample:
+            c = r.counterexample
+            print(f"           counterexample: {c['buffer']}[{', '.join(map(str, c['index_nd']))}] (flat "
+                  f"{c['index']}): candidate {c['candidate_value']}, reference {c['reference_value']} "
+                  f"({c['mismatches']} of {c['of']} elements differ)")
+            if c.get("candidate_line") or c.get("reference_line"):
+                print(f"           lines: candidate {c.get('candidate_line')}, reference {c.get('reference_line')}")
+            for name, d in c.get("inputs", {}).items():
+                print(f"           input {name}: nonzero {d['nonzero']} (all other elements 0)")
+            print(f"           replay: {c['replay']}")
+        if r.tested:
+            t = r.tested
+            print(f"           tested: {t.get('examples', 0)} inputs ({t.get('strategy', '')}), poisoned outputs, "
+                  f"input mutation{'; problems: ' + '; '.join(t['problems']) if t.get('problems') else ''}")
+    print(f"  assumes: {'; '.join(results[0][1].assumptions) if results else ''}")
+    return exit_code([rep])
+
+
+def _add_equiv(sub):
+    s = sub.add_parser("equiv", help="prove a candidate kernel equivalent to a reference kernel, or refute it "
+                                     "with a replayable counterexample")
+    s.add_argument("candidate", help="candidate kernel (.ptx, .cu, .kvir)")
+    s.add_argument("reference", help="reference kernel (.ptx, .cu, .kvir)")
+    s.add_argument("--launch", help="candidate launch spec (JSON, zoo manifest, or a template whose grid/block/"
+                                    "shape entries are expressions over args); default: the zoo manifest")
+    s.add_argument("--ref-launch", help="reference launch spec (default: its zoo manifest, else --launch)")
+    s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real",
+                   help="floating-point model of the comparison (default real)")
+    s.add_argument("--shapes", help="arg values to instantiate both launches with: NAME=V1,V2[;NAME=...]")
+    s.add_argument("--timeout", type=float, default=60.0, help="solver timeout per shape, seconds")
+    s.add_argument("--kernel", help="candidate kernel name")
+    s.add_argument("--ref-kernel", help="reference kernel name")
+    s.add_argument("--tests", type=int, default=8, help="hypothesis examples when no proof goes through")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--cex-dir", default="kverify-cex", help="where counterexample inputs and launches are written")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_equiv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser("show", help="print the structured IR of a kernel with its source lines")
+    _add_input(s)
+    s.add_argument("--no-loc", action="store_true", help="omit !loc positions")
+    s.add_argument("--no-source", action="store_true", help="omit source-line comments")
+    s.set_defaults(func=cmd_show)
+    s = sub.add_parser("parse", help="validate input files (exit 2 on the first error of each)")
+    s.add_argument("files", nargs="+")
+    s.add_argument("--arch", default="sm_90a")
+    s.add_argument("-D", dest="defines", action="append", default=[])
+    s.set_defaults(func=cmd_parse)
+    s = sub.add_parser("run", help="run a kernel on the CPU interpreter: findings and outputs vs a reference")
+    _add_input(s)
+    s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for FILE)")
+    s.add_argument("--ref", help="reference module:function(inputs, args) -> {buffer: array}")
+    s.add_argument("--no-ref", action="store_true", help="do not compare against the manifest's reference")
+    s.add_argument("--schedule", default="deterministic",
+                   choices=["deterministic", "random", "exhaustive", "replay"])
+    s.add_argument("--seed", type=int, default=0, help="seed of inputs and of the random schedule")
+    s.add_argument("--budget", type=int, default=32, help="schedules tried by --schedule exhaustive")
+    s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
+    s.add_argument("--rtol", type=float, default=1e-5)
+    s.add_argument("--atol", type=float, default=1e-6)
+    s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents (arrays keyed by buffer name; "
+                   "buffers not in the file get seeded random contents); arrays named expected__<buffer> are "
+                   "compared with the outputs instead of the reference")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_run)
+    s = sub.add_parser("check", help="check races, barrier protocols and deadlock: one verdict per obligation")
+    s.add_argument("files", nargs="+")
+    s.add_argument("--kernel")
+    s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for each FILE)")
+    s.add_argument("--grid", help="grid X[,Y,Z] (without --launch; parameters stay symbolic)")
+    s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
+    s.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a scalar parameter value")
+    s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
+    s.add_argument("--timeout", type=float, default=10.0, help="SMT timeout per obligation, seconds")
+    s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--arch", default="sm_90a")
+    s.add_argument("-D", dest="defines", action="append", default=[])
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(func=cmd_check)
+    from .validate.cli import add_parser as _add_validate  # kverify validate: GPU runs vs a reference
+
+    _add_validate(sub)
+    _add_equiv(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KernelError as e:
+        print(e, file=sys.stderr)
+        return EXIT_USAGE
+    except RecursionError:
+        print(f"{getattr(args, 'file', '<input>')}:0:0: input nests too deeply", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a bug in kverify: say so in one line, never a traceback
+        import os
+
+        if os.environ.get("KVERIFY_DEBUG"):
+            raise
+        where = getattr(args, "file", None) or ",".join(getattr(args, "files", []) or []) or "<input>"
+        print(f"{where}:0:0: internal error: {type(e).__name__}: {e} (no verdict; KVERIFY_DEBUG=1 shows the "
+              f"traceback)", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

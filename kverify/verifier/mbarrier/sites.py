@@ -1,0 +1,325 @@
+"""mbarrier sync sites of one symbolic thread: an extension of the race checker's
+symbolic executor (:mod:`kverify.verifier.races.access`) that records every mbarrier instruction
+and every copy that signals an mbarrier, and proposes closed forms for loop-carried
+registers that are not induction variables (ring-buffer stage counters and phase bits).
+
+Owns: what one thread does to mbarriers -- init, arrive (incl. ``.expect_tx``), expect_tx,
+arrive_drop, test_wait/try_wait ``.parity`` (incl. the recognized ``blocking`` retry loop),
+``cp.async.bulk[.tensor] ... .mbarrier::complete_tx::bytes`` -- each with the barrier's
+shared address, count / tx / parity / byte terms, path condition and loop counters.
+
+PTX ISA (9.x): §9.7.13.15 mbarrier (``-init``, ``-arrive``, ``-expect-tx``,
+``-arrive-drop``, ``-test-wait-try-wait``), §9.7.9.25.4.1 cp.async.bulk,
+§9.7.9.27 cp.async.bulk.tensor (complete-tx of the bytes copied).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from kverify.semantics.ir.nodes import Addr, Imm, Instr, Reg, Sym
+from kverify.semantics.values import FAMILIES, is_float
+from kverify.verifier.races.access import TRUE, Executor, State, fit, mk_and
+
+SAMPLES = 140  # iterations simulated to guess a closed form
+MAX_PERIOD = 64
+
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
+                "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
+
+
+@dataclass
+class MbarSite:
+    kind: str  # init | arrive | expect_tx | wait | copy | other
+    instr: Instr
+    addr: object  # BV32 shared address of the barrier, or None
+    pc: object
+    loops: tuple  # ((LoopInfo, k), ...)
+    count: object = None  # init count / arrive count (BV32)
+    tx: object = None  # expected tx bytes (BV32) of arrive.expect_tx / expect_tx
+    parity: object = None  # BV32 parity operand of a wait
+    size: object = None  # bytes of a copy (BV32) or None
+    size_reason: str = ""
+    drop: bool = False
+    note: str = ""
+
+
+class MbarExecutor(Executor):
+    """The race checker's executor, recording mbarrier sync sites (see module docstring)."""
+
+    def __init__(self, env, check, launch=None):
+        super().__init__(env, check)
+        self.launch = launch
+        self.sites: list = []
+        self.loop_syms: dict = {}  # id(LoopInfo) -> names of symbols created inside its body
+        self._defs = None
+
+    # ------------------------------------------------------------------ loops
+    def _loop_attempt(self, lp, st, ivs, mode, written, region_unknown):
+        mark = len(self.env.pairs)
+        smark = len(self.sites)
+        res = super()._loop_attempt(lp, st, ivs, mode, written, region_unknown)
+        if res[0] != "ok":
+            del self.sites[smark:]  # the attempt is undone
+        else:
+            info = res[1]
+            names = set()
+            for a, b in self.env.pairs[mark:]:
+                if not a.eq(info.k):
+                    names.add(str(a))
+                    names.add(str(b))
+            self.loop_syms[id(info)] = names
+        return res
+
+    def loop_closed_forms(self, lp, st, written, ivs) -> dict:
+        """Guess eventually periodic closed forms by simulating the loop body's
+        straight-line integer instructions from concrete entry values; the executor
+        validates each guess by induction."""
+        from kverify.semantics.ir.nodes import Continue, If
+
+        body = []
+        nested_writes = set()
+        from kverify.semantics.ir.visit import walk
+
+        for s in lp.body:
+            if isinstance(s, Instr):
+                body.append(s)
+            elif isinstance(s, If) and not s.orelse and len(s.then) == 1 and isinstance(s.then[0], Continue):
+                continue
+            else:
+                for x, _ in walk([s]):
+                    if isinstance(x, Instr):
+                        nested_writes.update(self.dests(x))
+        known = {}
+        for r, (t, _) in st.regs.items():
+            if t is not None and (z3.is_bv_value(t) or z3.is_true(t) or z3.is_false(t)):
+                known[r] = t
+        cands = [r for r in sorted(written) if r not in ivs and r in known and r not in nested_writes
+                 and not z3.is_bool(known[r])]
+        if not cands:
+            return {}
+        # backward slice of the candidates inside the body
+        from kverify.semantics.ir.nodes import operand_regs
+
+        need = set(cands)
+        while True:
+            grow = set(need)
+            for ins in body:
+                if set(self.dests(ins)) & need:
+                    for o in ins.operands[1:]:
+                        grow.update(r.name for r in operand_regs(o))
+                    if ins.guard is not None:
+                        grow.add(ins.guard.reg.name)
+            if grow == need:
+                break
+            need = grow
+        body = [i for i in body if set(self.dests(i)) & need]
+        seqs = {r: [] for r in cands}
+        cur = dict(known)
+        for _ in range(SAMPLES):
+            for r in list(seqs):
+                if r in cur:
+                    seqs[r].append(cur[r].as_long())
+                else:
+                    del seqs[r]
+            if not seqs:
+                return {}
+            for ins in body:
+                ds = self.dests(ins)
+                if not ds:
+                    continue
+                v = self._eval_concrete(ins, cur)
+                for d in ds:
+                    cur.pop(d, None)
+                if v is not None and len(ds) == 1:
+                    cur[ds[0]] = v
+        forms = {}
+        for r, seq in seqs.items():
+            w = known[r].size()
+            f = _fit_periodic(seq, w)
+            if f is not None:
+                forms[r] = f
+        return forms
+
+    def _eval_concrete(self, ins: Instr, cur: dict):
+        op = ins.op
+        if ins.guard is not None or not ins.supported or op not in FAMILIES or op in ("ld", "st"):
+            return None
+        types = ins.types()
+        if not types or any(is_float(t) for t in types):
+            return None
+        for o in ins.operands[1:]:
+            if isinstance(o, Reg):
+                if o.name not in cur:
+                    return None
+            elif not isinstance(o, Imm):
+                return None
+        d = ins.operands[0] if ins.operands else None
+        if not isinstance(d, Reg):
+            return None
+        st = State(TRUE, {k: (v, None) for k, v in cur.items()}, z3.BitVecVal(0, 64), z3.BoolVal(False))
+        npairs = len(self.env.pairs)
+        try:
+            self.alu(ins, st, TRUE)
+        except Exception:  # noqa: BLE001 - a form the semantics does not take
+            return None
+        if len(self.env.pairs) != npairs:  # something became approximate: undo, give up
+            del self.env.pairs[npairs:]
+            return None
+        v = st.regs.get(d.name)
+        if v is None:
+            return None
+        t = z3.simplify(v[0])
+        return t if (z3.is_bv_value(t) or z3.is_true(t) or z3.is_false(t)) else None
+
+    # ------------------------------------------------------------------ sites
+    def _mbar_addr(self, st, op):
+        if not isinstance(op, Addr):
+            return None, "barrier operand is not an address"
+        if op.base is None:
+            return z3.BitVecVal(op.offset, 32), ""
+        t, region = self.read(st, op.base, None)
+        if t is None or z3.is_bool(t):
+            return None, "barrier address not understood"
+        if region not in ("shared",) and isinstance(op.base, Reg):
+            # shared-window addresses computed as plain integers (cvta results truncated)
+            pass
+        return z3.simplify(fit(t, 32) + op.offset), ""
+
+    def _val32(self, st, op):
+        if op is None:
+            return None
+        t, _ = self.read(st, op, 32)
+        if t is None or z3.is_bool(t):
+            return None
+        return z3.simplify(fit(t, 32))
+
+    def async_instr(self, ins: Instr, st: State, guard) -> State:
+        op, mods = ins.op, set(ins.mods)
+        ops = ins.operands
+        pc = mk_and(st.pc, guard)
+        loops = tuple(self.loop_stack)
+        site = None
+        if op == "mbarrier.init":
+            a, _ = self._mbar_addr(st, ops[0])
+            site = MbarSite("init", ins, a, pc, loops, count=self._val32(st, ops[1] if len(ops) > 1 else None))
+        elif op in ("mbarrier.arrive", "mbarrier.arrive_drop"):
+            a, _ = self._mbar_addr(st, ops[1] if len(ops) > 1 else None)
+            tx = cnt = None
+            if "expect_tx" in mods:
+                tx = self._val32(st, ops[2] if len(ops) > 2 else None)
+                cnt = z3.BitVecVal(1, 32)
+            else:
+                cnt = self._val32(st, ops[2]) if len(ops) > 2 else z3.BitVecVal(1, 32)
+            site = MbarSite("arrive", ins, a, pc, loops, count=cnt, tx=tx, drop=op.endswith("drop"))
+            if "shared::cluster" in mods:
+                site.note = "remote (.shared::cluster) arrive"
+        elif op == "mbarrier.expect_tx":
+            a, _ = self._mbar_addr(st, ops[0])
+            site = MbarSite("expect_tx", ins, a, pc, loops, tx=self._val32(st, ops[1] if len(ops) > 1 else None))
+        elif op in ("mbarrier.try_wait", "mbarrier.test_wait"):
+            a, _ = self._mbar_addr(st, ops[1] if len(ops) > 1 else None)
+            par = self._val32(st, ops[2]) if "parity" in mods and len(ops) > 2 else None
+            site = MbarSite("wait", ins, a, pc, loops, parity=par)
+            if "parity" not in mods:
+                site.note = "state-operand wait"
+        elif op in ("cp.async.bulk", "cp.async.bulk.tensor") and any(m.startswith("mbarrier::complete_tx") for m in mods):
+            bar = ops[-1]
+            a, _ = self._mbar_addr(st, bar)
+            size, why = None, ""
+            if op == "cp.async.bulk":
+                size = self._val32(st, ops[2] if len(ops) > 2 else None)
+            else:
+                size, why = self._tensor_bytes(ins)
+            if any(m.startswith("multicast") for m in mods):
+                size, why = None, "multicast copies signal every destination CTA's barrier (not modelled)"
+            site = MbarSite("copy", ins, a, pc, loops, size=size, size_reason=why)
+        elif op.startswith("mbarrier") and op not in ("mbarrier.pending_count",):
+            site = MbarSite("other", ins, None, pc, loops)
+        if site is not None:
+            self.sites.append(site)
+        self.havoc_dests(st, ins, guard, op)
+        return st
+
+    # ------------------------------------------------------------------ tensor maps
+    def _tensor_bytes(self, ins: Instr):
+        if self.launch is None or not getattr(self.launch, "tensormaps", None):
+            return None, "the copy size comes from a tensor map and no launch spec gives tensor maps"
+        if any(m in ins.mods for m in ("im2col", "im2col::w", "im2col::w::128", "tile::gather4")):
+            return None, f"{ins.opcode}: only tile mode boxes are modelled"
+        src = ins.operands[1]
+        if not isinstance(src, Addr):
+            return None, "tensor map operand not understood"
+        pname = self._param_of(src.base)
+        if pname is None:
+            return None, "the tensor map operand does not trace back to a kernel parameter"
+        from kverify.semantics.interpreter.launch import lookup
+
+        idx = next((i for i, p in enumerate(self.kernel.params) if p.name == pname), None)
+        tm = lookup(self.launch.tensormaps, self.kernel, idx) if idx is not None else None
+        if tm is None:
+            return None, f"the launch spec gives no tensor map for parameter {pname}"
+        box = tm.get("box")
+        eb = _DTYPE_BYTES.get(tm.get("dtype"))
+        if not box or eb is None:
+            return None, f"tensor map {pname}: box or dtype missing"
+        n = eb
+        for b in box:
+            n *= int(b)
+        return z3.BitVecVal(n, 32), ""
+
+    def _param_of(self, op):
+        """The kernel parameter a register holds the address of (through mov / cvta /
+        ld.param of a unique definition)."""
+        if isinstance(op, Sym):
+            return op.name if any(p.name == op.name for p in self.kernel.params) else None
+        if self._defs is None:
+            from kverify.semantics.ir.visit import instructions
+
+            self._defs = {}
+            for i in instructions(self.kernel.body):
+                for d in self.dests(i):
+                    self._defs.setdefault(d, []).append(i)
+        seen = set()
+        while isinstance(op, Reg) and op.name not in seen:
+            seen.add(op.name)
+            defs = self._defs.get(op.name, [])
+            if len(defs) != 1:
+                return None
+            i = defs[0]
+            if i.op in ("mov", "cvta") and len(i.operands) > 1:
+                op = i.operands[1]
+            elif i.op == "ld" and "param" in i.mods and isinstance(i.operands[1], Addr):
+                op = i.operands[1].base
+            else:
+                return None
+            if isinstance(op, Sym):
+                return op.name if any(p.name == op.name for p in self.kernel.params) else None
+        return None
+
+
+def _fit_periodic(seq, w):
+    """``f(k)`` (BV64 k -> BVw) reproducing ``seq`` as an eventually periodic sequence
+    (prefix of at most 2 values, period at most MAX_PERIOD), or None."""
+    n = len(seq)
+    for s in range(0, 3):
+        for p in range(1, MAX_PERIOD + 1):
+            if s + 2 * p > n:
+                break
+            if all(seq[i] == seq[i + p] for i in range(s, n - p)):
+                pre, table = seq[:s], seq[s:s + p]
+
+                def f(k, pre=tuple(pre), table=tuple(table), s=s, p=p):
+                    if p == 1:
+                        body = z3.BitVecVal(table[0], w)
+                    else:
+                        idx = z3.URem(k - s, z3.BitVecVal(p, 64)) if s else z3.URem(k, z3.BitVecVal(p, 64))
+                        body = z3.BitVecVal(table[-1], w)
+                        for j in range(p - 2, -1, -1):
+                            body = z3.If(idx == j, z3.BitVecVal(table[j], w), body)
+                    for j in range(len(pre) - 1, -1, -1):
+                        body = z3.If(k == j, z3.BitVecVal(pre[j], w), body)
+                    return body
+                return f
+    return None

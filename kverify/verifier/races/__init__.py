@@ -1,0 +1,6 @@
+"""Race freedom by SMT (two-thread reduction) for shared and global memory: see
+:mod:`kverify.verifier.races.smt` for the encoding and :mod:`kverify.verifier.races.access` for the
+symbolic execution that collects the accesses. docs/races.md describes both."""
+from .smt import check_races
+
+__all__ = ["check_races"]

@@ -1,0 +1,586 @@
+"""SMT race freedom with the two-thread reduction, for kernels ordered by ``bar.sync 0``.
+
+Owns: the race obligations "race-free: shared" and "race-free: global". Following
+GPUVerify and Faial, two arbitrary *distinct* symbolic threads A and B run the same
+symbolically executed body (:mod:`kverify.verifier.races.access`; B's terms are A's with the
+thread's symbols renamed). For every pair of accesses (a by A, b by B) of which at least
+one writes, we ask z3 whether
+
+    pc_a(A) and pc_b(B)                      both accesses execute
+    and bytes[a] overlap bytes[b]            same memory (same buffer for global)
+    and same barrier interval                epoch_a(A) == epoch_b(B) (same CTA)
+    and A != B                               shared: same CTA, different tid;
+                                             global: any two threads of the grid, where
+                                             threads of different CTAs are never ordered
+    and not both morally strong              two atomics (or scoped strong ld/st) do not race
+
+is satisfiable, with kernel parameters symbolic (or the launch's values), loop iteration
+counters symbolic (iteration k of A against iteration k' of B) and the epoch being the
+number of ``bar.sync 0`` executed before the access (``e0 + c*k + position`` inside a loop
+with ``c`` barriers per iteration). A satisfiable query is a violation only when it holds
+for *every* value of the approximated symbols (floating-point results, values loaded from
+memory the kernel writes, havocked loop registers): otherwise the obligation is
+``unknown``. Unsupported instructions, inexpressible addresses and loops that cannot be
+summarized also give ``unknown`` -- never ``proved``.
+
+Barrier intervals are only meaningful when every thread of the CTA executes the same
+sequence of barriers. Each barrier (and each decision of a loop containing one) is
+checked to be uniform with the same two-thread query (A executes it, B -- same CTA, same
+iterations, not exited -- does not). When one may diverge, a race found with the barrier
+count (the hardware's matching of arrivals) is still a violation; otherwise the search is
+re-run with no barrier ordering at all, and a race found only then gives ``unknown`` (the
+divergent barrier is undefined behaviour for ``bar.sync``, reported by
+``barrier.divergence``) -- a divergent barrier is never taken as ordering for a proof.
+
+PTX ISA (9.0): §9.7.13.1 bar/barrier (barrier 0 is ``__syncthreads``; it orders memory
+among the participating threads), §8 memory consistency model (a data race is two
+conflicting accesses, not both morally strong, unordered by happens-before), atom and red
+in §9.7.13. docs/races.md describes the encoding and what it does not model.
+"""
+from __future__ import annotations
+
+import time
+
+import z3
+
+from kverify.verifier.report import Location, Obligation
+
+from .access import (ASYNC_PREFIXES, TRUE, Env, Executor, Substitution, Unsupported, is_false,
+                     is_true, mk_and, mk_not, mk_or)
+
+SPACES = ("shared", "global")
+REACH_UNROLL = 64  # iterations unrolled to show that a counterexample's iteration is reached
+REACH_SMALL = 8  # bound on iteration counters when looking for such a counterexample
+
+
+def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
+    """Race obligations for ``kernel`` (a ``Kernel``, a name, or ``None`` for the module's
+    only kernel) of ``module``: one ``Obligation`` per memory space ("race-free: shared",
+    "race-free: global"), each proved / violated (with a counterexample) / unknown (with
+    the reason). ``launch`` is a ``LaunchSpec`` or ``None`` (block size from
+    ``.reqntid``/``.maxntid``, grid and parameters symbolic)."""
+    t0 = time.perf_counter()
+    if kernel is None or isinstance(kernel, str):
+        kernel = module.kernel(kernel)
+    try:
+        return _Checker(module, kernel, launch, timeout_s, t0).run()
+    except Unsupported as e:
+        return [_unknown(sp, str(e), t0) for sp in SPACES]
+    except z3.Z3Exception as e:
+        return [_unknown(sp, f"solver error: {e}", t0) for sp in SPACES]
+    except Exception as e:  # noqa: BLE001 - fail closed: never a verdict from a crash
+        why = f"internal error in the race checker ({type(e).__name__}: {e})"
+        return [_unknown(sp, why, t0) for sp in SPACES]
+
+
+def _unknown(space, reason, t0, locations=()):
+    return Obligation(f"race-free: {space}", "races", "unknown", reason,
+                      locations=list(locations), time_s=time.perf_counter() - t0)
+
+
+class _Checker:
+    def __init__(self, module, kernel, launch, timeout_s, t0):
+        self.module = module
+        self.kernel = kernel
+        self.launch = launch
+        self.timeout_s = timeout_s
+        self.t0 = t0
+        self.queries = 0
+        self._sym_memo: dict = {}
+        self._sym_keep: list = []
+
+    # ------------------------------------------------------------------ solver
+    def solve(self, constraints, deadline, want_model=True, base=()):
+        """Check ``constraints`` together with those of ``base`` that share a symbol with
+        them (transitively): the rest are satisfiable on their own (ranges, loop-exit
+        axioms of other loops) and only cost bit-blasting."""
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return "unknown", None
+        s = z3.Solver()
+        s.set("timeout", max(1, int(min(left, self.timeout_s) * 1000)))
+        s.add(*constraints)
+        if base:
+            s.add(*self.relevant(base, constraints))
+        self.queries += 1
+        r = s.check()
+        if r == z3.sat:
+            return "sat", (s.model() if want_model else None)
+        if r == z3.unsat:
+            return "unsat", None
+        return "unknown", None
+
+    # ------------------------------------------------------------------ main
+    def run(self):
+        kernel = self.kernel
+        from kverify.semantics.ir.visit import instructions
+
+        scope = []
+        for i in instructions(kernel.body):
+            if i.op.startswith(ASYNC_PREFIXES) and i.op not in ("fence.proxy.async",):
+                scope.append(i)
+        if scope:
+            i = scope[0]
+            why = (f"the kernel uses {i.opcode} ({_where(i, self.module)}): asynchronous copies, "
+                   "mbarriers and wgmma are outside the classic barrier-interval race check")
+            return [_unknown(sp, why, self.t0, [Location.of(i.loc, self.module.path)]) for sp in SPACES]
+        env = self.env = Env(self.module, kernel, self.launch)
+        deadline = self.t0 + self.timeout_s * 2
+
+        def check_a(f):
+            return self.solve([f], deadline, base=env.shared_constraints + env.constraints_a)
+
+        ex = self.ex = Executor(env, check_a)
+        ex.run()
+        self.sub = Substitution(env.pairs)
+        self._b_memo = {}
+        self.base_b = [(self.b(c), frozenset(_b_name(x) for x in keys)) for c, keys in env.constraints_a]
+        self.loop_of_k, self.k_const = {}, {}
+        for info in ex.loops:
+            if info.cont_pc is not None:
+                for k, who in ((info.k, "A"), (self.b(info.k), "B")):
+                    self.loop_of_k[str(k)] = (info, who)
+                    self.k_const[str(k)] = k
+        self.cta_ne = mk_or(*[self.b(c) != c for c in env.ctaid])
+        self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
+        # barrier uniformity
+        divergent = self.divergent_sites(deadline)
+        out = []
+        for space in SPACES:
+            t = time.perf_counter()
+            ob = self.check_space(space, divergent, t + self.timeout_s)
+            ob.time_s = time.perf_counter() - t
+            out.append(ob)
+        # the shared work (execution, uniformity) is charged to the first obligation
+        out[0].time_s += (time.perf_counter() - self.t0) - sum(o.time_s for o in out)
+        return out
+
+    def symbols(self, e):
+        """Names of the uninterpreted constants (and functions) in ``e``, memoized."""
+        memo = self._sym_memo
+        key = e.get_id()
+        r = memo.get(key)
+        if r is not None:
+            return r
+        keep = self._sym_keep  # AST ids are reused once a term is freed: keep them alive
+        stack = [e]
+        while stack:
+            x = stack[-1]
+            kx = x.get_id()
+            if kx in memo:
+                stack.pop()
+                continue
+            keep.append(x)
+            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                memo[kx] = frozenset((x.decl().name(),))
+                stack.pop()
+                continue
+            if not z3.is_app(x):
+                memo[kx] = frozenset()
+                stack.pop()
+                continue
+            kids = x.children()
+            todo = [c for c in kids if c.get_id() not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            acc = set()
+            if x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                acc.add(x.decl().name())
+            for c in kids:
+                acc |= memo[c.get_id()]
+            memo[kx] = frozenset(acc)
+            stack.pop()
+        return memo[key]
+
+    def relevant(self, base, formulas):
+        """The constraints of ``base`` (``(term, keys)`` pairs) whose keys the formulas
+        mention, transitively. A constraint whose keys are not mentioned is satisfiable
+        on its own: a range of a symbol the query does not use, or the loop-exit axiom of
+        a loop the query's accesses do not come after (that axiom also presumes the loop
+        terminates, which must not be assumed for accesses before or inside it)."""
+        syms = set()
+        for f in formulas:
+            syms |= self.symbols(f)
+        pool = list(base)
+        out, changed = [], True
+        while changed:
+            changed = False
+            rest = []
+            for c, keys in pool:
+                if keys & syms:
+                    out.append(c)
+                    cs = self.symbols(c)
+                    if not cs <= syms:
+                        syms |= cs
+                        changed = True
+                else:
+                    rest.append((c, keys))
+            pool = rest
+        return out
+
+    def b(self, e):
+        """Thread B's version of a thread-A term."""
+        key = e.get_id()
+        r = self._b_memo.get(key)
+        if r is None:
+            r = self._b_memo[key] = (self.sub(e), e)
+        return r[0]
+
+    def same_cta(self):
+        env = self.env
+        return [self.b(c) == c for c in env.ctaid]
+
+    def distinct_threads(self, space):
+        if space == "shared":
+            return self.same_cta() + [self.tid_ne]
+        return [mk_or(self.tid_ne, self.cta_ne)]
+
+    def base(self):
+        env = self.env
+        return env.shared_constraints + env.constraints_a + self.base_b
+
+    # ------------------------------------------------------------------ uniformity
+    def divergent_sites(self, deadline):
+        out = []
+        for s in self.ex.syncs:
+            if s.kind == "barrier" and is_true(s.pc):
+                continue
+            if is_false(s.pc):
+                continue
+            keq = [self.b(k) == k for _, k in s.loops]
+            f = [s.pc, self.b(s.head_pc), mk_not(self.b(s.pc)), mk_not(self.b(s.exited))]
+            r, _ = self.solve(self.same_cta() + [self.tid_ne] + keq + f, deadline,
+                              want_model=False, base=self.base())
+            if r != "unsat":
+                out.append(s)
+        return out
+
+    # ------------------------------------------------------------------ pairs
+    def check_space(self, space, divergent, deadline):
+        ex, env = self.ex, self.env
+        accs = [a for a in ex.accesses if a.space == space and not is_false(a.pc)]
+        accs.sort(key=lambda a: a.seq)
+        reasons = list(ex.reasons[space])
+        oid = f"race-free: {space}"
+        if not accs:
+            if reasons:
+                return Obligation(oid, "races", "unknown", "; ".join(reasons))
+            return Obligation(oid, "races", "proved", f"no {space} memory accesses")
+        writes = [a for a in accs if a.writes]
+        if not writes:
+            msg = f"no {space} memory writes ({len(accs)} reads)"
+            if reasons:
+                return Obligation(oid, "races", "unknown", "; ".join(reasons) + f" ({msg})")
+            return Obligation(oid, "races", "proved", msg)
+        bacc = {id(a): self._b_access(a) for a in accs}
+        # 1. barrier intervals counted (the hardware's matching of the n-th barriers)
+        found = self.search(space, accs, bacc, True, deadline)
+        pairs_checked, maybe, undecided = found["pairs"], found["maybe"], found["undecided"]
+        if found["race"] is not None:
+            a, bb, m1 = found["race"]
+            if not ex.unmodelled_sync:
+                return self.violation(space, a, bb, bacc[id(bb)], m1, divergent)
+            maybe.insert(0, (a, bb, "sync"))
+        elif divergent and not maybe and not undecided:
+            # 2. a barrier may diverge: intervals are then undefined, so nothing may rest on
+            # them -- any race without ordering leaves the question open
+            loose = self.search(space, accs, bacc, False, deadline, first=True)
+            if loose["race"] is not None or loose["maybe"]:
+                a, bb, _ = loose["race"] or loose["maybe"][0]
+                maybe.append((a, bb, "divergent"))
+            undecided += loose["undecided"]
+        notes = list(ex.notes)
+        if env.assumptions:
+            notes = env.assumptions + notes
+        if maybe or undecided or reasons:
+            why = list(reasons)
+            for a, bb, kind in maybe[:3]:
+                la, lb = _where(a.instr, self.module), _where(bb.instr, self.module)
+                if kind == "sync":
+                    gaps = [g for g in ex.unmodelled_sync if g not in why][:2]
+                    why.append(f"{a.mode} at {la} and {bb.mode} at {lb} may race, but what may order "
+                               "them is not modelled" + (f" ({'; '.join(gaps)})" if gaps else ""))
+                elif kind == "divergent":
+                    dl = ", ".join(_where(s.instr, self.module) if s.instr
+                                   else f"loop at {_loc(s.loc, self.module)}" for s in divergent[:3])
+                    why.append(f"{a.mode} at {la} and {bb.mode} at {lb} are ordered only by a barrier "
+                               f"that may be divergent ({dl}); race freedom is not established")
+                else:
+                    why.append(f"a race between {a.mode} at {la} and {bb.mode} at {lb} is possible for "
+                               "values the encoding over-approximates (loaded data, floating point, "
+                               "loop registers)")
+            for a, bb in undecided[:3]:
+                why.append(f"solver timeout on {a.mode} at {_where(a.instr, self.module)} against "
+                           f"{bb.mode} at {_where(bb.instr, self.module)}")
+            locs = []
+            for a, bb, _ in maybe[:1]:
+                locs = [Location.of(x.instr.loc, self.module.path) for x in (a, bb)]
+            return Obligation(oid, "races", "unknown", "; ".join(why), locations=locs)
+        msg = (f"no two distinct threads{' of one CTA' if space == 'shared' else ''} access the same "
+               f"{space} bytes in one barrier interval with a write ({len(accs)} accesses, "
+               f"{pairs_checked} pairs)")
+        if divergent:
+            msg += "; holds without relying on any barrier (a barrier may be divergent)"
+        if notes:
+            msg += "; assuming " + "; ".join(notes)
+        if space == "global":
+            msg += "; distinct pointer parameters are assumed not to alias"
+        return Obligation(oid, "races", "proved", msg)
+
+    def search(self, space, accs, bacc, counted, deadline, first=False):
+        """All pairs (a, b) in program order, one query per ``a`` over its candidates.
+        Returns the first race that is real (``race``: a, b, model), the possible races
+        that rest on approximated values (``maybe``), and the undecided pairs. With
+        ``first``, stops at the first satisfiable pair without asking whether it is real."""
+        ex, env = self.ex, self.env
+        base = self.base()
+        distinct = self.distinct_threads(space)
+        single_cta = env.grid is not None and env.grid == (1, 1, 1)
+        out = {"race": None, "maybe": [], "undecided": [], "pairs": 0}
+        for i, a in enumerate(accs):
+            cands = []
+            for bb in accs[i:]:
+                if not (a.writes or bb.writes):
+                    continue
+                if space == "global" and (a.region is None or bb.region is None):
+                    continue  # already an unknown reason
+                if space == "global" and a.region != bb.region:
+                    continue
+                f = self.pair_formula(space, a, bb, bacc[id(bb)], counted, single_cta)
+                if f is None:
+                    continue
+                cands.append((bb, f))
+            while cands:
+                out["pairs"] += len(cands)
+                cons = distinct + [a.pc]
+                r, m = self.solve(cons + [mk_or(*[f for _, f in cands])], deadline, base=base)
+                if r == "unsat":
+                    break
+                if r == "unknown":
+                    out["undecided"].append((a, cands[0][0]))
+                    break
+                hit = next((x for x in cands if z3.is_true(m.eval(x[1], model_completion=True))), cands[0])
+                bb, f = hit
+                if first:
+                    out["race"] = (a, bb, m)
+                    return out
+                m1 = self.confirm(cons, f, m, deadline, base)
+                if m1 is not None:
+                    out["race"] = (a, bb, m1)
+                    return out
+                out["maybe"].append((a, bb, "approx"))
+                cands = [x for x in cands if x is not hit]
+        return out
+
+    def _b_access(self, a):
+        from dataclasses import replace
+
+        return replace(a, addr=self.b(a.addr), pc=self.b(a.pc), epoch=self.b(a.epoch),
+                       loops=tuple((info, self.b(k)) for info, k in a.loops))
+
+    def pair_formula(self, space, a, bb, b, counted, single_cta):
+        """The race condition for a by thread A and bb (B's copy b), without a.pc."""
+        cta_ne = self.cta_ne
+        extra = []
+        if a.strong and bb.strong:
+            sa, sb = a.instr, bb.instr
+            wide = all(_scope(x) in ("gpu", "sys") for x in (sa, sb))
+            if space == "shared" or wide:
+                return None
+            extra.append(cta_ne)  # strong within a CTA, weak across CTAs
+        if is_false(b.pc):
+            return None
+        wa, wb = a.width, b.width
+        x, y = a.addr, b.addr
+        if z3.is_bv_value(x) and z3.is_bv_value(y):
+            xv, yv = x.as_long(), y.as_long()
+            if not (xv < yv + wb and yv < xv + wa):
+                return None
+        d1, d2 = y - x, x - y
+        w = x.size()
+        overlap = mk_or(z3.ULT(d1, z3.BitVecVal(wa, w)), z3.ULT(d2, z3.BitVecVal(wb, w)))
+        conc = TRUE
+        if counted:
+            ea, eb = a.epoch, b.epoch
+            if z3.is_bv_value(ea) and z3.is_bv_value(eb):
+                same = z3.BoolVal(ea.as_long() == eb.as_long())
+            else:
+                same = ea == eb
+            if space == "shared" or single_cta:
+                if is_false(same):
+                    return None
+                conc = same
+            else:
+                conc = mk_or(cta_ne, same)
+        return mk_and(b.pc, overlap, conc, *extra)
+
+    # ------------------------------------------------------------------ exactness
+    def confirm(self, constraints, f, model, deadline, base):
+        """A model of ``f`` that is a real race (see ``is_exact``), or None. When the first
+        model is not, iteration counters of loops without an exact trip count are bounded
+        so that the iterations can be shown to be reached."""
+        syms = set()
+        for c in list(constraints) + [f]:
+            syms |= self.symbols(c)
+        ks = [self.k_const[n] for n in sorted(syms) if n in self.loop_of_k]
+        big = any(model.eval(k, model_completion=True).as_long() > REACH_SMALL for k in ks)
+        if not big and self.is_exact(constraints, f, model, deadline, base):
+            return model
+        if not ks:
+            return None
+        small = []
+        for k in ks:
+            info, thread = self.loop_of_k[str(k)]
+            cont = info.cont_pc if thread == "A" else self.b(info.cont_pc)
+            small.append(z3.ULE(k, REACH_SMALL))
+            small += [z3.Implies(z3.ULT(j, k), z3.substitute(cont, (k, z3.BitVecVal(j, 64))))
+                      for j in range(REACH_SMALL)]
+        r, m2 = self.solve(list(constraints) + [f] + small, deadline, base=base)
+        if r == "sat" and self.is_exact(constraints, f, m2, deadline, base):
+            return m2
+        # small iterations only make the counterexample easier to read
+        if big and self.is_exact(constraints, f, model, deadline, base):
+            return model
+        return None
+
+    def is_exact(self, constraints, f, model, deadline, base=()):
+        """Does ``f`` hold for every value of the approximated symbols once the exact ones
+        (threads, parameters, iteration counters, input data, elect choices) are fixed to
+        the model's values?"""
+        approx = self.env.approx
+        constraints = list(constraints) + self.relevant(base, list(constraints) + [f])
+        pins = []
+        seen = set()
+        todo = [f] + list(constraints)
+        while todo:
+            e = todo.pop()
+            if e.get_id() in seen:
+                continue
+            seen.add(e.get_id())
+            if z3.is_app(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                if e.num_args() == 0:
+                    name = str(e)
+                    if name not in approx:
+                        pins.append(e == model.eval(e, model_completion=True))
+                    elif name in self.loop_of_k:
+                        # an iteration counter of a loop without an exact trip count: the
+                        # iteration is real when every earlier one went on to the next
+                        kv = model.eval(e, model_completion=True).as_long()
+                        if kv <= REACH_UNROLL:
+                            info, thread = self.loop_of_k[name]
+                            cont = info.cont_pc if thread == "A" else self.b(info.cont_pc)
+                            reach = [z3.substitute(cont, (e, z3.BitVecVal(j, 64))) for j in range(kv)]
+                            pins.append(e == kv)
+                            f = mk_and(f, *reach)
+                            todo.extend(reach)
+                    continue
+                pins.append(e == model.eval(e, model_completion=True))
+            if z3.is_app(e):
+                todo.extend(e.children())
+        constraints = constraints + self.relevant(base, pins + [f])
+        r, _ = self.solve(list(constraints) + pins + [mk_not(f)], deadline, want_model=False)
+        return r == "unsat"
+
+    # ------------------------------------------------------------------ counterexample
+    def violation(self, space, a, bb, b, m, divergent):
+        env, mod = self.env, self.module
+
+        def val(e):
+            return m.eval(e, model_completion=True).as_long()
+
+        def thread(name, sub):
+            return {"thread": name,
+                    "tid": [val(sub(t)) for t in env.tid],
+                    "ctaid": [val(sub(c)) for c in env.ctaid]}
+
+        ident = (lambda e: e)
+        threads = [thread("A", ident), thread("B", self.b)]
+
+        def access(acc, who, terms):
+            addr = val(terms.addr)
+            d = {"thread": who, "instruction": acc.instr.opcode, "access": acc.mode,
+                 "location": str(Location.of(acc.instr.loc, mod.path)),
+                 "ptx_line": acc.instr.loc.ptx_line, "bytes": acc.width,
+                 "iterations": {info.name: val(k) for info, k in terms.loops},
+                 "barrier_interval": val(terms.epoch)}
+            if space == "shared":
+                var, off = env.shared_var_at(addr)
+                d.update({"address": addr, "variable": var, "offset": off})
+            else:
+                name = acc.region.split(":", 1)[1]
+                base = self._region_base(acc.region)
+                off = (addr - val(base)) % (1 << 64) if base is not None else None
+                if off is not None and off >= 1 << 63:
+                    off -= 1 << 64
+                d.update({"buffer": name, "offset": off, "address": addr})
+            return d
+
+        accesses = [access(a, "A", a), access(bb, "B", b)]
+        params = {}
+        buffers = {x.region for x in self.ex.accesses}
+        for term, p in env.params.values():
+            key = p.source_name or p.name
+            if key in env.param_values:
+                params[key] = env.param_values[key]
+            elif f"param:{key}" not in buffers:  # a buffer's base address is arbitrary
+                params[key] = val(term)
+        kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
+                 ("write", "read"): "write-read"}
+        ka = "write" if a.writes else "read"
+        kb = "write" if bb.writes else "read"
+        ce = {"space": space, "kind": kinds.get((ka, kb), f"{a.mode}-{bb.mode}"),
+              "threads": threads, "accesses": accesses, "params": params,
+              "block": list(env.block) if env.block else [val(n) for n in env.ntid],
+              "grid": list(env.grid) if env.grid else [val(n) for n in env.nctaid]}
+        la, lb = Location.of(a.instr.loc, mod.path), Location.of(bb.instr.loc, mod.path)
+        ta, tb = threads
+        msg = (f"data race on {space} memory: {a.mode} at {la} by thread "
+               f"{_tstr(ta)} and {bb.mode} at {lb} by thread {_tstr(tb)}, "
+               f"same bytes ({accesses[0].get('variable') or accesses[0].get('buffer')}"
+               f"+{accesses[0]['offset']}), ")
+        if space == "global" and ta["ctaid"] != tb["ctaid"]:
+            msg += "different CTAs (never ordered by bar.sync)"
+        else:
+            msg += f"same barrier interval {accesses[0]['barrier_interval']}"
+        if divergent:
+            msg += "; a barrier may also be divergent (barrier.divergence)"
+        return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
+                          counterexample=ce, rule=f"race.{space}")
+
+    def _region_base(self, region):
+        if region.startswith("param:"):
+            key = region.split(":", 1)[1]
+            for pname, (term, p) in self.env.params.items():
+                if (p.source_name or p.name) == key:
+                    return term
+        if region.startswith("var:"):
+            return z3.BitVec(f"gvar.{region.split(':', 1)[1]}", 64)
+        return None
+
+
+def _b_name(name: str) -> str:
+    return name[:-2] + "!B" if name.endswith("!A") else name
+
+
+def _scope(instr):
+    mods = instr.mods
+    if "volatile" in mods:
+        return "sys"
+    s = next((x for x in mods if x in ("cta", "cluster", "gpu", "sys")), None)
+    if s is None and instr.op in ("atom", "red"):
+        return "gpu"
+    return s
+
+
+def _tstr(t):
+    tid, cta = t["tid"], t["ctaid"]
+    return f"tid=({tid[0]},{tid[1]},{tid[2]}) ctaid=({cta[0]},{cta[1]},{cta[2]})"
+
+
+def _where(instr, module):
+    return str(Location.of(instr.loc, module.path)) if instr is not None else "?"
+
+
+def _loc(loc, module):
+    return str(Location.of(loc, module.path))

@@ -1,0 +1,108 @@
+"""The process that touches the GPU: ``python -m kverify.verifier.validate.worker PLAN.json``.
+
+Reads a plan written by ``kverify.verifier.validate`` (the module image, the kernel, and one entry
+per run: launch shape, parameter blobs, and an ``.npz`` with every buffer's initial
+contents), and for each run allocates *fresh* device buffers (every allocation is kept
+until the process ends, so no two runs share an address), each between two red zones of
+known bytes, copies the contents in, launches, synchronizes, and writes every buffer back
+(``<out>.npz``) with the state of its red zones. It prints one JSON line per event
+(``device``, ``start``, ``done``, ``error``) and flushes each, so the parent can tell a
+hang (no ``done`` within the timeout) from a crash. It imports only numpy and
+``kverify.lowering.gpu``: nothing of the candidate runs here but its kernel.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+REDZONE = 256
+RED_BYTE = 0xCB
+
+
+def emit(**kw):
+    sys.stdout.write(json.dumps(kw) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv) -> int:
+    from kverify.lowering.gpu import Gpu, GpuError, GpuUnavailable
+
+    plan = json.loads(open(argv[0]).read())
+    try:
+        gpu = Gpu()
+    except GpuUnavailable as e:
+        emit(event="unavailable", reason=str(e))
+        return 3
+    except GpuError as e:
+        emit(event="unavailable", reason=str(e))
+        return 3
+    emit(event="device", **gpu.describe())
+    return run_plan(gpu, plan, emit)
+
+
+def run_plan(gpu, plan: dict, emit=emit, keep: list | None = None) -> int:
+    """Run every run of ``plan`` on ``gpu`` (a ``kverify.lowering.gpu.Gpu``); 0 when all completed."""
+    from kverify.lowering.gpu import GpuError
+
+    try:
+        image = open(plan["image"], "rb").read()
+        if plan.get("image_is_ptx"):
+            image += b"\0"
+        mod = gpu.load(image, plan["kernel"])
+        fn = gpu.function(mod, plan["kernel"], int(plan.get("dynamic_smem", 0)))
+    except GpuError as e:
+        emit(event="error", run=None, what=e.what, name=e.name, message=str(e))
+        return 1
+    keep = [] if keep is None else keep
+    for run in plan["runs"]:
+        rid = run["id"]
+        try:
+            data = dict(np.load(run["npz"]))
+            ptrs = {}
+            for name, arr in data.items():
+                raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+                padded = (raw.size + 255) // 256 * 256
+                total = REDZONE + padded + REDZONE
+                base = gpu.alloc(total)
+                keep.append(base)
+                fill = np.full(total, RED_BYTE, np.uint8)
+                fill[REDZONE:REDZONE + raw.size] = raw
+                gpu.htod(base, fill)
+                ptrs[name] = (base, raw.size, total)
+            blobs = []
+            for prm in run["params"]:
+                if prm["kind"] == "buffer":
+                    blobs.append((ptrs[prm["buffer"]][0] + REDZONE).to_bytes(8, "little"))
+                elif prm["kind"] == "tensormap":
+                    t = prm
+                    blobs.append(gpu.tensor_map(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
+                                                t["strides_bytes"], t["box"], t.get("swizzle", "none")))
+                else:
+                    blobs.append(bytes.fromhex(prm["hex"]))
+            emit(event="start", run=rid)
+            t0 = time.perf_counter()
+            gpu.launch(fn, run["grid"], run["block"], blobs, int(plan.get("dynamic_smem", 0)),
+                       run.get("cluster"))
+            gpu.synchronize(f"run {rid}")
+            ms = (time.perf_counter() - t0) * 1e3
+            out, red = {}, {}
+            for name, arr in data.items():
+                base, size, total = ptrs[name]
+                back = gpu.dtoh(np.empty(total, np.uint8), base)
+                out[name] = back[REDZONE:REDZONE + size].copy().view(arr.dtype).reshape(arr.shape)
+                zone = np.concatenate([back[:REDZONE], back[REDZONE + size:]])
+                red[name] = int(np.count_nonzero(zone != RED_BYTE))
+            np.savez(run["out"], **out)
+            emit(event="done", run=rid, ms=ms, redzone=red, pointers={k: v[0] + REDZONE for k, v in ptrs.items()})
+        except GpuError as e:
+            emit(event="error", run=rid, what=e.what, name=e.name, message=str(e))
+            return 1
+    gpu.unload(mod)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

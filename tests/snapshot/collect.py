@@ -1,0 +1,98 @@
+"""The verdict snapshot: ``kverify check --format json`` over every zoo variant (obligation id,
+status, rule, first source line), ``kverify run`` findings (rule ids) over the same launches,
+and ``kverify equiv`` verdicts over ``tests/zoo/equivalence.json``. The snapshot pins behaviour:
+``tests/test_snapshot.py`` compares a fresh collection with ``verdicts.json`` beside this file,
+which may change only in a commit that says why.
+
+    python tests/snapshot/collect.py            # rewrite verdicts.json
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = ROOT / "tests" / "zoo"
+OUT = Path(__file__).resolve().parent / "verdicts.json"
+
+
+def _cli(argv) -> tuple[int, str]:
+    try:
+        from kverify.verifier.cli import main
+    except ImportError:  # the layout before the kverify package
+        sys.path.insert(0, str(ROOT))
+        from verifier.cli import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(argv)
+    return rc, buf.getvalue()
+
+
+def _variants():
+    for mf in sorted(ZOO.glob("*/manifest.json")):
+        for v in json.loads(mf.read_text())["variants"]:
+            path = mf.parent / v["file"].replace(".cu", ".ptx")
+            yield mf, path, v
+
+
+def check_entries():
+    out = {}
+    for mf, path, v in _variants():
+        rel = path.relative_to(ROOT).as_posix()
+        rc, text = _cli(["check", rel, "--kernel", v["kernel"], "--launch", json.dumps(v["launch"]),
+                         "--format", "json"])
+        rep = json.loads(text)
+        k = rep["kernels"][0]
+        out[rel] = {"exit": rc, "verdict": k["verdict"],
+                    "obligations": sorted(
+                        [o["id"], o["status"], o["rule"], (o["locations"][0]["line"] if o["locations"] else None)]
+                        for o in k["obligations"])}
+    return out
+
+
+def run_entries():
+    out = {}
+    for mf, path, v in _variants():
+        rel = path.relative_to(ROOT).as_posix()
+        rc, text = _cli(["run", rel, "--kernel", v["kernel"], "--launch", json.dumps(v["launch"]),
+                         "--format", "json"])
+        rep = json.loads(text)
+        out[rel] = {"exit": rc, "status": rep["status"], "robust": rep["robust"],
+                    "rules": sorted({f["rule"] for f in rep["findings"]})}
+    return out
+
+
+def equiv_entries():
+    try:
+        from kverify.verifier.equivalence import equivalence_report
+    except ImportError:  # the layout before the kverify package
+        sys.path.insert(0, str(ROOT))
+        from verifier.equivalence import equivalence_report
+    import tempfile
+
+    pairs = json.loads((ZOO / "equivalence.json").read_text())["pairs"]
+    out = {}
+    with tempfile.TemporaryDirectory() as cex:
+        for p in pairs:
+            _, results = equivalence_report(str(ZOO / p["candidate"]), str(ZOO / p["reference"]),
+                                             launch=p["launch"], ref_launch=p.get("ref_launch", p["launch"]),
+                                             model=p["model"], cex_dir=cex, test_examples=2)
+            r = results[0][1]
+            out[p["name"]] = {"verdict": r.verdict, "expect": p["expect"]}
+    return out
+
+
+def collect(parts=("check", "run", "equiv")) -> dict:
+    fns = {"check": check_entries, "run": run_entries, "equiv": equiv_entries}
+    return {p: fns[p]() for p in parts}
+
+
+if __name__ == "__main__":
+    import os
+
+    os.chdir(ROOT)
+    OUT.write_text(json.dumps(collect(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {OUT}")

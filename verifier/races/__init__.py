@@ -1,6 +1,0 @@
-"""Race freedom by SMT (two-thread reduction) for shared and global memory: see
-:mod:`verifier.races.smt` for the encoding and :mod:`verifier.races.access` for the
-symbolic execution that collects the accesses. docs/races.md describes both."""
-from .smt import check_races
-
-__all__ = ["check_races"]
