@@ -109,7 +109,7 @@ def test_cli_json_report_and_exit_codes(tmp_path, capsys):
                str(lr), "--fp", "bitexact", "--format", "json", "--shapes", "n=512"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
-    assert out["schema"] == "kverify.report/1" and out["command"] == "equiv" and out["verdict"] == "verified"
+    assert out["schema"] == "kverify.report/2" and out["command"] == "equiv" and out["verdict"] == "verified"
     ob = out["kernels"][0]["obligations"][0]
     assert ob["checker"] == "equivalence" and ob["model"] == "bitexact" and ob["equivalence"] == "proved"
     assert ob["shape"] == {"n": 512}

@@ -139,17 +139,21 @@ def test_cli_check_verdicts_and_json_schema(capsys):
     d = ZOO / "reduce_smem"
     rc = main(["check", str(d / "reduce_smem.ptx"), "--format", "json"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0 and rep["schema"] == "kverify.report/1"
+    assert rc == 0 and rep["schema"] == "kverify.report/2"
     k = rep["kernels"][0]
     assert k["verdict"] == "verified"
     status = {o["id"]: o["status"] for o in k["obligations"]}
-    assert status["deadlock-free"] == "bounded" and status["race-free: async"] == "proved"
-    assert status["race-free: shared"] == "proved"  # the SMT two-thread proof
+    assert [o["id"] for o in k["obligations"]] == ["race.shared", "race.global", "race.async", "mbarrier.protocol",
+                                                   "barrier.named", "deadlock", "memory"]
+    assert {o["id"]: o["title"] for o in k["obligations"]}["deadlock"] == "deadlock-free"
+    assert status["deadlock"] == "bounded" and status["race.async"] == "vacuous"
+    assert status["mbarrier.protocol"] == "vacuous"
+    assert status["race.shared"] == "proved"  # the SMT two-thread proof
     rc = main(["check", str(d / "reduce_smem__missing_sync.ptx"), "--format", "json"])
     rep = json.loads(capsys.readouterr().out)
     k = rep["kernels"][0]
     assert rc == 1 and k["verdict"] == "violated"
-    o = next(o for o in k["obligations"] if o["id"] == "race-free: shared")
+    o = next(o for o in k["obligations"] if o["title"] == "race-free: shared")
     assert o["status"] == "violated" and o["rule"] == "race.shared"
     assert any(l["line"] == 15 for l in o["locations"])
     assert o["counterexample"]["replay"].startswith("kverify run ")
@@ -199,16 +203,16 @@ def test_check_reads_gpuverify_headers(tmp_path, capsys):
     rc = main(["check", str(src), "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
     assert rc == 1 and k["verdict"] == "violated" and k["path"] == str(src)
-    o = next(o for o in k["obligations"] if o["id"] == "race-free: global")
+    o = next(o for o in k["obligations"] if o["title"] == "race-free: global")
     assert o["status"] == "violated" and {l["line"] for l in o["locations"]} == {4}
     # the replay command carries the command-line launch as JSON and runs as printed
     import shlex
     rc = main(shlex.split(o["counterexample"]["replay"])[1:])
     assert "race.global" in capsys.readouterr().out
     # the header gives no buffer: A is sized to what the threads touch (A[64] is read)
-    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    dl = next(o for o in k["obligations"] if o["title"] == "deadlock-free")
     assert dl["status"] == "bounded" and dl["bound"].endswith("buffers sized to the kernel's accesses: A uint32[65]")
-    ms = next(o for o in k["obligations"] if o["id"] == "memory safety")
+    ms = next(o for o in k["obligations"] if o["title"] == "memory safety")
     assert ms["status"] == "unknown" and "sized to the kernel's own accesses" in ms["message"]
 
 
@@ -218,7 +222,7 @@ def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys)
     rc = main(["check", str(tmp_path / "vadd.ptx"), "--grid", "4", "--block", "256", "--arg", "n=1000",
                "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
-    by = {o["id"]: o for o in k["obligations"]}
+    by = {o["title"]: o for o in k["obligations"]}
     assert rc == 3 and by["deadlock-free"]["status"] == "bounded"
     assert by["deadlock-free"]["bound"].endswith(
         "buffers sized to the kernel's accesses: a float32[1000], b float32[1000], c float32[1000]")
@@ -228,7 +232,7 @@ def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys)
     rc = main(["check", str(tmp_path / "add.ptx"), "--grid", "4", "--arg", "add_kernel_param_3=1000",
                "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
-    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    dl = next(o for o in k["obligations"] if o["title"] == "deadlock-free")
     assert dl["status"] == "bounded" and dl["bound"].endswith(
         "add_kernel_param_2 uint32[1000], add_kernel_param_4 uint8[1], add_kernel_param_5 uint8[1]")
     # a grid-stride loop over data[i]: an iteration counts as reached only when every
@@ -238,12 +242,12 @@ def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys)
     rc = main(["check", str(tmp_path / "histogram.ptx"), "--grid", "4", "--block", "256", "--arg", "n=5000",
                "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
-    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    dl = next(o for o in k["obligations"] if o["title"] == "deadlock-free")
     assert dl["status"] == "bounded" and dl["bound"].endswith("data uint32[5000], bins uint32[64]")
     # without the scalars the offsets are not bounded: the run is not attempted, and says why
     rc = main(["check", str(tmp_path / "histogram.ptx"), "--grid", "4", "--block", "256", "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
-    dl = next(o for o in k["obligations"] if o["id"] == "deadlock-free")
+    dl = next(o for o in k["obligations"] if o["title"] == "deadlock-free")
     assert rc == 3 and dl["status"] == "unknown"
     assert "not sized from the accesses: data: offsets of ld.global.u32 (line 16) are not bounded" in dl["message"]
 

@@ -27,8 +27,8 @@ def _check(fam, file, launch_patch=None):
     t = time.perf_counter()
     obs = check_mbarrier(module, v["kernel"], LaunchSpec.from_dict(launch))
     dt = time.perf_counter() - t
-    assert all(o.checker == "mbarrier" and o.id.startswith("mbarrier conformance: ") for o in obs)
-    return {o.id.split(": ", 1)[1]: o for o in obs}, v, dt
+    assert all(o.checker == "mbarrier" and o.title.startswith("mbarrier conformance: ") for o in obs)
+    return {o.title.split(": ", 1)[1]: o for o in obs}, v, dt
 
 
 @pytest.mark.parametrize("fam, file", [
@@ -83,7 +83,7 @@ def test_tensor_copy_without_tensor_maps_is_unknown_not_proved():
     v = _variant("triton", "tma_matmul.ptx")
     module = load_module(str(ZOO / "triton" / "tma_matmul.ptx"))
     spec = replace(LaunchSpec.from_dict(v["launch"]), tensormaps={})
-    obs = {o.id.split(": ", 1)[1]: o for o in check_mbarrier(module, v["kernel"], spec)}
+    obs = {o.title.split(": ", 1)[1]: o for o in check_mbarrier(module, v["kernel"], spec)}
     assert obs["tx bytes"].status == "unknown" and "tensor map" in obs["tx bytes"].message
 
 

@@ -58,9 +58,9 @@ def _check(path, kernel=None, launch=None):
     module = load_module(str(path))
     spec = LaunchSpec.from_dict(launch) if isinstance(launch, dict) else launch
     obs = check_races(module, kernel, spec)
-    assert [o.id for o in obs] == IDS
+    assert [o.title for o in obs] == IDS
     assert all(o.checker == "races" for o in obs)
-    return {o.id.split(": ")[1]: o for o in obs}
+    return {o.title.split(": ")[1]: o for o in obs}
 
 
 def _assert_counterexample(ob, space):
@@ -208,7 +208,7 @@ def test_wrong_induction_variable_from_the_front_end_cannot_make_a_proof():
     module = load_module(str(path))
     k = module.kernel("stride_too_short")
     one = LaunchSpec.from_dict({"block": [128, 1, 1]})
-    right = {o.id: o for o in check_races(module, k, one)}["race-free: global"]
+    right = {o.title: o for o in check_races(module, k, one)}["race-free: global"]
     assert right.status == "violated"
     _assert_counterexample(right, "global")
 
@@ -217,7 +217,7 @@ def test_wrong_induction_variable_from_the_front_end_cannot_make_a_proof():
             return replace(s, ivs=tuple(replace(iv, step=SymInt.const(128)) for iv in s.ivs))
         return s
 
-    wrong = {o.id: o for o in check_races(module, replace(k, body=map_stmts(k.body, tamper)), one)}
+    wrong = {o.title: o for o in check_races(module, replace(k, body=map_stmts(k.body, tamper)), one)}
     assert wrong["race-free: global"].status == "unknown"
 
 

@@ -44,7 +44,7 @@ def test_check_verifies_the_bulk_pipeline_for_every_schedule():
     m = load_module(str(path))
     rep = check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(path))
     assert rep.verdict == "verified"
-    dyn = [o for o in rep.obligations if o.checker != "mbarrier" or o.id == "mbarrier conformance"]
+    dyn = [o for o in rep.obligations if o.checker != "mbarrier" or o.title == "mbarrier conformance"]
     assert {o.status for o in dyn} == {"bounded"}
     assert all("every schedule (one run" in o.bound for o in dyn)
 
@@ -122,7 +122,7 @@ def _check(family, file):
 
 def test_a_static_obligation_left_open_is_bounded_by_a_clean_run():
     rep = _check("arrive_drop", "arrive_drop.cu")  # arrive_drop: the symbolic checker stops
-    o = next(o for o in rep.obligations if o.id == "mbarrier conformance: arrivals")
+    o = next(o for o in rep.obligations if o.title == "mbarrier conformance: arrivals")
     assert o.status == "bounded" and "every schedule (one run" in o.bound
     assert o.message.startswith("no violation in the run; not proved for every loop iteration: ")
     assert "arrive_drop changes the expected count" in o.message
@@ -132,7 +132,7 @@ def test_a_static_obligation_left_open_is_bounded_by_a_clean_run():
 def test_a_violating_first_run_is_not_explored_further():
     rep = _check("tma_store", "tma_store__missing_wait.cu")
     assert rep.verdict == "violated"
-    by = {o.id: o for o in rep.obligations}
+    by = {o.title: o for o in rep.obligations}
     assert by["race-free: async"].status == "violated" and by["race-free: async"].rule == "race.async-pending"
     dl = by["deadlock-free"]
     assert dl.status == "unknown" and "not explored beyond the first schedule" in dl.message
@@ -162,12 +162,12 @@ def test_random_schedules_agree_with_the_one_run(d, v):
 
 def test_one_obligation_per_mbarrier_resource():
     rep = _check("bulk_pipeline", "bulk_pipeline.cu")
-    by = {o.id: o for o in rep.obligations}
+    by = {o.title: o for o in rep.obligations}
     for res in ("full[0..2]", "empty[0..2]"):
         o = by[f"mbarrier conformance: {res}"]
         assert o.status == "bounded" and o.message.startswith("3 mbarrier(s), ")
     rep = _check("bulk_pipeline", "bulk_pipeline__wrong_arrival_count.cu")  # empty[] initialized with 3, not 4
-    by = {o.id: o for o in rep.obligations}
+    by = {o.title: o for o in rep.obligations}
     e = by["mbarrier conformance: empty[0..2]"]
     assert e.status == "violated" and e.rule == "mbarrier.arrival-overflow"
     assert [l.line for l in e.locations] == [135, 105]

@@ -31,7 +31,7 @@ def _interp_validate(file, kernel, launch, ref, **kw):
 
 
 def _status(v, oid):
-    return next(o for o in v.report.obligations if o.id == oid)
+    return next(o for o in v.report.obligations if o.title == oid)
 
 
 # --------------------------------------------------------------------------- poison
@@ -213,7 +213,7 @@ def test_without_a_gpu_validate_exits_3_with_the_reason(capsys):
 def test_report_pins_the_harness_and_reference_by_hash(tmp_path):
     v = _interp_validate(CHEATS, "honest_add", ADD, "ref:add", trials=1, workdir=str(tmp_path))
     d = v.to_json()
-    assert d["schema"] == "kverify.report/1" and d["validate"]["harness_sha256"] == harness_hash()
+    assert d["schema"] == "kverify.report/2" and d["validate"]["harness_sha256"] == harness_hash()
     assert len(d["validate"]["reference_sha256"]) == 64 and len(d["validate"]["ptx_sha256"]) == 64
     assert "--seed 0" in d["validate"]["replay"]
 
@@ -230,7 +230,7 @@ def test_gpu_worker_imports_nothing_but_numpy_and_the_driver_wrapper():
 
 def test_honest_kernel_passes_every_check(tmp_path):
     v = _interp_validate(CHEATS, "honest_add", ADD, "ref:add", trials=1, workdir=str(tmp_path))
-    assert v.report.verdict == "verified", [(o.id, o.message) for o in v.report.obligations]
+    assert v.report.verdict == "verified", [(o.title, o.message) for o in v.report.obligations]
     assert len(v.details["launches"]) == 5
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 
 
 def _ob(v, oid):
-    return next(o for o in v.report.obligations if o.id == oid)
+    return next(o for o in v.report.obligations if o.title == oid)
 
 
 def _run(kernel, file=CHEATS, launch=ADD, ref="ref:add", **kw):
@@ -31,7 +31,7 @@ def _run(kernel, file=CHEATS, launch=ADD, ref="ref:add", **kw):
                                   "tests/zoo/triton/tma_matmul.ptx", "tests/zoo/wgmma_pipeline/wgmma_pipeline.ptx"])
 def test_honest_zoo_kernels_pass(path):
     v = validate(path, trials=2)
-    assert v.report.verdict == "verified", [(o.id, o.status, o.message) for o in v.report.obligations]
+    assert v.report.verdict == "verified", [(o.title, o.status, o.message) for o in v.report.obligations]
     assert "H200" in v.details["device"]["name"] or v.details["device"]["name"]
 
 

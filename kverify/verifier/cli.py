@@ -294,7 +294,7 @@ def cmd_check(args) -> int:
             shown = None  # a bound is printed once for consecutive obligations that share it
             for o in rep.obligations:
                 where = f"  {o.locations[0]}" if o.locations else ""
-                print(f"  {o.status:9} {o.id:34} {o.time_s:6.2f}s{where}")
+                print(f"  {o.status:9} {o.title:34} {o.time_s:6.2f}s{where}")
                 if o.status in ("violated", "unknown"):
                     first, *rest = o.message.splitlines() or [""]
                     print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
@@ -347,7 +347,7 @@ def cmd_equiv(args) -> int:
     print(f"kverify equiv {args.candidate} {args.reference}: {rep.name}: {rep.verdict.upper()} "
           f"(model {args.fp})")
     for o, (shape, r) in zip(rep.obligations, results):
-        print(f"  {r.verdict:8} {o.id:28} {r.time_s:6.2f}s  {r.elements} output elements")
+        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements")
         print(f"           {r.message}")
         print(f"           scope: {r.scope}")
         if r.counterexample:

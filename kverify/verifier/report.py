@@ -1,19 +1,60 @@
-"""Verdicts, obligations, findings and the versioned JSON report (``kverify.report/1``).
+"""Verdicts, obligations, findings and the versioned JSON report (``kverify.report/2``).
 
-One obligation per checker and resource ("race-free: shared", "mbarrier conformance:
-full[0..2]", "deadlock-free"), each with a status from the verdict lattice of DESIGN.md
-decision 6: ``proved`` < ``bounded`` < ``unknown`` < ``violated`` (worst wins when a
-kernel's verdict is formed). A kernel is ``verified`` when every obligation is proved or
-bounded, ``violated`` when one is violated, ``inconclusive`` otherwise, and ``error`` when
-it could not be analysed at all. Exit codes follow the verdict: 0 / 1 / 3, and 2 for bad
-input.
+One obligation per property and resource, each with a stable dotted id (``race.shared``,
+``mbarrier.protocol[full[0..2]]``, ``deadlock``; the table ``OBLIGATIONS`` below) next to
+its human title ("race-free: shared"), and a status from the verdict lattice of DESIGN.md
+decision 6: ``vacuous`` (nothing to check: the kernel has no such operations) and ``proved``
+< ``bounded`` < ``unknown`` < ``violated`` (worst wins when a kernel's verdict is formed). A
+kernel is ``verified`` when every obligation is vacuous, proved or bounded, ``violated`` when
+one is violated, ``inconclusive`` otherwise, and ``error`` when it could not be analysed at
+all. Exit codes follow the verdict: 0 / 1 / 3, and 2 for bad input.
+
+Schema history: ``/1`` had the title in ``id`` and no ``vacuous``; ``/2`` adds ``title`` and
+makes ``id`` the dotted id.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-SCHEMA = "kverify.report/1"
-STATUSES = ("proved", "bounded", "unknown", "violated")
+SCHEMA = "kverify.report/2"
+STATUSES = ("vacuous", "proved", "bounded", "unknown", "violated")
+
+#: Every obligation kverify reports: human title -> stable dotted id. Titles of the form
+#: ``<prefix>: <resource>`` / ``<prefix>[<shape>]`` take their id from ``PARAMETRIC``.
+OBLIGATIONS = {
+    "race-free: shared": "race.shared",
+    "race-free: global": "race.global",
+    "race-free: async": "race.async",
+    "mbarrier conformance": "mbarrier.protocol",
+    "mbarrier conformance: parity": "mbarrier.parity",
+    "mbarrier conformance: tx bytes": "mbarrier.tx-bytes",
+    "mbarrier conformance: arrivals": "mbarrier.arrivals",
+    "named-barrier conformance": "barrier.named",
+    "deadlock-free": "deadlock",
+    "memory safety": "memory",
+    "equivalence": "equivalence",
+    "terminates": "validate.terminates",
+    "matches-reference": "validate.matches-reference",
+    "deterministic": "validate.deterministic",
+    "inputs-unmodified": "validate.inputs-unmodified",
+    "in-bounds-writes": "validate.in-bounds-writes",
+    "launch-abi": "validate.launch-abi",
+    "no-extern-calls": "validate.no-extern-calls",
+    "no-fast-math": "validate.no-fast-math",
+    "no-precision-downgrade": "validate.no-precision-downgrade",
+    "store-dtypes": "validate.store-dtypes",
+}
+PARAMETRIC = (("mbarrier conformance: ", "mbarrier.protocol[{}]"), ("equivalence[", "equivalence[{}"))
+
+
+def obligation_id(title: str) -> str:
+    """The dotted id of an obligation title (``KeyError`` for a title nobody registered)."""
+    if title in OBLIGATIONS:
+        return OBLIGATIONS[title]
+    for prefix, form in PARAMETRIC:
+        if title.startswith(prefix):
+            return form.format(title[len(prefix):])
+    raise KeyError(f"obligation {title!r} is not in report.OBLIGATIONS")
 VERDICTS = ("verified", "violated", "inconclusive", "error")
 EXIT_CODES = {"verified": 0, "violated": 1, "error": 2, "inconclusive": 3}
 
@@ -58,7 +99,7 @@ class Finding:
 
 @dataclass
 class Obligation:
-    id: str
+    title: str
     checker: str
     status: str
     message: str = ""
@@ -71,8 +112,12 @@ class Obligation:
     def __post_init__(self):
         assert self.status in STATUSES, self.status
 
+    @property
+    def id(self) -> str:
+        return obligation_id(self.title)
+
     def to_json(self) -> dict:
-        return {"id": self.id, "checker": self.checker, "status": self.status,
+        return {"id": self.id, "title": self.title, "checker": self.checker, "status": self.status,
                 "bound": self.bound, "message": self.message, "rule": self.rule,
                 "locations": [asdict(l) for l in self.locations],
                 "counterexample": self.counterexample, "time_s": round(self.time_s, 4)}

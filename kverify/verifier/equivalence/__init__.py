@@ -3,7 +3,7 @@
 Owns: loading the two kernels and their launches (launch JSON, zoo manifest variant, or a
 launch *template* whose grid/block/shape entries are expressions over the launch's
 ``args``, instantiated for every shape of ``--shapes``), running :mod:`engine` per shape,
-and the obligations of the report (``kverify.report/1``, checker ``equivalence``, rule
+and the obligations of the report (``kverify.report/2``, checker ``equivalence``, rule
 ``equivalence.mismatch``).
 
 Pipeline: :mod:`symexec` runs every thread of each launch over the value algebra of the
@@ -166,7 +166,7 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
     if res.verdict == "proved" and family:
         status, bound = "bounded", "shapes " + sid
     return EquivObligation(
-        id=f"equivalence[{sid}]" if sid else "equivalence", checker="equivalence", status=status,
+        title=f"equivalence[{sid}]" if sid else "equivalence", checker="equivalence", status=status,
         message=f"{res.verdict} under the {res.model} model: {res.message}", bound=bound or res.scope,
         locations=locs, counterexample=cex, time_s=res.time_s,
         rule="equivalence.mismatch" if res.verdict == "refuted" else None, model=res.model,

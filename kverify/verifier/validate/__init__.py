@@ -17,7 +17,7 @@ What one validation does, in order:
    poisons agree, inputs unchanged, red zones intact, no hang, a reference strong enough
    to tell; optionally compute-sanitizer (``sanitize``).
 
-The result is a ``KernelReport`` of obligations (``kverify.report/1``). Passing checks are
+The result is a ``KernelReport`` of obligations (``kverify.report/2``). Passing checks are
 ``bounded`` with the sample they cover stated (trials, shapes, seed): random testing is
 evidence, not proof.
 """

@@ -63,7 +63,7 @@ def cmd_validate(args) -> int:
               f"image: {d.get('image')}")
         print(f"  seed {d['seed']}, {d['trials']} trial(s); launches: {'; '.join(d['launches'])}")
         for o in rep.obligations:
-            print(f"  {o.status:9} {o.id:24} {o.message}")
+            print(f"  {o.status:9} {o.title:24} {o.message}")
             if o.status == "bounded" and o.bound:
                 print(f"            bound: {o.bound}")
         extra = [f for f in rep.findings if not any(f.message == o.message for o in rep.obligations)]
