@@ -216,6 +216,19 @@ class Guard:
         return f"@{'!' if self.negated else ''}{self.reg}"
 
 
+def _text(node) -> str:
+    """The IR text of a statement, kernel or module (``str()`` is the printer: what a
+    debugger shows is what ``kverify show`` prints and ``parse_ir`` reads back)."""
+    from .printer import Printer
+
+    p = Printer(with_locs=False)
+    if isinstance(node, Module):
+        return p.module(node)
+    if isinstance(node, Kernel):
+        return "\n".join(p.kernel(node))
+    return "\n".join(p.stmts((node,), 0))
+
+
 @dataclass(frozen=True, slots=True)
 class Instr:
     """One PTX instruction: the op-table family ``op`` (e.g. ``mbarrier.try_wait``), its
@@ -254,6 +267,8 @@ class Instr:
 
         return tuple(m for m in self.mods if m in SCALAR_BITS)
 
+    __str__ = _text
+
 
 @dataclass(frozen=True, slots=True)
 class If:
@@ -264,6 +279,8 @@ class If:
     then: tuple
     orelse: tuple = ()
     loc: Loc = NOLOC
+
+    __str__ = _text
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +313,8 @@ class Loop:
     def kind(self) -> str:
         return "for" if self.ivs else "while"
 
+    __str__ = _text
+
 
 @dataclass(frozen=True, slots=True)
 class Block:
@@ -305,17 +324,23 @@ class Block:
     body: tuple
     loc: Loc = NOLOC
 
+    __str__ = _text
+
 
 @dataclass(frozen=True, slots=True)
 class Break:
     label: str
     loc: Loc = NOLOC
 
+    __str__ = _text
+
 
 @dataclass(frozen=True, slots=True)
 class Continue:
     label: str
     loc: Loc = NOLOC
+
+    __str__ = _text
 
 
 Stmt = Union[Instr, If, Loop, Block, Break, Continue]
@@ -410,6 +435,8 @@ class Kernel:
                 return p
         raise KeyError(key)
 
+    __str__ = _text
+
 
 @dataclass(frozen=True, slots=True)
 class Module:
@@ -436,4 +463,4 @@ class Module:
                 return k
         raise KeyError(f"no kernel named {name!r} (have: {', '.join(k.name for k in self.kernels)})")
 
-
+    __str__ = _text
