@@ -57,7 +57,7 @@ class Validation:
         return d
 
 
-# --------------------------------------------------------------------------- inputs
+# --------------------------------------------------------------------------- the PTX and the harness
 
 
 def _sha256(data: bytes) -> str:
@@ -68,7 +68,8 @@ def harness_hash() -> str:
     """SHA-256 over the validator's own sources (B9: pin the harness)."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    files = sorted(here.glob("*.py")) + [here.parents[1] / "lowering" / "gpu.py"]
+    files = sorted(here.glob("*.py")) + [here.parents[1] / "lowering" / "gpu.py"] + \
+        sorted((here.parents[1] / "launch").glob("*.py"))  # launches, dtypes and inputs it builds on
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
