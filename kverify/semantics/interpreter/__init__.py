@@ -3,7 +3,8 @@ happens-before race detection, the protocol step functions, deadlock detection a
 schedulers of ``scheduler``. See docs/semantics.md.
 
     >>> from kverify.semantics.ir import load_module
-    >>> from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    >>> from kverify.launch import LaunchSpec
+    >>> from kverify.semantics.interpreter import run_kernel
     >>> m = load_module("tests/zoo/vadd/vadd.ptx")
     >>> r = run_kernel(m, m.kernel(), LaunchSpec.load("tests/zoo/vadd/launch.json"))  # doctest: +SKIP
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kverify.launch import LaunchSpec, initial_inputs
+from kverify.launch import LaunchSpec, initial_inputs  # LaunchSpec: re-exported for existing callers
 from kverify.semantics.ir import KernelError
 
 from . import ops as _ops  # noqa: F401  (registers the instruction handlers)
