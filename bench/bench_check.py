@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kverify.semantics.interpreter import LaunchSpec  # noqa: E402
+from kverify.launch import LaunchSpec  # noqa: E402
 from kverify.semantics.ir import load_module  # noqa: E402
 from kverify.verifier.check import check_kernel  # noqa: E402
 

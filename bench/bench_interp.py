@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from kverify.semantics.interpreter import LaunchSpec, run_kernel  # noqa: E402
+from kverify.launch import LaunchSpec  # noqa: E402
+from kverify.semantics.interpreter import run_kernel  # noqa: E402
 from kverify.semantics.ir import load_module  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"

@@ -31,7 +31,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "validate.json"))
     a = ap.parse_args(argv)
     os.chdir(ROOT)
-    from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.launch import LaunchSpec
+    from kverify.semantics.interpreter import run_kernel
     from kverify.semantics.ir import load_module
     from kverify.verifier.validate import validate
 

@@ -59,7 +59,8 @@ def collect(n: int, seed: int, single: bool = False) -> list:
 
 
 def _interp(ptx_path, launch, inputs):
-    from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.launch import LaunchSpec
+    from kverify.semantics.interpreter import run_kernel
     from kverify.semantics.ir import load_module
 
     m = load_module(str(ptx_path))
@@ -70,7 +71,7 @@ def _interp(ptx_path, launch, inputs):
 def cmd_gen(a):
     from kverify.lowering.build import BuildError, assemble
     from kverify.verifier.validate import _buffer_names, _params
-    from kverify.semantics.interpreter import LaunchSpec
+    from kverify.launch import LaunchSpec
     from kverify.semantics.ir import load_module
 
     d = Path(a.dir)
@@ -235,7 +236,8 @@ def cmd_reinterp(a):
             e["interp_status"] = status[e["name"]]
     index["interp_s_programs"] = round(sum(t for *_, t in res), 3)
     if not a.programs_only:
-        from kverify.semantics.interpreter import LaunchSpec, run_kernel
+        from kverify.launch import LaunchSpec
+        from kverify.semantics.interpreter import run_kernel
         from kverify.semantics.ir import load_module
 
         for e in index["zoo"]:

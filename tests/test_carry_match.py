@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, needs_nvcc
-from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.ir import load_module, parse_ptx
 from kverify.verifier.equivalence.engine import Side, check_pair
 from kverify.verifier.equivalence.symexec import Executor

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance.generate import OUT_BYTES, Program, programs
-from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.ir import load_module
 
 ROOT = Path(__file__).resolve().parent.parent

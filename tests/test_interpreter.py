@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import ZOO, needs_nvcc, zoo_variants
-from kverify.semantics.interpreter import (LaunchSpec, call_reference, compare_outputs, load_reference,
-                                   run_kernel)
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
 from kverify.semantics.ir import KernelError, load_module
 from kverify.verifier.cli import main
 

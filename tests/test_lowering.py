@@ -110,7 +110,8 @@ def test_lowered_zoo_kernel_computes_what_the_original_computes_on_the_interpret
 
     import numpy as np
 
-    from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    from kverify.launch import LaunchSpec
+    from kverify.semantics.interpreter import run_kernel
 
     path = d / v["file"].replace(".cu", ".ptx")
     r = built_zoo[path]

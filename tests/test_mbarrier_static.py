@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import ZOO
-from kverify.semantics.interpreter.launch import LaunchSpec
+from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
 from kverify.verifier.mbarrier import check_mbarrier
 

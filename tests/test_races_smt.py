@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import ROOT, ZOO
-from kverify.semantics.interpreter.launch import LaunchSpec
+from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
 from kverify.semantics.ir.nodes import Loop
 from kverify.semantics.ir.symint import SymInt

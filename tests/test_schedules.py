@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import ZOO, zoo_variants
-from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.interpreter.hb import READER_SLOTS, Shadow
 from kverify.semantics.ir import load_module
 from kverify.verifier.check import check_kernel

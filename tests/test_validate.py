@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kverify.semantics.interpreter import LaunchSpec
+from kverify.launch import LaunchSpec, instantiate
 from kverify.semantics.ir import KernelError, load_module
 from kverify.verifier.validate import audit, harness_hash, poison, shapes, tolerance, validate
 from kverify.verifier.validate.runner import InterpreterRunner, SubprocessRunner
@@ -125,7 +125,7 @@ def test_shapes_naming_an_unknown_symbol_is_an_error():
 
 
 def _spec(path=ADD):
-    return LaunchSpec.from_dict(shapes.resolve(json.loads(Path(path).read_text()), {}))
+    return LaunchSpec.from_dict(instantiate(json.loads(Path(path).read_text()), {}))
 
 
 def test_extern_call_is_reported():
@@ -164,7 +164,7 @@ def test_fast_math_build_is_reported():
 
 def test_launch_value_that_does_not_fit_the_param_type_is_reported():
     m = load_module(CHEATS)
-    d = shapes.resolve(json.loads(Path(ADD).read_text()), {})
+    d = instantiate(json.loads(Path(ADD).read_text()), {})
     d["args"]["n"] = 2 ** 32 + 5
     f = audit.abi(m.kernel("honest_add"), LaunchSpec.from_dict(d))
     assert f and f[0]["rule"] == "validate.abi" and "does not fit" in f[0]["message"]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import zoo_variants
-from kverify.semantics.interpreter import LaunchSpec, call_reference, load_reference
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import call_reference, load_reference
 from kverify.verifier.validate import tolerance
 
 CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"]]

@@ -31,38 +31,18 @@ import ast
 import os
 from dataclasses import dataclass, field
 
+from kverify.launch import dtypes
 from kverify.semantics.ir.nodes import Kernel, Module
 
 from .build import ARCH, NVCC_FLAGS
 from .ctype import _C_KEYWORDS, LoweringError, bytes_struct, value_ctype
 from .cuda import lower_kernel
 
-#: dtype name -> (DLPack type code, bits, C++ scalar type of a kernel argument value)
-DTYPES = {
-    "bool": ("kDLBool", 8), "int8": ("kDLInt", 8), "int16": ("kDLInt", 16),
-    "int32": ("kDLInt", 32), "int64": ("kDLInt", 64), "uint8": ("kDLUInt", 8),
-    "uint16": ("kDLUInt", 16), "uint32": ("kDLUInt", 32), "uint64": ("kDLUInt", 64),
-    "float16": ("kDLFloat", 16), "bfloat16": ("kDLBfloat", 16), "float32": ("kDLFloat", 32),
-    "float64": ("kDLFloat", 64), "float8_e4m3fn": ("kDLFloat8_e4m3fn", 8),
-    "float8_e5m2": ("kDLFloat8_e5m2", 8),
-}
-
 #: scalar argument dtype -> (C++ type of the exported function's parameter, range check)
 SCALAR_TYPES = {
     "int32": ("int64_t", ("INT32_MIN", "INT32_MAX")), "int64": ("int64_t", None),
     "uint32": ("int64_t", ("0", "UINT32_MAX")), "uint64": ("int64_t", ("0", "INT64_MAX")),
     "float32": ("double", None), "float64": ("double", None), "bool": ("bool", None),
-}
-
-#: CUtensorMapDataType by dtype
-TMAP_DTYPES = {
-    "uint8": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "uint16": "CU_TENSOR_MAP_DATA_TYPE_UINT16",
-    "uint32": "CU_TENSOR_MAP_DATA_TYPE_UINT32", "int32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
-    "uint64": "CU_TENSOR_MAP_DATA_TYPE_UINT64", "int64": "CU_TENSOR_MAP_DATA_TYPE_INT64",
-    "float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
-    "float64": "CU_TENSOR_MAP_DATA_TYPE_FLOAT64", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-    "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "float8_e4m3fn": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
-    "float8_e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
 }
 SWIZZLES = {"none": "CU_TENSOR_MAP_SWIZZLE_NONE", "32B": "CU_TENSOR_MAP_SWIZZLE_32B",
             "64B": "CU_TENSOR_MAP_SWIZZLE_64B", "128B": "CU_TENSOR_MAP_SWIZZLE_128B"}
@@ -320,7 +300,8 @@ class _Gen:
 
     def tensor_checks(self, index: int, a: TensorArg, deferred: list):
         t = a.name
-        code, bits = DTYPES[a.dtype]
+        r = dtypes.dtype(a.dtype)
+        code, bits = r.dlpack, r.bits
         self.emit(f"if ({t}.ndim() != {len(a.shape)}) "
                   + self.fail("ValueError", f"{t}.ndim", index, f"{t}.ndim to be {len(a.shape)}",
                               f"{t}.ndim()"))
@@ -409,7 +390,7 @@ class _Gen:
                 raise LoweringError(f"{spec.name}: argument name {a.name!r} is not usable as a "
                                     f"C++ identifier")
         for a in spec.args:
-            if isinstance(a, TensorArg) and a.dtype not in DTYPES:
+            if isinstance(a, TensorArg) and dtypes.lookup(a.dtype) is None:
                 raise LoweringError(f"{spec.name}: unknown dtype {a.dtype!r} of {a.name}")
             if isinstance(a, ScalarArg) and a.dtype not in SCALAR_TYPES:
                 raise LoweringError(f"{spec.name}: unknown scalar dtype {a.dtype!r} of {a.name}")
@@ -538,9 +519,10 @@ class _Gen:
                                 f"{t} has rank {rank}")
         if b.swizzle not in SWIZZLES:
             raise LoweringError(f"{self.spec.name}: unknown swizzle {b.swizzle!r}")
-        if ta.dtype not in TMAP_DTYPES:
+        r = dtypes.dtype(ta.dtype)
+        if r.tmap is None:
             raise LoweringError(f"{self.spec.name}: no tensor-map type for {ta.dtype}")
-        esize = DTYPES[ta.dtype][1] // 8
+        esize = r.itemsize
         self.emit(f"{struct} {var};")
         self.emit("{")
         self.emit(f"cuuint64_t dims[{rank}], strides[{max(rank - 1, 1)}];", 2)
@@ -551,7 +533,7 @@ class _Gen:
         for d in range(rank - 1):
             self.emit(f"strides[{d}] = (cuuint64_t){t}.stride({rank - 2 - d}) * {esize};", 2)
         self.emit("CUtensorMap kv_map;", 2)
-        self.emit(f"CUresult r = kv_encode_tiled()(&kv_map, {TMAP_DTYPES[ta.dtype]}, {rank}, "
+        self.emit(f"CUresult r = kv_encode_tiled()(&kv_map, {r.tmap_enum}, {rank}, "
                   f"{t}.data_ptr(), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, "
                   f"{SWIZZLES[b.swizzle]}, CU_TENSOR_MAP_L2_PROMOTION_NONE, "
                   "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);", 2)

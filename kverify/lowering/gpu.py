@@ -18,11 +18,10 @@ import ctypes
 import os
 import shutil
 
+from kverify.launch import dtypes
+
 from .build import ARCH, PTXAS_FLAGS
 
-#: CU_TENSOR_MAP_DATA_TYPE_* of numpy dtype names.
-TMAP_DTYPES = {"uint8": 0, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,
-               "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
 SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _LAUNCH_ATTR_CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -161,7 +160,7 @@ class Gpu:
         bx = (ctypes.c_uint32 * rank)(*reversed([int(b) for b in box]))
         estr = (ctypes.c_uint32 * rank)(*([1] * rank))
         self.check(self.cu.cuTensorMapEncodeTiled(
-            ctypes.c_void_p(addr), TMAP_DTYPES[dtype], rank, ctypes.c_void_p(ptr), gdim, gstr, bx, estr,
+            ctypes.c_void_p(addr), dtypes.dtype(dtype).tmap, rank, ctypes.c_void_p(ptr), gdim, gstr, bx, estr,
             0, SWIZZLE[swizzle], 2, 0), "cuTensorMapEncodeTiled")
         return ctypes.string_at(addr, 128)
 

@@ -84,37 +84,16 @@ def cmd_parse(args) -> int:
     return status
 
 
-def _launch_for(args, module, kernel_name):
+def _launch_for(args, kernel_name):
     """The launch spec (and the manifest's reference, if any) for ``args.launch``: a launch
-    JSON, or a zoo manifest whose variant for this file is taken."""
-    import json
-    from pathlib import Path
+    JSON, inline launch JSON, or a zoo manifest whose variant for this file is taken (by
+    default the manifest next to the file, which ``args.launch`` then names)."""
+    from kverify.launch import resolve
 
-    from kverify.semantics.interpreter import LaunchSpec
-
-    launch = args.launch
-    if not launch and (Path(args.file).parent / "manifest.json").is_file():
-        launch = str(Path(args.file).parent / "manifest.json")  # a zoo kernel: its manifest
-    if not launch:
-        raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", args.file, 0, 0)
-    args.launch = launch
-    try:
-        # a launch spec file, or the spec itself as JSON text (what check's replay commands
-        # carry for launches given on the command line)
-        d = json.loads(launch if launch.lstrip().startswith("{") else Path(args.launch).read_text())
-    except OSError as e:
-        raise KernelError(f"cannot read launch spec: {e.strerror}", args.launch, 0, 0) from None
-    except json.JSONDecodeError as e:
-        raise KernelError(f"launch spec: {e.msg}", args.launch, e.lineno, e.colno) from None
-    ref = None
-    if isinstance(d, dict) and "variants" in d:
-        stem = Path(args.file).stem
-        match = [v for v in d["variants"] if Path(v["file"]).stem == stem]
-        if not match:
-            raise KernelError(f"manifest has no variant for {Path(args.file).name}", args.launch, 1, 1)
-        ref = match[0].get("reference")
-        d = match[0]["launch"]
-    return LaunchSpec.from_dict(d, args.launch), ref
+    r = resolve(args.launch, args.file, kernel_name)
+    if not args.launch:
+        args.launch = r.path
+    return r.spec, r.reference
 
 
 def _loc_text(l):
@@ -134,7 +113,7 @@ def cmd_run(args) -> int:
         k = m.kernel(args.kernel)
     except KeyError as e:
         raise KernelError(e.args[0], args.file, 0, 0) from None
-    spec, manifest_ref = _launch_for(args, m, k.name)
+    spec, manifest_ref = _launch_for(args, k.name)
     ref = args.ref or manifest_ref
     inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
     expected = {n[len("expected__"):]: v for n, v in (inputs or {}).items() if n.startswith("expected__")}
@@ -205,71 +184,10 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
-def _dims(text, what, path):
-    import re
-
-    vals = [int(x) for x in re.findall(r"\d+", text or "")]
-    if not 1 <= len(vals) <= 3 or not all(vals):
-        raise KernelError(f"{what} must be 1 to 3 positive integers, got {text!r}", path, 1, 1)
-    return vals
-
-
-def gpuverify_header(path):
-    """``(block, grid)`` from a GPUVerify test header (line 1 ``//pass`` or ``//xfail:...``,
-    line 2 ``//--blockDim=X --gridDim=Y`` with ``X``/``Y`` a number or ``[x,y,z]``), else None."""
-    import re
-    from pathlib import Path
-
-    try:
-        lines = Path(path).read_text(errors="replace").splitlines()[:2]
-    except OSError:
-        return None
-    if len(lines) < 2 or not re.match(r"//\s*(pass|xfail)", lines[0]):
-        return None
-    b = re.search(r"--blockDim=(\[[^\]]*\]|\d+)", lines[1])
-    g = re.search(r"--gridDim=(\[[^\]]*\]|\d+)", lines[1])
-    if not b or not g:
-        return None
-    return _dims(b.group(1), "--blockDim", path), _dims(g.group(1), "--gridDim", path)
-
-
-def _flag_launch(args, path, kernel):
-    """A launch spec from --grid/--block/--arg or a GPUVerify header; None when --launch (or a
-    zoo manifest) should be used instead."""
-    from pathlib import Path
-
-    from kverify.semantics.interpreter import LaunchSpec
-
-    if args.launch:
-        return None
-    hdr = gpuverify_header(path) if path.endswith((".cu", ".cuh")) else None
-    if not (args.grid or args.block or args.arg or hdr):
-        if (Path(path).parent / "manifest.json").is_file():
-            return None
-        block = kernel.block_dim
-        if block is None:
-            raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
-                              f"(or .reqntid / __launch_bounds__ in the kernel)", path, 0, 0)
-        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(block)}, "<command line>")
-    block = _dims(args.block, "--block", path) if args.block else (hdr[0] if hdr else list(kernel.block_dim or []))
-    if not block:
-        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", path, 0, 0)
-    grid = _dims(args.grid, "--grid", path) if args.grid else (hdr[1] if hdr else [1])
-    values = {}
-    for a in args.arg or []:
-        name, eq, v = a.partition("=")
-        if not eq:
-            raise KernelError(f"--arg expects NAME=VALUE, got {a!r}", "<command line>", 1, 1)
-        try:
-            values[name] = float(v) if any(c in v for c in ".eE") and not v.startswith("0x") else int(v, 0)
-        except ValueError:
-            raise KernelError(f"--arg {name}: not a number: {v!r}", "<command line>", 1, 1) from None
-    return LaunchSpec.from_dict({"kernel": kernel.name, "grid": grid, "block": block, "args": values},
-                                "<command line>")
-
-
 def cmd_check(args) -> int:
     import json
+
+    from kverify.launch import from_flags
 
     from .check import check_kernel
     from .report import exit_code, report_json
@@ -281,9 +199,9 @@ def cmd_check(args) -> int:
         m = _load(ns)
         kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
         for k in kernels:
-            spec = _flag_launch(args, f, k)
+            spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
             if spec is None:
-                spec, _ = _launch_for(ns, m, k.name)
+                spec, _ = _launch_for(ns, k.name)
             reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
                                         smt=not args.no_smt, path=f))
     if args.format == "json":

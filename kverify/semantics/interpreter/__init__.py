@@ -3,7 +3,8 @@ happens-before race detection, the protocol step functions, deadlock detection a
 schedulers of ``scheduler``. See docs/semantics.md.
 
     >>> from kverify.semantics.ir import load_module
-    >>> from kverify.semantics.interpreter import LaunchSpec, run_kernel
+    >>> from kverify.launch import LaunchSpec
+    >>> from kverify.semantics.interpreter import run_kernel
     >>> m = load_module("tests/zoo/vadd/vadd.ptx")
     >>> r = run_kernel(m, m.kernel(), LaunchSpec.load("tests/zoo/vadd/launch.json"))  # doctest: +SKIP
 """
@@ -18,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kverify.launch import LaunchSpec, initial_inputs  # LaunchSpec: re-exported for existing callers
 from kverify.semantics.ir import KernelError
 
 from . import ops as _ops  # noqa: F401  (registers the instruction handlers)
-from .launch import LaunchSpec
 from .machine import Machine, RunFinding
 from .scheduler import Deterministic, Random, Replay, candidates, format_replay
 
@@ -70,7 +71,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     ``settle=True`` explores them only while they can still change the verdict (not after a
     first run with findings)."""
     t0 = time.perf_counter()
-    inputs = _initial_inputs(module, kernel, spec, inputs, seed)
+    inputs = initial_inputs(kernel, spec, inputs, seed)
     if schedule == "random":
         sched = Random(seed)
     elif schedule == "replay":
@@ -139,30 +140,6 @@ def schedule_independent(module, kernel) -> bool:
             continue
         return False
     return True
-
-
-def _initial_inputs(module, kernel, spec, inputs, seed):
-    """Fix every buffer's initial contents once (so every schedule and the reference see the
-    same inputs)."""
-    from .launch import lookup, param_key
-    from .machine import _input_array
-
-    rng = np.random.default_rng(seed)
-    out = {}
-    for i, p in enumerate(kernel.params):
-        b = lookup(spec.buffers, kernel, i)
-        if b is None:
-            continue
-        name = param_key(kernel, i)
-        out[name] = _input_array(inputs, name, p, i, b, rng, kernel)
-    # buffers named only by tensor maps (tensor-descriptor kernels)
-    names = set(out)
-    for name, b in spec.buffers.items():
-        if name not in names and not str(name).isdigit():
-            out[name] = _input_array(inputs, name, None, -1, b, rng, kernel) if inputs and name in inputs \
-                else __import__("kverify.semantics.interpreter.machine", fromlist=["random_array"]).random_array(
-                    rng, b["dtype"], tuple(b["shape"]))
-    return out
 
 
 # --------------------------------------------------------------------------- references

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from kverify.launch import (LaunchSpec, arg_bits, dtypes, input_array, lookup, param_key, param_offsets, random_array,
+                            spec_seed)
+from kverify.launch.layout import TMAP_MAGIC, next_buffer
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported  # noqa: F401  (re-exported)
 from kverify.semantics.ir.nodes import (where, Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink,
@@ -36,7 +39,6 @@ from kverify.semantics.memory_model.protocols import named_barrier as NB
 from kverify.semantics.values import ConcreteDomain
 
 from .hb import ASYNC, GENERIC, hb_after, join, tick, vget
-from .launch import LaunchSpec, lookup, param_key
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
 
@@ -44,11 +46,6 @@ D = ConcreteDomain()
 ASYNC_GENERIC = 2  # written by an async operation that acts in the generic proxy (cp.async)
 LANES = np.arange(32)
 U64 = np.uint64
-TMAP_MAGIC = 0x4B564D41_50000000  # tag written into by-value tensor-map params
-NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
-             "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
-             "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_,
-             "bfloat16": np.uint16}
 
 
 def _mask(bits: int) -> int:
@@ -393,9 +390,9 @@ class Machine:
             if b is None:
                 continue
             name = param_key(kernel, i)
-            arr = _input_array(inputs, name, p, i, b, rng, kernel)
+            arr = input_array(inputs, name, p, i, b, rng, kernel)
             allocs.append((name, off, arr))
-            off = align_up(off + max(arr.nbytes, 1), 256)
+            off = next_buffer(off, arr.nbytes)
         done = {a[0] for a in allocs}
         for name, b in spec.buffers.items():
             if str(name).isdigit() or name in done or any(p.name == name or p.source_name == name
@@ -403,7 +400,7 @@ class Machine:
                 continue
             arr = inputs[name] if inputs and name in inputs else random_array(rng, b["dtype"], tuple(b["shape"]))
             allocs.append((name, off, np.ascontiguousarray(arr)))
-            off = align_up(off + max(arr.nbytes, 1), 256)
+            off = next_buffer(off, arr.nbytes)
         gvars = [v for v in self.module.vars if v.space == "global"]
         self.gvar_addr = {}
         for v in gvars:
@@ -424,13 +421,7 @@ class Machine:
             if name in [a for a in spec.buffers] or True:
                 self.buffers[name] = (start, arr.dtype, arr.shape)
         # kernel parameters
-        self.param_off = {}
-        poff = 0
-        for p in kernel.params:
-            a = p.align or max(p.type.bits // 8, 1)
-            poff = align_up(poff, a)
-            self.param_off[p.name] = (poff, p.size)
-            poff += p.size
+        self.param_off, poff = param_offsets(kernel)
         self.param_mem = np.zeros(max(poff, 1), np.uint8)
         self.tensormaps = {}
         missing = []
@@ -450,7 +441,7 @@ class Machine:
                 t = dict(t)
                 st = t.get("strides")
                 if st is not None and len(st) == len(t.get("shape") or bshape) and st[-1] == 1:
-                    esz = AU.ELEMENT_SIZE[AU._dtype_name(t["dtype"])]
+                    esz = dtypes.itemsize(t["dtype"])
                     t["strides"] = [int(x) * esz for x in st[:-1]]  # element strides, innermost 1
                 try:
                     tm = AU.TensorMap.from_spec(t, bshape)
@@ -466,7 +457,7 @@ class Machine:
                 if v is None:
                     missing.append(name)
                     continue
-                value = _arg_bits(v, p.type.name)
+                value = arg_bits(v, p.type.name)
             self.param_mem[start:start + size] = np.frombuffer(int(value & _mask(8 * size)).to_bytes(size, "little"), np.uint8)
         if missing:
             raise KernelError(f"launch spec: no value for parameter(s) {', '.join(missing)} of {kernel.name} "
@@ -1149,63 +1140,6 @@ class Machine:
 
 
 _fmt_loc = where
-
-
-def spec_seed(spec):
-    return 0
-
-
-def _arg_bits(v, tyname):
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, float) or (tyname.startswith("f") and not isinstance(v, int)):
-        if tyname == "f64":
-            return int(np.float64(v).view(np.uint64))
-        return int(np.float32(v).view(np.uint32))
-    if tyname == "f32" and isinstance(v, int):
-        return int(np.float32(v).view(np.uint32))
-    if tyname == "f64" and isinstance(v, int):
-        return int(np.float64(v).view(np.uint64))
-    return int(v)
-
-
-def _input_array(inputs, name, p, i, b, rng, kernel):
-    dtype = b["dtype"]
-    shape = tuple(int(s) for s in b["shape"])
-    arr = None
-    if inputs is not None:
-        for key in (name, p.name, p.source_name, str(i), i) if p is not None else (name,):
-            if key is not None and key in inputs:
-                arr = inputs[key]
-                break
-    if arr is not None:
-        if hasattr(arr, "detach"):  # torch tensor on the CPU
-            t = arr.detach().cpu().contiguous()
-            if str(t.dtype) == "torch.bfloat16":
-                import torch
-
-                t = t.view(torch.int16)
-            arr = t.numpy()
-        arr = np.array(arr, copy=True)
-        want = NP_DTYPES[dtype]
-        if arr.dtype != want and not (dtype == "bfloat16" and arr.dtype.itemsize == 2):
-            arr = arr.astype(want)
-        if arr.size != int(np.prod(shape)):
-            raise KernelError(f"input {name!r} has {arr.size} elements, the launch spec says shape {list(shape)}",
-                              "<inputs>", 1, 1)
-        return np.ascontiguousarray(arr).reshape(shape)
-    return random_array(rng, dtype, shape)
-
-
-def random_array(rng, dtype, shape):
-    if dtype in ("float16", "float32", "float64"):
-        return rng.uniform(-1, 1, shape).astype(NP_DTYPES[dtype])
-    if dtype == "bfloat16":
-        f = rng.uniform(-1, 1, shape).astype(np.float32)
-        return (f.view(np.uint32) >> 16).astype(np.uint16)
-    if dtype == "bool":
-        return rng.integers(0, 2, shape).astype(np.bool_)
-    return rng.integers(0, 100, shape).astype(NP_DTYPES[dtype])
 
 
 # --------------------------------------------------------------------------- special registers

@@ -3,27 +3,17 @@ across a cluster), per-thread local memory, the kernel parameter buffer (includi
 by-value tensor maps) and const banks, and the generic address space that windows onto
 them (PTX ISA §5.1 state spaces, §6.4.1 generic addressing, §9.7.9.21 cvta, §9.7.9.22 mapa).
 
-Address encoding used by the interpreter:
-  global          GLOBAL_BASE + offset into the global image (what pointer params hold)
-  shared::cta     offset in the CTA's shared memory, < 2**24
-  shared::cluster ((rank + 1) << 24) | offset   (plain shared::cta offsets mean the own CTA)
-  generic         SHARED_WINDOW + a shared::cluster address, LOCAL_WINDOW + offset,
-                  PARAM_WINDOW + offset, CONST_WINDOW + offset, or a global address
+The address encoding (windows, CTA rank bits) is ``kverify.launch.layout``'s; it is
+re-exported here for the handlers.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .hb import Shadow
+from kverify.launch.layout import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW,  # noqa: F401
+                                   PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, align_up)
 
-GLOBAL_BASE = 0x0000_1000_0000
-SHARED_WINDOW = 0x7000_0000_0000
-LOCAL_WINDOW = 0x7100_0000_0000
-PARAM_WINDOW = 0x7200_0000_0000
-CONST_WINDOW = 0x7300_0000_0000
-WINDOW_SIZE = 1 << 40
-CTA_SHIFT = 24
-CTA_MASK = (1 << CTA_SHIFT) - 1
+from .hb import Shadow
 
 
 class Fault(Exception):
@@ -79,7 +69,3 @@ class Region:
         i = np.searchsorted(spans[:, 0], offs, side="right") - 1  # the allocation starting at or below
         j = np.maximum(i, 0)
         return (i >= 0) & (offs >= spans[j, 0]) & (offs + nbytes <= spans[j, 1])
-
-
-def align_up(x: int, a: int) -> int:
-    return (x + a - 1) // a * a

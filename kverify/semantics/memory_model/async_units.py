@@ -36,6 +36,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from kverify.launch import dtypes
+
 __all__ = [
     "ELEMENT_SIZE",
     "SWIZZLE_MODES",
@@ -62,38 +64,13 @@ __all__ = [
 # Element types
 # ----------------------------------------------------------------------------------------
 
-#: Element size in bytes of every dtype name this module understands.
+#: Element size in bytes of every dtype name this module understands: the launch dtypes it
+#: models (``kverify.launch.dtypes``; not fp8 or bool) plus tf32, a wgmma operand format
+#: stored as 32-bit floats.
 ELEMENT_SIZE: dict[str, int] = {
-    "uint8": 1,
-    "int8": 1,
-    "uint16": 2,
-    "int16": 2,
-    "float16": 2,
-    "bfloat16": 2,
-    "uint32": 4,
-    "int32": 4,
-    "float32": 4,
+    **{n: dtypes.itemsize(n) for n in ("uint8", "int8", "uint16", "int16", "float16", "bfloat16", "uint32",
+                                       "int32", "float32", "uint64", "int64", "float64")},
     "tf32": 4,
-    "uint64": 8,
-    "int64": 8,
-    "float64": 8,
-}
-
-_ALIASES = {
-    "f16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "f32": "float32",
-    "float": "float32",
-    "f64": "float64",
-    "s8": "int8",
-    "u8": "uint8",
-    "s16": "int16",
-    "u16": "uint16",
-    "s32": "int32",
-    "u32": "uint32",
-    "s64": "int64",
-    "u64": "uint64",
 }
 
 _FLOAT_TYPES = {"float16", "bfloat16", "float32", "tf32", "float64"}
@@ -112,7 +89,8 @@ _NAN_BITS = {
 def _dtype_name(dtype: str) -> str:
     if not isinstance(dtype, str):
         dtype = np.dtype(dtype).name
-    name = _ALIASES.get(dtype.lower(), dtype.lower())
+    row = dtypes.lookup(dtype)
+    name = row.name if row is not None else dtype.lower()
     if name not in ELEMENT_SIZE:
         raise ValueError(
             f"unsupported element type {dtype!r}; known: {sorted(ELEMENT_SIZE)} "

@@ -1,10 +1,10 @@
 """Equivalence of a candidate kernel against a reference kernel (``kverify equiv``).
 
-Owns: loading the two kernels and their launches (launch JSON, zoo manifest variant, or a
-launch *template* whose grid/block/shape entries are expressions over the launch's
-``args``, instantiated for every shape of ``--shapes``), running :mod:`engine` per shape,
-and the obligations of the report (``kverify.report/2``, checker ``equivalence``, rule
-``equivalence.mismatch``).
+Owns: loading the two kernels and their launches (through ``kverify.launch``: launch JSON,
+zoo manifest variant, or a launch *template* whose grid/block/shape entries are
+expressions over the launch's ``args``, instantiated for every shape of ``--shapes``),
+running :mod:`engine` per shape, and the obligations of the report (``kverify.report/2``,
+checker ``equivalence``, rule ``equivalence.mismatch``).
 
 Pipeline: :mod:`symexec` runs every thread of each launch over the value algebra of the
 chosen model (:mod:`algebra`; the ``real`` normal forms are in :mod:`realterm`), giving
@@ -15,16 +15,18 @@ to bounded differential testing when no proof goes through.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
+from kverify.launch import LaunchSpec, instantiate, load
+from kverify.launch.resolve import is_manifest
 from kverify.semantics.ir import KernelError, load_module
 
 from .engine import MODELS, EquivResult, Side, check_pair
 
 __all__ = ["MODELS", "EquivResult", "Side", "check_pair", "load_side", "parse_shapes", "instantiate",
            "equivalence_report", "EquivObligation"]
+
+REQUIRED = "a launch spec is required (--launch / --ref-launch, or a zoo manifest.json next to the kernel)"
 
 
 def parse_shapes(text: str | None) -> list[dict]:
@@ -47,71 +49,13 @@ def parse_shapes(text: str | None) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
 
-def _eval_expr(v, env, path):
-    if isinstance(v, (int, float)) or v is None:
-        return v
-    if isinstance(v, str):
-        try:
-            return int(eval(v, {"__builtins__": {}}, {**env, "cdiv": lambda a, b: -(-a // b),
-                                                      "max": max, "min": min}))
-        except Exception as e:  # noqa: BLE001 - a user expression
-            raise KernelError(f"launch template: cannot evaluate {v!r}: {e}", path, 1, 1) from None
-    if isinstance(v, list):
-        return [_eval_expr(x, env, path) for x in v]
-    return v
-
-
-def instantiate(d: dict, overrides: dict, path: str) -> dict:
-    """A launch dict with ``overrides`` applied to ``args`` and every string expression
-    in grid/block/buffer shapes evaluated over the args."""
-    d = json.loads(json.dumps(d))
-    args = dict(d.get("args") or {})
-    for k, v in overrides.items():
-        args[k] = v
-    env = {k: v for k, v in args.items() if isinstance(v, int)}
-    for k, v in args.items():  # args given as expressions over the others (a PTX-named copy of n)
-        if isinstance(v, str):
-            args[k] = env[k] = _eval_expr(v, env, path)
-    d["args"] = args
-    for key in ("grid", "block", "cluster"):
-        if key in d:
-            d[key] = _eval_expr(d[key], env, path)
-    for b in (d.get("buffers") or {}).values():
-        b["shape"] = _eval_expr(b["shape"], env, path)
-    return d
-
-
-def _launch_dict(file: str, launch):
-    """(launch dict, path) from a launch dict, a launch JSON, a zoo manifest (the variant
-    for ``file``) or the manifest next to ``file``."""
-    if isinstance(launch, dict):
-        return launch, "<launch>"
-    if not launch and (Path(file).parent / "manifest.json").is_file():
-        launch = str(Path(file).parent / "manifest.json")
-    if not launch:
-        raise KernelError("a launch spec is required (--launch / --ref-launch, or a zoo manifest.json next to "
-                          "the kernel)", file, 0, 0)
-    try:
-        d = json.loads(Path(launch).read_text())
-    except OSError as e:
-        raise KernelError(f"cannot read launch spec: {e.strerror}", launch, 0, 0) from None
-    except json.JSONDecodeError as e:
-        raise KernelError(f"launch spec: {e.msg}", launch, e.lineno, e.colno) from None
-    if isinstance(d, dict) and "variants" in d:
-        stem = Path(file).stem
-        match = [v for v in d["variants"] if Path(v["file"]).stem == stem]
-        if not match:
-            raise KernelError(f"manifest has no variant for {Path(file).name}", launch, 1, 1)
-        d = match[0]["launch"]
-    return d, launch
-
-
 def load_side(file: str, launch: str | None, overrides: dict, kernel: str | None = None, module=None) -> Side:
-    from kverify.semantics.interpreter import LaunchSpec
-
+    """One side of the comparison: ``launch`` (see ``kverify.launch.load``; default the zoo
+    manifest next to ``file``) instantiated with the ``--shapes`` values ``overrides``."""
     m = module or load_module(file)
-    d, lpath = _launch_dict(file, launch)
-    d = instantiate(d, overrides, lpath)
+    src = load(launch, file, kernel, required=REQUIRED)
+    lpath = src.path
+    d = instantiate(src.data, overrides, lpath)
     name = kernel or d.get("kernel")
     try:
         k = m.kernel(name) if name and any(x.name == name for x in m.kernels) else m.kernel(kernel)
@@ -186,7 +130,7 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
     results = []
     for sh in shape_list:
         cand = load_side(cand_file, launch, sh, kernel, cm)
-        ref = load_side(ref_file, ref_launch or (launch if not _is_manifest(launch) else None), sh, ref_kernel, rm)
+        ref = load_side(ref_file, ref_launch or (launch if not is_manifest(launch) else None), sh, ref_kernel, rm)
         if cand_file == ref_file and cand.kernel.name == ref.kernel.name and launch == ref_launch:
             pass
         rep.name = f"{cand.kernel.name} vs {ref.kernel.name}"
@@ -195,11 +139,3 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
     return rep, results
 
-
-def _is_manifest(p):
-    if not p or isinstance(p, dict):
-        return False
-    try:
-        return "variants" in json.loads(Path(p).read_text())
-    except (OSError, json.JSONDecodeError, TypeError):
-        return False

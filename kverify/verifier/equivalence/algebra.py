@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 import z3
 
+from kverify.launch import dtypes
 from kverify.semantics.values import ConcreteDomain, Z3Domain, evaluate
 from kverify.semantics.values.types import FORMATS, bits_to_float, float_to_bits, is_float
 
@@ -33,7 +34,6 @@ from . import realterm as R
 
 CD = ConcreteDomain()
 U64 = np.uint64
-FLOAT_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
 
 
 class DataDependent(Exception):
@@ -575,10 +575,10 @@ class RealAlgebra:
         raise ModelUnsupported("a wide access spanning several real values (real model)")
 
     def as_output(self, v, dtype):
-        fty = FLOAT_DTYPES.get(dtype)
-        if fty is None:
+        r = dtypes.lookup(dtype)
+        if r is None or not r.is_float or r.ptx not in FORMATS:
             return v
-        return self.as_real(v, fty)
+        return self.as_real(v, r.ptx)
 
 
 def make_algebra(model: str):

@@ -22,14 +22,14 @@ from pathlib import Path
 import numpy as np
 import z3
 
+from kverify.launch import dtypes, lookup, param_key
+from kverify.launch.dtypes import np_dtype
+
 from . import realterm as R
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor, Unsupported
 
 MODELS = ("real", "bitexact", "int")
-NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8, "int16": np.int16,
-      "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
-      "uint64": np.uint64, "bool": np.bool_, "bfloat16": np.uint16}
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -68,8 +68,6 @@ class EquivResult:
 
 def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
     """(candidate key -> shared name, reference key -> shared name)."""
-    from kverify.semantics.interpreter.launch import lookup, param_key
-
     def keys(side):
         out = []
         for i, p in enumerate(side.kernel.params):
@@ -290,7 +288,7 @@ def _unflat(idx, ex, name):
 
 
 def _zero_inputs(ex):
-    return {b.name: np.zeros(b.shape, NP[b.dtype]) for b in ex.buffers}
+    return {b.name: np.zeros(b.shape, np_dtype(b.dtype)) for b in ex.buffers}
 
 
 def _set_bits(arr, idx, bits, esize):
@@ -588,8 +586,7 @@ class _Bufs:
     """Buffer list of a kernel (for replay when the symbolic run did not finish)."""
 
     def __init__(self, side, names):
-        from kverify.semantics.interpreter.launch import lookup, param_key
-        from .symexec import DTYPE_BYTES, Buffer
+        from .symexec import Buffer
 
         self.buffers = []
         for i, p in enumerate(side.kernel.params):
@@ -598,7 +595,7 @@ class _Bufs:
                 continue
             key = param_key(side.kernel, i)
             self.buffers.append(Buffer(names.get(key, key), key, b["dtype"], tuple(b["shape"]), 0,
-                                       DTYPE_BYTES[b["dtype"]]))
+                                       dtypes.itemsize(b["dtype"])))
 
 
 def differential_test(cand, ref, cnames, rnames, model, n, seed):
@@ -619,7 +616,7 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
         rng = np.random.default_rng(k)
         shape = b.shape
         if b.dtype in ("float16", "float32", "float64", "bfloat16"):
-            ft = NP[b.dtype] if b.dtype != "bfloat16" else np.float32
+            ft = np_dtype(b.dtype) if b.dtype != "bfloat16" else np.float32
             if style == "small integers":
                 x = rng.integers(-4, 5, shape).astype(ft)
             elif style == "uniform [-1, 1]":
@@ -635,10 +632,10 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
             return x
         if b.dtype == "bool":
             return rng.integers(0, 2, shape).astype(np.bool_)
-        info = np.iinfo(NP[b.dtype])
+        info = np.iinfo(np_dtype(b.dtype))
         hi = 5 if style == "small integers" else min(int(info.max), 1 << 20)
         lo = max(int(info.min), -hi)
-        return rng.integers(lo, hi, shape, endpoint=True).astype(NP[b.dtype])
+        return rng.integers(lo, hi, shape, endpoint=True).astype(np_dtype(b.dtype))
 
     strat = st.tuples(st.sampled_from(styles), st.integers(0, 2**32 - 1)).map(
         lambda sk: {"_style": sk[0], "_seed": sk[1], **{b.name: make(sk[0], sk[1] + j, b)
@@ -678,16 +675,16 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
         base = {}
         for b in bufs:
             if b.dtype.startswith("float"):
-                base[b.name] = rng.uniform(-1, 1, b.shape).astype(NP[b.dtype])
+                base[b.name] = rng.uniform(-1, 1, b.shape).astype(np_dtype(b.dtype))
             else:
-                base[b.name] = rng.integers(0, 50, b.shape).astype(NP[b.dtype])
+                base[b.name] = rng.integers(0, 50, b.shape).astype(np_dtype(b.dtype))
         inv_c = {v: k for k, v in cnames.items()}
         inv_r = {v: k for k, v in rnames.items()}
         for pv in (np.nan, 12345.0):
             inp = dict(base)
             for b in bufs:
                 if b.name in outs and b.dtype.startswith("float"):
-                    inp[b.name] = np.full(b.shape, pv, NP[b.dtype])
+                    inp[b.name] = np.full(b.shape, pv, np_dtype(b.dtype))
             rc = _run(cand, _side_inputs(cand, cnames, inp))
             rr = _run(ref, _side_inputs(ref, rnames, inp))
             for o in outs:

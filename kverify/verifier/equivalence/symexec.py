@@ -32,11 +32,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kverify.semantics.interpreter.launch import lookup, param_key
-from kverify.semantics.interpreter.machine import _arg_bits
+from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
+from kverify.launch.layout import (CTA_MASK, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
+                                   align_up, next_buffer)
 from kverify.semantics.interpreter.ops import CARRY, CARRY_IN, CARRY_OUT
-from kverify.semantics.interpreter.memory import (CTA_MASK, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
-                                          WINDOW_SIZE, align_up)
 from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg,
                                 Sink, Sym, VecOp)
 from kverify.semantics.ir.errors import Unsupported  # noqa: F401  (re-exported)
@@ -46,10 +45,6 @@ from kverify.semantics.values import FAMILIES, source_bits
 from kverify.semantics.values.collectives import shfl_source
 
 from .algebra import DataDependent, ModelUnsupported, is_concrete
-
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "int32": 4,
-               "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1}
-
 
 class Budget(Exception):
     pass
@@ -157,19 +152,17 @@ class Executor:
             if b is None:
                 continue
             key = param_key(kernel, i)
-            dtype = b["dtype"]
             shape = tuple(int(s) for s in b["shape"])
-            buf = Buffer(names.get(key, key), key, dtype, shape, GLOBAL_BASE + off, DTYPE_BYTES[dtype])
+            buf = Buffer(names.get(key, key), key, b["dtype"], shape, GLOBAL_BASE + off,
+                         dtypes.itemsize(b["dtype"]))
             self.buffers.append(buf)
-            off = align_up(off + max(buf.nbytes, 1), 256)
+            off = next_buffer(off, buf.nbytes)
         by_key = {b.param: b for b in self.buffers}
         self.param_bytes = {}
-        poff = 0
-        self.param_off = {}
+        offsets, _ = param_offsets(kernel)
+        self.param_off = {name: o for name, (o, _) in offsets.items()}
         for i, p in enumerate(kernel.params):
-            a = p.align or max(p.type.bits // 8, 1)
-            poff = align_up(poff, a)
-            self.param_off[p.name] = poff
+            poff = self.param_off[p.name]
             key = param_key(kernel, i)
             if p.array:
                 raise Unsupported(f"by-value array parameter {key} (tensor maps are not supported)")
@@ -179,12 +172,11 @@ class Executor:
                 v = lookup(spec.args, kernel, i)
                 if v is None:
                     raise Unsupported(f"launch spec: no value for parameter {key}")
-                value = _arg_bits(v, p.type.name)
+                value = arg_bits(v, p.type.name)
             size = p.size
             value &= (1 << (8 * size)) - 1
             for j in range(size):
                 self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
-            poff += size
         self.smem_vars = {}
         soff = 0
         dyn = []

@@ -18,16 +18,13 @@ from dataclasses import dataclass
 
 import z3
 
+from kverify.launch import dtypes, lookup
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, Reg, Sym
 from kverify.semantics.values import FAMILIES, is_float
 from kverify.verifier.races.access import TRUE, Executor, State, fit, mk_and
 
 SAMPLES = 140  # iterations simulated to guess a closed form
 MAX_PERIOD = 64
-
-_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
-                "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
-
 
 @dataclass
 class MbarSite:
@@ -254,17 +251,15 @@ class MbarExecutor(Executor):
         pname = self._param_of(src.base)
         if pname is None:
             return None, "the tensor map operand does not trace back to a kernel parameter"
-        from kverify.semantics.interpreter.launch import lookup
-
         idx = next((i for i, p in enumerate(self.kernel.params) if p.name == pname), None)
         tm = lookup(self.launch.tensormaps, self.kernel, idx) if idx is not None else None
         if tm is None:
             return None, f"the launch spec gives no tensor map for parameter {pname}"
         box = tm.get("box")
-        eb = _DTYPE_BYTES.get(tm.get("dtype"))
-        if not box or eb is None:
+        dt = dtypes.lookup(tm.get("dtype"))
+        if not box or dt is None:
             return None, f"tensor map {pname}: box or dtype missing"
-        n = eb
+        n = dt.itemsize
         for b in box:
             n *= int(b)
         return z3.BitVecVal(n, 32), ""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import z3
 
+from kverify.launch import dtypes, lookup, param_key
 from kverify.semantics.ir.nodes import Sym
 from kverify.semantics.ir.visit import names_of, reachable_instructions
 
@@ -23,18 +24,11 @@ from .access import Env, Executor, Unsupported
 
 LIMIT = 1 << 28  # bytes per inferred buffer
 
-_DTYPE = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "s64": "int64",
-          "u64": "uint64", "b64": "uint64", "s32": "int32", "u32": "uint32", "b32": "uint32", "s16": "int16",
-          "u16": "uint16", "b16": "uint16", "s8": "int8", "u8": "uint8", "b8": "uint8"}
-_ESIZE = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4, "float16": 2,
-          "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1}
 
 
 def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dict, dict]:
     """``({param name: {"dtype", "shape"}}, {param name: reason not sized})`` for the pointer
     parameters ``launch`` gives no buffer for (``launch.buffers`` may be empty)."""
-    from kverify.semantics.interpreter.launch import lookup, param_key
-
     wanted = {}
     for i, p in enumerate(kernel.params):
         if p.array or p.type.bits != 64 or lookup(launch.buffers, kernel, i) is not None:
@@ -94,9 +88,9 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
             why[name] = "solver timeout"
             continue
         ends[name] = max(ends.get(name, 0), end)
-        ty = next((t for t in a.instr.types() if t in _DTYPE), None)
-        if ty is not None:
-            types.setdefault(name, _DTYPE[ty])
+        dt = next((d for d in map(dtypes.of_ptx, a.instr.types()) if d is not None), None)
+        if dt is not None:
+            types.setdefault(name, dt.name)
     mentioned = set(names_of([i.operands for i in reachable_instructions(module, kernel)], Sym))
     out = {}
     for name, key in wanted.items():
@@ -110,7 +104,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
                 why[name] = "no access through it could be summarized"
             continue
         dt = types.get(name, "uint8")
-        esz = _ESIZE[dt]
+        esz = dtypes.itemsize(dt)
         out[key] = {"dtype": dt, "shape": [max(1, -(-ends[name] // esz))]}
     return out, {wanted[n]: r for n, r in why.items() if n in wanted}
 

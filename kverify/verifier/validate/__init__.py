@@ -32,9 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kverify.launch import LaunchSpec, dtype, load, lookup, param_key, random_array
 from kverify.semantics.ir import KernelError, load_module
-from kverify.semantics.interpreter.launch import LaunchSpec, lookup, param_key
-from kverify.semantics.interpreter.machine import random_array
 from kverify.verifier.report import Finding, KernelReport, Location, Obligation
 
 from . import audit, poison, shapes as shp, tolerance
@@ -58,35 +57,7 @@ class Validation:
         return d
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-def load_launch(launch: str | None, file: str) -> tuple[dict, str | None]:
-    """The launch template and the manifest's reference (if any) for ``file``: ``launch``
-    is a launch JSON (possibly a template) or a zoo ``manifest.json`` (the variant whose
-    file has the same stem as ``file``); with no ``launch``, a ``manifest.json`` next to
-    ``file`` is used."""
-    if not launch and (Path(file).parent / "manifest.json").is_file():
-        launch = str(Path(file).parent / "manifest.json")
-    if not launch:
-        raise KernelError("--launch SPEC is required (a launch JSON or a zoo manifest.json)", file, 0, 0)
-    try:
-        d = json.loads(Path(launch).read_text())
-    except OSError as e:
-        raise KernelError(f"cannot read launch spec: {e.strerror}", launch, 0, 0) from None
-    except json.JSONDecodeError as e:
-        raise KernelError(f"launch spec: {e.msg}", launch, e.lineno, e.colno) from None
-    ref = None
-    if isinstance(d, dict) and "variants" in d:
-        stem = Path(file).stem
-        match = [v for v in d["variants"] if Path(v["file"]).stem == stem]
-        if not match:
-            raise KernelError(f"manifest has no variant for {Path(file).name}", launch, 1, 1)
-        ref = match[0].get("reference")
-        d = match[0]["launch"]
-    if not isinstance(d, dict):
-        raise KernelError("launch spec: expected a JSON object", launch, 1, 1)
-    return d, ref
+# --------------------------------------------------------------------------- the PTX and the harness
 
 
 def _sha256(data: bytes) -> str:
@@ -97,7 +68,8 @@ def harness_hash() -> str:
     """SHA-256 over the validator's own sources (B9: pin the harness)."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    files = sorted(here.glob("*.py")) + [here.parents[1] / "lowering" / "gpu.py"]
+    files = sorted(here.glob("*.py")) + [here.parents[1] / "lowering" / "gpu.py"] + \
+        sorted((here.parents[1] / "launch").glob("*.py"))  # launches, dtypes and inputs it builds on
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
@@ -124,16 +96,13 @@ def kernel_ptx(file: str, module, lowered: bool, arch: str, defines: dict | None
 
 
 def _tensormap_param(t: dict, buffers: dict) -> dict:
-    from kverify.semantics.memory_model import async_units as AU
-
     b = buffers[t["buffer"]]
     shape = [int(x) for x in (t.get("shape") or b["shape"])]
-    esize = np.dtype(poison.NP_DTYPES[t["dtype"]]).itemsize if t["dtype"] != "bfloat16" else 2
+    esize = dtype(t["dtype"]).itemsize
     st = t.get("strides")
     if st is None:
         st = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     strides_bytes = [int(s) * esize for s in st[:-1]]
-    del AU
     return {"kind": "tensormap", "buffer": t["buffer"], "dtype": t["dtype"], "shape": shape,
             "strides_bytes": strides_bytes, "box": [int(x) for x in t["box"]],
             "swizzle": t.get("swizzle", "none")}
@@ -154,8 +123,9 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
         kernel = module.kernel(kernel_name)
     except KeyError as e:
         raise KernelError(e.args[0], file, 0, 0) from None
-    template, manifest_ref = load_launch(launch, file)
-    ref = ref or manifest_ref
+    src = load(launch, file, kernel.name)  # a launch JSON (possibly a template) or a zoo manifest
+    template = src.data
+    ref = ref or src.reference
     if not ref:
         raise KernelError("--ref module:function is required (the manifest names none)", file, 0, 0)
     from kverify.semantics.interpreter import load_reference

@@ -19,17 +19,20 @@ import numpy as np
 
 from kverify.semantics.ir.nodes import Addr, Instr, Reg, Sym
 from kverify.semantics.ir.visit import instructions
-from kverify.semantics.interpreter.launch import lookup, param_key
+from kverify.launch import dtypes, lookup, param_key
 
 ALLOWED_EXTERN = frozenset({"vprintf", "__assertfail"})
-_FLOAT_OF_DTYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
-_WIDTH_OF_DTYPE = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8, "uint8": 8,
-                   "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64, "bool": 8}
 _NARROW = {"f16": 16, "bf16": 16, "tf32": 19, "e4m3": 8, "e5m2": 8, "f16x2": 16, "bf16x2": 16,
            "e4m3x2": 8, "e5m2x2": 8, "f32": 32}
 _FLOAT_RANK = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "bf16": 16, "f16x2": 16, "bf16x2": 16,
                "e4m3": 8, "e5m2": 8, "e4m3x2": 8, "e5m2x2": 8}
 _PROPAGATE = {"add", "sub", "mad", "mov", "cvta", "selp"}
+
+
+def _float_format(dtype) -> str | None:
+    """The PTX float type of a float buffer dtype (``float32`` -> ``f32``), else None."""
+    r = dtypes.lookup(dtype)
+    return r.ptx if r is not None and r.is_float else None
 
 
 class AuditFinding(dict):
@@ -141,8 +144,8 @@ def store_dtypes(module, kernel, spec) -> tuple[list, dict]:
         w = SCALAR_BITS.get(t, 0)
         if t in ("f16x2", "bf16x2"):
             w = 16
-        want = _WIDTH_OF_DTYPE[dtype]
-        fmt = _FLOAT_OF_DTYPE.get(dtype)
+        want = dtypes.dtype(dtype).bits
+        fmt = _float_format(dtype)
         is_f = t.startswith(("f", "bf", "tf", "e4", "e5"))
         bad = None
         if w != want and not (i.op == "st" and w > want and w % want == 0 and t.startswith("b")):
@@ -157,10 +160,9 @@ def store_dtypes(module, kernel, spec) -> tuple[list, dict]:
 
 
 def precision_downgrades(module, kernel, spec) -> list:
-    present = {_FLOAT_OF_DTYPE[b["dtype"]] for b in spec.buffers.values() if b["dtype"] in _FLOAT_OF_DTYPE}
-    for t in spec.tensormaps.values():
-        if t.get("dtype") in _FLOAT_OF_DTYPE:
-            present.add(_FLOAT_OF_DTYPE[t["dtype"]])
+    present = {_float_format(b["dtype"]) for b in spec.buffers.values()}
+    present |= {_float_format(t.get("dtype")) for t in spec.tensormaps.values()}
+    present.discard(None)
     if not present:
         return []
     out = []

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kverify.semantics.interpreter.machine import NP_DTYPES
+from kverify.launch import dtype as _dtype
 
-#: bit width of each launch-spec dtype
-WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8, "int16": 16,
-         "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "bool": 8}
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 # exponent-all-ones masks (NaN when the mantissa is non-zero) and layouts
@@ -48,7 +45,7 @@ def poison_bits(dtype: str, which: str, rng: np.random.Generator) -> int:
         exp = bias + int(rng.integers(10, 13))
         sign = int(rng.integers(0, 2)) << (w - 1)
         return sign | (exp << mbits) | mant
-    w = WIDTH[dtype]
+    w = _dtype(dtype).bits
     if dtype == "bool":
         return 0xA5 if which == "A" else 0x5A
     byte = 0xA5 if which == "A" else 0x5A
@@ -59,9 +56,9 @@ def poison_bits(dtype: str, which: str, rng: np.random.Generator) -> int:
 
 def filled(dtype: str, shape, bits: int) -> np.ndarray:
     """An array of ``dtype`` whose every element has the bit pattern ``bits``."""
-    w = WIDTH[dtype]
-    raw = np.full(tuple(shape), bits, _UINT[w])
-    return raw.view(NP_DTYPES[dtype]) if dtype != "bfloat16" else raw
+    r = _dtype(dtype)
+    raw = np.full(tuple(shape), bits, _UINT[r.bits])
+    return raw.view(r.np)
 
 
 def as_bits(arr: np.ndarray) -> np.ndarray:

@@ -156,7 +156,8 @@ class InterpreterRunner:
         self.module, self.kernel, self.max_steps = module, kernel, max_steps
 
     def __call__(self, plan: dict, plan_path: str) -> RunOutcome:
-        from kverify.semantics.interpreter import LaunchSpec, run_kernel
+        from kverify.launch import LaunchSpec
+        from kverify.semantics.interpreter import run_kernel
 
         out = RunOutcome(device={"name": "kverify interpreter (CPU)"})
         t0 = time.perf_counter()

@@ -1,9 +1,9 @@
 """Shape fuzzing (B4 of docs/validation.md): the launches a validation runs.
 
-A launch spec may be a *template*: any integer in ``grid``, ``block``, ``cluster``,
-``args``, a buffer's or tensor map's ``shape``/``box``/``strides`` or ``dynamic_smem`` may
-be an expression over named symbols, with their default values under ``"symbols"`` and,
-optionally, the values to try under ``"fuzz"``::
+A launch spec may be a *template* (``kverify.launch.resolve``): any integer in ``grid``,
+``block``, ``cluster``, ``args``, a buffer's or tensor map's ``shape``/``box``/``strides`` or
+``dynamic_smem`` may be an expression over named symbols, with their default values under
+``"symbols"`` and, optionally, the values to try under ``"fuzz"``::
 
     {"kernel": "vadd", "symbols": {"n": 1000}, "fuzz": {"n": [1, 255, 256, 257, 997]},
      "grid": ["ceildiv(n, 256)", 1, 1], "block": [256, 1, 1], "args": {"n": "n"},
@@ -21,74 +21,11 @@ what was changed; a template states the relation exactly and is the better choic
 """
 from __future__ import annotations
 
-import ast
 import copy
 import itertools
 
+from kverify.launch import instantiate
 from kverify.semantics.ir import KernelError
-
-_FUNCS = {"ceildiv": lambda a, b: -(-a // b), "min": min, "max": max}
-
-
-def evaluate(expr, env: dict, where: str = "launch"):
-    """Value of an integer or an expression string over ``env``."""
-    if isinstance(expr, bool) or not isinstance(expr, str):
-        return expr
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
-        raise KernelError(f"launch template: cannot parse expression {expr!r} ({where})", "<launch>", 1, 1) from None
-
-    def ev(n):
-        if isinstance(n, ast.Expression):
-            return ev(n.body)
-        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in env:
-                raise KernelError(f"launch template: unknown symbol {n.id!r} in {expr!r} ({where})", "<launch>", 1, 1)
-            return env[n.id]
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -ev(n.operand)
-        if isinstance(n, ast.BinOp):
-            a, b = ev(n.left), ev(n.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}
-            f = ops.get(type(n.op))
-            if f:
-                return f()
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS and not n.keywords:
-            return _FUNCS[n.func.id](*[ev(x) for x in n.args])
-        raise KernelError(f"launch template: unsupported expression {expr!r} ({where})", "<launch>", 1, 1)
-
-    return ev(tree)
-
-
-def _map_ints(d: dict, f):
-    """Apply ``f(value, path)`` to every integer-or-expression leaf of a launch dict."""
-    out = copy.deepcopy(d)
-    for key in ("grid", "block", "cluster"):
-        if isinstance(out.get(key), list):
-            out[key] = [f(v, f"{key}[{i}]") for i, v in enumerate(out[key])]
-    for key in ("dynamic_smem", "shared_bytes"):
-        if key in out:
-            out[key] = f(out[key], key)
-    for k, v in (out.get("args") or {}).items():
-        out["args"][k] = f(v, f"args.{k}")
-    for sect in ("buffers", "tensormaps"):
-        for name, b in (out.get(sect) or {}).items():
-            for fld in ("shape", "box", "strides"):
-                if isinstance(b.get(fld), list):
-                    b[fld] = [f(v, f"{sect}.{name}.{fld}[{i}]") for i, v in enumerate(b[fld])]
-    return out
-
-
-def resolve(template: dict, values: dict) -> dict:
-    """A concrete launch dict: every expression evaluated with ``values``."""
-    env = dict(template.get("symbols") or {})
-    env.update(values)
-    d = {k: v for k, v in template.items() if k not in ("symbols", "fuzz")}
-    return _map_ints(d, lambda v, where: evaluate(v, env, where))
 
 
 def _next_prime(n: int) -> int:
@@ -134,14 +71,14 @@ def launches(template: dict, shapes: dict | None = None) -> list[tuple[str, dict
                               f"not declare (symbols: {', '.join(symbols)})", "<command line>", 1, 1)
         fuzz = dict(template.get("fuzz") or {})
         fuzz.update(shapes)
-        out = [("defaults " + _label(symbols), resolve(template, {}))]
+        out = [("defaults " + _label(symbols), instantiate(template, {}))]
         for s, v in symbols.items():
             for x in fuzz.get(s, default_fuzz(int(v))):
                 if x == v:
                     continue
-                out.append((f"{s}={x}", resolve(template, {s: x})))
+                out.append((f"{s}={x}", instantiate(template, {s: x})))
         return out
-    base = resolve(template, {})
+    base = instantiate(template, {})
     out = [("as given", base)]
     for name, vals in shapes.items():
         args = base.get("args") or {}

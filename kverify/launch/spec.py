@@ -18,8 +18,7 @@ from pathlib import Path
 
 from kverify.semantics.ir import KernelError
 
-DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-          "uint8", "uint16", "uint32", "uint64", "bool")
+from . import dtypes
 
 
 def _dim3(v, what, path):
@@ -30,6 +29,14 @@ def _dim3(v, what, path):
     if not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) and x > 0 for x in v):
         raise KernelError(f"launch spec: {what} must be 1 to 3 positive integers, got {v!r}", path, 1, 1)
     return tuple(v) + (1,) * (3 - len(v))
+
+
+def _dtype_name(name, what, path) -> str:
+    """The canonical name of a buffer's or tensor map's dtype spelling."""
+    r = dtypes.lookup(name)
+    if r is None:
+        raise KernelError(f"launch spec: {what} has unknown dtype {name!r} (valid: {dtypes.names()})", path, 1, 1)
+    return r.name
 
 
 @dataclass(frozen=True)
@@ -58,15 +65,19 @@ class LaunchSpec:
         extra = set(d) - known
         if extra:
             raise KernelError(f"launch spec: unknown key(s) {', '.join(sorted(extra))}", path, 1, 1)
+        buffers = {}
         for name, b in (d.get("buffers") or {}).items():
             if not isinstance(b, dict) or "dtype" not in b or "shape" not in b:
                 raise KernelError(f"launch spec: buffer {name!r} needs dtype and shape", path, 1, 1)
-            if b["dtype"] not in DTYPES:
-                raise KernelError(f"launch spec: buffer {name!r} has unknown dtype {b['dtype']!r}", path, 1, 1)
+            buffers[name] = {**b, "dtype": _dtype_name(b["dtype"], f"buffer {name!r}", path)}
+        tensormaps = {}
+        for name, t in (d.get("tensormaps") or {}).items():
+            if isinstance(t, dict) and "dtype" in t:
+                t = {**t, "dtype": _dtype_name(t["dtype"], f"tensor map {name!r}", path)}
+            tensormaps[name] = t
         return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
-                          dict(d.get("args") or {}), dict(d.get("buffers") or {}),
-                          dict(d.get("tensormaps") or {}), tuple(d.get("outputs") or ()),
+                          dict(d.get("args") or {}), buffers, tensormaps, tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path)
 
     def to_dict(self) -> dict:

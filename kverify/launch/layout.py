@@ -1,0 +1,64 @@
+"""Where a launch puts things: the address windows of the interpreter's (and the symbolic
+engine's) memory, the placement of buffers in global memory, the kernel parameter
+buffer's layout and the bytes of a scalar argument (PTX ISA §5.1 state spaces, §6.4.1
+generic addressing, §5.1.6 kernel parameters).
+
+Address encoding:
+  global          GLOBAL_BASE + offset into the global image (what pointer params hold)
+  shared::cta     offset in the CTA's shared memory, < 2**24
+  shared::cluster ((rank + 1) << 24) | offset   (plain shared::cta offsets mean the own CTA)
+  generic         SHARED_WINDOW + a shared::cluster address, LOCAL_WINDOW + offset,
+                  PARAM_WINDOW + offset, CONST_WINDOW + offset, or a global address
+"""
+from __future__ import annotations
+
+import numpy as np
+
+GLOBAL_BASE = 0x0000_1000_0000
+SHARED_WINDOW = 0x7000_0000_0000
+LOCAL_WINDOW = 0x7100_0000_0000
+PARAM_WINDOW = 0x7200_0000_0000
+CONST_WINDOW = 0x7300_0000_0000
+WINDOW_SIZE = 1 << 40
+CTA_SHIFT = 24
+CTA_MASK = (1 << CTA_SHIFT) - 1
+BUFFER_ALIGN = 256  # launch buffers start on this boundary of the global image
+TMAP_MAGIC = 0x4B564D41_50000000  # tag written into by-value tensor-map params
+
+
+def align_up(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def next_buffer(off: int, nbytes: int) -> int:
+    """Offset of the buffer placed after one of ``nbytes`` at ``off``."""
+    return align_up(off + max(nbytes, 1), BUFFER_ALIGN)
+
+
+def param_offsets(kernel) -> tuple[dict, int]:
+    """``({param name: (offset, size)}, total bytes)`` of the kernel parameter buffer: each
+    parameter at its ``.align`` (else its natural alignment), in declaration order."""
+    out = {}
+    off = 0
+    for p in kernel.params:
+        off = align_up(off, p.align or max(p.type.bits // 8, 1))
+        out[p.name] = (off, p.size)
+        off += p.size
+    return out, off
+
+
+def arg_bits(v, tyname: str) -> int:
+    """The bits of scalar argument ``v`` for a parameter of PTX type ``tyname``: floats (and
+    integers given for f32/f64 parameters) as IEEE bits, integers as themselves (negative
+    ones are masked to the parameter's size by the caller)."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float) or (tyname.startswith("f") and not isinstance(v, int)):
+        if tyname == "f64":
+            return int(np.float64(v).view(np.uint64))
+        return int(np.float32(v).view(np.uint32))
+    if tyname == "f32" and isinstance(v, int):
+        return int(np.float32(v).view(np.uint32))
+    if tyname == "f64" and isinstance(v, int):
+        return int(np.float64(v).view(np.uint64))
+    return int(v)

@@ -1,0 +1,252 @@
+"""The one launch resolver: from what a user passes to a ``LaunchSpec``.
+
+A launch comes as a launch JSON file, a zoo ``manifest.json`` (the variant whose file has
+the stem of the kernel file; the kernel name breaks ties), inline JSON text, a dict, or
+``--grid/--block/--arg`` (or a GPUVerify test header, or the kernel's ``.reqntid``). With
+none given, the ``manifest.json`` next to the kernel file is used.
+
+Any of them may be a *template*: an integer in ``grid``, ``block``, ``cluster``,
+``dynamic_smem``, ``args`` or a buffer's or tensor map's ``shape``/``box``/``strides`` may be
+an expression over the launch's integer ``args`` and its ``symbols`` (defaults of named
+sizes; ``fuzz`` lists values to try, see ``verifier.validate.shapes``)::
+
+    {"grid": ["cdiv(n, 256)", 1, 1], "block": [256, 1, 1], "args": {"n": 300},
+     "buffers": {"in": {"dtype": "float32", "shape": ["n"]}}}
+
+Expressions: integers, names, ``+ - * // %``, unary minus, ``cdiv``/``ceildiv``, ``min``,
+``max``. Bad input is a ``KernelError`` at ``file:line:col`` (exit 2 in the CLI).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kverify.semantics.ir import KernelError
+
+from .spec import LaunchSpec
+
+REQUIRED = "--launch SPEC is required (a launch JSON or a zoo manifest.json)"
+_FUNCS = {"ceildiv": lambda a, b: -(-a // b), "cdiv": lambda a, b: -(-a // b), "min": min, "max": max}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A launch as read: its (possibly template) dict, where it came from (a path, or
+    ``<launch>`` for a dict or inline JSON) and the zoo manifest's reference, if any."""
+
+    data: dict
+    path: str
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    spec: LaunchSpec
+    path: str
+    reference: str | None = None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def manifest_next_to(file: str | None) -> str | None:
+    """The zoo ``manifest.json`` next to ``file``, if there is one."""
+    if file and (Path(file).parent / "manifest.json").is_file():
+        return str(Path(file).parent / "manifest.json")
+    return None
+
+
+def load(launch, file: str | None = None, kernel: str | None = None, required: str = REQUIRED) -> Source:
+    """The launch dict for ``file`` from ``launch`` (a dict, inline JSON text, a launch JSON
+    path or a zoo manifest path); with no ``launch``, the manifest next to ``file``."""
+    if isinstance(launch, dict):
+        path, d = "<launch>", launch
+    else:
+        launch = launch or manifest_next_to(file)
+        if not launch:
+            raise KernelError(required, file, 0, 0)
+        if launch.lstrip().startswith("{"):  # the spec itself (what check's replay commands carry)
+            path, text = "<launch>", launch
+        else:
+            path = launch
+            try:
+                text = Path(launch).read_text()
+            except OSError as e:
+                raise KernelError(f"cannot read launch spec: {e.strerror}", launch, 0, 0) from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise KernelError(f"launch spec: {e.msg}", path, e.lineno, e.colno) from None
+    ref = None
+    if isinstance(d, dict) and "variants" in d:
+        d, ref = _variant(d, file, kernel, path)
+    if not isinstance(d, dict):
+        raise KernelError("launch spec: expected a JSON object", path, 1, 1)
+    return Source(d, path, ref)
+
+
+def _variant(manifest: dict, file, kernel, path):
+    stem = Path(file or "").stem
+    match = [v for v in manifest["variants"] if Path(v["file"]).stem == stem]
+    if len(match) > 1 and kernel:
+        match = [v for v in match if (v.get("kernel") or (v.get("launch") or {}).get("kernel")) == kernel] or match
+    if not match:
+        raise KernelError(f"manifest has no variant for {Path(file or '').name}", path, 1, 1)
+    return match[0]["launch"], match[0].get("reference")
+
+
+def is_manifest(launch) -> bool:
+    """True when ``launch`` names a zoo manifest (a JSON file with ``variants``)."""
+    if not launch or isinstance(launch, dict):
+        return False
+    try:
+        return "variants" in json.loads(Path(launch).read_text())
+    except (OSError, json.JSONDecodeError, TypeError):
+        return False
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def evaluate(expr, env: dict, where: str = "launch", path: str = "<launch>"):
+    """Value of a number or an expression string over ``env``."""
+    if isinstance(expr, bool) or not isinstance(expr, str):
+        return expr
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        raise KernelError(f"launch template: cannot parse expression {expr!r} ({where})", path, 1, 1) from None
+
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return n.value
+        if isinstance(n, ast.Name):
+            if n.id not in env:
+                raise KernelError(f"launch template: unknown symbol {n.id!r} in {expr!r} ({where})", path, 1, 1)
+            return env[n.id]
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}
+            f = ops.get(type(n.op))
+            if f:
+                try:
+                    return f()
+                except ZeroDivisionError:
+                    raise KernelError(f"launch template: division by zero in {expr!r} ({where})", path, 1, 1) \
+                        from None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS and not n.keywords:
+            return _FUNCS[n.func.id](*[ev(x) for x in n.args])
+        raise KernelError(f"launch template: unsupported expression {expr!r} ({where})", path, 1, 1)
+
+    v = ev(tree)
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def instantiate(template: dict, values: dict | None = None, path: str = "<launch>") -> dict:
+    """A concrete launch dict: ``values`` override the template's ``symbols`` (or, for other
+    names, its ``args``), and every expression is evaluated over the symbols and the
+    integer args (args given as expressions are evaluated in order and join them)."""
+    d = copy.deepcopy({k: v for k, v in template.items() if k not in ("symbols", "fuzz")})
+    symbols = dict(template.get("symbols") or {})
+    args = dict(d.get("args") or {})
+    for k, v in (values or {}).items():
+        (symbols if k in symbols else args)[k] = v
+    env = {k: v for k, v in args.items() if isinstance(v, int)}
+    env.update(symbols)
+    for k, v in args.items():
+        if isinstance(v, str):
+            args[k] = env[k] = evaluate(v, env, f"args.{k}", path)
+    if "args" in d or args:
+        d["args"] = args
+
+    def each(v, where):
+        if isinstance(v, list):
+            return [evaluate(x, env, f"{where}[{i}]", path) for i, x in enumerate(v)]
+        return evaluate(v, env, where, path)
+
+    for key in ("grid", "block", "cluster", "dynamic_smem", "shared_bytes"):
+        if key in d:
+            d[key] = each(d[key], key)
+    for sect in ("buffers", "tensormaps"):
+        for name, b in (d.get(sect) or {}).items():
+            for fld in ("shape", "box", "strides"):
+                if isinstance(b, dict) and fld in b:
+                    b[fld] = each(b[fld], f"{sect}.{name}.{fld}")
+    return d
+
+
+# --------------------------------------------------------------------------- command-line flags
+
+
+def dims(text: str | None, what: str, path: str) -> list:
+    """``"4,2"`` / ``"[4, 2, 1]"`` -> ``[4, 2]``: 1 to 3 positive integers."""
+    vals = [int(x) for x in re.findall(r"\d+", text or "")]
+    if not 1 <= len(vals) <= 3 or not all(vals):
+        raise KernelError(f"{what} must be 1 to 3 positive integers, got {text!r}", path, 1, 1)
+    return vals
+
+
+def gpuverify_header(path: str):
+    """``(block, grid)`` from a GPUVerify test header (line 1 ``//pass`` or ``//xfail:...``,
+    line 2 ``//--blockDim=X --gridDim=Y`` with ``X``/``Y`` a number or ``[x,y,z]``), else None."""
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()[:2]
+    except OSError:
+        return None
+    if len(lines) < 2 or not re.match(r"//\s*(pass|xfail)", lines[0]):
+        return None
+    b = re.search(r"--blockDim=(\[[^\]]*\]|\d+)", lines[1])
+    g = re.search(r"--gridDim=(\[[^\]]*\]|\d+)", lines[1])
+    if not b or not g:
+        return None
+    return dims(b.group(1), "--blockDim", path), dims(g.group(1), "--gridDim", path)
+
+
+def arg_value(item: str):
+    """``NAME=VALUE`` of ``--arg`` -> ``(name, int or float)``."""
+    name, eq, v = item.partition("=")
+    if not eq:
+        raise KernelError(f"--arg expects NAME=VALUE, got {item!r}", "<command line>", 1, 1)
+    try:
+        return name, float(v) if any(c in v for c in ".eE") and not v.startswith("0x") else int(v, 0)
+    except ValueError:
+        raise KernelError(f"--arg {name}: not a number: {v!r}", "<command line>", 1, 1) from None
+
+
+def from_flags(kernel, file: str, grid: str | None = None, block: str | None = None, args=()) -> LaunchSpec | None:
+    """A launch from ``--grid/--block/--arg``, a GPUVerify header of a ``.cu`` file, or the
+    kernel's own block size; ``None`` when the zoo manifest next to ``file`` should be used."""
+    hdr = gpuverify_header(file) if file.endswith((".cu", ".cuh")) else None
+    if not (grid or block or args or hdr):
+        if manifest_next_to(file):
+            return None
+        if kernel.block_dim is None:
+            raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
+                              f"(or .reqntid / __launch_bounds__ in the kernel)", file, 0, 0)
+        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim)}, "<command line>")
+    b = dims(block, "--block", file) if block else (hdr[0] if hdr else list(kernel.block_dim or []))
+    if not b:
+        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, 0, 0)
+    g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else [1])
+    values = dict(arg_value(a) for a in args or ())
+    return LaunchSpec.from_dict({"kernel": kernel.name, "grid": g, "block": b, "args": values}, "<command line>")
+
+
+# --------------------------------------------------------------------------- the resolver
+
+
+def resolve(launch=None, file: str | None = None, kernel: str | None = None, values: dict | None = None,
+            required: str = REQUIRED) -> Resolved:
+    """The ``LaunchSpec`` of ``launch`` for ``file`` (see ``load``), a template
+    instantiated with ``values``."""
+    src = load(launch, file, kernel, required)
+    return Resolved(LaunchSpec.from_dict(instantiate(src.data, values, src.path), src.path), src.path, src.reference)
