@@ -1332,7 +1332,7 @@ class _Assembler:
 # one known to look at nothing else (the modifiers and the opcode); otherwise they run.
 _split_cache: dict = {}
 _check_cache: dict = {}
-_SHAPE_CHECKS = ("requires_type", "at_most_one_space", "setp_has_comparison",
+_SHAPE_CHECKS = ("requires_type",
                  "mbarrier_shared_space", "mbarrier_remote_no_wait",
                  "bulk_completion_mechanism", "wgmma_aligned")
 _INSTANCE_FIELDS = {"operands", "guard", "loc", "blocking", "supported"}
