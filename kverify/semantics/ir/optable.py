@@ -120,6 +120,8 @@ class OpRow:
     semantics: str | None = None  # value-semantics family in semantics.values
     checks: tuple = ()  # named check functions (instr) -> str | None
     effect: str = "nop"  # one of EFFECTS: what the instruction does, for every analysis
+    flow: str | None = None  # control rows: one of FLOWS
+    collective: str | None = None  # warp-collective rows: which exchange (COLLECTIVES)
 
     @property
     def mods(self) -> frozenset:
@@ -158,6 +160,11 @@ OPS: dict[str, OpRow] = {}
 #: warp-collective operation; ``control``: changes the flow of control; ``nop``: no effect
 #: the semantics models (hints, sleeps); ``opaque``: an instruction with no row.
 EFFECTS = ("value", "memory", "async", "sync", "control", "nop", "opaque")
+#: The ``flow`` column of control rows: ``branch`` (bra), ``branch.indirect`` (brx.idx),
+#: ``call``, ``return`` (ret: back to the caller), ``exit`` (the thread ends), ``trap``.
+FLOWS = ("branch", "branch.indirect", "call", "return", "exit", "trap")
+#: The ``collective`` column: what a warp-collective row exchanges among the lanes.
+COLLECTIVES = ("shuffle", "vote", "match", "reduce", "elect", "activemask", "matrix", "mma")
 ASYNC_SYNC = ("cp.async", "bulk.copy", "wgmma.mma")
 
 
@@ -179,6 +186,7 @@ def row(mnemonic: str, operands: str, section: str, *forms, **kw) -> None:
         forms = (loose(*forms),)
     kw.setdefault("effect", _effect(kw))
     assert kw["effect"] in EFFECTS, kw["effect"]
+    assert kw.get("flow") in (None,) + FLOWS and kw.get("collective") in (None,) + COLLECTIVES
     OPS[mnemonic] = OpRow(mnemonic, _slots(operands), tuple(forms), section, **kw)
 
 
@@ -330,7 +338,7 @@ row("slct", "def:d use:a use:b use:c", f"{S_CMP}-slct", TYPES, "ftz", semantics=
 row("mov", "def:d=t use:a=t", f"{S_DATA}-mov", form("move", mods("type", TYPES, required=True)),
     semantics="mov")
 row("cvt", "def:d use:a use:b?", f"{S_DATA}-cvt", TYPES, FROUND, IROUND, FFLAGS, semantics="cvt")
-row("cvta", "def:d use:a", f"{S_DATA}-cvta", TYPES, SPACES, "to", semantics="cvta")
+row("cvta", "def:d=t use:a=t", f"{S_DATA}-cvta", TYPES, SPACES, "to", semantics="cvta")
 row("isspacep", "def:p use:a", f"{S_DATA}-isspacep", SPACES, semantics="isspacep")
 row("prmt", "def:d use:a use:b use:c", f"{S_DATA}-prmt", TYPES, ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"), semantics="prmt")
 def _memory_form(name, *extra) -> Form:
@@ -359,14 +367,16 @@ row("applypriority", "addr:a use:size", f"{S_DATA}-applypriority", ("global", "L
 row("discard", "addr:a use:size", f"{S_DATA}-discard", ("global", "L2"))
 row("mapa", "def:d use:a use:b", f"{S_DATA}-mapa", TYPES, "shared::cluster", semantics="mapa")
 row("getctarank", "def:d use:a", f"{S_DATA}-getctarank", TYPES, "shared::cluster", semantics="getctarank")
-row("shfl", "def:d use:a use:b use:c use:membermask?", f"{S_DATA}-shfl-sync", TYPES,
-    ("sync", "up", "down", "bfly", "idx"), sync="collective")
+row("shfl", "def:d=32 use:a=32 use:b=32 use:c=32 use:membermask?=32", f"{S_DATA}-shfl-sync", TYPES,
+    ("sync", "up", "down", "bfly", "idx"), sync="collective", collective="shuffle")
 row("ldmatrix", "def:d load:a", f"{S_DATA}-ldmatrix", TYPES, ALIGNED, SPACES,
     ("m8n8", "m16n16", "m8n16", "x1", "x2", "x4", "trans", "b8x16.b6x16_p32", "b8x16.b4x16_p64"),
-    space="mods", proxy="generic", sync="collective")
+    space="mods", proxy="generic", sync="collective", collective="matrix")
 row("stmatrix", "store:a use:b", f"{S_DATA}-stmatrix", TYPES, ALIGNED, SPACES,
-    ("m8n8", "m16n8", "x1", "x2", "x4", "trans"), space="mods", proxy="generic", sync="collective")
-row("movmatrix", "def:d use:a", f"{S_DATA}-movmatrix", TYPES, ALIGNED, ("m8n8", "trans"), sync="collective")
+    ("m8n8", "m16n8", "x1", "x2", "x4", "trans"), space="mods", proxy="generic", sync="collective",
+    collective="matrix")
+row("movmatrix", "def:d use:a", f"{S_DATA}-movmatrix", TYPES, ALIGNED, ("m8n8", "trans"), sync="collective",
+    collective="matrix")
 # Ampere cp.async (§9.7.9.25.3).
 row("cp.async", "store:dst load:src use:size use:src_size? use:policy?", f"{S_DATA}-cp-async",
     ("ca", "cg", "shared", "shared::cta", "global"), CACHE, ("L2::cache_hint",),
@@ -409,11 +419,12 @@ row("tensormap.cp_fenceproxy", "store:dst load:src use:size", f"{S_DATA}-tensorm
     ("global", "shared::cta", "tensormap::generic", "release", "gpu", "sync", "aligned", "cta",
      "cluster", "sys"), sync="fence.proxy.tensormap")
 # Control flow (§9.7.12).
-row("bra", "target:L", f"{S_CTRL}-bra", ("uni",), effect="control")
-row("brx.idx", "use:index target:table", f"{S_CTRL}-brx-idx", ("uni",), effect="control")
-row("call", "use:ret? target:fn use:args*", f"{S_CTRL}-call", ("uni",), effect="control")
-row("ret", "", f"{S_CTRL}-ret", ("uni",), effect="control")
-row("exit", "", f"{S_CTRL}-exit", effect="control")
+row("bra", "target:L", f"{S_CTRL}-bra", ("uni",), effect="control", flow="branch")
+row("brx.idx", "use:index target:table", f"{S_CTRL}-brx-idx", ("uni",), effect="control",
+    flow="branch.indirect")
+row("call", "use:ret? target:fn use:args*", f"{S_CTRL}-call", ("uni",), effect="control", flow="call")
+row("ret", "", f"{S_CTRL}-ret", ("uni",), effect="control", flow="return")
+row("exit", "", f"{S_CTRL}-exit", effect="control", flow="exit")
 # Parallel synchronization and communication (§9.7.13).
 BARMODS = ("sync", "arrive", "red", "aligned", "popc", "and", "or", "u32", "pred")
 row("bar", "use:a use:b? use:c? use:d?", f"{S_SYNC}-bar", BARMODS, sync="bar")
@@ -442,15 +453,16 @@ row("red", "update:a use:b=t use:policy?=64", f"{S_SYNC}-red",
 row("red.async", "update:a use:b addr:mbar", f"{S_SYNC}-red-async", TYPES, SEM, SCOPE, ATOMOP,
     "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="async",
     sync="mbarrier.complete_tx")
-row("vote", "def:d use:a use:membermask?", f"{S_SYNC}-vote-sync",
-    ("sync", "all", "any", "uni", "ballot", "pred", "b32"), sync="collective")
-row("match", "def:d use:a use:membermask", f"{S_SYNC}-match-sync", ("sync", "any", "all", "b32", "b64"),
-    sync="collective")
-row("activemask", "def:d", f"{S_SYNC}-activemask", ("b32",), effect="value")
-row("redux", "def:d use:a use:membermask", f"{S_SYNC}-redux-sync",
+row("vote", "def:d use:a=1 use:membermask?=32", f"{S_SYNC}-vote-sync",
+    ("sync", "all", "any", "uni", "ballot", "pred", "b32"), sync="collective", collective="vote")
+row("match", "def:d=32 use:a=t use:membermask=32", f"{S_SYNC}-match-sync",
+    ("sync", "any", "all", "b32", "b64"), sync="collective", collective="match")
+row("activemask", "def:d=32", f"{S_SYNC}-activemask", ("b32",), effect="value", collective="activemask")
+row("redux", "def:d=t use:a=t use:membermask=32", f"{S_SYNC}-redux-sync",
     ("sync", "add", "min", "max", "and", "or", "xor", "u32", "s32", "b32", "f32", "abs", "NaN"),
-    sync="collective")
-row("elect", "def:d use:membermask", f"{S_SYNC}-elect-sync", ("sync",), sync="collective")
+    sync="collective", collective="reduce")
+row("elect", "def:d use:membermask=32", f"{S_SYNC}-elect-sync", ("sync",), sync="collective",
+    collective="elect")
 row("griddepcontrol", "", f"{S_SYNC}-griddepcontrol", ("wait", "launch_dependents"),
     sync="griddepcontrol")
 row("nanosleep", "use:t", f"{S_MISC}-nanosleep", ("u32",))
@@ -460,17 +472,17 @@ row("mbarrier.init", "addr:a use:count", f"{S_SYNC}-mbarrier-init", MB, sync="mb
     checks=(mbarrier_shared_space,))
 row("mbarrier.inval", "addr:a", f"{S_SYNC}-mbarrier-inval", MB, sync="mbarrier.inval",
     checks=(mbarrier_shared_space,))
-row("mbarrier.arrive", "def:state addr:a use:count?", f"{S_SYNC}-mbarrier-arrive", MB,
+row("mbarrier.arrive", "def:state=64 addr:a use:count?=32", f"{S_SYNC}-mbarrier-arrive", MB,
     "noComplete", "expect_tx", sync="mbarrier.arrive", checks=(mbarrier_shared_space,))
-row("mbarrier.arrive_drop", "def:state addr:a use:count?", f"{S_SYNC}-mbarrier-arrive-drop", MB,
+row("mbarrier.arrive_drop", "def:state=64 addr:a use:count?=32", f"{S_SYNC}-mbarrier-arrive-drop", MB,
     "noComplete", "expect_tx", sync="mbarrier.arrive_drop", checks=(mbarrier_shared_space,))
 row("mbarrier.expect_tx", "addr:a use:tx", f"{S_SYNC}-mbarrier-expect-tx", MB,
     sync="mbarrier.expect_tx", checks=(mbarrier_shared_space,))
 row("mbarrier.complete_tx", "addr:a use:tx", f"{S_SYNC}-mbarrier-complete-tx", MB,
     sync="mbarrier.complete_tx", checks=(mbarrier_shared_space,))
-row("mbarrier.test_wait", "def:waitComplete addr:a use:state", f"{S_SYNC}-mbarrier-test-wait-try-wait",
+row("mbarrier.test_wait", "def:waitComplete=1 addr:a use:state=64", f"{S_SYNC}-mbarrier-test-wait-try-wait",
     MB, "parity", sync="mbarrier.wait", checks=(mbarrier_shared_space, mbarrier_remote_no_wait))
-row("mbarrier.try_wait", "def:waitComplete addr:a use:state use:suspendTimeHint?",
+row("mbarrier.try_wait", "def:waitComplete=1 addr:a use:state=64 use:suspendTimeHint?=32",
     f"{S_SYNC}-mbarrier-test-wait-try-wait", MB, "parity", sync="mbarrier.wait",
     checks=(mbarrier_shared_space, mbarrier_remote_no_wait))
 row("mbarrier.pending_count", "def:count use:state", f"{S_SYNC}-mbarrier-pending-count", ("b64",),
@@ -489,10 +501,10 @@ row("wgmma.mma_async", "update:d load:a load:b use:rest*", f"{S_WGMMA}-wgmma-mma
 row("mma", "def:d use:a use:b use:c use:rest*", f"{S_MMA}-mma", WG, TYPES,
     ("m8n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k16", "m16n8k4", "m16n8k64",
      "m16n8k128", "m16n8k256", "m8n8k32", "m8n8k128", "row", "col", "satfinite", "sp",
-     "sp::ordered_metadata", "kind::f8f6f4"), sync="collective")
+     "sp::ordered_metadata", "kind::f8f6f4"), sync="collective", collective="mma")
 row("setmaxnreg", "use:n", f"{S_MISC}-setmaxnreg", ("inc", "dec", "sync", "aligned", "u32"),
     sync="setmaxnreg")
-row("trap", "", f"{S_MISC}-trap", effect="control")
+row("trap", "", f"{S_MISC}-trap", effect="control", flow="trap")
 row("brkpt", "", f"{S_MISC}-brkpt")
 row("pmevent", "use:a", f"{S_MISC}-pmevent", ("mask",))
 
@@ -544,7 +556,8 @@ def _misfit(f: Form, mods: tuple) -> str | None:
     for s in f.slots:
         if s.required and s.name not in filled:
             some = ", ".join("." + v for v in sorted(s.values)[:3])
-            return f"a {s.name} modifier ({some}, ...) is required"
+            article = "an" if s.name[0] in "aeiou" else "a"
+            return f"{article} {s.name} modifier ({some}, ...) is required"
     return None
 
 
@@ -595,6 +608,68 @@ def effect_of(instr) -> str:
     does not know or does not fully support."""
     r = OPS.get(instr.op)
     return r.effect if r is not None and instr.supported else "opaque"
+
+
+def flow_of(instr) -> str | None:
+    """The ``flow`` column: how a control instruction moves control (``None`` otherwise)."""
+    r = OPS.get(instr.op)
+    return r.flow if r is not None else None
+
+
+def leaves_function(instr) -> bool:
+    """``ret`` or ``exit``: control does not go on to the next statement of the function."""
+    return flow_of(instr) in ("return", "exit")
+
+
+def sync_of(instr) -> str | None:
+    """The ``sync`` column: the synchronization effect (``mbarrier.wait``, ``bar``, ...)."""
+    r = OPS.get(instr.op)
+    return r.sync if r is not None else None
+
+
+def semantics_of(instr) -> str | None:
+    """The ``semantics`` column: the value-semantics family of a value instruction."""
+    r = OPS.get(instr.op)
+    return r.semantics if r is not None else None
+
+
+def collective_of(instr) -> str | None:
+    """The ``collective`` column: which warp-collective exchange an instruction makes."""
+    r = OPS.get(instr.op)
+    return r.collective if r is not None else None
+
+
+def is_polling_wait(instr) -> bool:
+    """``mbarrier.test_wait`` / ``try_wait``: a wait that returns whether the phase completed;
+    its retry loop is one blocking wait."""
+    return sync_of(instr) == "mbarrier.wait"
+
+
+def memory_slot(instr) -> int | None:
+    """Index of the operand an instruction reads or writes memory through."""
+    r = OPS.get(instr.op)
+    if r is None:
+        return None
+    return next((k for k, s in enumerate(r.operands) if s.access in ("load", "store", "update")), None)
+
+
+def memory_access(instr) -> str | None:
+    """``load``, ``store`` or ``update`` (read-modify-write): how a generic-proxy memory
+    instruction (``effect`` memory) accesses memory through its memory slot."""
+    r = OPS.get(instr.op)
+    if r is None or r.effect != "memory":
+        return None
+    k = memory_slot(instr)
+    return r.operands[k].access if k is not None else None
+
+
+def param_access(instr) -> str | None:
+    """``memory_access`` of an instruction that names the ``.param`` space (ld.param: load,
+    st.param: store); ``None`` otherwise."""
+    r = OPS.get(instr.op)
+    if r is None or r.space != "mods" or "param" not in instr.mods:
+        return None
+    return memory_access(instr)
 
 
 def space_of(instr) -> str | None:
