@@ -332,7 +332,7 @@ row("setp", "def:p=1 use:a=t use:b=t use:c?=1", f"{S_CMP}-setp",
 row("set", "def:d=t use:a=t2 use:b=t2 use:c?=1", f"{S_CMP}-set",
     form("compare", mods("comparison operator", CMP, required=True), mods("boolean operator", BOOLOP),
          FTZ, mods("type", TYPES, required=True, most=2)), semantics="set")
-row("selp", "def:d use:a use:b use:c", f"{S_CMP}-selp", TYPES, semantics="selp")
+row("selp", "def:d=t use:a=t use:b=t use:c=1", f"{S_CMP}-selp", TYPES, semantics="selp")
 row("slct", "def:d use:a use:b use:c", f"{S_CMP}-slct", TYPES, "ftz", semantics="slct")
 # Data movement and conversion (§9.7.9).
 row("mov", "def:d=t use:a=t", f"{S_DATA}-mov", form("move", mods("type", TYPES, required=True)),

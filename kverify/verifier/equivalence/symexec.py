@@ -619,7 +619,7 @@ class Executor:
             return None
         args, widths = [], []
         for i, o in enumerate(srcs):
-            if fam in ("selp", "setp", "set") and i == 2:
+            if i == 2 and operand_bits(ins, 3) == 1:  # selp/setp/set's predicate c
                 args.append(self.pred(t, o) if isinstance(o, Reg) else self.val(t, o, 1))
                 widths.append(1)
                 continue
