@@ -57,6 +57,23 @@ def test_branch_to_undefined_label():
     assert "undefined label $L__nowhere" in e.message
 
 
+def test_modifiers_that_fit_no_form_are_an_error_naming_the_conflict():
+    line = next(l for l in GOOD.splitlines() if l.strip().startswith("add.s64"))
+    bad = GOOD.replace(line, line.replace("add.s64", "add.rn.lo.s64"), 1)
+    e = _err(bad)
+    assert e.message == "add.rn.lo.s64: .lo does not apply to add"
+    assert (e.line, e.col) == (bad.splitlines().index(line.replace("add.s64", "add.rn.lo.s64")) + 1,
+                               line.index("add") + 1)
+
+
+def test_cli_exit_code_2_for_an_invalid_modifier_combination(capsys, tmp_path):
+    f = tmp_path / "k.ptx"
+    f.write_text(GOOD.replace("ld.param.u64", "ld.param.global.u64", 1))
+    assert main(["show", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:" in err and "ld.param.global.u64: more than one state space (.param, .global)" in err
+
+
 def test_cli_exit_code_2_and_message_for_irreducible_flow(capsys):
     rc = main(["show", str(DATA / "irreducible.ptx")])
     err = capsys.readouterr().err

@@ -8,6 +8,21 @@ from kverify.semantics.ir import instructions, load_ptx, parse_ir, print_module
 from kverify.semantics.ir.nodes import Loop
 
 PTX = zoo_ptx_files()
+TESTS = ROOT / "tests"
+#: Every PTX file the tests read: the zoo, the conformance kernels, tests/data.
+ALL_PTX = sorted(set(PTX) | set((TESTS / "conformance").rglob("*.ptx")) | set((TESTS / "data").glob("*.ptx")))
+#: Files that are bad input on purpose, with the error they must give.
+BAD_ON_PURPOSE = {"irreducible.ptx": "irreducible control flow"}
+
+
+@pytest.mark.parametrize("path", ALL_PTX, ids=lambda p: str(p.relative_to(TESTS)))
+def test_every_ptx_file_of_the_tests_parses_under_the_op_table_forms(path):
+    from kverify.semantics.ir import KernelError
+    if path.name in BAD_ON_PURPOSE:
+        with pytest.raises(KernelError, match=BAD_ON_PURPOSE[path.name]):
+            load_ptx(path)
+        return
+    assert load_ptx(path).kernels
 
 
 def test_zoo_has_the_required_kernels():

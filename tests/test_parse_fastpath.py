@@ -6,7 +6,7 @@ import random
 import pytest
 
 from conftest import ZOO, zoo_ptx_files
-from kverify.semantics.ir import cfg, ptx
+from kverify.semantics.ir import cfg, ptx, ptx_fast
 from kverify.semantics.ir.nodes import Loop
 from kverify.semantics.ir.visit import walk
 
@@ -39,14 +39,14 @@ def _same(text, path="t.ptx"):
 
 def _fast_bodies(text):
     """How many function bodies the fast path reads itself, of how many."""
-    files = ptx._scan_files(text)
+    files = ptx_fast._scan_files(text)
     n = ok = 0
-    for _, a, b in ptx._find_bodies(text):
+    for _, a, b in ptx_fast._find_bodies(text):
         n += 1
         try:
-            ptx._fast_body(text, a + 1, b, text.count("\n", 0, a + 1) + 1, files)
+            ptx_fast._fast_body(text, a + 1, b, text.count("\n", 0, a + 1) + 1, files)
             ok += 1
-        except ptx._NoFast:
+        except ptx_fast._NoFast:
             pass
     return ok, n
 

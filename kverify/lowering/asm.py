@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from kverify.semantics.ir.nodes import (Addr, FImm, Imm, Instr, Label, Neg, PairOp, ParenList, Reg,
                                 Sink, Sym, VecOp)
-from kverify.semantics.ir.optable import OPS
+from kverify.semantics.ir.optable import (OPS, flow_of, is_polling_wait, leaves_function, memory_slot,
+                                          operand_bits, param_access, semantics_of)
 from kverify.semantics.ir.types import Scalar
 
 from .ctype import LoweringError, reg_ctype, value_ctype
@@ -36,10 +37,7 @@ from .ctype import LoweringError, reg_ctype, value_ctype
 #: the others).
 PURE_FAMILIES = frozenset(
     r.mnemonic for r in OPS.values()
-    if r.semantics and r.space is None and r.proxy is None and r.sync is None
-    and r.mnemonic not in ("atom",))
-
-WAIT_OPS = ("mbarrier.try_wait", "mbarrier.test_wait")
+    if r.semantics and r.space is None and r.proxy is None and r.sync is None)
 
 
 @dataclass(frozen=True)
@@ -169,9 +167,10 @@ class AsmStmt:
         """Whether a variable symbol stands for its address in its own state space (``mov``,
         ``cvta.shared``, an instruction naming that space) rather than its generic address."""
         i = self.instr
-        if i.op == "mov":
+        sem = semantics_of(i)
+        if sem == "mov":
             return True
-        if i.op == "cvta":
+        if sem == "cvta":
             return "to" not in i.mods
         space = self._SPACE_OF_KIND[kind]
         return any(m == space or m.startswith(space + "::") for m in i.mods)
@@ -194,8 +193,8 @@ class AsmStmt:
         else:
             expr = f"&{info.cname}"
             wide = True
-        if i.op in ("mov", "cvta"):
-            wide = any(m in ("b64", "u64", "s64") for m in i.mods)
+        if semantics_of(i) in ("mov", "cvta"):
+            wide = operand_bits(i, 0) == 64
         if wide:
             cexpr = f"(unsigned long long)({expr})"
             letter = "l"
@@ -324,9 +323,11 @@ def _vec(instr: Instr) -> int:
 def param_move(scope: Scope, instr: Instr) -> list[str] | None:
     """``ld.param``/``st.param`` on C-bound storage as C moves, or ``None`` when the
     instruction addresses an entry parameter by its PTX name (emitted as inline asm)."""
-    if instr.op not in ("ld", "st") or "param" not in instr.mods:
+    access = param_access(instr)
+    if access not in ("load", "store"):
         return None
-    addr = instr.operands[1] if instr.op == "ld" else instr.operands[0]
+    slot = memory_slot(instr)
+    addr = instr.operands[slot]
     if isinstance(addr, Addr) and isinstance(addr.base, Sym):
         info = scope.sym(addr.base, instr)
         if info.kind == "kparam":
@@ -340,7 +341,7 @@ def param_move(scope: Scope, instr: Instr) -> list[str] | None:
     t = _scalar_type(instr)
     vt = value_ctype(t)
     size = max(t.bits // 8, 1)
-    val = instr.operands[0] if instr.op == "ld" else instr.operands[1]
+    val = instr.operands[1 - slot]  # ld d, [a]; st [a], b
     elems = val.elems if isinstance(val, VecOp) else (val,)
     if len(elems) != _vec(instr):
         raise LoweringError(f"{instr.opcode}: operand count does not match the vector width",
@@ -348,7 +349,7 @@ def param_move(scope: Scope, instr: Instr) -> list[str] | None:
     out = []
     for k, e in enumerate(elems):
         p = f"{ptr} + {k * size}" if k else ptr
-        if instr.op == "ld":
+        if access == "load":
             if isinstance(e, Sink):
                 continue
             if not isinstance(e, Reg):
@@ -420,18 +421,19 @@ def lower_instr(scope: Scope, instr: Instr) -> list[str]:
     if instr.guard is not None:
         c, _ = scope.reg(instr.guard.reg, instr)
         g = f"if ({'!' if instr.guard.negated else ''}{c}) "
-    if instr.op in ("ret", "exit") and not instr.operands:
-        if instr.op == "exit" and not scope.in_entry:
+    flow = flow_of(instr)
+    if leaves_function(instr) and not instr.operands:
+        if flow == "exit" and not scope.in_entry:
             return [AsmStmt(scope, instr).render(clobber_memory=True)]
         return [g + "return;"]
-    if instr.op == "call":
+    if flow == "call":
         return [call_stmt(scope, instr)]
-    if instr.op in ("bra", "brx.idx"):
+    if flow in ("branch", "branch.indirect"):
         raise LoweringError(f"{instr.opcode}: a branch was left in the structured body", instr.loc)
     moved = param_move(scope, instr)
     if moved is not None:
         return moved
-    if instr.blocking and instr.op in WAIT_OPS:
+    if instr.blocking and is_polling_wait(instr):
         p = instr.operands[0] if instr.operands else None
         if not isinstance(p, Reg):
             raise LoweringError(f"{instr.opcode}: a blocking wait needs a predicate destination",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from kverify.semantics.ir.nodes import (Block, Break, Continue, If, Instr, Kernel, Loop, Module,
                                 VarDecl, operand_regs)
+from kverify.semantics.ir.optable import flow_of
 from kverify.semantics.ir.types import Vector
 from kverify.semantics.ir.visit import instructions, walk
 
@@ -368,7 +369,7 @@ def called_functions(m: Module, k: Kernel) -> list[Kernel]:
 
     def visit(fn: Kernel):
         for i in instructions(fn.body):
-            if i.op == "call":
+            if flow_of(i) == "call":
                 for op in i.operands:
                     name = getattr(op, "name", None)
                     if name in by_name and name not in seen:

@@ -17,7 +17,7 @@ import networkx as nx
 from .errors import KernelError
 from .nodes import (Block, Break, Continue, If, Imm, InductionVar, Instr, Kernel, Label, Loop,
                     PairOp, Reg, Sym, VecOp)
-from .optable import OPS
+from .optable import OPS, flow_of, is_polling_wait, leaves_function, param_access, semantics_of
 from .symint import SymInt
 
 EXIT = -1
@@ -52,14 +52,15 @@ def build_cfg(flat: list, path: str):
             continue
         if cur.term is not None:
             new(None, it.loc.ptx_line)
-        if it.op == "bra":
+        flow = flow_of(it)
+        if flow == "branch":
             if not it.operands or not isinstance(it.operands[0], Label):
                 raise KernelError(f"branch target {it.operands[0] if it.operands else '(none)'} is not a label",
                                   path, it.loc.ptx_line, 1)
             cur.term = ("cond", it, it.operands[0].name) if it.guard else ("jump", it.operands[0].name, it)
-        elif it.op in ("ret", "exit"):
+        elif leaves_function(it):
             cur.term = ("ret", it)
-        elif it.op == "brx.idx":
+        elif flow == "branch.indirect":
             raise KernelError("indirect branches (brx.idx) are not supported", path, it.loc.ptx_line, 1)
         else:
             cur.instrs.append(it)
@@ -360,7 +361,7 @@ def _jumps(stmts) -> bool:
     if isinstance(s, (Break, Continue)):
         return True
     if isinstance(s, Instr):
-        return s.op in ("ret", "exit") and s.guard is None
+        return leaves_function(s) and s.guard is None
     if isinstance(s, If):
         return _jumps(s.then) and _jumps(s.orelse)
     return False
@@ -468,26 +469,26 @@ class _Defs:
         if ins.guard is not None or not ins.supported:
             return None
         ops = ins.operands
-        if ins.op == "ld" and "param" in ins.mods and ops[1].base is not None:
+        if param_access(ins) == "load" and ops[1].base is not None:
             b = ops[1].base
             return SymInt.sym(b.name if isinstance(b, Sym) else str(b))
         vals = [self.value(o, depth) for o in ops[1:]]
         if any(v is None for v in vals):
             return None
-        op, m = ins.op, set(ins.mods)
-        if op in ("mov", "cvt", "cvta") and len(vals) == 1:
+        sem, m = semantics_of(ins), set(ins.mods)
+        if sem in ("mov", "cvt", "cvta") and len(vals) == 1:
             return vals[0]
-        if op == "add" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
+        if sem == "add" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
             return vals[0] + vals[1]
-        if op == "sub" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
+        if sem == "sub" and not (m & {"f32", "f64", "f16", "bf16", "cc"}):
             return vals[0] - vals[1]
-        if op in ("mul", "mul24") and m & {"lo", "wide"}:
+        if sem in ("mul", "mul24") and m & {"lo", "wide"}:
             return vals[0] * vals[1]
-        if op in ("mad", "mad24") and m & {"lo", "wide"}:
+        if sem in ("mad", "mad24") and m & {"lo", "wide"}:
             return vals[0] * vals[1] + vals[2]
-        if op == "shl" and vals[1].is_const:
+        if sem == "shl" and vals[1].is_const:
             return vals[0] * (1 << vals[1].value)
-        if op == "neg" and not (m & {"f32", "f64"}):
+        if sem == "neg" and not (m & {"f32", "f64"}):
             return -vals[0]
         return None
 
@@ -535,7 +536,8 @@ def _instrs(stmts):
             yield from _instrs(s.body)
 
 
-WAIT_OPS = ("mbarrier.try_wait", "mbarrier.test_wait")
+#: Value semantics the retry loop of a polling wait may compute its exit condition with
+#: (``_eval_pure`` folds them on constants).
 _PURE = ("mov", "selp", "setp", "not", "and", "or", "xor", "cvt")
 
 
@@ -576,14 +578,14 @@ def _blocking_wait(label, body):
     if tail.orelse or len(tail.then) != 1 or not isinstance(tail.then[0], Continue) \
             or tail.then[0].label != label:
         return None
-    waits = [i for i, x in enumerate(body[:-1]) if isinstance(x, Instr) and x.op in WAIT_OPS]
+    waits = [i for i, x in enumerate(body[:-1]) if isinstance(x, Instr) and is_polling_wait(x)]
     if len(waits) != 1 or waits[0] != 0 and not all(
-            isinstance(x, Instr) and x.op in _PURE for x in body[:waits[0]]):
+            isinstance(x, Instr) and semantics_of(x) in _PURE for x in body[:waits[0]]):
         return None
     wi = waits[0]
     wait = body[wi]
     pure = body[wi + 1:-1]
-    if wait.guard is not None or not all(isinstance(x, Instr) and x.op in _PURE and x.guard is None
+    if wait.guard is not None or not all(isinstance(x, Instr) and semantics_of(x) in _PURE and x.guard is None
                                          for x in pure):
         return None
     if not wait.supported or not wait.operands or not all(x.supported and x.operands for x in pure):
@@ -619,20 +621,21 @@ def _eval_pure(x: Instr, env) -> bool:
     args = [v(o) for o in x.operands[1:]]
     if not isinstance(d, Reg):
         return False
-    if x.op == "selp" and None not in args:
+    sem = semantics_of(x)
+    if sem == "selp" and None not in args:
         env[d.name] = args[0] if args[2] else args[1]
-    elif x.op == "mov" and None not in args:
+    elif sem == "mov" and None not in args:
         env[d.name] = args[0]
-    elif x.op == "not" and None not in args:
+    elif sem == "not" and None not in args:
         env[d.name] = int(not args[0]) if "pred" in x.mods else ~args[0]
-    elif x.op == "setp" and None not in args[:2]:
+    elif sem == "setp" and None not in args[:2]:
         a, b = args[0], args[1]
         cmp = next(m for m in x.mods if m in ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"))
         r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
              "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
         env[d.name] = int(r)
-    elif x.op in ("and", "or", "xor") and None not in args:
-        env[d.name] = {"and": args[0] & args[1], "or": args[0] | args[1], "xor": args[0] ^ args[1]}[x.op]
+    elif sem in ("and", "or", "xor") and None not in args:
+        env[d.name] = {"and": args[0] & args[1], "or": args[0] | args[1], "xor": args[0] ^ args[1]}[sem]
     else:
         return False
     return True
@@ -657,12 +660,13 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
         if not every(ds[0]):
             continue
         ins = ds[0]
-        if ins.op not in ("add", "sub") or ins.guard is not None or not ins.supported or len(ins.operands) != 3 or any(
+        sem = semantics_of(ins)
+        if sem not in ("add", "sub") or ins.guard is not None or not ins.supported or len(ins.operands) != 3 or any(
                 t in ins.mods for t in ("f32", "f64", "f16", "bf16", "cc")):
             continue
         a, b = ins.operands[1], ins.operands[2]
         if not (isinstance(a, Reg) and a.name == name):
-            if ins.op == "add" and isinstance(b, Reg) and b.name == name:
+            if sem == "add" and isinstance(b, Reg) and b.name == name:
                 a, b = b, a
             else:
                 continue
@@ -673,7 +677,7 @@ def _induction(loop: Loop, defs: _Defs) -> Loop:
             step = SymInt.sym(b.name) if isinstance(b, Reg) else None
         if step is None:
             continue
-        if ins.op == "sub":
+        if sem == "sub":
             step = -step
         if inner_ids is None:
             inner_ids = _Members(inner)
@@ -789,7 +793,7 @@ def _trip_count(loop: Loop, ivs, defs: _Defs, inner):
     tail = loop.body[-1]
     if tail.orelse or tail.then != (Continue(loop.label, tail.then[0].loc),) if tail.then else True:
         return None
-    setps = [i for i in inner if i.op == "setp" and i.supported and len(i.operands) >= 3
+    setps = [i for i in inner if semantics_of(i) == "setp" and i.supported and len(i.operands) >= 3
              and i.operands[0] == tail.cond]
     if len(setps) != 1 or tail.negated:
         return None

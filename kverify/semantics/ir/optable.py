@@ -12,7 +12,14 @@ Operand slots are written ``access:name`` with a trailing ``?`` when optional an
 a variadic tail. Accesses: ``def`` (register written), ``use`` (value read), ``load`` /
 ``store`` / ``update`` (memory read / written / read-modify-written through an address),
 ``addr`` (an address that is not dereferenced: a barrier object, a tensor map),
-``target`` (a branch target or callee).
+``target`` (a branch target or callee). A slot may carry its width after ``=`` (see
+``operand_bits``).
+
+Modifiers come in *forms* (``Form``): named modifier slots (``ModSlot``: type, rounding,
+state space, ...), each with its allowed values, whether it is required and how many of
+its values may appear. An opcode is valid when its modifiers fit one of its row's forms
+(``form_error``). A row whose syntax is too varied to enumerate has one permissive form
+(``loose``): any of its modifiers, in any number, as before forms existed.
 """
 from __future__ import annotations
 
@@ -61,13 +68,51 @@ class Slot:
     access: str  # def | use | load | store | update | addr | target
     optional: bool = False
     variadic: bool = False
+    bits: str | None = None  # width: an integer, or t / t2 / w (see operand_bits)
+
+
+@dataclass(frozen=True, slots=True)
+class ModSlot:
+    """One named modifier position of a form: its values, whether one is required, and how
+    many of them may appear together (``None``: any number)."""
+    name: str
+    values: frozenset
+    required: bool = False
+    most: int | None = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One syntax form of an instruction family: the modifier slots that go together."""
+    name: str
+    slots: tuple  # of ModSlot
+    permissive: bool = False
+
+    @property
+    def vocabulary(self) -> frozenset:
+        return frozenset(v for s in self.slots for v in s.values)
+
+
+def mods(name: str, *values, required: bool = False, most: int | None = 1) -> ModSlot:
+    """A modifier slot; ``values`` are strings or tuples of them."""
+    vs = frozenset(v for g in values for v in (g if isinstance(g, tuple) else (g,)))
+    return ModSlot(name, vs, required, most)
+
+
+def form(name: str, *slots: ModSlot) -> Form:
+    return Form(name, tuple(slots))
+
+
+def loose(*mod_groups) -> Form:
+    """The permissive form: any of these modifiers, in any number and combination."""
+    return Form("any", (mods("modifier", *mod_groups, most=None),), permissive=True)
 
 
 @dataclass(frozen=True, slots=True)
 class OpRow:
     mnemonic: str
     operands: tuple  # of Slot
-    mods: frozenset
+    forms: tuple  # of Form
     section: str
     space: str | None = None  # fixed space, "mods" (from a modifier), or None
     proxy: str | None = None  # generic | async | None (no memory access)
@@ -75,6 +120,17 @@ class OpRow:
     semantics: str | None = None  # value-semantics family in semantics.values
     checks: tuple = ()  # named check functions (instr) -> str | None
     effect: str = "nop"  # one of EFFECTS: what the instruction does, for every analysis
+    flow: str | None = None  # control rows: one of FLOWS
+    collective: str | None = None  # warp-collective rows: which exchange (COLLECTIVES)
+
+    @property
+    def mods(self) -> frozenset:
+        """Every modifier some form of the row accepts."""
+        return frozenset().union(*(f.vocabulary for f in self.forms))
+
+    @property
+    def permissive(self) -> bool:
+        return any(f.permissive for f in self.forms)
 
     @property
     def min_operands(self) -> int:
@@ -88,9 +144,10 @@ class OpRow:
 def _slots(spec: str) -> tuple:
     out = []
     for tok in spec.split():
+        tok, _, bits = tok.partition("=")
         access, name = tok.split(":")
         opt, var = name.endswith("?"), name.endswith("*")
-        out.append(Slot(name.rstrip("?*"), access, opt, var))
+        out.append(Slot(name.rstrip("?*"), access, opt, var, bits or None))
     return tuple(out)
 
 
@@ -103,6 +160,11 @@ OPS: dict[str, OpRow] = {}
 #: warp-collective operation; ``control``: changes the flow of control; ``nop``: no effect
 #: the semantics models (hints, sleeps); ``opaque``: an instruction with no row.
 EFFECTS = ("value", "memory", "async", "sync", "control", "nop", "opaque")
+#: The ``flow`` column of control rows: ``branch`` (bra), ``branch.indirect`` (brx.idx),
+#: ``call``, ``return`` (ret: back to the caller), ``exit`` (the thread ends), ``trap``.
+FLOWS = ("branch", "branch.indirect", "call", "return", "exit", "trap")
+#: The ``collective`` column: what a warp-collective row exchanges among the lanes.
+COLLECTIVES = ("shuffle", "vote", "match", "reduce", "elect", "activemask", "matrix", "mma")
 ASYNC_SYNC = ("cp.async", "bulk.copy", "wgmma.mma")
 
 
@@ -116,11 +178,16 @@ def _effect(kw) -> str:
     return "value" if kw.get("semantics") else "nop"
 
 
-def row(mnemonic: str, operands: str, section: str, *mod_groups, **kw) -> None:
-    mods = frozenset(m for g in mod_groups for m in (g if isinstance(g, tuple) else (g,)))
+def row(mnemonic: str, operands: str, section: str, *forms, **kw) -> None:
+    """One row. ``forms`` are ``Form`` values; bare modifier groups (strings, tuples of
+    them) make the row's one permissive form."""
+    if not forms or not all(isinstance(f, Form) for f in forms):
+        assert not any(isinstance(f, Form) for f in forms), mnemonic
+        forms = (loose(*forms),)
     kw.setdefault("effect", _effect(kw))
     assert kw["effect"] in EFFECTS, kw["effect"]
-    OPS[mnemonic] = OpRow(mnemonic, _slots(operands), mods, section, **kw)
+    assert kw.get("flow") in (None,) + FLOWS and kw.get("collective") in (None,) + COLLECTIVES
+    OPS[mnemonic] = OpRow(mnemonic, _slots(operands), tuple(forms), section, **kw)
 
 
 # --------------------------------------------------------------------------- check functions
@@ -128,19 +195,6 @@ def requires_type(instr) -> str | None:
     """The instruction names at least one operand type."""
     if not instr.types():
         return f"{instr.opcode}: a type modifier (.u32, .f32, ...) is required"
-    return None
-
-
-def at_most_one_space(instr) -> str | None:
-    spaces = [m for m in instr.mods if m in SPACES]
-    if len(spaces) > 1:
-        return f"{instr.opcode}: more than one state space ({', '.join(spaces)})"
-    return None
-
-
-def setp_has_comparison(instr) -> str | None:
-    if not any(m in CMP for m in instr.mods):
-        return f"{instr.opcode}: a comparison operator (.eq, .lt, ...) is required"
     return None
 
 
@@ -186,20 +240,74 @@ S_WGMMA = "9.7.15 asynchronous-warpgroup-level-matrix-instructions"
 S_MMA = "9.7.14 warp-level-matrix-instructions"
 S_MISC = "9.7.19 miscellaneous-instructions"
 
-ARITH = (TYPES, FROUND, FFLAGS, IMODE)
-# Integer and floating-point arithmetic (§9.7.1, §9.7.3, §9.7.4).
-for m in ("add", "sub", "min", "max", "copysign"):
-    row(m, "def:d use:a use:b", f"{S_INT}-{m}", *ARITH, semantics=m, checks=(requires_type,))
-for m in ("mul", "mul24", "div", "rem"):
-    row(m, "def:d use:a use:b", f"{S_INT}-{m}", *ARITH, semantics=m, checks=(requires_type,))
-for m in ("mad", "mad24", "fma", "sad"):
-    row(m, "def:d use:a use:b use:c", f"{S_INT}-{m}", *ARITH, semantics=m, checks=(requires_type,))
+# Integer and floating-point arithmetic (§9.7.1, §9.7.2, §9.7.3, §9.7.4). The forms follow
+# each instruction's syntax block in the ISA; ``sat``/``ftz`` are allowed on every type of a
+# float form (the ISA restricts some of them per type, which ptxas reports).
+INT = ("u16", "u32", "u64", "s16", "s32", "s64")
+FLOAT = ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
+RND = ("rn", "rz", "rm", "rp")
+SAT, FTZ = mods("saturation", "sat"), mods("flush", "ftz")
+
+
+def _int_form(*extra, types=INT) -> Form:
+    return form("integer", mods("type", types, required=True), *extra)
+
+
+def _float_form(*extra, rnd_required=False, types=FLOAT) -> Form:
+    # ``most=2``: the mixed-precision forms (``add.f32.bf16``) name two types
+    return form("floating-point", mods("rounding", RND, required=rnd_required), FTZ, SAT, *extra,
+                mods("type", types, required=True, most=2))
+
+
+def _cc_form(*extra) -> Form:
+    """``add.cc``, ``sub.cc``, ``mad{.hi,.lo}.cc`` (§9.7.2): carry-out to CC.CF."""
+    return form("carry-out", mods("carry", "cc", required=True), *extra,
+                mods("type", ("u32", "s32", "u64", "s64"), required=True))
+
+
+for m in ("add", "sub"):
+    row(m, "def:d=t use:a=t use:b=t", f"{S_INT}-{m}", _int_form(SAT), _float_form(), _cc_form(),
+        semantics=m)
+row("mul", "def:d=w use:a=t use:b=t", f"{S_INT}-mul",
+    _int_form(mods("mode", "hi", "lo", "wide", required=True)), _float_form(), semantics="mul")
+row("mul24", "def:d=t use:a=t use:b=t", f"{S_INT}-mul24",
+    _int_form(mods("mode", "hi", "lo", required=True), types=("u32", "s32")), semantics="mul24")
+row("mad", "def:d=w use:a=t use:b=t use:c=w", f"{S_INT}-mad",
+    _int_form(mods("mode", "hi", "lo", "wide", required=True), SAT),
+    _float_form(), _cc_form(mods("mode", "hi", "lo", required=True)), semantics="mad")
+row("mad24", "def:d=t use:a=t use:b=t use:c=t", f"{S_INT}-mad24",
+    _int_form(mods("mode", "hi", "lo", required=True), SAT, types=("u32", "s32")), semantics="mad24")
+row("sad", "def:d=t use:a=t use:b=t use:c=t", f"{S_INT}-sad", _int_form(), semantics="sad")
+row("fma", "def:d=t use:a=t use:b=t use:c=t", f"{S_FP}-fma",
+    _float_form(mods("relu", "relu"), mods("out-of-bounds", "oob"), rnd_required=True),
+    semantics="fma")
+row("div", "def:d=t use:a=t use:b=t", f"{S_INT}-div", _int_form(),
+    form("floating-point", mods("rounding", RND, "approx", "full"), FTZ, mods("type", "f32", "f64", required=True)),
+    semantics="div")
+row("rem", "def:d=t use:a=t use:b=t", f"{S_INT}-rem", _int_form(), semantics="rem")
+for m in ("min", "max"):
+    row(m, "def:d=t use:a=t use:b=t use:c?=t", f"{S_INT}-{m}",
+        _int_form(mods("relu", "relu")),
+        form("floating-point", FTZ, mods("NaN", "NaN"), mods("xorsign", "xorsign"), mods("abs", "abs"),
+             mods("type", FLOAT, required=True)), semantics=m)
+for m in ("abs", "neg"):
+    row(m, "def:d=t use:a=t", f"{S_INT}-{m}", _int_form(types=("s16", "s32", "s64")),
+        form("floating-point", FTZ, mods("type", FLOAT, required=True)), semantics=m)
+row("copysign", "def:d=t use:a=t use:b=t", f"{S_FP}-copysign",
+    form("floating-point", mods("type", "f32", "f64", required=True)), semantics="copysign")
 for m in ("addc", "subc"):
-    row(m, "def:d use:a use:b", f"9.7.2 extended-precision-arithmetic-instructions-{m}", TYPES, "cc", semantics=m)
-row("madc", "def:d use:a use:b use:c", "9.7.2 extended-precision-arithmetic-instructions-madc", TYPES, "cc", "lo", "hi", semantics="madc")
-for m in ("abs", "neg", "popc", "clz", "brev", "bfind", "not", "cnot", "rcp", "sqrt",
+    row(m, "def:d=t use:a=t use:b=t", f"9.7.2 extended-precision-arithmetic-instructions-{m}",
+        form("carry-in", mods("carry", "cc"), mods("type", ("u32", "s32", "u64", "s64"), required=True)),
+        semantics=m)
+row("madc", "def:d=t use:a=t use:b=t use:c=t", "9.7.2 extended-precision-arithmetic-instructions-madc",
+    form("carry-in", mods("mode", "hi", "lo"), mods("carry", "cc"),
+         mods("type", ("u32", "s32", "u64", "s64"), required=True)), semantics="madc")
+# The remaining unary families (bit counts, transcendental approximations): their syntax
+# varies by target and type, so one permissive form each.
+for m in ("popc", "clz", "brev", "bfind", "not", "cnot", "rcp", "sqrt",
           "rsqrt", "sin", "cos", "lg2", "ex2", "tanh"):
-    row(m, "def:d use:a", f"{S_FP}-{m}", *ARITH, "shiftamt", semantics=m, checks=(requires_type,))
+    row(m, "def:d use:a", f"{S_FP}-{m}", TYPES, FROUND, FFLAGS, IMODE, "shiftamt", semantics=m,
+        checks=(requires_type,))
 row("testp", "def:d use:a", f"{S_FP}-testp", TYPES,
     ("finite", "infinite", "number", "notanumber", "normal", "subnormal"), semantics="testp")
 row("bfe", "def:d use:a use:b use:c", f"{S_INT}-bfe", TYPES, semantics="bfe")
@@ -208,27 +316,44 @@ row("fns", "def:d use:mask use:base use:offset", f"{S_INT}-fns", TYPES, semantic
 row("dp4a", "def:d use:a use:b use:c", f"{S_INT}-dp4a", TYPES, semantics="dp4a")
 row("dp2a", "def:d use:a use:b use:c", f"{S_INT}-dp2a", TYPES, "lo", "hi", semantics="dp2a")
 # Logic and shift (§9.7.8).
-for m in ("and", "or", "xor", "shl", "shr"):
-    row(m, "def:d use:a use:b", f"{S_LOGIC}-{m}", TYPES, semantics=m, checks=(requires_type,))
+BITS = ("pred", "b16", "b32", "b64")
+for m in ("and", "or", "xor"):  # the ISA lists .pred and .bN; integer types are let through
+    row(m, "def:d=t use:a=t use:b=t", f"{S_LOGIC}-{m}", form("logic", mods("type", BITS, INT, required=True)),
+        semantics=m)
+for m in ("shl", "shr"):  # shr also takes signed and unsigned types (arithmetic / logical)
+    row(m, "def:d=t use:a=t use:b=32", f"{S_LOGIC}-{m}",
+        form("shift", mods("type", BITS[1:], INT, required=True)), semantics=m)
 row("lop3", "def:d use:a use:b use:c use:immLut", f"{S_LOGIC}-lop3", TYPES, semantics="lop3")
 row("shf", "def:d use:a use:b use:c", f"{S_LOGIC}-shf", TYPES, ("l", "r", "wrap", "clamp"), semantics="shf")
 # Comparison and selection (§9.7.6).
-row("setp", "def:p use:a use:b use:c?", f"{S_CMP}-setp", TYPES, CMP, BOOLOP, "ftz",
-    semantics="setp", checks=(requires_type, setp_has_comparison))
-row("set", "def:d use:a use:b use:c?", f"{S_CMP}-set", TYPES, CMP, BOOLOP, "ftz", semantics="set")
-row("selp", "def:d use:a use:b use:c", f"{S_CMP}-selp", TYPES, semantics="selp")
+row("setp", "def:p=1 use:a=t use:b=t use:c?=1", f"{S_CMP}-setp",
+    form("compare", mods("comparison operator", CMP, required=True), mods("boolean operator", BOOLOP),
+         FTZ, mods("type", TYPES, required=True)), semantics="setp")
+row("set", "def:d=t use:a=t2 use:b=t2 use:c?=1", f"{S_CMP}-set",
+    form("compare", mods("comparison operator", CMP, required=True), mods("boolean operator", BOOLOP),
+         FTZ, mods("type", TYPES, required=True, most=2)), semantics="set")
+row("selp", "def:d=t use:a=t use:b=t use:c=1", f"{S_CMP}-selp", TYPES, semantics="selp")
 row("slct", "def:d use:a use:b use:c", f"{S_CMP}-slct", TYPES, "ftz", semantics="slct")
 # Data movement and conversion (§9.7.9).
-row("mov", "def:d use:a", f"{S_DATA}-mov", TYPES, semantics="mov", checks=(requires_type,))
+row("mov", "def:d=t use:a=t", f"{S_DATA}-mov", form("move", mods("type", TYPES, required=True)),
+    semantics="mov")
 row("cvt", "def:d use:a use:b?", f"{S_DATA}-cvt", TYPES, FROUND, IROUND, FFLAGS, semantics="cvt")
-row("cvta", "def:d use:a", f"{S_DATA}-cvta", TYPES, SPACES, "to", semantics="cvta")
+row("cvta", "def:d=t use:a=t", f"{S_DATA}-cvta", TYPES, SPACES, "to", semantics="cvta")
 row("isspacep", "def:p use:a", f"{S_DATA}-isspacep", SPACES, semantics="isspacep")
 row("prmt", "def:d use:a use:b use:c", f"{S_DATA}-prmt", TYPES, ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"), semantics="prmt")
-row("ld", "def:d load:a use:policy?", f"{S_DATA}-ld", TYPES, SPACES, SEM, SCOPE, CACHE, VEC,
-    space="mods", proxy="generic", checks=(requires_type, at_most_one_space))
+def _memory_form(name, *extra) -> Form:
+    """ld / st / atom / red: at most one state space, memory order and scope, any cache
+    and eviction hints, one vector width and one type."""
+    return form(name, mods("state space", SPACES), mods("memory order", SEM), mods("scope", SCOPE),
+                *extra, mods("cache hint", CACHE, most=None), mods("vector", VEC),
+                mods("type", TYPES, required=True))
+
+
+row("ld", "def:d=t load:a use:policy?=64", f"{S_DATA}-ld", _memory_form("load"),
+    space="mods", proxy="generic")
 row("ldu", "def:d load:a", f"{S_DATA}-ldu", TYPES, SPACES, VEC, space="mods", proxy="generic")
-row("st", "store:a use:b use:policy?", f"{S_DATA}-st", TYPES, SPACES, SEM, SCOPE, CACHE, VEC,
-    space="mods", proxy="generic", checks=(requires_type, at_most_one_space))
+row("st", "store:a use:b=t use:policy?=64", f"{S_DATA}-st", _memory_form("store"),
+    space="mods", proxy="generic")
 row("st.async", "store:a use:b addr:mbar", f"{S_DATA}-st-async", TYPES, SEM, SCOPE, VEC,
     "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="async",
     sync="mbarrier.complete_tx")
@@ -242,14 +367,16 @@ row("applypriority", "addr:a use:size", f"{S_DATA}-applypriority", ("global", "L
 row("discard", "addr:a use:size", f"{S_DATA}-discard", ("global", "L2"))
 row("mapa", "def:d use:a use:b", f"{S_DATA}-mapa", TYPES, "shared::cluster", semantics="mapa")
 row("getctarank", "def:d use:a", f"{S_DATA}-getctarank", TYPES, "shared::cluster", semantics="getctarank")
-row("shfl", "def:d use:a use:b use:c use:membermask?", f"{S_DATA}-shfl-sync", TYPES,
-    ("sync", "up", "down", "bfly", "idx"), sync="collective")
+row("shfl", "def:d=32 use:a=32 use:b=32 use:c=32 use:membermask?=32", f"{S_DATA}-shfl-sync", TYPES,
+    ("sync", "up", "down", "bfly", "idx"), sync="collective", collective="shuffle")
 row("ldmatrix", "def:d load:a", f"{S_DATA}-ldmatrix", TYPES, ALIGNED, SPACES,
     ("m8n8", "m16n16", "m8n16", "x1", "x2", "x4", "trans", "b8x16.b6x16_p32", "b8x16.b4x16_p64"),
-    space="mods", proxy="generic", sync="collective")
+    space="mods", proxy="generic", sync="collective", collective="matrix")
 row("stmatrix", "store:a use:b", f"{S_DATA}-stmatrix", TYPES, ALIGNED, SPACES,
-    ("m8n8", "m16n8", "x1", "x2", "x4", "trans"), space="mods", proxy="generic", sync="collective")
-row("movmatrix", "def:d use:a", f"{S_DATA}-movmatrix", TYPES, ALIGNED, ("m8n8", "trans"), sync="collective")
+    ("m8n8", "m16n8", "x1", "x2", "x4", "trans"), space="mods", proxy="generic", sync="collective",
+    collective="matrix")
+row("movmatrix", "def:d use:a", f"{S_DATA}-movmatrix", TYPES, ALIGNED, ("m8n8", "trans"), sync="collective",
+    collective="matrix")
 # Ampere cp.async (§9.7.9.25.3).
 row("cp.async", "store:dst load:src use:size use:src_size? use:policy?", f"{S_DATA}-cp-async",
     ("ca", "cg", "shared", "shared::cta", "global"), CACHE, ("L2::cache_hint",),
@@ -292,11 +419,12 @@ row("tensormap.cp_fenceproxy", "store:dst load:src use:size", f"{S_DATA}-tensorm
     ("global", "shared::cta", "tensormap::generic", "release", "gpu", "sync", "aligned", "cta",
      "cluster", "sys"), sync="fence.proxy.tensormap")
 # Control flow (§9.7.12).
-row("bra", "target:L", f"{S_CTRL}-bra", ("uni",), effect="control")
-row("brx.idx", "use:index target:table", f"{S_CTRL}-brx-idx", ("uni",), effect="control")
-row("call", "use:ret? target:fn use:args*", f"{S_CTRL}-call", ("uni",), effect="control")
-row("ret", "", f"{S_CTRL}-ret", ("uni",), effect="control")
-row("exit", "", f"{S_CTRL}-exit", effect="control")
+row("bra", "target:L", f"{S_CTRL}-bra", ("uni",), effect="control", flow="branch")
+row("brx.idx", "use:index target:table", f"{S_CTRL}-brx-idx", ("uni",), effect="control",
+    flow="branch.indirect")
+row("call", "use:ret? target:fn use:args*", f"{S_CTRL}-call", ("uni",), effect="control", flow="call")
+row("ret", "", f"{S_CTRL}-ret", ("uni",), effect="control", flow="return")
+row("exit", "", f"{S_CTRL}-exit", effect="control", flow="exit")
 # Parallel synchronization and communication (§9.7.13).
 BARMODS = ("sync", "arrive", "red", "aligned", "popc", "and", "or", "u32", "pred")
 row("bar", "use:a use:b? use:c? use:d?", f"{S_SYNC}-bar", BARMODS, sync="bar")
@@ -315,22 +443,26 @@ row("fence.proxy.alias", "", f"{S_SYNC}-membar", sync="fence.proxy.alias")
 row("fence.proxy.tensormap::generic", "addr:a? use:size?", f"{S_SYNC}-membar",
     ("release", "acquire"), SCOPE, sync="fence.proxy.tensormap")
 row("fence.mbarrier_init", "", f"{S_SYNC}-membar", ("release", "cluster"), sync="fence.mbarrier_init")
-row("atom", "def:d update:a use:b use:c? use:policy?", f"{S_SYNC}-atom", TYPES, SPACES, SEM,
-    SCOPE, ATOMOP, VEC, CACHE, space="mods", proxy="generic", semantics="atom")
-row("red", "update:a use:b use:policy?", f"{S_SYNC}-red", TYPES, SPACES, SEM, SCOPE, ATOMOP,
-    VEC, CACHE, space="mods", proxy="generic", semantics="atom")
+ATOM_OP = mods("operation", tuple(x for x in ATOMOP if x != "noftz"), required=True)
+row("atom", "def:d=t update:a use:b=t use:c?=t use:policy?=64", f"{S_SYNC}-atom",
+    _memory_form("atomic", ATOM_OP, mods("flush", "noftz")), space="mods", proxy="generic",
+    semantics="atom")
+row("red", "update:a use:b=t use:policy?=64", f"{S_SYNC}-red",
+    _memory_form("reduction", ATOM_OP, mods("flush", "noftz")), space="mods", proxy="generic",
+    semantics="atom")
 row("red.async", "update:a use:b addr:mbar", f"{S_SYNC}-red-async", TYPES, SEM, SCOPE, ATOMOP,
     "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="async",
     sync="mbarrier.complete_tx")
-row("vote", "def:d use:a use:membermask?", f"{S_SYNC}-vote-sync",
-    ("sync", "all", "any", "uni", "ballot", "pred", "b32"), sync="collective")
-row("match", "def:d use:a use:membermask", f"{S_SYNC}-match-sync", ("sync", "any", "all", "b32", "b64"),
-    sync="collective")
-row("activemask", "def:d", f"{S_SYNC}-activemask", ("b32",), effect="value")
-row("redux", "def:d use:a use:membermask", f"{S_SYNC}-redux-sync",
+row("vote", "def:d use:a=1 use:membermask?=32", f"{S_SYNC}-vote-sync",
+    ("sync", "all", "any", "uni", "ballot", "pred", "b32"), sync="collective", collective="vote")
+row("match", "def:d=32 use:a=t use:membermask=32", f"{S_SYNC}-match-sync",
+    ("sync", "any", "all", "b32", "b64"), sync="collective", collective="match")
+row("activemask", "def:d=32", f"{S_SYNC}-activemask", ("b32",), effect="value", collective="activemask")
+row("redux", "def:d=t use:a=t use:membermask=32", f"{S_SYNC}-redux-sync",
     ("sync", "add", "min", "max", "and", "or", "xor", "u32", "s32", "b32", "f32", "abs", "NaN"),
-    sync="collective")
-row("elect", "def:d use:membermask", f"{S_SYNC}-elect-sync", ("sync",), sync="collective")
+    sync="collective", collective="reduce")
+row("elect", "def:d use:membermask=32", f"{S_SYNC}-elect-sync", ("sync",), sync="collective",
+    collective="elect")
 row("griddepcontrol", "", f"{S_SYNC}-griddepcontrol", ("wait", "launch_dependents"),
     sync="griddepcontrol")
 row("nanosleep", "use:t", f"{S_MISC}-nanosleep", ("u32",))
@@ -340,17 +472,17 @@ row("mbarrier.init", "addr:a use:count", f"{S_SYNC}-mbarrier-init", MB, sync="mb
     checks=(mbarrier_shared_space,))
 row("mbarrier.inval", "addr:a", f"{S_SYNC}-mbarrier-inval", MB, sync="mbarrier.inval",
     checks=(mbarrier_shared_space,))
-row("mbarrier.arrive", "def:state addr:a use:count?", f"{S_SYNC}-mbarrier-arrive", MB,
+row("mbarrier.arrive", "def:state=64 addr:a use:count?=32", f"{S_SYNC}-mbarrier-arrive", MB,
     "noComplete", "expect_tx", sync="mbarrier.arrive", checks=(mbarrier_shared_space,))
-row("mbarrier.arrive_drop", "def:state addr:a use:count?", f"{S_SYNC}-mbarrier-arrive-drop", MB,
+row("mbarrier.arrive_drop", "def:state=64 addr:a use:count?=32", f"{S_SYNC}-mbarrier-arrive-drop", MB,
     "noComplete", "expect_tx", sync="mbarrier.arrive_drop", checks=(mbarrier_shared_space,))
 row("mbarrier.expect_tx", "addr:a use:tx", f"{S_SYNC}-mbarrier-expect-tx", MB,
     sync="mbarrier.expect_tx", checks=(mbarrier_shared_space,))
 row("mbarrier.complete_tx", "addr:a use:tx", f"{S_SYNC}-mbarrier-complete-tx", MB,
     sync="mbarrier.complete_tx", checks=(mbarrier_shared_space,))
-row("mbarrier.test_wait", "def:waitComplete addr:a use:state", f"{S_SYNC}-mbarrier-test-wait-try-wait",
+row("mbarrier.test_wait", "def:waitComplete=1 addr:a use:state=64", f"{S_SYNC}-mbarrier-test-wait-try-wait",
     MB, "parity", sync="mbarrier.wait", checks=(mbarrier_shared_space, mbarrier_remote_no_wait))
-row("mbarrier.try_wait", "def:waitComplete addr:a use:state use:suspendTimeHint?",
+row("mbarrier.try_wait", "def:waitComplete=1 addr:a use:state=64 use:suspendTimeHint?=32",
     f"{S_SYNC}-mbarrier-test-wait-try-wait", MB, "parity", sync="mbarrier.wait",
     checks=(mbarrier_shared_space, mbarrier_remote_no_wait))
 row("mbarrier.pending_count", "def:count use:state", f"{S_SYNC}-mbarrier-pending-count", ("b64",),
@@ -369,16 +501,21 @@ row("wgmma.mma_async", "update:d load:a load:b use:rest*", f"{S_WGMMA}-wgmma-mma
 row("mma", "def:d use:a use:b use:c use:rest*", f"{S_MMA}-mma", WG, TYPES,
     ("m8n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k16", "m16n8k4", "m16n8k64",
      "m16n8k128", "m16n8k256", "m8n8k32", "m8n8k128", "row", "col", "satfinite", "sp",
-     "sp::ordered_metadata", "kind::f8f6f4"), sync="collective")
+     "sp::ordered_metadata", "kind::f8f6f4"), sync="collective", collective="mma")
 row("setmaxnreg", "use:n", f"{S_MISC}-setmaxnreg", ("inc", "dec", "sync", "aligned", "u32"),
     sync="setmaxnreg")
-row("trap", "", f"{S_MISC}-trap", effect="control")
+row("trap", "", f"{S_MISC}-trap", effect="control", flow="trap")
 row("brkpt", "", f"{S_MISC}-brkpt")
 row("pmevent", "use:a", f"{S_MISC}-pmevent", ("mask",))
 
 #: Families in the table whose meaning the semantics models only as a synchronization or
 #: memory effect; listed so the interpreter can refuse anything else by name.
 SYNC_EFFECTS = frozenset(r.sync for r in OPS.values() if r.sync)
+
+#: Every modifier some row's precise form names. A row without a permissive form rejects
+#: one of these that none of its forms accepts; a word outside this vocabulary makes the
+#: instruction opaque (a modifier the table does not know yet).
+VOCABULARY = frozenset().union(*(r.mods for r in OPS.values()))
 
 # Longest-prefix lookup over dotted components.
 _BY_FIRST: dict[str, list] = {}
@@ -390,15 +527,60 @@ def split_opcode(opcode: str) -> tuple[str, tuple, bool]:
     """``mbarrier.try_wait.parity.shared::cta.b64`` -> (``mbarrier.try_wait``,
     ``('parity', 'shared::cta', 'b64')``, supported). The family is the longest row
     mnemonic that is a dotted prefix; an opcode with no row keeps its first component as
-    the family and is unsupported, as is one with a modifier the row does not list."""
+    the family and is unsupported, as is one with a modifier the table does not know (for
+    a permissive row: one the row does not list). Whether known modifiers go together is
+    ``form_error``'s question."""
     parts = opcode.split(".")
     for m in _BY_FIRST.get(parts[0], ()):
         k = m.count(".") + 1
         if parts[:k] == m.split("."):
             mods = tuple(parts[k:])
-            allowed = OPS[m].mods
+            r = OPS[m]
+            allowed = r.mods if r.permissive else VOCABULARY
             return m, mods, all(x in allowed for x in mods)
     return parts[0], tuple(parts[1:]), False
+
+
+def _misfit(f: Form, mods: tuple) -> str | None:
+    """Why ``mods`` do not fit form ``f`` (``None`` when they do)."""
+    filled: dict = {}
+    for m in mods:
+        slots = [s for s in f.slots if m in s.values]
+        if not slots:
+            return f".{m} is not part of the {f.name} form"
+        free = [s for s in slots if s.most is None or len(filled.get(s.name, ())) < s.most]
+        if not free:
+            have = filled[slots[0].name]
+            return f"more than one {slots[0].name} ({', '.join('.' + x for x in have + [m])})"
+        filled.setdefault(free[0].name, []).append(m)
+    for s in f.slots:
+        if s.required and s.name not in filled:
+            some = ", ".join("." + v for v in sorted(s.values)[:3])
+            article = "an" if s.name[0] in "aeiou" else "a"
+            return f"{article} {s.name} modifier ({some}, ...) is required"
+    return None
+
+
+def form_error(family: str, mods: tuple) -> str | None:
+    """The reason ``mods`` fit none of the forms of ``family``'s row, naming the conflict;
+    ``None`` when they fit one (or the family has no row)."""
+    r = OPS.get(family)
+    if r is None:
+        return None
+    reasons = [_misfit(f, mods) for f in r.forms]
+    if None in reasons:
+        return None
+    stray = [m for m in mods if m not in r.mods]
+    if stray:
+        return f".{stray[0]} does not apply to {family}"
+    if len(r.forms) > 1:  # two modifiers that no form has together
+        for i, a in enumerate(mods):
+            for b in mods[i + 1:]:
+                if not any(a in f.vocabulary and b in f.vocabulary for f in r.forms):
+                    return f".{a} and .{b} do not go together"
+    # the form that holds every modifier, else the first
+    whole = [x for f, x in zip(r.forms, reasons) if set(mods) <= f.vocabulary]
+    return (whole or reasons)[0]
 
 
 def check_instr(instr) -> list[str]:
@@ -407,6 +589,9 @@ def check_instr(instr) -> list[str]:
     if r is None:
         return []
     out = []
+    why = form_error(instr.op, instr.mods)
+    if why:
+        out.append(f"{instr.opcode}: {why}")
     n = len(instr.operands)
     if n < r.min_operands or (r.max_operands is not None and n > r.max_operands):
         hi = "or more" if r.max_operands is None else f"to {r.max_operands}"
@@ -425,6 +610,68 @@ def effect_of(instr) -> str:
     return r.effect if r is not None and instr.supported else "opaque"
 
 
+def flow_of(instr) -> str | None:
+    """The ``flow`` column: how a control instruction moves control (``None`` otherwise)."""
+    r = OPS.get(instr.op)
+    return r.flow if r is not None else None
+
+
+def leaves_function(instr) -> bool:
+    """``ret`` or ``exit``: control does not go on to the next statement of the function."""
+    return flow_of(instr) in ("return", "exit")
+
+
+def sync_of(instr) -> str | None:
+    """The ``sync`` column: the synchronization effect (``mbarrier.wait``, ``bar``, ...)."""
+    r = OPS.get(instr.op)
+    return r.sync if r is not None else None
+
+
+def semantics_of(instr) -> str | None:
+    """The ``semantics`` column: the value-semantics family of a value instruction."""
+    r = OPS.get(instr.op)
+    return r.semantics if r is not None else None
+
+
+def collective_of(instr) -> str | None:
+    """The ``collective`` column: which warp-collective exchange an instruction makes."""
+    r = OPS.get(instr.op)
+    return r.collective if r is not None else None
+
+
+def is_polling_wait(instr) -> bool:
+    """``mbarrier.test_wait`` / ``try_wait``: a wait that returns whether the phase completed;
+    its retry loop is one blocking wait."""
+    return sync_of(instr) == "mbarrier.wait"
+
+
+def memory_slot(instr) -> int | None:
+    """Index of the operand an instruction reads or writes memory through."""
+    r = OPS.get(instr.op)
+    if r is None:
+        return None
+    return next((k for k, s in enumerate(r.operands) if s.access in ("load", "store", "update")), None)
+
+
+def memory_access(instr) -> str | None:
+    """``load``, ``store`` or ``update`` (read-modify-write): how a generic-proxy memory
+    instruction (``effect`` memory) accesses memory through its memory slot."""
+    r = OPS.get(instr.op)
+    if r is None or r.effect != "memory":
+        return None
+    k = memory_slot(instr)
+    return r.operands[k].access if k is not None else None
+
+
+def param_access(instr) -> str | None:
+    """``memory_access`` of an instruction that names the ``.param`` space (ld.param: load,
+    st.param: store); ``None`` otherwise."""
+    r = OPS.get(instr.op)
+    if r is None or r.space != "mods" or "param" not in instr.mods:
+        return None
+    return memory_access(instr)
+
+
 def space_of(instr) -> str | None:
     """The state space an instruction's memory operand lives in (``generic`` when a
     memory instruction names none)."""
@@ -437,6 +684,33 @@ def space_of(instr) -> str | None:
         if m in SPACES:
             return "shared::cta" if m == "shared" else m
     return "generic"
+
+
+def operand_bits(instr, slot_index: int) -> int | None:
+    """The width in bits of operand ``slot_index`` where the row and the modifiers fix it:
+    a slot's ``=N`` is N bits (``=1`` a predicate, ``=64`` a cache policy or mbarrier
+    state); ``=t`` is the instruction's (first) type, ``=t2`` its second type (the source
+    of ``set``, ``cvt``), ``=w`` the type doubled by ``.wide`` (``mul.wide``, ``mad.wide``).
+    ``None`` when the width is not fixed (addresses, untyped operands, opaque ops); for a
+    vector operand, the width of each element."""
+    r = OPS.get(instr.op)
+    if r is None or not instr.supported or not r.operands:
+        return None
+    slot = r.operands[min(slot_index, len(r.operands) - 1)]
+    if slot_index >= len(r.operands) and not slot.variadic:
+        return None
+    b = slot.bits
+    if b is None:
+        return None
+    if b.isdigit():
+        return int(b)
+    types = instr.types()
+    if not types:
+        return None
+    if b == "t2":
+        return SCALAR_BITS[types[-1]]
+    bits = SCALAR_BITS[types[0]]
+    return 2 * bits if b == "w" and "wide" in instr.mods else bits
 
 
 CheckFn = Callable

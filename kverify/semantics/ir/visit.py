@@ -6,6 +6,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Callable, Iterator
 
 from .nodes import Addr, Block, If, Imm, Instr, Kernel, Loop, Module, Reg, Sym
+from .optable import flow_of, param_access, semantics_of
 from .symint import SymInt
 
 
@@ -63,7 +64,7 @@ def substitute_params(module: Module, kernel: Kernel, values: dict) -> Kernel:
                 by_name[p.name] = int(values[key])
 
     def ins(i: Instr):
-        if i.op == "ld" and "param" in i.mods and len(i.operands) == 2:
+        if param_access(i) == "load" and len(i.operands) == 2:
             a = i.operands[1]
             if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in by_name and a.offset == 0:
                 ty = i.types()[-1]
@@ -116,7 +117,7 @@ def reachable_functions(module, kernel) -> Iterator[Kernel]:
         seen.add(k.name)
         yield k
         for i in instructions(k.body):
-            if i.op == "call":
+            if flow_of(i) == "call":
                 callee = callee_of(module, i)
                 if callee is not None:
                     todo.append(callee)
@@ -151,6 +152,6 @@ def unread_atomic_results(module, kernel) -> set:
     for k in reachable_functions(module, kernel):
         names_of(k.body, Reg, names)
         dests += [i.operands[0].name for i in instructions(k.body)
-                  if i.op == "atom" and i.operands and isinstance(i.operands[0], Reg)]
+                  if semantics_of(i) == "atom" and i.operands and isinstance(i.operands[0], Reg)]
     total, as_dest = Counter(names), Counter(dests)
     return {r for r, n in as_dest.items() if total[r] == n}

@@ -39,6 +39,7 @@ from kverify.semantics.interpreter.ops import CARRY, CARRY_IN, CARRY_OUT
 from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg,
                                 Sink, Sym, VecOp)
 from kverify.semantics.ir.errors import Unsupported  # noqa: F401  (re-exported)
+from kverify.semantics.ir.optable import collective_of, flow_of, operand_bits, sync_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.values import FAMILIES, source_bits
@@ -136,11 +137,9 @@ class Executor:
         self._layout(names)
         self.handlers = {}
         for name, row in __import__("kverify.semantics.ir.optable", fromlist=["OPS"]).OPS.items():
-            if row.semantics in FAMILIES:
-                self.handlers[name] = self.h_value
-        for names_, h in HANDLERS.items():
-            for n in names_:
-                self.handlers[n] = getattr(self, h)
+            h = handler_name(row)
+            if h is not None:
+                self.handlers[name] = getattr(self, h)
 
     # ------------------------------------------------------------------ layout
     def _layout(self, names):
@@ -612,7 +611,7 @@ class Executor:
             return None
         args, widths = [], []
         for i, o in enumerate(srcs):
-            if fam in ("selp", "setp", "set") and i == 2:
+            if i == 2 and operand_bits(ins, 3) == 1:  # selp/setp/set's predicate c
                 args.append(self.pred(t, o) if isinstance(o, Reg) else self.val(t, o, 1))
                 widths.append(1)
                 continue
@@ -699,7 +698,7 @@ class Executor:
             self.store(t, space, base + j * nb, nb, v, ins.loc)
 
     def h_exit(self, t, ins):
-        if ins.op == "ret" and getattr(t, "frames", None):
+        if flow_of(ins) == "return" and getattr(t, "frames", None):
             raise Unsupported("ret inside a called function", ins)
         return "exit"
 
@@ -709,7 +708,7 @@ class Executor:
     def h_bar(self, t, ins):
         ops = ins.operands
         mods = set(ins.mods)
-        if ins.op == "barrier.cluster":
+        if sync_of(ins) == "cluster.barrier":
             raise Unsupported("cluster barriers", ins)
         if "red" in mods:
             raise Unsupported("bar.red", ins)
@@ -735,12 +734,8 @@ class Executor:
             if i == 0 or isinstance(o, (PairOp, Sink)):
                 vals.append(None)
             elif isinstance(o, (Reg, Imm, Neg, FImm)):
-                if ins.op == "vote" and i == 1:
-                    vals.append(self.pred(t, o) if isinstance(o, Reg) else self.val(t, o, 1))
-                elif ins.op == "match" and i == 1:
-                    vals.append(self.val(t, o, 64 if "b64" in ins.mods else 32))
-                else:
-                    vals.append(self.val(t, o, 32))
+                w = operand_bits(ins, i) or 32
+                vals.append(self.pred(t, o) if w == 1 and isinstance(o, Reg) else self.val(t, o, w))
             else:
                 vals.append(None)
         return self._coll_gen(t, ins, vals)
@@ -760,9 +755,9 @@ class Executor:
         ins = members[0].event[1]
         lanes = {t.linear % 32: t for t in members}
         vals = {t.linear % 32: t.event[2] for t in members}
-        op = ins.op
+        coll = collective_of(ins)
         res = {}
-        if op == "shfl":
+        if coll == "shuffle":
             mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
             for lane, v in vals.items():
                 b, c = v[2], v[3]
@@ -772,7 +767,7 @@ class Executor:
                 if j not in vals:
                     raise Unsupported(f"shfl reads lane {j}, which does not take part", ins)
                 res[lane] = (vals[j][1], ok)
-        elif op == "vote":
+        elif coll == "vote":
             preds = {l: v[1] for l, v in vals.items()}
             if not all(type(p) is bool for p in preds.values()):
                 raise DataDependent("a vote predicate depends on input data")
@@ -781,13 +776,13 @@ class Executor:
             r = {"all": all(preds.values()), "any": any(preds.values()),
                  "uni": len(set(preds.values())) == 1, "ballot": ballot}[kind]
             res = {l: r for l in vals}
-        elif op == "elect":
+        elif coll == "elect":
             leader = min(vals)
             res = {l: (leader, l == leader) for l in vals}
-        elif op == "activemask":
+        elif coll == "activemask":
             m = sum(1 << l for l in vals)
             res = {l: m for l in vals}
-        elif op == "redux":
+        elif coll == "reduce":
             kind = next(x for x in ins.mods if x in ("add", "min", "max", "and", "or", "xor"))
             ty = ins.types()[-1]
             acc = None
@@ -795,7 +790,7 @@ class Executor:
                 v = vals[l][1]
                 acc = v if acc is None else self.alg.family(kind, ty, frozenset(), [acc, v], [32, 32])
             res = {l: acc for l in vals}
-        elif op == "match":  # §9.7.13 match.sync, as the interpreter's h_match
+        elif coll == "match":  # §9.7.13 match.sync, as the interpreter's h_match
             mm = vals[min(vals)][2]
             if not all(is_concrete(v[1]) for v in vals.values()) or not is_concrete(mm):
                 raise DataDependent("a match.sync operand depends on input data")
@@ -854,7 +849,7 @@ class Executor:
             a -= SHARED_WINDOW
         st = t.cta.mbars.get(a)
         if st is None:
-            if ins.op != "mbarrier.init":
+            if sync_of(ins) != "mbarrier.init":
                 raise Unsupported("use of an mbarrier before mbarrier.init", ins)
         return st
 
@@ -876,7 +871,7 @@ class Executor:
             rest = rest[1:]
         if rest:
             cnt = self.val(t, rest[0], 32)
-        if ins.op == "mbarrier.arrive_drop":
+        if sync_of(ins) == "mbarrier.arrive_drop":
             st.expected -= cnt
         st.pending -= cnt
         st.settle()
@@ -886,7 +881,7 @@ class Executor:
     def h_mbar_tx(self, t, ins):
         st = self._mbar(t, ins.operands[0], ins)
         n = self.val(t, ins.operands[1], 32)
-        st.tx += n if ins.op == "mbarrier.expect_tx" else -n
+        st.tx += n if sync_of(ins) == "mbarrier.expect_tx" else -n
         st.settle()
 
     def h_mbar_wait(self, t, ins):
@@ -910,25 +905,45 @@ class Executor:
         raise Unsupported("calls of device functions", ins)
 
 
-HANDLERS = {
-    ("ld", "ldu"): "h_ld",
-    ("st",): "h_st",
-    ("cvta",): "h_cvta",
-    ("ret", "exit"): "h_exit",
-    ("bar", "barrier", "barrier.cluster"): "h_bar",
-    ("shfl", "vote", "elect", "activemask", "redux", "match"): "h_coll",
-    ("bar.warp.sync", "membar", "fence", "fence.proxy.async", "fence.proxy.async::generic", "fence.proxy.alias",
-     "fence.mbarrier_init", "nanosleep", "prefetch", "prefetchu", "cp.async.commit_group",
-     "cp.async.wait_group", "cp.async.wait_all", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group",
-     "cp.async.bulk.wait_group.read", "griddepcontrol", "setmaxnreg", "discard", "applypriority"): "h_nop",
-    ("cp.async",): "h_cp_async",
-    ("cp.async.bulk",): "h_bulk",
-    ("mbarrier.init",): "h_mbar_init",
-    ("mbarrier.arrive", "mbarrier.arrive_drop"): "h_mbar_arrive",
-    ("mbarrier.expect_tx", "mbarrier.complete_tx"): "h_mbar_tx",
-    ("mbarrier.try_wait", "mbarrier.test_wait"): "h_mbar_wait",
-    ("call",): "h_call",
+#: Handlers chosen by a row's ``sync`` column (the synchronization effect it has).
+SYNC_HANDLERS = {
+    "bar": "h_bar", "cluster.barrier": "h_bar", "cp.async": "h_cp_async",
+    "mbarrier.init": "h_mbar_init", "mbarrier.arrive": "h_mbar_arrive",
+    "mbarrier.arrive_drop": "h_mbar_arrive", "mbarrier.expect_tx": "h_mbar_tx",
+    "mbarrier.complete_tx": "h_mbar_tx", "mbarrier.wait": "h_mbar_wait",
+    # effects with nothing to do for one thread's values (fences, group bookkeeping:
+    # copies complete at issue)
+    "bar.warp.sync": "h_nop", "fence": "h_nop", "fence.proxy.async": "h_nop",
+    "fence.proxy.alias": "h_nop", "fence.mbarrier_init": "h_nop", "cp.async.commit": "h_nop",
+    "cp.async.wait": "h_nop", "cp.async.wait_all": "h_nop", "bulk.commit": "h_nop",
+    "bulk.wait": "h_nop", "griddepcontrol": "h_nop", "setmaxnreg": "h_nop",
 }
+COLLECTIVE_HANDLED = ("shuffle", "vote", "elect", "activemask", "reduce", "match")
+
+
+def handler_name(row) -> str | None:
+    """The method that executes instructions of an op-table row, from its columns; ``None``
+    for a row this engine does not model."""
+    if row.flow in ("return", "exit"):
+        return "h_exit"
+    if row.flow == "call":
+        return "h_call"
+    if row.collective in COLLECTIVE_HANDLED:
+        return "h_coll"
+    if row.semantics == "cvta":
+        return "h_cvta"
+    if row.semantics in FAMILIES:
+        return "h_value"
+    first = row.operands[0].access if row.operands else None
+    if row.effect == "memory" and row.collective is None and row.semantics is None:
+        return {"def": "h_ld", "store": "h_st"}.get(first)
+    if row.sync == "bulk.copy" and first == "store" and any(s.name == "size" for s in row.operands):
+        return "h_bulk"  # cp.async.bulk (not the tensor or reduce forms)
+    if row.effect == "sync" or row.sync == "cp.async":  # not st.async / red.async
+        return SYNC_HANDLERS.get(row.sync)
+    if row.sync is not None:
+        return None
+    return "h_nop" if row.effect == "nop" else None
 
 
 def _dim(v, comp):

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.nodes import Addr, Instr, Reg, Sym
+from kverify.semantics.ir.optable import (collective_of, flow_of, memory_access, param_access,
+                                          semantics_of, sync_of)
 from kverify.semantics.ir.visit import instructions
 from kverify.launch import dtypes, lookup, param_key
 
@@ -26,6 +28,7 @@ _NARROW = {"f16": 16, "bf16": 16, "tf32": 19, "e4m3": 8, "e5m2": 8, "f16x2": 16,
            "e4m3x2": 8, "e5m2x2": 8, "f32": 32}
 _FLOAT_RANK = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "bf16": 16, "f16x2": 16, "bf16x2": 16,
                "e4m3": 8, "e5m2": 8, "e4m3x2": 8, "e5m2x2": 8}
+#: Value semantics through which a register keeps pointing into the buffer its operand did.
 _PROPAGATE = {"add", "sub", "mad", "mov", "cvta", "selp"}
 
 
@@ -54,7 +57,7 @@ def _functions(module, kernel):
             continue
         seen.append(k)
         for i in instructions(k.body):
-            if i.op == "call":
+            if flow_of(i) == "call":
                 for o in i.operands:
                     if isinstance(o, Sym) and o.name in by_name:
                         todo.append(by_name[o.name])
@@ -66,7 +69,7 @@ def extern_calls(module, kernel, allowed=ALLOWED_EXTERN) -> list:
     out = []
     for k in _functions(module, kernel):
         for i in instructions(k.body):
-            if i.op != "call":
+            if flow_of(i) != "call":
                 continue
             callee = next((o for o in i.operands if isinstance(o, Sym)), None)
             if callee is None:
@@ -93,14 +96,15 @@ def _provenance(kernel) -> dict:
                 continue
             d = i.operands[0].name
             new = set()
-            if i.op == "ld" and "param" in i.mods:
+            sem = semantics_of(i)
+            if param_access(i) == "load":
                 a = i.operands[1]
                 if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in params:
                     new.add(a.base.name)
-            elif i.op == "mov" and len(i.operands) > 1 and isinstance(i.operands[1], Sym) \
+            elif sem == "mov" and len(i.operands) > 1 and isinstance(i.operands[1], Sym) \
                     and i.operands[1].name in params:
                 new.add(i.operands[1].name)
-            elif i.op in _PROPAGATE:
+            elif sem in _PROPAGATE:
                 for o in i.operands[1:]:
                     if isinstance(o, Reg):
                         new |= prov.get(o.name, frozenset())
@@ -121,7 +125,8 @@ def store_dtypes(module, kernel, spec) -> tuple[list, dict]:
             dtype_of[p.name] = (param_key(kernel, idx), b["dtype"])
     out, checked, untraced = [], 0, 0
     for i in instructions(kernel.body):
-        if i.op not in ("st", "atom", "red"):
+        access = memory_access(i)
+        if access not in ("store", "update"):
             continue
         if any(m in i.mods for m in ("shared", "shared::cta", "shared::cluster", "local", "param")):
             continue
@@ -148,7 +153,7 @@ def store_dtypes(module, kernel, spec) -> tuple[list, dict]:
         fmt = _float_format(dtype)
         is_f = t.startswith(("f", "bf", "tf", "e4", "e5"))
         bad = None
-        if w != want and not (i.op == "st" and w > want and w % want == 0 and t.startswith("b")):
+        if w != want and not (access == "store" and w > want and w % want == 0 and t.startswith("b")):
             bad = f"stores .{t} ({w}-bit elements) into {name}, a {dtype} buffer"
         elif is_f and fmt is not None and t.replace("x2", "") != fmt:
             bad = f"stores .{t} values into {name}, a {dtype} buffer"
@@ -169,7 +174,7 @@ def precision_downgrades(module, kernel, spec) -> list:
     for k in _functions(module, kernel):
         for i in instructions(k.body):
             tys = i.types()
-            if i.op == "cvt" and len(tys) >= 2:
+            if semantics_of(i) == "cvt" and len(tys) >= 2:
                 d, s = tys[0], tys[1]
                 if d in _NARROW and s in _FLOAT_RANK and _FLOAT_RANK[s] > _NARROW[d] \
                         and d.replace("x2", "") not in present:
@@ -177,7 +182,7 @@ def precision_downgrades(module, kernel, spec) -> list:
                         rule="validate.precision-downgrade", loc=_loc(i),
                         message=f"{i.opcode}: converts .{s} to .{d}, a narrower format than any buffer of the "
                                 f"launch ({', '.join(sorted(present))})"))
-            elif i.op in ("mma", "wgmma.mma_async") and len(tys) >= 2:
+            elif (collective_of(i) == "mma" or sync_of(i) == "wgmma.mma") and len(tys) >= 2:
                 for t in tys[1:]:
                     if t in _NARROW and t != "f32" and t.replace("x2", "") not in present:
                         out.append(AuditFinding(
@@ -260,6 +265,7 @@ def param_blob(v, p) -> bytes:
     return (int(v) & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
 
 
+#: Value semantics whose ``.ftz`` form only a fast-math build emits.
 _FAST_OPS = {"add", "sub", "mul", "fma", "mad", "div", "sqrt", "rcp", "min", "max", "setp", "cvt", "abs", "neg"}
 
 
@@ -272,9 +278,10 @@ def fast_math(module, kernel) -> list:
     for k in _functions(module, kernel):
         for i in instructions(k.body):
             mods = set(i.mods)
-            if i.op in ("div", "sqrt", "rcp") and mods & {"approx", "full"}:
+            sem = semantics_of(i)
+            if sem in ("div", "sqrt", "rcp") and mods & {"approx", "full"}:
                 why = "an approximate division/root (--use_fast_math, --prec-div=false or --prec-sqrt=false)"
-            elif i.op in _FAST_OPS and "ftz" in mods:
+            elif sem in _FAST_OPS and "ftz" in mods:
                 why = "flushes subnormals (--use_fast_math or --ftz=true)"
             else:
                 continue

@@ -1,0 +1,339 @@
+"""PTX front end, building the IR: raw statements (from ``ptx_grammar`` or the fast path)
+become ``Module``/``Kernel``/``Instr`` nodes. Nested scopes are flattened (a clashing
+register or label declared in a nested scope is renamed ``name$N``), names resolve to
+registers, symbols or labels, each opcode is split by the op table and checked against its
+row (modifier forms, operand count, check functions), and PTX bodies are structured
+(``cfg.structure``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lark import Token
+
+from . import optable as _optable
+from .errors import KernelError
+from .nodes import (Addr, Block, Break, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
+                    Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
+                    RegDecl, Sink, Sym, VarDecl, VecOp)
+from .optable import check_instr, split_opcode
+from .ptx_grammar import _CACHE_LIMIT, _Raw
+from .types import Pointer, Scalar, Vector, is_type_name
+
+
+def _decl_type(attrs, path, line, col):
+    vec = None
+    scal = None
+    align = None
+    ptr = None
+    for kind, v in attrs:
+        if kind == "align":
+            align = v
+        elif kind == "ptr":
+            ptr = True
+        elif v in ("v2", "v4", "v8"):
+            vec = int(v[1:])
+        elif is_type_name(v):
+            scal = Scalar(v)
+        elif ptr and v in ("global", "shared", "const", "local"):
+            ptr = v
+        else:
+            raise KernelError(f"unknown or misplaced directive .{v}", path, line, col)
+    if scal is None:
+        raise KernelError("a declaration needs a type", path, line, col)
+    return (Vector(scal, vec) if vec else scal), align, ptr
+
+
+class _Assembler:
+    def __init__(self, path: str, files: dict, mode: str = "ptx"):
+        self.path = path
+        self.files = files
+        self.mode = mode
+        self._guards = {}
+
+    def err(self, msg, line=0, col=0):
+        return KernelError(msg, self.path, line, col)
+
+    def module(self, items) -> Module:
+        version, target, asz = "", (), 64
+        kernels, mvars = [], []
+        for it in items:
+            if isinstance(it, _Raw):  # module-scope variable
+                mvars.extend(self.var_decls(it))
+            elif it[0] == "version":
+                version = it[1]
+            elif it[0] == "target":
+                target = it[1]
+            elif it[0] == "address_size":
+                asz = it[1]
+            elif it[0] == "function":
+                k = self.function(it[1], mvars)
+                if k is not None:
+                    kernels.append(k)
+        return Module(version, target, asz, tuple(kernels), tuple(mvars),
+                      tuple(sorted(self.files.items())), self.path)
+
+    def var_decls(self, raw: _Raw, scope_rename=None):
+        space_l, attrs, decls, init = raw.data
+        linkage = [s for s in space_l[:-1]]
+        space = space_l[-1]
+        ty, align, _ = _decl_type(attrs, self.path, raw.line, raw.col)
+        out = []
+        for name, mods, line, col in decls:
+            dims = tuple(m[1] for m in mods if m[0] == "array")
+            loc = Loc(self.path, line, col, line)
+            vals = tuple(x for x in init if isinstance(x, int)) if init else None
+            out.append(VarDecl(space, ty, name, align, dims, "extern" in linkage,
+                               linkage[0] if linkage else None, vals, loc))
+        return out
+
+    def function(self, parts, mvars):
+        linkage, kind, name, params, rets, perf, body = None, None, None, [], [], [], None
+        line = col = 0
+        for p in parts:
+            if isinstance(p, Token):
+                if p.type in ("ENTRY", "FUNC"):
+                    kind = p.type
+                elif p.type == "NAME":
+                    name, line, col = str(p), p.line, p.column
+            elif p[0] == "linkage":
+                linkage = p[1]
+            elif p[0] == "params":
+                params = p[1]
+            elif p[0] == "rets":
+                rets = p[1]
+            elif p[0] == "perf":
+                perf.append((p[1], p[2]))
+            elif p[0] == "body":
+                body = p[1]
+        if body is None:  # a prototype (.extern .func f(...);)
+            return None
+        prm = tuple(self.param(x) for x in params)
+        rts = tuple(self.param(x) for x in rets)
+        from .cfg import structure
+
+        loc = Loc(self.path, line, col, line)
+        if self.mode == "ir":
+            regs, vars_, stmts = self.ir_body(body)
+            return Kernel(name, prm, tuple(stmts), tuple(regs), tuple(vars_), rts,
+                          kind == "ENTRY", linkage, tuple(perf), loc)
+        regs, vars_, flat = self.flatten(body)
+        k = Kernel(name, prm, (), tuple(regs), tuple(vars_), rts, kind == "ENTRY", linkage,
+                   tuple(perf), loc)
+        return structure(k, flat, self.path)
+
+    def _iloc(self, iloc):
+        if iloc is None:
+            return Loc()
+        f, ln, col, pl = iloc
+        return Loc(self.files.get(f), ln, col, pl)
+
+    def ir_body(self, body):
+        regs, vars_ = [], []
+        env = {}
+        for it in body:
+            if it.kind == "decl":
+                if it.data[0][-1] == "reg":
+                    ty, _, _ = _decl_type(it.data[1], self.path, it.line, it.col)
+                    for name, mods, line, col in it.data[2]:
+                        rng = next((m[1] for m in mods if m[0] == "range"), None)
+                        env[name] = name
+                        regs.append(RegDecl(ty, name, rng))
+                else:
+                    vars_.extend(self.var_decls(it))
+
+        def conv(items):
+            out = []
+            for it in items:
+                k = it.kind
+                if k in ("instr", "blocking"):
+                    ins = self.instr(it, env, {})
+                    if ins.op == "bra":
+                        raise self.err("branches are not allowed in the IR text; use break/continue",
+                                       it.line, it.col)
+                    out.append(replace(ins, blocking=True) if k == "blocking" else ins)
+                elif k == "if":
+                    reg, neg, iloc, then, orelse = it.data
+                    out.append(If(Reg(reg), neg, tuple(conv(then)), tuple(conv(orelse)), self._iloc(iloc)))
+                elif k == "loop":
+                    label, ivs, trip, iloc, b = it.data
+                    out.append(Loop(label, tuple(conv(b)),
+                                    tuple(InductionVar(Reg(r), i, st) for _, r, i, st in ivs),
+                                    trip, self._iloc(iloc)))
+                elif k == "block":
+                    label, iloc, b = it.data
+                    out.append(Block(label, tuple(conv(b)), self._iloc(iloc)))
+                elif k == "break":
+                    out.append(Break(it.data[0], self._iloc(it.data[1])))
+                elif k == "continue":
+                    out.append(Continue(it.data[0], self._iloc(it.data[1])))
+                elif k == "label":
+                    raise self.err("labels are not allowed in the IR text", it.line, it.col)
+                elif k == "scope":
+                    raise self.err("nested scopes are not allowed in the IR text", it.line, it.col)
+            return out
+
+        return regs, vars_, conv(body)
+
+    def param(self, p):
+        name, attrs, arr, line, col = p
+        ty, align, ptr = _decl_type(attrs, self.path, line, col)
+        return Param(name, ty, align, arr, Pointer(ptr if isinstance(ptr, str) else "generic", align) if ptr else None)
+
+    def flatten(self, body):
+        """Hoist declarations out of nested scopes, renaming clashing names, and resolve
+        bare-name operands to registers, symbols or labels."""
+        counts_regs: dict[str, int] = {}
+        counts_labels: dict[str, int] = {}
+
+        def count(items):
+            for it in items:
+                if it.kind == "decl" and it.data[0][-1] == "reg":
+                    for d in it.data[2]:
+                        counts_regs[d[0]] = counts_regs.get(d[0], 0) + 1
+                elif it.kind == "label":
+                    counts_labels[it.data] = counts_labels.get(it.data, 0) + 1
+                elif it.kind == "scope":
+                    count(it.data)
+
+        count(body)
+        regs, vars_, flat = [], [], []
+        reg_ranges: dict[str, int] = {}
+        serial = [0]
+
+        def walk(items, env_regs: dict, env_labels: dict, depth: int):
+            env_regs = dict(env_regs)
+            env_labels = dict(env_labels)
+            serial[0] += 1
+            sid = serial[0]
+            # declarations and labels of this scope first (labels may be used before defined)
+            for it in items:
+                if it.kind == "decl":
+                    space = it.data[0][-1]
+                    if space == "reg":
+                        ty, _, _ = _decl_type(it.data[1], self.path, it.line, it.col)
+                        for name, mods, line, col in it.data[2]:
+                            rng = next((m[1] for m in mods if m[0] == "range"), None)
+                            new = name if (depth == 0 or counts_regs[name] == 1) else f"{name}${sid}"
+                            env_regs[name] = new
+                            if rng is not None:
+                                reg_ranges[new] = rng
+                            regs.append(RegDecl(ty, new, rng))
+                    else:
+                        vars_.extend(self.var_decls(it))
+                elif it.kind == "label":
+                    nm = it.data
+                    env_labels[nm] = nm if counts_labels[nm] == 1 else f"{nm}${sid}"
+            for it in items:
+                if it.kind == "instr":
+                    flat.append(self.instr(it, env_regs, env_labels))
+                elif it.kind == "label":
+                    flat.append(("label", env_labels[it.data], it.line))
+                elif it.kind == "scope":
+                    walk(it.data, env_regs, env_labels, depth + 1)
+                elif it.kind in ("if", "loop", "block", "break", "continue", "blocking"):
+                    raise self.err(f"'{it.kind}' is IR text syntax, not PTX", it.line, it.col)
+
+        walk(body, {}, {}, 0)
+        self._reg_ranges = reg_ranges
+        return regs, vars_, flat
+
+    def instr(self, raw: _Raw, env_regs, env_labels) -> Instr:
+        guard, opcode, ops, loc = raw.data
+        sp = _split_cache.get(opcode)
+        if sp is None:
+            sp = _split_cache[opcode] = split_opcode(opcode)
+        fam, mods, supported = sp
+        out = []
+        for x in ops:
+            t = type(x)
+            if t is Reg:
+                r = env_regs.get(x.name)
+                out.append(x if r is None or r == x.name else Reg(r))
+            elif t is Imm or t is FImm or t is Sink:
+                out.append(x)
+            else:
+                out.append(self._res(x, env_regs, env_labels, fam in ("bra", "brx.idx"), raw))
+        g = None
+        if guard:
+            gn = env_regs.get(guard[0], guard[0])
+            g = self._guards.get((gn, guard[1]))
+            if g is None:
+                g = self._guards[(gn, guard[1])] = Guard(Reg(gn), guard[1])
+        ins = Instr(fam, mods, tuple(out), g, loc, False, supported)
+        if supported:
+            problems = _check_instr(ins)
+            if problems:
+                raise self.err(problems[0], raw.line, raw.col)
+        return ins
+
+    def _res(self, x, env_regs, env_labels, is_branch, raw):
+        """Resolve the names in one operand of ``raw``."""
+        if isinstance(x, tuple):
+            if x[0] == "name":
+                n = x[1]
+                if n in env_regs:
+                    return Reg(env_regs[n])
+                if is_branch and n in env_labels:
+                    return Label(env_labels[n])
+                if is_branch:
+                    raise self.err(f"branch to undefined label {n}", raw.line, raw.col)
+                return Sym(n)
+            if x[0] == "neg-name":
+                return Neg(Reg(env_regs.get(x[1], x[1])))
+            if x[0] == "addr":
+                _, base, off, coords = x
+                b = self._res(base, env_regs, env_labels, is_branch, raw) if base is not None else None
+                if isinstance(b, Sym):
+                    b, off = Sym(b.name), off + b.offset
+                return Addr(b, off, tuple(self._res(c, env_regs, env_labels, is_branch, raw) for c in coords))
+        if isinstance(x, Reg):
+            r = env_regs.get(x.name)
+            return x if r is None or r == x.name else Reg(r)
+        if isinstance(x, Sym):
+            if x.name in env_regs:
+                raise self.err(f"register {x.name} used with an offset", raw.line, raw.col)
+            return x
+        if isinstance(x, VecOp):
+            return VecOp(tuple(self._res(e, env_regs, env_labels, is_branch, raw) for e in x.elems))
+        if isinstance(x, ParenList):
+            return ParenList(tuple(self._res(e, env_regs, env_labels, is_branch, raw) for e in x.elems))
+        if isinstance(x, PairOp):
+            return PairOp(self._res(x.first, env_regs, env_labels, is_branch, raw),
+                          self._res(x.second, env_regs, env_labels, is_branch, raw))
+        if isinstance(x, Neg):
+            return Neg(self._res(x.reg, env_regs, env_labels, is_branch, raw))
+        return x
+
+
+# ``split_opcode`` and ``check_instr`` of the op table, remembered. A row's checks are
+# remembered per (family, modifiers, operand count) only when every check function is
+# one known to look at nothing else (the modifiers and the opcode); otherwise they run.
+_split_cache: dict = {}
+_check_cache: dict = {}
+_SHAPE_CHECKS = ("requires_type",
+                 "mbarrier_shared_space", "mbarrier_remote_no_wait",
+                 "bulk_completion_mechanism", "wgmma_aligned")
+_INSTANCE_FIELDS = {"operands", "guard", "loc", "blocking", "supported"}
+
+
+def _shape_only(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    return (fn.__name__ in _SHAPE_CHECKS and getattr(_optable, fn.__name__, None) is fn
+            and code is not None and not (_INSTANCE_FIELDS & set(code.co_names)))
+
+
+def _check_instr(ins: Instr) -> list:
+    row = _optable.OPS.get(ins.op)
+    if row is None:
+        return []
+    key = (ins.op, ins.mods, len(ins.operands))
+    e = _check_cache.get(key)
+    if e is not None and e[0] is row:
+        return e[1]
+    v = check_instr(ins)
+    if all(_shape_only(c) for c in row.checks):
+        if len(_check_cache) > _CACHE_LIMIT:
+            _check_cache.clear()
+        _check_cache[key] = (row, v)
+    return v

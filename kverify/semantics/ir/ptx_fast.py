@@ -1,0 +1,570 @@
+"""PTX front end, fast path: function bodies read with one master regex per statement,
+producing exactly the raw statements ``ToRaw`` builds for them (``ptx_grammar``); any
+shape it does not fully understand goes to lark unchanged.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lark import Token
+
+from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
+from .ptx_grammar import _CACHE_LIMIT, _Raw, _float, _inline_parse, _int, _scan_files, parser
+
+# --------------------------------------------------------------------------- fast path
+# Function bodies are where nearly all of a module's tokens are, and nvcc and Triton write
+# them in a few regular shapes. The fast path reads each body with one master regex per
+# statement (``_STMT``: label, instruction, ``.loc``, state-space declaration, ``.pragma``,
+# scope braces) and a small operand reader, producing exactly the raw statements ``ToRaw``
+# builds for them. It accepts only what it fully understands: any other shape makes that
+# body go to lark unchanged. The rest of the module (header, parameter lists, module
+# variables, ``.section`` blocks) is parsed by lark, with the fast-read bodies blanked out
+# (newlines kept, so every position stays the same), and the bodies are spliced back in.
+# Any error, anywhere, is reported by parsing the whole text with lark.
+#
+# The token regexes are lark's own terminals (``ptx.lark``), applied where lark's
+# contextual lexer would apply them; every token must end at a character that cannot
+# continue it, so the tokens are the ones lark would produce.
+
+class _NoFast(Exception):
+    """The fast path does not handle this text; lark reads it."""
+
+
+_W = r"[ \t\f\r\n]"
+_KEYWORDS = frozenset({"if", "else", "trip", "loop", "iv", "block", "break", "continue",
+                       "blocking", "generic"})
+
+
+class _Fast:
+    """Compiled regexes of the fast path, built from the grammar's terminals."""
+
+    def __init__(self):
+        term = {t.name: t.pattern.to_regexp() for t in parser("module").terminals}
+        name, reg, int_, flt = term["NAME"], term["REG"], term["INT"], term["FLOAT"]
+        self.NAME = re.compile(name)
+        self.REG = re.compile(reg)
+        self.INT = re.compile(int_)
+        self.FLOAT = re.compile(flt)
+        self.DIRECTIVE = re.compile(term["DIRECTIVE"])
+        self.WS = re.compile(_W + "*")
+        skip = r"(?:[ \t\f\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*"
+        w = _W
+        self.STMT = re.compile(
+            skip + "(?:"
+            rf"(?P<I>(?:@{w}*(?P<neg>!{w}*)?(?=(?P<g>{reg}|{name}))(?P=g){w}*)?"
+            rf"(?=(?P<op>{name}))(?P=op)(?:(?P<colon>{w}*:)|(?P<args>[^;]*);))"
+            rf"|(?P<C>\.loc{w}+(?P<l1>{int_}){w}+(?P<l2>{int_}){w}+(?P<l3>{int_})(?![\w$.]))"
+            rf"|(?P<D>{term['SPACE_DIR']})"
+            r"|(?P<O>\{)|(?P<E>\})"
+            rf'|(?P<P>\.pragma{w}*"[^"\n]*"(?:{w}*,{w}*"[^"\n]*")*{w}*;)'
+            r"|(?P<Z>\Z))")
+        # one ``, function_name NAME`` / ``, inlined_at INT INT INT`` tail item of .loc
+        self.LOCX = re.compile(
+            rf"{w}*,{w}*(?P<key>{name}){w}+(?:(?=(?P<n>{name}))(?P=n)(?![\w$.:])"
+            rf"|(?P<i1>{int_}){w}+(?P<i2>{int_}){w}+(?P<i3>{int_})(?![\w$.]))")
+        self.STRING = re.compile(term["STRING"])
+        # operand lists that split at every comma: no vectors, lists, pairs or negations
+        self.COMPLEX = re.compile(r"[{}()|!/\"]")
+        # module level: function bodies are the braces after .entry/.func
+        self.TOP = re.compile(r'//[^\n]*|/\*[\s\S]*?\*/|"[^"\n]*"|\.section\b'
+                              r'|(?<![\w$])\.(?:entry|func)\b|[{};]')
+        self.INNER = re.compile(r'//[^\n]*|/\*[\s\S]*?\*/|"[^"\n]*"|[{}]')
+
+
+@lru_cache(maxsize=None)
+def _fast() -> _Fast:
+    return _Fast()
+
+
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
+_INT_START = frozenset("-0123456789")
+_SINK = Sink()
+_NOT_SIMPLE = object()
+_simple_cache: dict = {}   # operand text -> operand (ToRaw's value) or _NOT_SIMPLE
+_args_cache: dict = {}     # operand list text -> tuple of operands
+_int_cache: dict = {}
+
+
+def _int_c(s: str) -> int:
+    v = _int_cache.get(s)
+    if v is None:
+        v = _int_cache[s] = _int(s)
+    return v
+
+
+def _simple_op(p: str):
+    """The operand of a one-token operand text, as ToRaw builds it, or _NOT_SIMPLE."""
+    v = _simple_cache.get(p)
+    if v is not None:
+        return v
+    if len(_simple_cache) > _CACHE_LIMIT:
+        _simple_cache.clear()
+    F = _fast()
+    v = _NOT_SIMPLE
+    n = len(p)
+    m = F.FLOAT.match(p)
+    if m:
+        if m.end() == n:
+            v = _float(p)
+    elif p:
+        c = p[0]
+        if c == "%":
+            m = F.REG.match(p)
+            if m and m.end() == n:
+                v = Reg(p)
+        elif c in _NAME_START:
+            m = F.NAME.match(p)
+            if m and m.end() == n:
+                v = _SINK if p == "_" else ("name", p)
+        elif c in _INT_START:
+            m = F.INT.match(p)
+            if m and m.end() == n:
+                v = Imm(_int(p))
+    if v is _NOT_SIMPLE and p:  # an address or ``sym+4``: one operand of the full reader
+        try:
+            ops = _Ops(p).read()
+        except _NoFast:
+            ops = ()
+        if len(ops) == 1:
+            v = ops[0]
+    _simple_cache[p] = v
+    return v
+
+
+class _Ops:
+    """Recursive-descent reader of an operand list (the ``operands`` rule)."""
+
+    __slots__ = ("s", "n", "F")
+
+    def __init__(self, s):
+        self.s, self.n, self.F = s, len(s), _fast()
+
+    def ws(self, i):
+        return self.F.WS.match(self.s, i).end()
+
+    def read(self):
+        s, n = self.s, self.n
+        out = []
+        i = self.ws(0)
+        if i == n:
+            return out
+        while True:
+            c = s[i]
+            if c == "[":
+                v, i = self.address(i + 1)
+            elif c == "{":
+                v, i = self.vector(i + 1)
+            elif c == "(":
+                v, i = self.paren(i + 1)
+            else:
+                v, i = self.simple(i)
+                i = self.ws(i)
+                if i < n and s[i] == "|":
+                    w, i = self.simple(self.ws(i + 1))
+                    v = PairOp(v, w)
+            out.append(v)
+            i = self.ws(i)
+            if i == n:
+                return out
+            if s[i] != ",":
+                raise _NoFast
+            i = self.ws(i + 1)
+            if i == n:
+                raise _NoFast
+
+    def token(self, rx, i):
+        m = rx.match(self.s, i)
+        if m is None:
+            raise _NoFast
+        j = m.end()
+        if j < self.n and self.s[j] not in " \t\f\r\n,;|]})+-<>":
+            raise _NoFast  # the token is glued to something: leave it to lark
+        return m.group(), j
+
+    def simple(self, i):
+        s, n, F = self.s, self.n, self.F
+        if i >= n:
+            raise _NoFast
+        m = F.FLOAT.match(s, i)
+        if m:
+            t, j = self.token(F.FLOAT, i)
+            return _float(t), j
+        c = s[i]
+        if c == "%":
+            t, j = self.token(F.REG, i)
+            return Reg(t), j
+        if c in _NAME_START:
+            t, j = self.token(F.NAME, i)
+            k = self.ws(j)
+            if k < n and s[k] in "+-":
+                lit, j = self.token(F.INT, self.ws(k + 1))
+                v = _int_c(lit)
+                return Sym(t, v if s[k] == "+" else -v), j
+            return (_SINK if t == "_" else ("name", t)), j
+        if c in _INT_START:
+            t, j = self.token(F.INT, i)
+            return Imm(_int_c(t)), j
+        if c == "!":
+            k = self.ws(i + 1)
+            if k < n and s[k] == "%":
+                t, j = self.token(F.REG, k)
+                return Neg(Reg(t)), j
+            if k < n and s[k] in _NAME_START:
+                t, j = self.token(F.NAME, k)
+                return ("neg-name", t), j
+        raise _NoFast
+
+    def atom(self, i):
+        s, n, F = self.s, self.n, self.F
+        if i >= n:
+            raise _NoFast
+        c = s[i]
+        if c == "%":
+            t, j = self.token(F.REG, i)
+            return Reg(t), j
+        if c in _NAME_START:
+            t, j = self.token(F.NAME, i)
+            return (_SINK if t == "_" else ("name", t)), j
+        if c in _INT_START:
+            t, j = self.token(F.INT, i)
+            return Imm(_int_c(t)), j
+        raise _NoFast
+
+    def address(self, i):
+        s, n = self.s, self.n
+        base, off, sign = None, 0, 1
+        x, i = self.atom(self.ws(i))
+        while True:
+            if isinstance(x, Imm):
+                off += sign * x.value
+            elif base is None:
+                base = x
+            else:
+                raise _NoFast  # two bases: ToRaw's error, raised by the lark path
+            i = self.ws(i)
+            if i < n and s[i] in "+-":
+                sign = 1 if s[i] == "+" else -1
+                x, i = self.atom(self.ws(i + 1))
+                continue
+            break
+        coords = ()
+        if i < n and s[i] == ",":
+            i = self.ws(i + 1)
+            if i >= n or s[i] != "{":
+                raise _NoFast
+            v, i = self.vector(i + 1)
+            coords = v.elems
+            i = self.ws(i)
+        if i >= n or s[i] != "]":
+            raise _NoFast
+        return ("addr", base, off, coords), i + 1
+
+    def vector(self, i):
+        s, n = self.s, self.n
+        out = []
+        while True:
+            v, i = self.simple(self.ws(i))
+            out.append(v)
+            i = self.ws(i)
+            if i < n and s[i] == ",":
+                i += 1
+                continue
+            if i < n and s[i] == "}":
+                return VecOp(tuple(out)), i + 1
+            raise _NoFast
+
+    def paren(self, i):
+        s, n = self.s, self.n
+        out = []
+        i = self.ws(i)
+        if i < n and s[i] == ")":
+            return ParenList(()), i + 1
+        while True:
+            v, i = self.simple(self.ws(i))
+            out.append(v)
+            i = self.ws(i)
+            if i < n and s[i] == ",":
+                i += 1
+                continue
+            if i < n and s[i] == ")":
+                return ParenList(tuple(out)), i + 1
+            raise _NoFast
+
+
+def _operands(args: str) -> tuple:
+    ops = _args_cache.get(args)
+    if ops is not None:
+        return ops
+    if len(_args_cache) > _CACHE_LIMIT:
+        _args_cache.clear()
+    ops = None
+    if _fast().COMPLEX.search(args) is None:
+        parts = args.split(",")
+        vals = [_simple_op(p.strip(" \t\f\r\n")) for p in parts]
+        if _NOT_SIMPLE not in vals:
+            ops = tuple(vals)
+        elif len(parts) == 1 and not parts[0].strip(" \t\f\r\n"):
+            ops = ()
+    if ops is None:
+        ops = tuple(_Ops(args).read())
+    _args_cache[args] = ops
+    return ops
+
+
+def _fast_body(text: str, a: int, b: int, line: int, files: dict):
+    """The statements of the function body ``text[a:b]`` (inside its braces) as ToRaw
+    builds them; ``line`` is the line number at ``a``. Raises _NoFast."""
+    F = _fast()
+    match = F.STMT.match
+    count = text.count
+    rfind = text.rfind
+    last = a
+    cur = (None, 0, 0)
+    items: list = []
+    stack = []
+    pos = a
+    while True:
+        m = match(text, pos, b)
+        if m is None:
+            raise _NoFast
+        kind = m.lastgroup
+        if kind == "I":  # an instruction or a label
+            p = m.start("op")
+            line += count("\n", last, p)
+            last = p
+            g, neg, op, colon, args = m.group("g", "neg", "op", "colon", "args")
+            if op in _KEYWORDS:
+                raise _NoFast
+            if colon is not None:
+                if g is not None:
+                    raise _NoFast
+                items.append(_Raw("label", op, line, p - rfind("\n", 0, p)))
+            else:
+                f, ln, col = cur
+                items.append(_Raw("instr", (None if g is None else (g, neg is not None), op,
+                                            _operands(args) if args else (), Loc(f, ln, col, line)),
+                                  line, p - rfind("\n", 0, p)))
+        elif kind == "C":
+            fi, ln, col = _int_c(m.group("l1")), _int_c(m.group("l2")), _int_c(m.group("l3"))
+            cur = (files.get(fi, f"<file {fi}>"), ln, col) if ln else (None, 0, 0)
+            items.append(_Raw("loc", None))
+            e = m.end()
+            while True:
+                mx = F.LOCX.match(text, e, b)
+                if mx is None:
+                    break
+                if mx.group("i1") is not None and mx.group("key") == "inlined_at" and _int_c(mx.group("i2")):
+                    # inlined code: report the call site in the kernel
+                    fi2 = _int_c(mx.group("i1"))
+                    cur = (files.get(fi2, f"<file {fi2}>"), _int_c(mx.group("i2")), _int_c(mx.group("i3")))
+                e = mx.end()
+            m = None
+            pos = e
+            continue
+        elif kind == "D":
+            raw, pos, line, last = _fast_decl(text, m.end(), b, m.group("D")[1:], line, last)
+            items.append(raw)
+            continue
+        elif kind == "O":
+            stack.append(items)
+            items = []
+        elif kind == "E":
+            if not stack:
+                raise _NoFast
+            inner = items
+            items = stack.pop()
+            items.append(_Raw("scope", inner))
+        elif kind == "P":
+            items.append(_Raw("pragma", tuple(s.strip('"') for s in F.STRING.findall(m.group("P")))))
+        else:  # end of the body
+            if stack:
+                raise _NoFast
+            return items
+        pos = m.end()
+
+
+def _fast_decl(text, i, b, space, line, last):
+    """``SPACE_DIR decl_attr* declarator ("," declarator)* ";"`` from just after the
+    space directive (no initializer)."""
+    F = _fast()
+    ws = F.WS.match
+    attrs = []
+    while True:
+        i = ws(text, i, b).end()
+        if i >= b:
+            raise _NoFast
+        c = text[i]
+        if c != ".":
+            break
+        if text.startswith(".align", i):
+            j = i + 6
+            if j < b and (text[j].isalnum() or text[j] in "_:$"):
+                raise _NoFast
+            m = F.INT.match(text, ws(text, j, b).end(), b)
+            if m is None or (m.end() < b and text[m.end()] not in " \t\f\r\n"):
+                raise _NoFast
+            attrs.append(("align", _int(m.group())))
+            i = m.end()
+        elif text.startswith(".ptr", i):
+            j = i + 4
+            if j < b and (text[j].isalnum() or text[j] in "_:$"):
+                raise _NoFast
+            attrs.append(("ptr", None))
+            i = j
+        else:
+            m = F.DIRECTIVE.match(text, i, b)
+            if m is None or (m.end() < b and text[m.end()] not in " \t\f\r\n."):
+                raise _NoFast
+            attrs.append(("dir", m.group()[1:]))
+            i = m.end()
+    decls = []
+    while True:
+        i = ws(text, i, b).end()
+        if i >= b:
+            raise _NoFast
+        c = text[i]
+        if c == "%":
+            m = F.REG.match(text, i, b)
+        elif c in _NAME_START:
+            m = F.NAME.match(text, i, b)
+        else:
+            raise _NoFast
+        if m is None:
+            raise _NoFast
+        j = m.end()
+        if j < b and text[j] not in " \t\f\r\n<[,;":
+            raise _NoFast
+        line += text.count("\n", last, i)
+        last = i
+        tok_line, tok_col = line, i - text.rfind("\n", 0, i)
+        mods = []
+        j = ws(text, j, b).end()
+        if j < b and text[j] == "<":
+            mi = F.INT.match(text, ws(text, j + 1, b).end(), b)
+            if mi is None:
+                raise _NoFast
+            j = ws(text, mi.end(), b).end()
+            if j >= b or text[j] != ">":
+                raise _NoFast
+            mods.append(("range", _int(mi.group())))
+            j = ws(text, j + 1, b).end()
+        while j < b and text[j] == "[":
+            j = ws(text, j + 1, b).end()
+            mi = F.INT.match(text, j, b)
+            if mi is not None:
+                j = ws(text, mi.end(), b).end()
+            if j >= b or text[j] != "]":
+                raise _NoFast
+            mods.append(("array", _int(mi.group()) if mi is not None else None))
+            j = ws(text, j + 1, b).end()
+        decls.append((m.group(), mods, tok_line, tok_col))
+        if j < b and text[j] == ",":
+            i = j + 1
+            continue
+        if j < b and text[j] == ";":
+            raw = _Raw("decl", ([space], attrs, decls, None), decls[0][2], decls[0][3])
+            return raw, j + 1, line, last
+        raise _NoFast
+
+
+def _find_bodies(text: str) -> list:
+    """``(header, open, close)`` offsets of each function body: ``header`` is where the
+    ``.entry``/``.func`` directive starts, ``open``/``close`` are its braces."""
+    F = _fast()
+    top, inner = F.TOP.search, F.INNER.search
+    out = []
+    pos, depth, header = 0, 0, -1
+    while True:
+        m = top(text, pos)
+        if m is None:
+            return out
+        tok = m.group()
+        pos = m.end()
+        c = tok[0]
+        if c == "{":
+            if header >= 0 and depth == 0:
+                d = 1
+                while d:
+                    m2 = inner(text, pos)
+                    if m2 is None:
+                        return out
+                    pos = m2.end()
+                    t = m2.group()
+                    if t == "{":
+                        d += 1
+                    elif t == "}":
+                        d -= 1
+                out.append((header, m.start(), pos - 1))
+                header = -1
+            else:
+                depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == ";":
+            if depth == 0:
+                header = -1
+        elif tok == ".section":
+            i = text.find("{", pos)
+            j = text.find("}", i) if i >= 0 else -1
+            if j < 0:
+                return out
+            pos = j + 1
+        elif tok in (".entry", ".func"):
+            if depth == 0:
+                header = m.start()
+
+
+def _blank(chunk: str) -> str:
+    """Whitespace with the same newlines and the same length of last line."""
+    k = chunk.count("\n")
+    if not k:
+        return " " * len(chunk)
+    return "\n" * k + " " * (len(chunk) - chunk.rfind("\n") - 1)
+
+
+def _fast_raw(text: str, path: str):
+    """``parse_raw(text, path)`` through the fast path."""
+    files = _scan_files(text)
+    try:
+        bodies = {}
+        pieces = []
+        last = 0
+        line, lpos = 1, 0
+        for header, a, b in _find_bodies(text):
+            line += text.count("\n", lpos, a + 1)
+            lpos = a + 1
+            try:
+                items = _fast_body(text, a + 1, b, line, files)
+            except _NoFast:
+                continue
+            bodies[header] = items
+            pieces.append(text[last:a + 1])
+            pieces.append(_blank(text[a + 1:b]))
+            last = b
+        if not bodies:
+            return _inline_parse(text, path, "module", files), files
+        pieces.append(text[last:])
+        raw = _inline_parse("".join(pieces), path, "module", files)
+        used = 0
+        for it in raw:
+            if isinstance(it, tuple) and it[0] == "function":
+                parts = it[1]
+                hdr = next((p.start_pos for p in parts if isinstance(p, Token)
+                            and p.type in ("ENTRY", "FUNC")), None)
+                items = bodies.get(hdr)
+                if items is None:
+                    continue
+                for k, p in enumerate(parts):
+                    if isinstance(p, tuple) and p[0] == "body":
+                        if p[1]:
+                            raise _NoFast
+                        parts[k] = ("body", items)
+                        used += 1
+                        break
+        if used != len(bodies):
+            raise _NoFast
+        return raw, files
+    except Exception:
+        # anything unexpected (or an error to report): the whole text through lark
+        return _inline_parse(text, path, "module", files), files
