@@ -364,7 +364,7 @@ row("createpolicy", "def:d use:a* ", f"{S_DATA}-createpolicy", TYPES,
     ("fractional", "range", "cvt", "L2::evict_last", "L2::evict_normal", "L2::evict_first",
      "L2::evict_unchanged", "global"), effect="value")
 row("applypriority", "addr:a use:size", f"{S_DATA}-applypriority", ("global", "L2::evict_normal"))
-row("discard", "addr:a use:size", f"{S_DATA}-discard", ("global", "L2"))
+row("discard", "addr:a use:size", f"{S_DATA}-discard", ("global", "L2"), effect="memory")
 row("mapa", "def:d use:a use:b", f"{S_DATA}-mapa", TYPES, "shared::cluster", semantics="mapa")
 row("getctarank", "def:d use:a", f"{S_DATA}-getctarank", TYPES, "shared::cluster", semantics="getctarank")
 row("shfl", "def:d=32 use:a=32 use:b=32 use:c=32 use:membermask?=32", f"{S_DATA}-shfl-sync", TYPES,

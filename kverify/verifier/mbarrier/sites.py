@@ -1,5 +1,5 @@
 """mbarrier sync sites of one symbolic thread: an extension of the race checker's
-symbolic executor (:mod:`kverify.verifier.races.access`) that records every mbarrier instruction
+symbolic executor (:mod:`kverify.symbolic`) that records every mbarrier instruction
 and every copy that signals an mbarrier, and proposes closed forms for loop-carried
 registers that are not induction variables (ring-buffer stage counters and phase bits).
 
@@ -20,15 +20,16 @@ import z3
 
 from kverify.launch import dtypes, lookup
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, Reg, Sym
+from kverify.semantics.ir.optable import space_of
 from kverify.semantics.values import FAMILIES, is_float
-from kverify.verifier.races.access import TRUE, Executor, State, fit, mk_and
+from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, operand, row_of, sync_of
 
 SAMPLES = 140  # iterations simulated to guess a closed form
 MAX_PERIOD = 64
 
 @dataclass
 class MbarSite:
-    kind: str  # init | arrive | expect_tx | wait | copy | other
+    kind: str  # init | arrive | expect_tx | wait | copy | inval | other
     instr: Instr
     addr: object  # BV32 shared address of the barrier, or None
     pc: object
@@ -140,8 +141,8 @@ class MbarExecutor(Executor):
         return forms
 
     def _eval_concrete(self, ins: Instr, cur: dict):
-        op = ins.op
-        if ins.guard is not None or not ins.supported or op not in FAMILIES or op in ("ld", "st"):
+        row = row_of(ins)
+        if ins.guard is not None or row is None or row.semantics not in FAMILIES:
             return None
         types = ins.types()
         if not types or any(is_float(t) for t in types):
@@ -193,50 +194,53 @@ class MbarExecutor(Executor):
         return z3.simplify(fit(t, 32))
 
     def async_instr(self, ins: Instr, st: State, guard) -> State:
-        op, mods = ins.op, set(ins.mods)
-        ops = ins.operands
+        sync, mods = sync_of(ins), set(ins.mods)
         pc = mk_and(st.pc, guard)
         loops = tuple(self.loop_stack)
         site = None
-        if op == "mbarrier.init":
-            a, _ = self._mbar_addr(st, ops[0])
-            site = MbarSite("init", ins, a, pc, loops, count=self._val32(st, ops[1] if len(ops) > 1 else None))
-        elif op in ("mbarrier.arrive", "mbarrier.arrive_drop"):
-            a, _ = self._mbar_addr(st, ops[1] if len(ops) > 1 else None)
+        if sync == "mbarrier.init":
+            a, _ = self._mbar_addr(st, operand(ins, "a"))
+            site = MbarSite("init", ins, a, pc, loops, count=self._val32(st, operand(ins, "count")))
+        elif sync in ("mbarrier.arrive", "mbarrier.arrive_drop"):
+            a, _ = self._mbar_addr(st, operand(ins, "a"))
             tx = cnt = None
-            if "expect_tx" in mods:
-                tx = self._val32(st, ops[2] if len(ops) > 2 else None)
+            if "expect_tx" in mods:  # arrive.expect_tx [a], txCount: one arrival
+                tx = self._val32(st, operand(ins, "count"))
                 cnt = z3.BitVecVal(1, 32)
             else:
-                cnt = self._val32(st, ops[2]) if len(ops) > 2 else z3.BitVecVal(1, 32)
-            site = MbarSite("arrive", ins, a, pc, loops, count=cnt, tx=tx, drop=op.endswith("drop"))
+                c = operand(ins, "count")
+                cnt = self._val32(st, c) if c is not None else z3.BitVecVal(1, 32)
+            site = MbarSite("arrive", ins, a, pc, loops, count=cnt, tx=tx, drop=sync == "mbarrier.arrive_drop")
             if "shared::cluster" in mods:
                 site.note = "remote (.shared::cluster) arrive"
-        elif op == "mbarrier.expect_tx":
-            a, _ = self._mbar_addr(st, ops[0])
-            site = MbarSite("expect_tx", ins, a, pc, loops, tx=self._val32(st, ops[1] if len(ops) > 1 else None))
-        elif op in ("mbarrier.try_wait", "mbarrier.test_wait"):
-            a, _ = self._mbar_addr(st, ops[1] if len(ops) > 1 else None)
-            par = self._val32(st, ops[2]) if "parity" in mods and len(ops) > 2 else None
+        elif sync == "mbarrier.expect_tx":
+            a, _ = self._mbar_addr(st, operand(ins, "a"))
+            site = MbarSite("expect_tx", ins, a, pc, loops, tx=self._val32(st, operand(ins, "tx")))
+        elif sync == "mbarrier.wait":
+            a, _ = self._mbar_addr(st, operand(ins, "a"))
+            par = self._val32(st, operand(ins, "state")) if "parity" in mods else None
             site = MbarSite("wait", ins, a, pc, loops, parity=par)
             if "parity" not in mods:
                 site.note = "state-operand wait"
-        elif op in ("cp.async.bulk", "cp.async.bulk.tensor") and any(m.startswith("mbarrier::complete_tx") for m in mods):
-            bar = ops[-1]
-            a, _ = self._mbar_addr(st, bar)
+        elif "mbarrier::complete_tx::bytes" in mods:
+            a, _ = self._mbar_addr(st, operand(ins, "mbar"))
             size, why = None, ""
-            if op == "cp.async.bulk":
-                size = self._val32(st, ops[2] if len(ops) > 2 else None)
+            if sync != "bulk.copy":
+                why = f"{ins.opcode}: the complete-tx bytes of this asynchronous store are not modelled"
+            elif operand(ins, "size") is not None:
+                size = self._val32(st, operand(ins, "size"))
             else:
                 size, why = self._tensor_bytes(ins)
             if any(m.startswith("multicast") for m in mods):
                 size, why = None, "multicast copies signal every destination CTA's barrier (not modelled)"
             site = MbarSite("copy", ins, a, pc, loops, size=size, size_reason=why)
-        elif op.startswith("mbarrier") and op not in ("mbarrier.pending_count",):
+        elif sync == "mbarrier.inval":
+            site = MbarSite("inval", ins, None, pc, loops)
+        elif sync in MBARRIER or sync == "cp.async.mbarrier.arrive":
             site = MbarSite("other", ins, None, pc, loops)
         if site is not None:
             self.sites.append(site)
-        self.havoc_dests(st, ins, guard, op)
+        self.havoc_dests(st, ins, guard, ins.op)
         return st
 
     # ------------------------------------------------------------------ tensor maps
@@ -283,9 +287,11 @@ class MbarExecutor(Executor):
             if len(defs) != 1:
                 return None
             i = defs[0]
-            if i.op in ("mov", "cvta") and len(i.operands) > 1:
+            row = row_of(i)
+            if row is not None and row.semantics in ("mov", "cvta") and len(i.operands) > 1:
                 op = i.operands[1]
-            elif i.op == "ld" and "param" in i.mods and isinstance(i.operands[1], Addr):
+            elif row is not None and row.effect == "memory" and space_of(i) == "param" \
+                    and isinstance(i.operands[1], Addr):
                 op = i.operands[1].base
             else:
                 return None

@@ -2,7 +2,7 @@
 
 Owns the obligations "mbarrier conformance: parity", "mbarrier conformance: tx bytes" and
 "mbarrier conformance: arrivals" (checker ``mbarrier``). One symbolic thread runs the
-kernel body (:mod:`kverify.verifier.mbarrier.sites`, built on the race checker's executor) with
+kernel body (:mod:`kverify.verifier.mbarrier.sites`, built on :mod:`kverify.symbolic`) with
 loop iteration counters ``k``; every mbarrier instruction and every copy signalling an
 mbarrier is a site with its barrier address ``a(k)`` and its terms. Then, with z3:
 
@@ -30,7 +30,7 @@ import time
 
 import z3
 
-from kverify.verifier.races.access import Env, Substitution, Unsupported, mk_and
+from kverify.symbolic import MBARRIER, Env, Unsupported, mk_and, sync_of
 from kverify.verifier.report import Location, Obligation
 
 from .sites import MbarExecutor
@@ -55,7 +55,7 @@ def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) ->
         kernel = module.kernel(kernel)
     from kverify.semantics.ir.visit import instructions
 
-    if not any(i.op.startswith("mbarrier") or "mbarrier::complete_tx" in " ".join(i.mods)
+    if not any(sync_of(i) in MBARRIER or "mbarrier::complete_tx::bytes" in i.mods
                for i in instructions(kernel.body)):
         return []
     try:
@@ -406,7 +406,7 @@ class _Checker:
         t0 = time.perf_counter()
         inits = [s for s in self.sites if s.kind == "init"]
         arrs = [s for s in self.sites if s.kind == "arrive"]
-        others = [s for s in self.sites if s.kind == "other" and s.instr.op != "mbarrier.inval"]
+        others = [s for s in self.sites if s.kind == "other"]
         if others:
             s = others[0]
             return _ob("arrivals", "unknown", f"{self.loc(s.instr)}: {s.instr.opcode} is not modelled", t0,

@@ -5,8 +5,8 @@ still gets buffers for the interpreter.
 
 For every global access whose address is a pointer parameter plus an offset
 (``Access.region == "param:<name>"``), z3 maximizes the end of the access over every
-thread of the launch and every loop iteration (``kverify.verifier.races.access``'s encoding of one
-symbolic thread); a buffer is as long as the largest end, in the element type of its
+thread of the launch and every loop iteration (the encoding of one symbolic thread,
+:mod:`kverify.symbolic`); a buffer is as long as the largest end, in the element type of its
 accesses. An offset that can be negative, that depends on a value the encoding cannot know
 (a loaded index) or on an unknown scalar, or that exceeds ``LIMIT`` leaves the buffer
 unsized, with the reason. An iteration of a loop without a trip count (a grid-stride loop)
@@ -19,8 +19,7 @@ import z3
 from kverify.launch import dtypes, lookup, param_key
 from kverify.semantics.ir.nodes import Sym
 from kverify.semantics.ir.visit import names_of, reachable_instructions
-
-from .access import Env, Executor, Unsupported
+from kverify.symbolic import Env, Executor, Unsupported, outside_classic_model
 
 LIMIT = 1 << 28  # bytes per inferred buffer
 
@@ -38,8 +37,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         wanted[p.source_name or p.name] = param_key(kernel, i)
     if not wanted:
         return {}, {}
-    if any(i.op.startswith(("cp.async", "wgmma", "mbarrier", "tensormap")) for i in
-           reachable_instructions(module, kernel)):
+    if any(outside_classic_model(i) for i in reachable_instructions(module, kernel)):
         return {}, {k: "asynchronous copies: give the buffers in the launch spec" for k in wanted.values()}
     env = Env(module, kernel, launch)
 

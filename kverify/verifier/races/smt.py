@@ -2,7 +2,7 @@
 
 Owns: the race obligations "race-free: shared" and "race-free: global". Following
 GPUVerify and Faial, two arbitrary *distinct* symbolic threads A and B run the same
-symbolically executed body (:mod:`kverify.verifier.races.access`; B's terms are A's with the
+symbolically executed body (:mod:`kverify.symbolic`; B's terms are A's with the
 thread's symbols renamed). For every pair of accesses (a by A, b by B) of which at least
 one writes, we ask z3 whether
 
@@ -45,8 +45,8 @@ import z3
 
 from kverify.verifier.report import Location, Obligation
 
-from .access import (ASYNC_PREFIXES, TRUE, Env, Executor, Substitution, Unsupported, is_false,
-                     is_true, mk_and, mk_not, mk_or)
+from kverify.symbolic import (TRUE, Env, Executor, Substitution, Unsupported, is_atomic, is_false, is_true,
+                              mk_and, mk_not, mk_or, outside_classic_model)
 
 SPACES = ("shared", "global")
 REACH_UNROLL = 64  # iterations unrolled to show that a counterexample's iteration is reached
@@ -117,7 +117,7 @@ class _Checker:
 
         scope = []
         for i in instructions(kernel.body):
-            if i.op.startswith(ASYNC_PREFIXES) and i.op not in ("fence.proxy.async",):
+            if outside_classic_model(i):
                 scope.append(i)
         if scope:
             i = scope[0]
@@ -568,7 +568,7 @@ def _scope(instr):
     if "volatile" in mods:
         return "sys"
     s = next((x for x in mods if x in ("cta", "cluster", "gpu", "sys")), None)
-    if s is None and instr.op in ("atom", "red"):
+    if s is None and is_atomic(instr):
         return "gpu"
     return s
 

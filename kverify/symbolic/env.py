@@ -1,0 +1,202 @@
+"""The launch as the symbolic engine sees it: grid and block dimensions (from a launch spec,
+``.reqntid``/``.maxntid``, or symbolic with their limits), kernel parameters (concrete
+argument values or symbols), the shared-memory layout, the special registers, and the
+per-thread symbols, created in (thread A, thread B) pairs so that thread B's terms are
+thread A's with the pairs substituted.
+
+PTX ISA (9.0): §10 special registers (%tid, %ntid, %ctaid, %nctaid, %laneid, %lanemask_*);
+§5.1.4 shared state space (layout of static, then dynamic, shared variables).
+"""
+from __future__ import annotations
+
+import z3
+
+from kverify.semantics.ir.nodes import operand_regs
+from kverify.semantics.ir.types import SCALAR_BITS
+from kverify.semantics.ir.visit import instructions
+from kverify.semantics.values import float_to_bits
+
+from .terms import keys
+
+
+class Env:
+    """The launch: grid/block dims, kernel parameters, shared-memory layout, and the
+    per-thread symbols, created in (A, B) pairs."""
+
+    def __init__(self, module, kernel, launch=None):
+        self.module = module
+        self.kernel = kernel
+        self.launch = launch
+        self.pairs: list = []  # (A const, B const)
+        self.approx: set = set()  # names of approximate symbols (both threads)
+        # constraints as (term, keys): a constraint matters to a query only when the query
+        # mentions one of its keys (the symbol it constrains), see smt._Checker.relevant
+        self.constraints_a: list = []  # per-thread constraints, thread A (B by substitution)
+        self.shared_constraints: list = []
+        self.assumptions: list = []  # human-readable
+        self.uf_decls: dict = {}
+        # --- dims
+        if launch is not None:
+            self.ntid = tuple(z3.BitVecVal(v, 32) for v in launch.block)
+            self.nctaid = tuple(z3.BitVecVal(v, 32) for v in launch.grid)
+            self.block = tuple(launch.block)
+            self.grid = tuple(launch.grid)
+        else:
+            bd = kernel.block_dim
+            if bd is not None:
+                self.ntid = tuple(z3.BitVecVal(v, 32) for v in bd)
+                self.block = tuple(bd)
+                src = ".reqntid" if kernel.directive("reqntid") else ".maxntid (__launch_bounds__)"
+                self.assumptions.append(f"block {bd[0]}x{bd[1]}x{bd[2]} from {src}")
+            else:
+                self.ntid = tuple(z3.BitVec(f"ntid.{d}", 32) for d in "xyz")
+                self.block = None
+                lim = (1024, 1024, 64)
+                for v, m in zip(self.ntid, lim):
+                    self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m)), keys(v)))
+                x, y, zz = self.ntid
+                self.shared_constraints.append((z3.ULE(x * y * zz, 1024), keys(x, y, zz)))
+                self.assumptions.append("block size symbolic (no launch spec, no .reqntid)")
+            # grid symbolic; a dimension the kernel never reads is 1 (launching more CTAs
+            # along it only repeats the work: a launch error, not a kernel property), and
+            # the global thread index along each dimension fits in a signed 32-bit int
+            used = _grid_dims_read(kernel)
+            self.nctaid = tuple(z3.BitVec(f"nctaid.{d}", 32) if d in used else z3.BitVecVal(1, 32)
+                                for d in "xyz")
+            self.grid = None
+            for d, v, n, m in zip("xyz", self.nctaid, self.ntid, ((1 << 31) - 1, 65535, 65535)):
+                if d not in used:
+                    continue
+                fits = z3.ULE(z3.ZeroExt(32, v) * z3.ZeroExt(32, n), (1 << 31) - 1)
+                self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m), fits), keys(v)))
+            self.assumptions.append("grid symbolic (no launch spec): "
+                                    + (", ".join(f"gridDim.{d}" for d in "xyz" if d in used)
+                                       or "no dimension")
+                                    + " read by the kernel, the others 1; gridDim*blockDim < 2^31 "
+                                    "along each dimension")
+        self.tid = tuple(self.fresh(f"tid.{d}", 32) for d in "xyz")
+        self.ctaid = tuple(self.fresh(f"ctaid.{d}", 32) for d in "xyz")
+        for t, n in zip(self.tid, self.ntid):
+            self.constraints_a.append((z3.ULT(t, n), keys(t)))
+        for c, n in zip(self.ctaid, self.nctaid):
+            self.constraints_a.append((z3.ULT(c, n), keys(c)))
+        # --- params
+        self.params: dict = {}  # PTX name -> (term, Param)
+        self.param_values: dict = {}
+        for i, p in enumerate(kernel.params):
+            w = p.type.bits
+            if p.array:
+                continue
+            v = self._launch_arg(i) if launch is not None else None
+            if v is not None:
+                bits = _value_bits(v, p.type.name)
+                self.params[p.name] = (z3.BitVecVal(bits, w), p)
+                self.param_values[p.source_name or p.name] = v
+            else:
+                self.params[p.name] = (z3.BitVec(p.name, w), p)
+        # --- shared layout (static variables in declaration order, then dynamic)
+        self.shared_vars: list = []  # (name, base, size)
+        self.shared_base: dict = {}
+        off = 0
+        decls = [v for v in tuple(module.vars) + tuple(kernel.vars) if v.space in ("shared", "shared::cta")]
+        for v in sorted(decls, key=lambda d: d.extern):
+            al = v.align or max(1, v.type.bits // 8)
+            if v.extern:
+                al = max(al, 16)
+            off = (off + al - 1) // al * al
+            size = v.size
+            if v.extern:
+                size = launch.dynamic_smem if launch is not None and launch.dynamic_smem else None
+            self.shared_vars.append((v.name, off, size))
+            self.shared_base[v.name] = off
+            off += v.size if not v.extern else 0
+        self.global_vars = {v.name for v in tuple(module.vars) + tuple(kernel.vars)
+                            if v.space in ("global", "const")}
+
+    def _launch_arg(self, i):
+        p = self.kernel.params[i]
+        args = self.launch.args or {}
+        for key in (p.source_name, p.name, str(i), i):
+            if key is not None and key in args:
+                return args[key]
+        return None
+
+    def fresh(self, name: str, width: int, approx: bool = False):
+        """A per-thread symbol: returns thread A's and registers the (A, B) pair."""
+        if width == 1:
+            a, b = z3.Bool(f"{name}!A"), z3.Bool(f"{name}!B")
+        else:
+            a, b = z3.BitVec(f"{name}!A", width), z3.BitVec(f"{name}!B", width)
+        self.pairs.append((a, b))
+        if approx:
+            self.approx.add(str(a))
+            self.approx.add(str(b))
+        return a
+
+    def uf_mem(self, region: str, width: int):
+        name = f"mem[{region}].b{width}"
+        if name not in self.uf_decls:
+            self.uf_decls[name] = z3.Function(name, z3.BitVecSort(64), z3.BitVecSort(8),
+                                              z3.BitVecSort(width))
+        return self.uf_decls[name]
+
+    def uf(self, name: str, nargs: int):
+        if name not in self.uf_decls:
+            self.uf_decls[name] = z3.Function(name, *([z3.BitVecSort(64)] * nargs), z3.BitVecSort(32))
+        return self.uf_decls[name]
+
+    def linear_tid(self, tid=None):
+        x, y, zz = tid or self.tid
+        nx, ny, _ = self.ntid
+        return x + nx * (y + ny * zz)
+
+    def shared_var_at(self, addr: int):
+        for name, base, size in self.shared_vars:
+            if base <= addr and (size is None or addr < base + size):
+                return name, addr - base
+        return None, addr
+
+    def special(self, name: str):
+        """Thread A's value of a special register (§10), or None for one read as an
+        approximate value."""
+        parts = name.split(".")
+        base, dim = parts[0], (parts[1] if len(parts) > 1 else "x")
+        i = "xyz".find(dim) if dim in ("x", "y", "z") else -1
+        if base == "%tid" and i >= 0:
+            return self.tid[i]
+        if base == "%ntid" and i >= 0:
+            return self.ntid[i]
+        if base == "%ctaid" and i >= 0:
+            return self.ctaid[i]
+        if base == "%nctaid" and i >= 0:
+            return self.nctaid[i]
+        if base == "%laneid":
+            return self.linear_tid() & 31
+        if base in ("%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge"):
+            lane = self.linear_tid() & 31
+            one = z3.BitVecVal(1, 32)
+            eq = one << lane
+            return {"%lanemask_eq": eq, "%lanemask_lt": eq - 1, "%lanemask_le": (eq - 1) | eq,
+                    "%lanemask_gt": ~((eq - 1) | eq), "%lanemask_ge": ~(eq - 1)}[base]
+        return None  # any other special register reads as an approximate value
+
+
+def _grid_dims_read(kernel) -> set:
+    used = set()
+    for i in instructions(kernel.body):
+        for o in i.operands:
+            for r in operand_regs(o):
+                base, _, d = r.name.partition(".")
+                if base in ("%ctaid", "%nctaid"):
+                    used.add(d or "x")
+    return used
+
+
+def _value_bits(v, ty: str) -> int:
+    w = SCALAR_BITS[ty]
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float) or ty.startswith("f") or ty.startswith("bf"):
+        if ty in ("f32", "f64", "f16", "bf16"):
+            return float_to_bits(ty, float(v))
+    return int(v) & ((1 << w) - 1)

@@ -1,0 +1,428 @@
+"""Instruction semantics of the symbolic per-thread engine: what one instruction does to
+thread A's state -- value semantics over the Z3 domain (``kverify.semantics.values``),
+memory accesses recorded as ``Access`` (space, mode, strength, byte address, width, path
+condition, epoch), ``bar.sync 0`` as a barrier instance that advances the epoch, exits,
+``elect.sync`` and pure calls. What the engine does not model leaves a *reason* (the
+obligation cannot be proved) and, where it may order accesses, an unmodelled-ordering note
+(a race found cannot be claimed). Which rows take which path is read from the op table
+(:mod:`kverify.symbolic.families`).
+
+PTX ISA (9.0): ld, st (§9.7.9.8, §9.7.9.10), atom, red (§9.7.13.5, §9.7.13.6),
+§9.7.13.1 bar/barrier, §9.7.13.9 elect.sync, §9.7.12 call/ret/exit/trap; §8 memory
+consistency model (morally strong accesses).
+"""
+from __future__ import annotations
+
+import z3
+
+from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
+from kverify.semantics.ir.optable import OPS, space_of
+from kverify.semantics.ir.types import SCALAR_BITS
+from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float
+
+from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
+                       is_atomic, is_barrier, is_unmodelled_memory)
+from .records import Access, State, SyncSite
+from .terms import TRUE, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
+
+_D = Z3Domain()
+
+
+class Instructions:
+    """Mixin of :class:`kverify.symbolic.executor.Executor`: one method per kind of
+    instruction (see the module docstring)."""
+
+    def instr(self, ins: Instr, st: State) -> State:
+        guard = TRUE
+        if ins.guard is not None:
+            guard = self.cond(st, ins.guard.reg, ins.guard.negated)
+            if is_false(guard):
+                return st
+        if not ins.supported:
+            self.reason(f"unsupported instruction {ins.opcode} at {where(ins)}", ordering=True)
+            self.havoc_dests(st, ins, guard)
+            return st
+        if is_async(ins):
+            return self.async_instr(ins, st, guard)
+        return self.plain_instr(ins, st, guard)
+
+    def async_instr(self, ins: Instr, st: State, guard) -> State:
+        """Asynchronous copies, mbarriers, wgmma: not modelled here (an extension point
+        for checkers that record them)."""
+        self.reason(f"{ins.opcode} at {where(ins)}: asynchronous copies, mbarriers and "
+                    "wgmma are not modelled by the classic race check yet", ordering=True)
+        self.havoc_dests(st, ins, guard)
+        return st
+
+    def plain_instr(self, ins: Instr, st: State, guard) -> State:
+        row = OPS[ins.op]
+        if is_unmodelled_memory(ins):
+            self.reason(f"{ins.opcode} at {where(ins)}: per-lane addresses of this collective "
+                        "memory access are not modelled",
+                        "shared" if "shared" in " ".join(ins.mods) else None)
+            self.havoc_dests(st, ins, guard)
+            return st
+        h = handler(ins)
+        if h is not None:
+            return getattr(self, h)(ins, st, guard)
+        if row.sync == "bar":
+            return self.barrier(ins, st, guard)
+        if row.effect == "memory":
+            return self.memory(ins, st, guard)
+        if row.sync in UNCOUNTED_ORDERING:
+            self.unmodelled(f"{UNCOUNTED_ORDERING[row.sync]} ({ins.opcode} at {where(ins)})")
+            return st
+        if row.effect in ("nop", "control") or row.sync in NO_ORDERING:
+            return st
+        if row.semantics not in FAMILIES and row.semantics != "cvta":
+            self.havoc_dests(st, ins, guard, ins.op)
+            return st
+        return self.alu(ins, st, guard)
+
+    def exit(self, ins: Instr, st: State, guard) -> State:
+        """``ret`` / ``exit`` of the kernel: the thread leaves (it takes part in no later
+        barrier)."""
+        g = mk_and(st.pc, guard)
+        return State(mk_and(st.pc, mk_not(guard)), st.regs, st.epoch, mk_or(st.exited, g))
+
+    def trap(self, ins: Instr, st: State, guard) -> State:
+        """``trap``: nothing after it runs on this path."""
+        return State(mk_and(st.pc, mk_not(guard)), st.regs, st.epoch, st.exited)
+
+    def alu(self, ins: Instr, st: State, guard) -> State:
+        """An instruction with value semantics, over the Z3 domain; the operand widths follow
+        its semantics family (``row.semantics``)."""
+        op, mods = OPS[ins.op].semantics, ins.mods
+        types = ins.types()
+        ops = ins.operands
+        if not types:
+            self.havoc_dests(st, ins, guard, op)
+            return st
+        if op == "cvta":
+            d = ops[0]
+            ty = types[-1]
+            w = SCALAR_BITS[ty]
+            t, region = self.read(st, ops[1], w)
+            if "to" not in mods and any(m in ("shared", "shared::cta") for m in mods):
+                region = "shared" if region in ("shared", None) else region
+            if isinstance(d, Reg):
+                self.write(st, d.name, (t, region), guard)
+            return st
+        if op in ("cvt", "set", "slct"):
+            if len(types) < 2:
+                self.havoc_dests(st, ins, guard, op)
+                return st
+            ty = (types[0], types[1])
+            fl = is_float(types[0]) or is_float(types[1])
+            srcw = [SCALAR_BITS[types[1]]] * (len(ops) - 1)
+            if op == "slct":
+                srcw = [SCALAR_BITS[types[0]], SCALAR_BITS[types[0]], SCALAR_BITS[types[1]]]
+            if op == "set" and len(ops) > 3:
+                srcw[-1] = 1
+        else:
+            ty = types[-1]
+            fl = is_float(ty)
+            w = SCALAR_BITS[ty]
+            srcw = [w] * (len(ops) - 1)
+            if op in ("shl", "shr"):
+                srcw[1:] = [32] * (len(srcw) - 1)
+            elif op in ("mad",) and "wide" in mods:
+                srcw[2:] = [2 * w]
+            elif op in ("setp", "set") and len(srcw) > 2:
+                srcw[2] = 1
+            elif op == "selp":
+                srcw[2] = 1
+            elif op == "bfe":
+                srcw[1:] = [32, 32]
+            elif op == "bfi":
+                srcw[2:] = [32, 32]
+            elif op in ("prmt", "shf"):
+                srcw[2:] = [32]
+            elif op == "lop3":
+                srcw = srcw[:-1]
+            elif op in ("addc", "subc", "madc"):
+                pass
+            if ty == "pred":
+                srcw = [1 if x == 1 or op not in ("selp",) else x for x in srcw]
+        bitwise = op in ("mov", "selp") or (op in ("and", "or", "xor", "not") and not fl)
+        if fl and not bitwise:
+            self.havoc_dests(st, ins, guard, f"f.{op}")
+            return st
+        args, regions = [], []
+        for o, w in zip(ops[1:], srcw):
+            t, r = self.read(st, o, w)
+            args.append(t)
+            regions.append(r)
+        if op == "lop3":
+            imm = ops[4]
+            if not isinstance(imm, Imm):
+                self.havoc_dests(st, ins, guard, op)
+                return st
+            args.append(imm.value)
+        if op in ("addc", "subc", "madc") or (op in ("add", "sub", "mad") and "cc" in mods):
+            self.havoc_dests(st, ins, guard, op)
+            st.regs.pop("%cc", None)
+            return st
+        if op == "mov" and len(args) == 1 and isinstance(ops[0], Reg):
+            w = 1 if ty == "pred" else SCALAR_BITS[ty]
+            self.write(st, ops[0].name, (fit(args[0], w), regions[0]), guard)
+            return st
+        if op == "mov" and isinstance(ops[1], VecOp):
+            ew = SCALAR_BITS[ty] // len(ops[1].elems)
+            args = [fit(self.read(st, e, ew)[0], ew) for e in ops[1].elems]
+        if op == "mov" and isinstance(ops[0], VecOp):
+            whole = args[0]
+            n = len(ops[0].elems)
+            ew = whole.size() // n
+            for i, e in enumerate(ops[0].elems):
+                if isinstance(e, Reg):
+                    self.write(st, e.name, (z3.Extract(ew * (i + 1) - 1, ew * i, whole), None), guard)
+            return st
+        try:
+            res = evaluate(_D, op, ty, mods, *args)
+        except Exception:  # noqa: BLE001 - any form the semantics does not take
+            self.havoc_dests(st, ins, guard, op)
+            return st
+        d = ops[0]
+        region = self.region_of(op, mods, regions)
+        if isinstance(res, tuple):
+            if isinstance(d, PairOp):
+                for x, v in zip((d.first, d.second), res):
+                    if isinstance(x, Reg):
+                        self.write(st, x.name, (v, None), guard)
+            elif isinstance(d, Reg):
+                self.write(st, d.name, (res[0], None), guard)
+            return st
+        if isinstance(d, Reg):
+            self.write(st, d.name, (res, region), guard)
+        else:
+            self.havoc_dests(st, ins, guard, op)
+        return st
+
+    @staticmethod
+    def region_of(op, mods, regions):
+        """Pointer provenance: a pointer plus or minus an integer keeps its region."""
+        rs = [r for r in regions if r is not None]
+        if not rs:
+            return None
+        if op in ("mov", "cvt", "cvta"):
+            return regions[0]
+        if op == "add" and len(rs) == 1:
+            return rs[0]
+        if op == "sub" and regions[0] is not None and regions[1] is None:
+            return regions[0]
+        if op == "mad" and len(regions) >= 3 and regions[2] is not None and regions[:2] == [None, None]:
+            return regions[2]
+        if op == "selp" and regions[0] == regions[1]:
+            return regions[0]
+        return "?"
+
+    # ------------------------------------------------------------------ memory
+    def memory(self, ins: Instr, st: State, guard) -> State:
+        op, mods = ins.op, ins.mods
+        space = space_of(ins)
+        slot, mode = deref(ins)
+        ops = ins.operands
+        addr_op = ops[slot] if slot < len(ops) else None
+        atomic = is_atomic(ins)
+        types = ins.types()
+        ty = types[-1] if types else "b32"
+        vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
+        width = max(1, SCALAR_BITS.get(ty, 32) // 8) * vec
+        pc = mk_and(st.pc, guard)
+        if space in ("param", "param::entry", "param::func"):
+            if mode == "read":
+                self.load_param(ins, st, guard)
+            return st
+        if space in ("local", "const"):
+            self.havoc_dests(st, ins, guard, f"{space}")
+            return st
+        if space == "shared::cluster":
+            self.reason(f"{ins.opcode} at {where(ins)}: distributed shared memory is not modelled")
+            self.havoc_dests(st, ins, guard, op)
+            return st
+        if not isinstance(addr_op, Addr):
+            self.reason(f"{ins.opcode} at {where(ins)}: address operand not understood")
+            self.havoc_dests(st, ins, guard, op)
+            return st
+        if addr_op.base is None:
+            base_t, region = z3.BitVecVal(0, 64), None
+        else:
+            base_t, region = self.read(st, addr_op.base, None)
+            if base_t is None or z3.is_bool(base_t):
+                base_t, region = self.approx("addr", 64), None
+        if space == "generic":
+            if region == "shared":
+                space = "shared"
+            elif region is not None and (region.startswith("param:") or region.startswith("var:")):
+                space = "global"
+                self.note_once("generic addresses derived from a kernel pointer parameter are taken "
+                               "to point to global memory")
+            else:
+                self.reason(f"{ins.opcode} at {where(ins)}: the state space of this generic "
+                            "address cannot be determined")
+                self.havoc_dests(st, ins, guard, op)
+                if mode != "read":
+                    self.unknown_region_write = True
+                return st
+        elif space in ("shared::cta",):
+            space = "shared"
+        elif space == "global":
+            pass
+        else:
+            self.reason(f"{ins.opcode} at {where(ins)}: state space {space} not modelled")
+            self.havoc_dests(st, ins, guard, op)
+            return st
+        if space == "shared":
+            addr = fit(base_t, 32) + addr_op.offset
+            region = "shared"
+        else:
+            addr = fit(base_t, 64) + addr_op.offset
+            if region is None or region == "?" or region == "shared":
+                self.reason(f"{ins.opcode} at {where(ins)}: the global buffer this address points "
+                            "into cannot be determined", "global")
+                region = None
+        addr = z3.simplify(addr)
+        # morally strong (PTX memory model §8): atomics, and ld/st with .volatile or with a
+        # .relaxed/.acquire/.release semantics and a scope; the pair check compares scopes
+        strong = atomic or "volatile" in mods or (
+            bool({"relaxed", "acquire", "release", "acq_rel", "sc"} & set(mods))
+            and any(m in ("cta", "cluster", "gpu", "sys") for m in mods))
+        if {"acquire", "release", "acq_rel", "sc"} & set(mods):
+            self.unmodelled(f"release/acquire synchronization ({ins.opcode} at {where(ins)})")
+        if mode != "read":
+            if region is None:
+                self.unknown_region_write = True
+            else:
+                self.written_regions.add(region)
+        acc = Access(self.seq.get(id(ins), -1), ins, space, mode, strong, atomic, region, addr, width,
+                     pc, st.epoch, tuple(self.loop_stack))
+        self.accesses.append(acc)
+        # the loaded value: global memory is a function of the address, the same for both
+        # threads (an input) when the kernel never writes that buffer -- decided in run(),
+        # until then each load is tagged; anything else is a fresh approximate value
+        dests = self.dests(ins)
+        if dests:
+            for i, r in enumerate(dests):
+                w = self.widths.get(r, 32)
+                if mode == "read" and space == "global" and region is not None:
+                    eb = width // max(1, len(dests))
+                    tag = z3.BitVec(f"ldtag{len(self.loads)}", 8)
+                    f = self.env.uf_mem(region, w)
+                    v = f(addr + i * eb, tag)
+                    self.loads.append((tag, v, region, w, acc.seq))
+                else:
+                    v = self.approx(f"mem{acc.seq}.{r}", w)
+                self.write(st, r, (v, None), guard)
+        return st
+
+    def unmodelled(self, msg):
+        if msg not in self.unmodelled_sync:
+            self.unmodelled_sync.append(msg)
+
+    def note_once(self, msg):
+        if msg not in self.notes:
+            self.notes.append(msg)
+
+    def load_param(self, ins: Instr, st: State, guard):
+        a = ins.operands[1]
+        d = ins.operands[0]
+        name = a.base.name if isinstance(a, Addr) and isinstance(a.base, Sym) else None
+        if isinstance(d, Reg) and name in self.env.params and a.offset == 0 and a.base.offset == 0:
+            term, p = self.env.params[name]
+            w = self.widths.get(d.name, term.size())
+            region = f"param:{p.source_name or p.name}" if p.type.bits == 64 else None
+            self.write(st, d.name, (fit(term, w), region), guard)
+            return
+        self.havoc_dests(st, ins, guard, "param")
+
+    # ------------------------------------------------------------------ barriers
+    def barrier(self, ins: Instr, st: State, guard) -> State:
+        mods = set(ins.mods)
+        ops = ins.operands
+        kind = "arrive" if "arrive" in mods else ("red" if "red" in mods else "sync")
+        if kind == "red":  # bar.red.op d, a{, b}, {!}c
+            ops = ops[1:-1]
+        bid = ops[0] if ops else Imm(0)
+        if not isinstance(bid, Imm):
+            self.reason(f"{ins.opcode} at {where(ins)}: barrier id in a register is not modelled",
+                        ordering=True)
+            self.havoc_dests(st, ins, guard, "bar")
+            return st
+        if bid.value != 0:
+            self.unmodelled(f"named barrier {bid.value} ({ins.opcode} at {where(ins)})")
+            if kind == "red":
+                self.havoc_dests(st, ins, guard, "bar")
+            return st
+        count = ops[1] if len(ops) > 1 else None
+        if kind == "arrive":
+            self.reason(f"{ins.opcode} at {where(ins)}: bar.arrive on barrier 0 is not modelled",
+                        ordering=True)
+            return st
+        if count is not None:
+            full = None
+            if self.env.block is not None:
+                full = self.env.block[0] * self.env.block[1] * self.env.block[2]
+            if not (isinstance(count, Imm) and full is not None and count.value == full):
+                self.reason(f"{ins.opcode} at {where(ins)}: barrier 0 with a thread count that "
+                            "is not the whole CTA is not modelled", ordering=True)
+                return st
+        if kind == "red":
+            self.havoc_dests(st, ins, guard, "bar")
+        pc = mk_and(st.pc, guard)
+        self.syncs.append(SyncSite("barrier", ins, ins.loc, pc, st.exited, TRUE, tuple(self.loop_stack)))
+        self.barrier_count += 1
+        one = z3.BitVecVal(1, 64)
+        epoch = z3.simplify(st.epoch + one) if is_true(guard) else mk_ite(guard, st.epoch + one, st.epoch)
+        return State(st.pc, st.regs, epoch, st.exited)
+
+    # ------------------------------------------------------------------ others
+    def elect(self, ins: Instr, st: State, guard) -> State:
+        """``elect.sync d|p, membermask``: one leader lane per warp and instance; modelled as
+        an uninterpreted choice of the (CTA, warp, loop iterations) -- the same for every
+        thread of the warp -- so ``p`` is true for exactly the leader's lane."""
+        env = self.env
+        self.elect_sites += 1
+        ks = [k for _, k in self.loop_stack]
+        f = env.uf(f"elect{self.elect_sites}", 4 + len(ks))
+        warp = env.linear_tid() >> 5
+        args = [z3.ZeroExt(32, c) for c in env.ctaid] + [z3.ZeroExt(32, warp)] + ks
+        leader = f(*args)
+        env.constraints_a.append((z3.ULT(leader, 32), frozenset((f.name(),))))
+        lane = env.linear_tid() & 31
+        d = ins.operands[0]
+        first, second = (d.first, d.second) if isinstance(d, PairOp) else (d, None)
+        if isinstance(first, Reg):
+            self.write(st, first.name, (leader, None), guard)
+        if isinstance(second, Reg):
+            self.write(st, second.name, (leader == lane, None), guard)
+        self.note_once("elect.sync: one leader lane per warp (which one is left open)")
+        return st
+
+    def call(self, ins: Instr, st: State, guard) -> State:
+        from kverify.semantics.ir.visit import callee_of, instructions, reachable_functions
+
+        target = next((o for o in ins.operands if isinstance(o, Sym)), None)
+        fn = None
+        if target is not None:
+            fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
+        if fn is None:
+            self.reason(f"call at {where(ins)}: callee not available", ordering=True)
+            return st
+        for f in reachable_functions(self.env.module, fn):
+            for i in instructions(f.body):
+                if not i.supported:
+                    self.reason(f"call at {where(ins)}: {f.name} uses unsupported {i.opcode}",
+                                ordering=True)
+                    return st
+                sp = space_of(i)
+                private = sp is None or sp in PRIVATE_SPACES
+                if is_barrier(i) or is_async(i) or is_unmodelled_memory(i) or not private:
+                    self.reason(f"call at {where(ins)}: {f.name} accesses memory or synchronizes "
+                                "(calls are not inlined)", ordering=True)
+                    return st
+                if handler(i) == "call" and callee_of(self.env.module, i) is None:
+                    self.reason(f"call at {where(ins)}: {f.name} calls an unknown function", ordering=True)
+                    return st
+        self.note_once("calls to functions without memory accesses or barriers are treated as pure")
+        return st

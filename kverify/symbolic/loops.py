@@ -1,0 +1,343 @@
+"""Loop summaries of the symbolic per-thread engine: a ``Loop`` is executed once with a
+symbolic iteration counter ``k``. Its induction variables (``Loop.ivs``) take the value
+``init + k*step`` and registers with a validated closed form take ``f(k)``; every other
+register the loop writes is havocked; the barrier count is ``epoch_at_entry + c*k`` with
+``c`` the barriers per iteration. Induction variables, closed forms and trip counts are
+re-validated by SMT (induction: at every ``continue`` the register is ``f(k + 1)`` and
+``k + 1 < trip``); what fails validation is havocked instead, so a wrong summary never
+makes a proof. ``LoopInfo`` records each summary: its counter, trip count, whether every
+``k`` below the trip count is reached (``exact``), barriers per iteration.
+
+PTX ISA (9.0): §9.7.12 bra (the loops the front end structured); §9.7.13.1 barriers
+counted per iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Instr, Loop
+from kverify.semantics.ir.symint import SymInt
+from kverify.semantics.ir.visit import walk
+
+from .records import State, SyncSite
+from .terms import fit, is_false, keys, mk_and, mk_ite, mk_not, mk_or
+
+K_LIMIT = 1 << 31  # iteration counters of loops without a validated trip count
+
+
+@dataclass
+class LoopInfo:
+    """One loop of the kernel as the executor summarized it."""
+
+    loop: Loop
+    k: object  # thread A's iteration counter (BV64)
+    trip: object | None  # validated trip count (BV64) or None
+    exact: bool  # every k in [0, trip) is reached (k is not an over-approximation)
+    barriers_per_iteration: int = 0
+    dropped_ivs: tuple = ()
+    cont_pc: object = None  # thread A: iteration k goes on to iteration k + 1
+
+    @property
+    def name(self) -> str:
+        ln = self.loop.loc.line or self.loop.loc.ptx_line
+        return f"{self.loop.label} (line {ln})" if ln else self.loop.label
+
+
+class LoopSummaries:
+    """Mixin of :class:`kverify.symbolic.executor.Executor`: loops (see the module
+    docstring)."""
+
+    def loop(self, lp: Loop, st: State) -> State:
+        written = set()
+        for s, _ in walk(lp.body):
+            if isinstance(s, Instr):
+                written.update(self.dests(s))
+        ivs = {iv.reg.name: iv for iv in lp.ivs if iv.reg.name in written}
+        # extension point: closed forms of further loop-carried registers (validated like
+        # induction variables below); none by default
+        forms = dict(self.loop_closed_forms(lp, st, written, ivs) or {})
+        self._closed_forms[id(lp)] = forms
+        trip_modes = ["sext", "zext", None] if lp.trip_count is not None else [None]
+        dropped: list = []
+        region_unknown: set = set()
+        while True:
+            mode = trip_modes[0]
+            res = self._loop_attempt(lp, st, ivs, mode, written, region_unknown)
+            if res[0] == "ok":
+                info, out = res[1], res[2]
+                info.dropped_ivs = tuple(dropped)
+                return out
+            _, bad_ivs, bad_trip, bad_regions = res
+            region_unknown |= set(bad_regions)
+            for r in bad_ivs:
+                ivs.pop(r, None)
+                forms.pop(r, None)
+                dropped.append(r)
+            if bad_trip:
+                trip_modes.pop(0)
+
+    def _trip_term(self, lp: Loop, regs0: dict, mode):
+        if mode is None or lp.trip_count is None:
+            return None
+        try:
+            return self.symint(lp.trip_count, 64, regs0, signed=(mode == "sext"))
+        except Unsupported:
+            return None
+
+    def symint(self, s: SymInt, width: int, regs0: dict, signed: bool = True):
+        """A ``SymInt`` (over parameters, special registers and registers at loop entry)
+        as a ``width``-bit term."""
+        env = self.env
+
+        def ext(t):
+            if z3.is_bool(t):
+                t = z3.If(t, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+            w = t.size()
+            if w == width:
+                return t
+            if w > width:
+                return z3.Extract(width - 1, 0, t)
+            return (z3.SignExt if signed else z3.ZeroExt)(width - w, t)
+
+        def atom(a):
+            if isinstance(a, str):
+                if a in env.params:
+                    return ext(env.params[a][0])
+                for p in self.kernel.params:
+                    if p.source_name == a and p.name in env.params:
+                        return ext(env.params[p.name][0])
+                if a.startswith("%"):
+                    if a in regs0:
+                        return ext(regs0[a][0])
+                    v = env.special(a)
+                    if v is not None:
+                        return z3.ZeroExt(width - 32, v) if width > 32 else fit(v, width)
+                raise Unsupported(f"symbol {a} in a loop summary")
+            args = [self.symint(x, width, regs0, signed) for x in a.args]
+            x, y = args
+            if a.op == "floordiv":
+                q = x / y
+                return z3.If(z3.And(x % y != 0, (x < 0) != (y < 0)), q - 1, q)
+            if a.op == "mod":
+                q = x / y
+                q = z3.If(z3.And(x % y != 0, (x < 0) != (y < 0)), q - 1, q)
+                return x - q * y
+            if a.op == "min":
+                return z3.If(x < y, x, y)
+            if a.op == "max":
+                return z3.If(x > y, x, y)
+            raise Unsupported(f"{a.op} in a loop summary")
+
+        out = z3.BitVecVal(0, width)
+        for mono, c in s.terms:
+            t = z3.BitVecVal(c & ((1 << width) - 1), width)
+            for a in mono:
+                t = t * atom(a)
+            out = out + t
+        return z3.simplify(out)
+
+    def _loop_attempt(self, lp: Loop, st: State, ivs: dict, mode, written, region_unknown):
+        n = len(self.loops)
+        k = self.env.fresh(f"k{n}.{lp.label}", 64)
+        regs0 = st.regs
+        trip = self._trip_term(lp, regs0, mode)
+        if mode is not None and trip is None:
+            return ("retry", [], True, [])
+        # --- loop head at iteration k
+        if trip is not None:
+            rng = mk_and(z3.ULT(k, z3.BitVecVal(K_LIMIT, 64)), k < trip)
+        else:
+            rng = z3.ULT(k, z3.BitVecVal(K_LIMIT, 64))
+        head_pc = mk_and(st.pc, rng)
+        regs = dict(regs0)
+        steps = {}
+        first = k == 0
+        forms = self._closed_forms.get(id(lp), {})
+        for r in sorted(written):
+            old = regs0.get(r)
+            if r in forms and r not in ivs and old is not None and not z3.is_bool(old[0]):
+                regs[r] = (forms[r](k), old[1])
+                continue
+            if r in ivs and old is not None and not z3.is_bool(old[0]):
+                w = old[0].size()
+                try:
+                    step = self.symint(ivs[r].step, w, regs0)
+                except Unsupported:
+                    step = None
+                if step is not None:
+                    steps[r] = step
+                    kw = fit(k, w)
+                    regs[r] = (z3.simplify(old[0] + kw * step), old[1])
+                    continue
+            w = self.widths.get(r, 32)
+            h = self.approx(f"h{n}.{r}", w)
+            region = "?" if r in region_unknown else (old[1] if old is not None else None)
+            if old is not None and (z3.is_bool(old[0]) == (w == 1)):
+                regs[r] = (mk_ite(first, fit(old[0], w), h), region)
+            else:
+                regs[r] = (h, region)
+        eh = z3.BitVec(f"E{n}.{lp.label}", 64)
+        info = LoopInfo(lp, k, trip, False)
+        self.loops.append(info)
+        marks = {key: len(v) for key, v in self.pending.items()}
+        amark, smark = len(self.accesses), len(self.syncs)
+        cmark = len(self.env.constraints_a)
+        bc_before = self.barrier_count
+        self.loop_stack.append((info, k))
+        head = State(head_pc, dict(regs), eh, st.exited)
+        end = self.stmts(lp.body, head, (id(lp), "body"))
+        self.loop_stack.pop()
+        conts = self.pending.get(("cont", lp.label), [])[marks.get(("cont", lp.label), 0):]
+        # restore pending lists for this label; collect breaks that leave the loop
+        leaving = []
+        for key, lst in self.pending.items():
+            m = marks.get(key, 0)
+            if key == ("cont", lp.label):
+                del lst[m:]
+            elif len(lst) > m:
+                leaving.append((key, m))
+        # --- validation (induction): IVs and the trip count
+        checks = []
+        for c in conts:
+            for r, step in steps.items():
+                now = c.regs.get(r)
+                if now is None or z3.is_bool(now[0]):
+                    checks.append(("iv", r, c.pc))
+                else:
+                    w = now[0].size()
+                    checks.append(("iv", r, mk_and(c.pc, now[0] != fit(regs[r][0], w) + fit(step, w))))
+            for r, f in forms.items():
+                if r in ivs or r not in regs or r in steps:
+                    continue
+                now = c.regs.get(r)
+                want = f(k + 1)
+                if now is None or z3.is_bool(now[0]) or now[0].size() != want.size():
+                    checks.append(("iv", r, c.pc))
+                else:
+                    checks.append(("iv", r, mk_and(c.pc, now[0] != want)))
+            if trip is not None:
+                checks.append(("trip", None, mk_and(c.pc, mk_not(k + 1 < trip))))
+        if trip is not None:
+            checks.append(("trip", None, mk_and(st.pc, mk_not(z3.BitVecVal(0, 64) < trip))))
+        bad_ivs, bad_trip = [], False
+        # pointer provenance assumed for the registers at the loop head must be kept
+        bad_regions = sorted({r for c in conts for r in written
+                              if r in regs and r in c.regs and c.regs[r][1] != regs[r][1]
+                              and regs[r][1] != "?"})
+        checks = [c for c in checks if not is_false(c[2])]
+        if checks:
+            res, model = self.check(mk_or(*[c[2] for c in checks]))
+            if res != "unsat":
+                for kind, r, f in checks:
+                    if res == "unknown" or z3.is_true(model.eval(f, model_completion=True)):
+                        if kind == "iv":
+                            bad_ivs.append(r)
+                        else:
+                            bad_trip = True
+        if bad_ivs or bad_trip or bad_regions:
+            # undo this attempt
+            del self.accesses[amark:]
+            del self.syncs[smark:]
+            del self.loops[n:]
+            del self.env.constraints_a[cmark:]
+            for key, lst in self.pending.items():
+                del lst[marks.get(key, 0):]
+            self.barrier_count = bc_before
+            return ("retry", sorted(set(bad_ivs)), bad_trip, bad_regions)
+        # --- barriers per iteration
+        c_vals = set()
+        for c in conts:
+            d = z3.simplify(c.epoch - eh)
+            c_vals.add(d.as_long() if z3.is_bv_value(d) else None)
+        if not conts:
+            cper = 0
+            # the body never starts another iteration: only k = 0 runs
+            for a in self.accesses[amark:]:
+                a.pc = mk_and(a.pc, k == 0)
+            end = State(mk_and(end.pc, k == 0), end.regs, end.epoch, end.exited)
+        elif len(c_vals) == 1 and None not in c_vals:
+            cper = c_vals.pop()
+        else:
+            cper = 0
+            self.reason(f"the number of barriers per iteration of loop {info.name} is not constant; "
+                        "barrier intervals in it are not summarized", None, ordering=True)
+        info.barriers_per_iteration = cper
+        info.cont_pc = mk_or(*[c.pc for c in conts])
+        head_epoch = z3.simplify(st.epoch + z3.BitVecVal(cper, 64) * k)
+        sub = [(eh, head_epoch)]
+        for a in self.accesses[amark:]:
+            a.epoch = z3.simplify(z3.substitute(a.epoch, *sub))
+        if self.barrier_count != bc_before:
+            # loop decisions must be uniform for the barrier intervals inside to line up
+            for c in conts:
+                self.syncs.append(SyncSite("loop-continue", None, lp.loc, c.pc, c.exited, head_pc,
+                                           tuple(self.loop_stack) + ((info, k),)))
+            for key, m in leaving:
+                for s in self.pending[key][m:]:
+                    self.syncs.append(SyncSite("loop-exit", None, lp.loc, s.pc, s.exited, head_pc,
+                                               tuple(self.loop_stack) + ((info, k),)))
+            self.syncs.append(SyncSite("loop-exit", None, lp.loc, end.pc, end.exited, head_pc,
+                                       tuple(self.loop_stack) + ((info, k),)))
+        for key, m in leaving:
+            lst = self.pending[key]
+            for i in range(m, len(lst)):
+                s = lst[i]
+                lst[i] = State(s.pc, s.regs, z3.simplify(z3.substitute(s.epoch, *sub)), s.exited)
+        out = State(end.pc, end.regs, z3.simplify(z3.substitute(end.epoch, *sub)), end.exited)
+        # --- exactness of k: every iteration below the trip count is reached
+        if trip is not None:
+            exits = [end.pc] + [s.pc for key, m in leaving for s in self.pending[key][m:]]
+            body_exit = mk_and(mk_or(*exits, mk_and(out.exited, mk_not(st.exited))), k + 1 < trip)
+            if is_false(body_exit):
+                info.exact = True
+            else:
+                res, _ = self.check(body_exit)
+                info.exact = res == "unsat"
+        if not info.exact:
+            self.env.approx.add(str(k))
+            for a, b in self.env.pairs:
+                if a.eq(k):
+                    self.env.approx.add(str(b))
+        # --- the state after the loop: the iteration it left in is a separate counter kx
+        only_falloff = not leaving and out.exited.eq(st.exited)
+        if only_falloff and info.exact:
+            # every iteration below the trip count runs and only the last one falls off
+            kx = z3.simplify(trip - 1)
+        else:
+            kx = self.env.fresh(f"kx{n}.{lp.label}", 64, approx=not info.exact)
+        xs = [(k, kx)]
+        regs_x = dict(out.regs)
+        for r in written:
+            if r in regs_x:
+                t, rg = regs_x[r]
+                regs_x[r] = (z3.substitute(t, *xs), rg)
+        epoch_x = z3.simplify(z3.substitute(out.epoch, *xs))
+        for key, m in leaving:
+            lst = self.pending[key]
+            for i in range(m, len(lst)):
+                s = lst[i]
+                lst[i] = State(z3.substitute(s.pc, *xs),
+                               {r: ((z3.substitute(t, *xs), rg) if r in written else (t, rg))
+                                for r, (t, rg) in s.regs.items()},
+                               z3.substitute(s.epoch, *xs), z3.substitute(s.exited, *xs))
+        if only_falloff and info.exact:
+            out = State(st.pc, regs_x, epoch_x, st.exited)
+        elif only_falloff:
+            # only falling off the end leaves the loop: a thread that enters it leaves it
+            # (loops are assumed to terminate) in the iteration kx where the exit is taken
+            axiom = z3.Implies(st.pc, z3.substitute(end.pc, *xs))
+            self.env.constraints_a.append((axiom, keys(kx)))
+            out = State(st.pc, regs_x, epoch_x, st.exited)
+        else:
+            out = State(z3.substitute(out.pc, *xs), regs_x, epoch_x, z3.substitute(out.exited, *xs))
+        return ("ok", info, out)
+
+    def loop_closed_forms(self, lp: Loop, st: State, written, ivs) -> dict:
+        """Extension point: ``{register: f}`` with ``f(k)`` the register's value at the
+        head of iteration ``k``, for loop-carried registers that are not induction
+        variables. Each form is validated by induction like an induction variable (and
+        dropped when it fails); the race checker proposes none."""
+        return {}

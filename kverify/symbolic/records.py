@@ -1,0 +1,59 @@
+"""What one symbolic thread leaves behind: its memory accesses (``Access``), its barrier
+instances and the loop decisions around them (``SyncSite``), and the executor's state
+between statements (``State``: path condition, registers, barrier epoch, exited).
+
+PTX ISA (9.0): ld, st (§9.7.9), atom, red (§9.7.13); §9.7.13.1 bar/barrier.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kverify.semantics.ir.nodes import Instr
+
+from .terms import FALSE
+
+
+@dataclass
+class Access:
+    seq: int
+    instr: Instr
+    space: str  # shared | global
+    mode: str  # read | write | update
+    strong: bool
+    atomic: bool
+    region: str | None  # "shared", "param:<name>", "var:<name>", None (not expressible)
+    addr: object  # BV32 (shared) / BV64 (global)
+    width: int
+    pc: object
+    epoch: object  # BV64
+    loops: tuple  # ((LoopInfo, k), ...) outermost first
+
+    @property
+    def writes(self) -> bool:
+        return self.mode != "read"
+
+
+@dataclass
+class SyncSite:
+    """A barrier instance, or a decision (continue / leave) of a loop that contains one;
+    their conditions must be uniform across the CTA for barrier intervals to mean
+    anything."""
+
+    kind: str  # barrier | loop-continue | loop-exit
+    instr: Instr | None
+    loc: object
+    pc: object
+    exited: object
+    head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration
+    loops: tuple
+
+
+@dataclass
+class State:
+    pc: object
+    regs: dict
+    epoch: object
+    exited: object
+
+    def dead(self) -> "State":
+        return State(FALSE, self.regs, self.epoch, self.exited)

@@ -1,0 +1,105 @@
+"""z3 term helpers of the symbolic engine: simplifying Boolean constructors, width fitting,
+a simultaneous substitution with its argument arrays built once, and constraint keys.
+
+Owns: how terms are built; nothing here knows about instructions or threads.
+"""
+from __future__ import annotations
+
+import z3
+
+TRUE = z3.BoolVal(True)
+FALSE = z3.BoolVal(False)
+
+
+def is_false(e) -> bool:
+    return z3.is_false(e)
+
+
+def is_true(e) -> bool:
+    return z3.is_true(e)
+
+
+def _unique(xs):
+    seen, out = set(), []
+    for x in xs:
+        if x.get_id() not in seen:
+            seen.add(x.get_id())
+            out.append(x)
+    return out
+
+
+def mk_and(*xs):
+    xs = _unique([x for x in xs if not is_true(x)])
+    if any(is_false(x) for x in xs):
+        return FALSE
+    if not xs:
+        return TRUE
+    return xs[0] if len(xs) == 1 else z3.And(*xs)
+
+
+def mk_or(*xs):
+    xs = _unique([x for x in xs if not is_false(x)])
+    if any(is_true(x) for x in xs):
+        return TRUE
+    if not xs:
+        return FALSE
+    return xs[0] if len(xs) == 1 else z3.Or(*xs)
+
+
+def mk_not(x):
+    if is_true(x):
+        return FALSE
+    if is_false(x):
+        return TRUE
+    return z3.Not(x)
+
+
+def mk_ite(c, a, b):
+    if is_true(c) or a.eq(b):
+        return a
+    if is_false(c):
+        return b
+    return z3.If(c, a, b)
+
+
+def fit(term, width: int):
+    """Adapt a value to ``width`` bits (predicates become 0/1; wider values are truncated,
+    narrower ones zero-extended)."""
+    if width == 1 and z3.is_bool(term):
+        return term
+    if z3.is_bool(term):
+        term = z3.If(term, z3.BitVecVal(1, 32), z3.BitVecVal(0, 32))
+    if width == 1:
+        return term != 0
+    w = term.size()
+    if w == width:
+        return term
+    if w > width:
+        return z3.Extract(width - 1, 0, term)
+    return z3.ZeroExt(width - w, term)
+
+
+class Substitution:
+    """Simultaneous substitution (e.g. of thread A's symbols by thread B's) with the
+    argument arrays built once: ``z3.substitute`` re-checks every pair on every call."""
+
+    def __init__(self, pairs):
+        self.n = len(pairs)
+        self.keep = list(pairs)
+        self.frm = (z3.Ast * max(1, self.n))()
+        self.to = (z3.Ast * max(1, self.n))()
+        for i, (a, b) in enumerate(pairs):
+            self.frm[i] = a.as_ast()
+            self.to[i] = b.as_ast()
+
+    def __call__(self, e):
+        if not self.n:
+            return e
+        r = z3.Z3_substitute(e.ctx_ref(), e.as_ast(), self.n, self.frm, self.to)
+        return z3.z3._to_expr_ref(r, e.ctx)
+
+
+def keys(*consts) -> frozenset:
+    """The names of the symbols a constraint constrains (a constraint matters to a query
+    only when the query mentions one of them)."""
+    return frozenset(c.decl().name() for c in consts)
