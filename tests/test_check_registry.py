@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kverify.semantics.interpreter import LaunchSpec
+from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
 from kverify.verifier import check as C
 from kverify.verifier.report import OBLIGATIONS, Obligation, kernel_verdict, obligation_id

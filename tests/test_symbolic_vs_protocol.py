@@ -112,7 +112,7 @@ def verdicts(**kw):
     module = parse_ptx(program(**kw), "gen.ptx")
     kernel = module.kernel("gen")
     spec = LaunchSpec.from_dict(SPEC)
-    static = {o.id.split(": ", 1)[1]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
+    static = {o.title.split(": ", 1)[1]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
     return static, run_kernel(module, kernel, spec)
 
 
