@@ -94,16 +94,16 @@ def lookup(name) -> Dtype | None:
         else:
             try:
                 name = np.dtype(name).name
-            except TypeError:
+            except (TypeError, ValueError):
                 return None
     return _BY_SPELLING.get(name.strip().lower().lstrip("."))
 
 
-def dtype(name, path: str = "<launch>", what: str = "dtype") -> Dtype:
+def dtype(name, path: str = "<launch>") -> Dtype:
     """The row for ``name``; a ``KernelError`` listing the valid names when there is none."""
     r = lookup(name)
     if r is None:
-        raise KernelError(f"unknown {what} {name!r} (valid: {names()}; numpy, torch and PTX spellings "
+        raise KernelError(f"unknown dtype {name!r} (valid: {names()}; numpy, torch and PTX spellings "
                           f"such as float32, torch.float32, f32, fp32, bf16 are accepted)", path, 1, 1)
     return r
 
