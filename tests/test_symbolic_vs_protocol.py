@@ -134,10 +134,12 @@ def disagreements(static, run) -> list:
 
 @st.composite
 def programs(draw):
-    """Pipelines whose arrivals and tx bytes match or not (each about half the time)."""
+    """Pipelines whose arrivals and tx bytes match or not (each about half the time), with the
+    barriers reused (more iterations than stages) or not."""
     kw = {"n_init": draw(st.integers(1, 3)), "stages": draw(st.integers(1, 3)),
           "tx_bytes": draw(st.sampled_from([16, 32, 64])), "issuers": draw(st.integers(1, 2)),
-          "iters": draw(st.integers(1, 4)), "parity": draw(st.sampled_from(["phase", "iteration", "constant"]))}
+          "parity": draw(st.sampled_from(["phase", "iteration", "constant"]))}
+    kw["iters"] = draw(st.integers(1, 2)) * kw["stages"] + draw(st.integers(0, 1))  # barriers reused or not
     kw["arrivers"] = kw["n_init"] if draw(st.booleans()) else draw(st.integers(1, 3))
     if draw(st.booleans()):  # the copies deliver what the arrivals announce
         total = kw["arrivers"] * kw["tx_bytes"]

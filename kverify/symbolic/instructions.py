@@ -92,13 +92,13 @@ class Instructions:
     def alu(self, ins: Instr, st: State, guard) -> State:
         """An instruction with value semantics, over the Z3 domain; the operand widths follow
         its semantics family (``row.semantics``)."""
-        op, mods = OPS[ins.op].semantics, ins.mods
+        fam, mods = OPS[ins.op].semantics, ins.mods
         types = ins.types()
         ops = ins.operands
         if not types:
-            self.havoc_dests(st, ins, guard, op)
+            self.havoc_dests(st, ins, guard, fam)
             return st
-        if op == "cvta":
+        if fam == "cvta":
             d = ops[0]
             ty = types[-1]
             w = SCALAR_BITS[ty]
@@ -108,69 +108,69 @@ class Instructions:
             if isinstance(d, Reg):
                 self.write(st, d.name, (t, region), guard)
             return st
-        if op in ("cvt", "set", "slct"):
+        if fam in ("cvt", "set", "slct"):
             if len(types) < 2:
-                self.havoc_dests(st, ins, guard, op)
+                self.havoc_dests(st, ins, guard, fam)
                 return st
             ty = (types[0], types[1])
             fl = is_float(types[0]) or is_float(types[1])
             srcw = [SCALAR_BITS[types[1]]] * (len(ops) - 1)
-            if op == "slct":
+            if fam == "slct":
                 srcw = [SCALAR_BITS[types[0]], SCALAR_BITS[types[0]], SCALAR_BITS[types[1]]]
-            if op == "set" and len(ops) > 3:
+            if fam == "set" and len(ops) > 3:
                 srcw[-1] = 1
         else:
             ty = types[-1]
             fl = is_float(ty)
             w = SCALAR_BITS[ty]
             srcw = [w] * (len(ops) - 1)
-            if op in ("shl", "shr"):
+            if fam in ("shl", "shr"):
                 srcw[1:] = [32] * (len(srcw) - 1)
-            elif op in ("mad",) and "wide" in mods:
+            elif fam in ("mad",) and "wide" in mods:
                 srcw[2:] = [2 * w]
-            elif op in ("setp", "set") and len(srcw) > 2:
+            elif fam in ("setp", "set") and len(srcw) > 2:
                 srcw[2] = 1
-            elif op == "selp":
+            elif fam == "selp":
                 srcw[2] = 1
-            elif op == "bfe":
+            elif fam == "bfe":
                 srcw[1:] = [32, 32]
-            elif op == "bfi":
+            elif fam == "bfi":
                 srcw[2:] = [32, 32]
-            elif op in ("prmt", "shf"):
+            elif fam in ("prmt", "shf"):
                 srcw[2:] = [32]
-            elif op == "lop3":
+            elif fam == "lop3":
                 srcw = srcw[:-1]
-            elif op in ("addc", "subc", "madc"):
+            elif fam in ("addc", "subc", "madc"):
                 pass
             if ty == "pred":
-                srcw = [1 if x == 1 or op not in ("selp",) else x for x in srcw]
-        bitwise = op in ("mov", "selp") or (op in ("and", "or", "xor", "not") and not fl)
+                srcw = [1 if x == 1 or fam not in ("selp",) else x for x in srcw]
+        bitwise = fam in ("mov", "selp") or (fam in ("and", "or", "xor", "not") and not fl)
         if fl and not bitwise:
-            self.havoc_dests(st, ins, guard, f"f.{op}")
+            self.havoc_dests(st, ins, guard, f"f.{fam}")
             return st
         args, regions = [], []
         for o, w in zip(ops[1:], srcw):
             t, r = self.read(st, o, w)
             args.append(t)
             regions.append(r)
-        if op == "lop3":
+        if fam == "lop3":
             imm = ops[4]
             if not isinstance(imm, Imm):
-                self.havoc_dests(st, ins, guard, op)
+                self.havoc_dests(st, ins, guard, fam)
                 return st
             args.append(imm.value)
-        if op in ("addc", "subc", "madc") or (op in ("add", "sub", "mad") and "cc" in mods):
-            self.havoc_dests(st, ins, guard, op)
+        if fam in ("addc", "subc", "madc") or (fam in ("add", "sub", "mad") and "cc" in mods):
+            self.havoc_dests(st, ins, guard, fam)
             st.regs.pop("%cc", None)
             return st
-        if op == "mov" and len(args) == 1 and isinstance(ops[0], Reg):
+        if fam == "mov" and len(args) == 1 and isinstance(ops[0], Reg):
             w = 1 if ty == "pred" else SCALAR_BITS[ty]
             self.write(st, ops[0].name, (fit(args[0], w), regions[0]), guard)
             return st
-        if op == "mov" and isinstance(ops[1], VecOp):
+        if fam == "mov" and isinstance(ops[1], VecOp):
             ew = SCALAR_BITS[ty] // len(ops[1].elems)
             args = [fit(self.read(st, e, ew)[0], ew) for e in ops[1].elems]
-        if op == "mov" and isinstance(ops[0], VecOp):
+        if fam == "mov" and isinstance(ops[0], VecOp):
             whole = args[0]
             n = len(ops[0].elems)
             ew = whole.size() // n
@@ -179,12 +179,12 @@ class Instructions:
                     self.write(st, e.name, (z3.Extract(ew * (i + 1) - 1, ew * i, whole), None), guard)
             return st
         try:
-            res = evaluate(_D, op, ty, mods, *args)
+            res = evaluate(_D, fam, ty, mods, *args)
         except Exception:  # noqa: BLE001 - any form the semantics does not take
-            self.havoc_dests(st, ins, guard, op)
+            self.havoc_dests(st, ins, guard, fam)
             return st
         d = ops[0]
-        region = self.region_of(op, mods, regions)
+        region = self.region_of(fam, mods, regions)
         if isinstance(res, tuple):
             if isinstance(d, PairOp):
                 for x, v in zip((d.first, d.second), res):
@@ -196,24 +196,24 @@ class Instructions:
         if isinstance(d, Reg):
             self.write(st, d.name, (res, region), guard)
         else:
-            self.havoc_dests(st, ins, guard, op)
+            self.havoc_dests(st, ins, guard, fam)
         return st
 
     @staticmethod
-    def region_of(op, mods, regions):
+    def region_of(fam, mods, regions):
         """Pointer provenance: a pointer plus or minus an integer keeps its region."""
         rs = [r for r in regions if r is not None]
         if not rs:
             return None
-        if op in ("mov", "cvt", "cvta"):
+        if fam in ("mov", "cvt", "cvta"):
             return regions[0]
-        if op == "add" and len(rs) == 1:
+        if fam == "add" and len(rs) == 1:
             return rs[0]
-        if op == "sub" and regions[0] is not None and regions[1] is None:
+        if fam == "sub" and regions[0] is not None and regions[1] is None:
             return regions[0]
-        if op == "mad" and len(regions) >= 3 and regions[2] is not None and regions[:2] == [None, None]:
+        if fam == "mad" and len(regions) >= 3 and regions[2] is not None and regions[:2] == [None, None]:
             return regions[2]
-        if op == "selp" and regions[0] == regions[1]:
+        if fam == "selp" and regions[0] == regions[1]:
             return regions[0]
         return "?"
 

@@ -15,6 +15,9 @@ from .terms import FALSE
 
 @dataclass
 class Access:
+    """One memory access of thread A: its terms are rewritten in place once the executor
+    knows more (loads resolved, loop epochs substituted), hence not frozen."""
+
     seq: int
     instr: Instr
     space: str  # shared | global
@@ -50,6 +53,9 @@ class SyncSite:
 
 @dataclass
 class State:
+    """Thread A between statements: path condition, registers (name -> (term, region)),
+    barrier epoch, and the condition that it has exited."""
+
     pc: object
     regs: dict
     epoch: object
