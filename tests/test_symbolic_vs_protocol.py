@@ -29,7 +29,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kverify.semantics.interpreter import LaunchSpec, run_kernel
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.ir import parse_ptx
 from kverify.verifier.mbarrier import check_mbarrier
 
