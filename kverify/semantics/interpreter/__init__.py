@@ -20,7 +20,6 @@ import numpy as np
 
 from kverify.semantics.ir import KernelError
 
-from . import ops as _ops  # noqa: F401  (registers the instruction handlers)
 from .launch import LaunchSpec
 from .machine import Machine, RunFinding
 from .scheduler import Deterministic, Random, Replay, candidates, format_replay
