@@ -29,6 +29,7 @@ from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr, operand_regs
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
@@ -353,15 +354,13 @@ class Machine(MbarrierMixin):
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
                 self.steps += 1
-                if s.op not in ("ret", "exit"):
+                if s.row.effect != "control":
                     w.last_loc = s.loc
                 if self.steps > self.max_steps:
                     raise StepBudget()
                 if w.wgmma_regs:
                     self._check_wgmma_regs(w, s)
                 if not m.any():
-                    if s.op in ("bar", "barrier") and not ({"arrive"} & set(s.mods)):
-                        pass
                     continue
                 h = self.handlers.get(s.op)
                 if h is None or not s.supported:
@@ -609,7 +608,7 @@ class Machine(MbarrierMixin):
             from kverify.semantics.ir.visit import unread_atomic_results
 
             self.unread_atomics = unread_atomic_results(self.module, self.kernel)
-        used = ins.op == "atom" and not (isinstance(ins.operands[0], Sink) or
+        used = ins.row.operands[0].access == "def" and not (isinstance(ins.operands[0], Sink) or
                                          getattr(ins.operands[0], "name", None) in self.unread_atomics)
         commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
         if used or not commutes or mixed:
@@ -646,7 +645,7 @@ class Machine(MbarrierMixin):
         self.report(c.rule, msg, locs, **details)
 
     def _check_wgmma_regs(self, w, ins):
-        if ins.op.startswith("wgmma"):
+        if ins.row.sync in AG.WGMMA_SYNC:
             return
         names = {r.name for op in ins.operands for r in operand_regs(op)}
         for agent, regs in list(w.wgmma_regs.items()):

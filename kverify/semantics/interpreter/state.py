@@ -55,7 +55,7 @@ class CTA:
         self.cluster_ctas = cluster_ctas
         self.named = NB.NamedBarrierState(m.threads_per_block)
         self.bar_vc: dict[int, np.ndarray] = {}
-        self.bar_locs: dict[int, set] = {}
+        self.bar_locs: dict[int, dict] = {}  # barrier -> loc -> (instr, aligned) of its arrivals
         self.bar_gen = [0] * 16
         self.mbars: dict = {}  # shared offset -> mbarriers.MbarInfo
         self.warps: list[Warp] = []

@@ -19,14 +19,22 @@ HANDLERS, handler = registry()
 # --------------------------------------------------------------------------- named barriers
 
 
-@handler("bar", "barrier", "barrier.cluster")
+@handler("bar")
 def h_bar(m, w, ins, mask):
+    """``bar{.cta}.sync/arrive/red``: ``barrier{.cta}...aligned`` (always aligned)."""
+    return _named_barrier(m, w, ins, mask, True)
+
+
+@handler("barrier")
+def h_barrier(m, w, ins, mask):
+    """``barrier{.cta}.sync/arrive/red{.aligned}``."""
+    return _named_barrier(m, w, ins, mask, "aligned" in ins.mods)
+
+
+def _named_barrier(m, w, ins, mask, aligned):
     mods = set(ins.mods)
-    if ins.op == "barrier.cluster":
-        return h_cluster_barrier(m, w, ins, mask)
     ops = ins.operands
     kind = "red" if "red" in mods else "arrive" if "arrive" in mods else "sync"
-    aligned = ins.op == "bar" or "aligned" in mods
     i = 0
     red_dst = None
     if kind == "red":
@@ -53,10 +61,10 @@ def h_bar(m, w, ins, mask):
                  f"{ins.opcode} {bar_id} (aligned) reached by lanes {lanes[0]}..{lanes[-1]} of {w.describe()} but "
                  f"not by lanes {', '.join(map(str, missing[:8]))}: the condition around it differs between the "
                  f"threads of the warp (§9.7.13.1)", [ins.loc], barrier=bar_id)
-    return _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred)
+    return _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned)
 
 
-def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred):
+def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
     cta = w.cta
     wt = int(w.valid.sum())
     if kind == "red":
@@ -92,7 +100,7 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred):
         m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at barrier {bar_id} (instance {gen}) without being "
                  f"ordered after instance {gen - 1}; in another schedule it may join that instance")
     cta.bar_vc[bar_id] = join(cta.bar_vc.get(bar_id, np.zeros(0, np.int64)), w.vc)
-    cta.bar_locs.setdefault(bar_id, {})[ins.loc] = ins
+    cta.bar_locs.setdefault(bar_id, {})[ins.loc] = (ins, aligned)
     w.release_tick()
     gen = cta.bar_gen[bar_id]
     completed = [e for e in out.effects if e[0] == "barrier-completed"]
@@ -120,7 +128,7 @@ def complete_with_exited(m, cta, bar_id):
     slot = cta.named.slots[bar_id]
     if slot.idle or not cta.exited_threads or slot.count != cta.named.cta_threads:
         return False
-    if any(len(i.operands) > (2 if "red" in i.mods else 1) for i in cta.bar_locs.get(bar_id, {}).values()):
+    if any(len(i.operands) > (2 if "red" in i.mods else 1) for i, _ in cta.bar_locs.get(bar_id, {}).values()):
         return False  # an explicit thread count: exited threads do not take part
     if slot.arrived_threads + cta.exited_threads < slot.count:
         return False
@@ -148,8 +156,8 @@ def _bar_complete(m, cta, bar_id, released, value, red_dst):
     cta.bar_gen[bar_id] += 1
     cta.bar_value[(bar_id, gen)] = value
     cta.bar_release[(bar_id, gen)] = vc
-    cta_wide = all(i.op == "bar" or "aligned" in i.mods for i in locs.values()) and \
-        all(not any(x in i.mods for x in ("arrive", "red")) and len(i.operands) == 1 for i in locs.values())
+    cta_wide = all(aligned for _, aligned in locs.values()) and \
+        all(not any(x in i.mods for x in ("arrive", "red")) and len(i.operands) == 1 for i, _ in locs.values())
     if len(locs) > 1 and cta_wide:
         instrs = sorted(locs, key=lambda l: l.ptx_line)
         m.report("barrier.divergence",
@@ -166,6 +174,7 @@ def _bar_after(m, w, key, red_dst, mask):
         m.write(w, red_dst, np.full(32, int(v), U64) if not isinstance(v, bool) else np.full(32, v), mask)
 
 
+@handler("barrier.cluster")
 def h_cluster_barrier(m, w, ins, mask):
     mods = set(ins.mods)
     cl = w.cta.cluster_ctas

@@ -18,13 +18,17 @@ HANDLERS, handler = registry()
 # --------------------------------------------------------------------------- control
 
 
-@handler("ret", "exit")
+@handler("ret")
+def h_ret(m, w, ins, mask):
+    if not w.frames:  # ret from the kernel: the threads exit
+        return h_exit(m, w, ins, mask)
+    w.brk["<ret>"] |= mask
+    w.live &= ~mask  # temporarily: restored by the call
+    w.returned |= mask
+
+
+@handler("exit")
 def h_exit(m, w, ins, mask):
-    if ins.op == "ret" and w.frames:
-        w.brk["<ret>"] |= mask
-        w.live &= ~mask  # temporarily: restored by the call
-        w.returned |= mask
-        return
     w.live &= ~mask
     return _exit_gen(m, w, mask)
 

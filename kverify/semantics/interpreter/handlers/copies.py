@@ -201,9 +201,6 @@ def h_bulk_tensor(m, w, ins, mask):
     ops = ins.operands
     if "multicast::cluster" in mods or "im2col" in mods:
         raise Unsupported(f"{ins.opcode}: multicast / im2col are not modelled", ins)
-    load = "global" == (mods[2] if len(mods) > 2 and mods[1].endswith("d") else None) or \
-        any(x.startswith("shared") for x in mods[:3]) and mods.index(next(x for x in mods if x in SPACE_MODS)) < \
-        mods.index("global") if "global" in mods else False
     spaces = [x for x in mods if x in SPACE_MODS]
     load = spaces and spaces[0].startswith("shared")
     if load:

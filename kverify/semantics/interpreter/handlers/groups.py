@@ -20,7 +20,7 @@ def h_cp_async_commit(m, w, ins, mask):
 
 @handler("cp.async.wait_group", "cp.async.wait_all")
 def h_cp_async_wait(m, w, ins, mask):
-    cmd = AG.WaitAll() if ins.op == "cp.async.wait_all" else AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
+    cmd = AG.WaitAll() if ins.row.sync == "cp.async.wait_all" else AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
     return group_wait(m, w, ins, "cp_async", AG.cp_async_step, cmd)
 
 

@@ -140,7 +140,7 @@ def h_wgmma(m, w, ins, mask):
 def _matrix_lane_addrs(m, w, ins, mask, i, h):
     """Per-lane byte address of fragment element h of matrix i (m8n8, 16-bit) and whether
     the access is transposed (§9.7.9.19 ldmatrix / §9.7.9.20 stmatrix)."""
-    a = ins.operands[0] if ins.op == "stmatrix" else ins.operands[1]
+    a = ins.operands[next(i for i, s in enumerate(ins.row.operands) if s.access in ("load", "store"))]
     rows = m.addr_values(w, a)  # thread 8*i + r gives the address of row r of matrix i
     t = LANES
     row, col = t // 4, 2 * (t % 4) + h

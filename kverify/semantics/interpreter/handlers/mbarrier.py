@@ -75,6 +75,7 @@ def h_mbar_arrive(m, w, ins, mask):
     addrs = m.addr_values(w, ops[1])
     mods = set(ins.mods)
     extra = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,)) if len(ops) > 2 else None
+    drop = ins.row.sync == "mbarrier.arrive_drop"
     for lane in np.flatnonzero(mask):
         addr = int(addrs[lane])
         cta, info = m.mbar_at(w, space, addr, ins)
@@ -89,10 +90,10 @@ def h_mbar_arrive(m, w, ins, mask):
                          f"fence.mbarrier_init.release.cluster (§9.7.13.15.3, §9.7.12.4)", [ins.loc, m.locs[iloc]])
         if "expect_tx" in mods:
             cmd = MB.Arrive(count=1, expect_tx=int(extra[lane]), no_complete="noComplete" in mods,
-                            drop=ins.op.endswith("drop"), remote=remote)
+                            drop=drop, remote=remote)
         else:
             cmd = MB.Arrive(count=int(extra[lane]) if extra is not None else 1,
-                            no_complete="noComplete" in mods, drop=ins.op.endswith("drop"), remote=remote)
+                            no_complete="noComplete" in mods, drop=drop, remote=remote)
         m.mbar_order(info, "arrive", w.agent, w.vc, ins)
         info.phase_vc = join(info.phase_vc, w.vc)
         info.arrive_locs[ins.loc] = True
@@ -113,15 +114,16 @@ def h_mbar_tx(m, w, ins, mask):
     space = space_of(ins)
     addrs = m.addr_values(w, ins.operands[0])
     tx = np.broadcast_to(np.asarray(m.val(w, ins.operands[1], 32), U64), (32,))
+    expect = ins.row.sync == "mbarrier.expect_tx"
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)
         m.mbar_check_init(info, w.agent, w.vc, ins, who)
-        cmd = MB.ExpectTx(int(tx[lane])) if ins.op == "mbarrier.expect_tx" else MB.CompleteTx(int(tx[lane]))
-        m.mbar_order(info, "expect" if ins.op == "mbarrier.expect_tx" else "complete-tx", w.agent, w.vc, ins)
-        if ins.op == "mbarrier.expect_tx":
+        cmd = MB.ExpectTx(int(tx[lane])) if expect else MB.CompleteTx(int(tx[lane]))
+        m.mbar_order(info, "expect" if expect else "complete-tx", w.agent, w.vc, ins)
+        if expect:
             info.expect_loc = ins.loc
-        if ins.op == "mbarrier.complete_tx":
+        else:
             info.phase_vc = join(info.phase_vc, w.vc)
         m.mbar_step(info, cmd, ins, who)
     return yield_once()

@@ -242,7 +242,7 @@ ATOM_FAMILY = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or
 def h_atom(m, w, ins, mask):
     ty = elem_type(ins)
     nb = bits_of(ty) // 8
-    is_atom = ins.op == "atom"
+    is_atom = ins.row.operands[0].access == "def"  # atom returns the old value; red does not
     ops = ins.operands
     a = ops[1] if is_atom else ops[0]
     b = m.val(w, ops[2] if is_atom else ops[1], 8 * nb)

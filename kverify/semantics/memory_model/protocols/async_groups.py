@@ -71,6 +71,9 @@ WAIT_REQUIRED = Rule(
 
 RULES: tuple[Rule, ...] = (WAIT_RANGE, OVERLAP, MISSING_FENCE, WAIT_REQUIRED)
 
+#: the op table's ``sync`` effects of the wgmma-group instructions (what this protocol consumes)
+WGMMA_SYNC = frozenset({"wgmma.fence", "wgmma.commit", "wgmma.wait", "wgmma.mma"})
+
 # --------------------------------------------------------------------------- queue
 
 
