@@ -57,11 +57,7 @@ class CopyOp(AsyncOp):
         if self.mbar is not None:
             m.mbar_complete_tx(self, self.mbar, self.nbytes)
         if self.group is not None:
-            kind, state_owner = self.group
-            attr = {"cp.async": "cp_async", "bulk": "bulk"}[kind]
-            st = getattr(state_owner, attr)
-            out = (AG.cp_async_step if kind == "cp.async" else AG.bulk_group_step)(st, AG.Complete(self.agent))
-            setattr(state_owner, attr, out.state)
+            m.step(self.group, AG.Complete(self.agent), self.instr)
 
 
 class WgmmaOp(AsyncOp):
@@ -146,8 +142,7 @@ class WgmmaOp(AsyncOp):
         self.done = True
         for wi in range(4):
             w = self.parts[wi][0]
-            out = AG.wgmma_step(w.wgmma, AG.Complete(self.agent))
-            w.wgmma = out.state
+            self.m.step(w.wgmma, AG.Complete(self.agent), self.instr)
 
 
 def _half_to_f32(bits, ty):

@@ -21,7 +21,7 @@ def report_deadlock(m, blocked):
             locs.append(w.wait.instr.loc)
     for w in blocked:
         for info in getattr(w.wait, "mbars", ()):
-            m._tx_at_deadlock(info)
+            m.mbar_quiescent(info)
             for l in list(info.arrive_locs)[:3]:
                 if l not in locs:
                     locs.append(l)

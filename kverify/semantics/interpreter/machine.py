@@ -34,7 +34,7 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
-from .handlers.barriers import complete_with_exited
+from .handlers.barriers import cluster_barrier_exit, complete_with_exited
 from .hb import GENERIC, vget
 from .launch import LaunchSpec, lookup, param_key
 from .mbarriers import MbarrierMixin
@@ -104,6 +104,24 @@ class Machine(MbarrierMixin):
             f.count += 1
             return
         self.findings[key] = RunFinding(rule, message, locs, details)
+
+    def step(self, obj, cmd, ins=None, who=None, **details):
+        """The one place a synchronization object changes state: its protocol's ``step``. A
+        violation becomes a finding with the protocol's rule id, and the run goes on as the
+        protocol's ``run_on`` says (the continued outcome is returned; else the violating one,
+        with ``obj`` unchanged)."""
+        out = obj.protocol.step(obj.state, cmd)
+        if out.violation is not None:
+            finding, cont = obj.protocol.run_on(obj.state, cmd, out.violation)
+            by = f" by {who}" if who else ""
+            self.report(finding.rule, f"{finding.message} on {obj.title}{by} ({finding.section})",
+                        [ins.loc if ins is not None else None, *obj.related_locs(finding)], **details)
+            if cont is None:
+                return out
+            out = cont
+        obj.state = out.state
+        obj.version += 1
+        return out
 
     def depend(self, reason: str):
         """Record why this run may not stand for every schedule (see ``mbar_order``)."""
@@ -328,7 +346,7 @@ class Machine(MbarrierMixin):
 
     def warp_gone(self, w):
         """A warp whose threads all exited: they count as arrived at CTA-wide barriers
-        started from now on (§9.7.13.1)."""
+        started from now on (§9.7.13.1), and the cluster barrier no longer waits for them."""
         if w.exited_reported:
             return
         w.exited_reported = True
@@ -336,6 +354,7 @@ class Machine(MbarrierMixin):
         cta.exited_threads += int(w.valid.sum())
         for bar_id in range(16):
             complete_with_exited(self, cta, bar_id)
+        cluster_barrier_exit(self, w)
 
     # ------------------------------------------------------------------ warp body
     def _warp_main(self, w):

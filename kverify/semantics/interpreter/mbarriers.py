@@ -5,7 +5,6 @@ PTX ISA §9.7.13.15.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
 
@@ -15,17 +14,18 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 
 from .hb import hb_after, join, vget
 from .memory import Region
+from .state import SyncObject
 
-class MbarInfo:
+class MbarInfo(SyncObject):
     """Interpreter-side companion of one mbarrier object: protocol state plus ordering."""
 
     def __init__(self, key, name):
+        super().__init__(MB.PROTOCOL, MB.MbarrierState(), f"mbarrier {name}")
         self.key, self.name = key, name
-        self.state = MB.MbarrierState()
+        self.init_loc = None  # the mbarrier.init of the current lifetime
         self.phase_vc = np.zeros(0, np.int64)
         self.done_vc: dict[int, np.ndarray] = {}
         self.init = None  # (agent, clock, loc id, fence required)
-        self.version = 0
         self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
         self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
         self.expect_loc = None  # last arrive.expect_tx / expect_tx
@@ -37,6 +37,12 @@ class MbarInfo:
         self.observers: dict[int, list] = {}
         self.pending_waits: dict[int, list] = {}
         self.pending_expect: dict[int, list] = {}
+
+    def related_locs(self, finding) -> tuple:
+        # an arrival past an unobserved phase: the init names the expected count
+        if finding.detail("kind") == "unobserved-phase" and self.init_loc is not None:
+            return (self.init_loc,)
+        return ()
 
 
 class MbarrierMixin:
@@ -55,38 +61,12 @@ class MbarrierMixin:
         return cta, info
 
     def mbar_step(self, info, cmd, ins, who):
-        out = MB.step(info.state, cmd)
-        if out.violation is not None:
-            v = out.violation
-            kind = dict(v.details).get("kind")
-            locs = [ins.loc]
-            rule, msg = v.rule, v.message
-            if kind == "unobserved-phase":
-                # the arrival lands in the next phase: more arrivals per phase than the count
-                rule = "mbarrier.arrival-overflow"
-                msg = (f"{v.message}: the arrival counts toward phase {info.state.phase}, so phase "
-                       f"{info.state.phase - 1} received more arrivals than its expected count "
-                       f"{info.state.expected} before anyone observed it")
-                if info.init is not None:
-                    locs.append(self.locs[info.init[2]])
-            self.report(rule, f"{msg} on mbarrier {info.name} by {who} ({v.section})", locs,
-                        mbarrier=info.name)
-            if kind == "unobserved-phase":
-                # continue as the hardware does: the arrival counts toward the current phase
-                out2 = MB.step(replace(info.state, observed_prev=True), cmd)
-                if out2.violation is None:
-                    info.state = out2.state
-                    info.version += 1
-                    for e in out2.effects:
-                        if e[0] == "phase-completed":
-                            self.phase_completed(info, e[1])
-                    return out2
-            return out
-        info.state = out.state
-        info.version += 1
-        for e in out.effects:
-            if e[0] == "phase-completed":
-                self.phase_completed(info, e[1])
+        """Step the mbarrier through the choke point; a completed phase settles its clocks."""
+        out = self.step(info, cmd, ins, who, mbarrier=info.name)
+        if out.violation is None:
+            for e in out.effects:
+                if e[0] == "phase-completed":
+                    self.phase_completed(info, e[1])
         return out
 
     # Schedule robustness. One run stands for every schedule of the launch when the order in
@@ -148,24 +128,32 @@ class MbarrierMixin:
                         f"arrival of that phase; in another schedule the phase may complete without it")
 
     def mbar_check_init(self, info, agent, vc, ins, who):
+        """Ask the protocol whether ``info``'s init is visible to a use by ``agent`` at ``vc``."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
-        if agent != ia and vget(vc, np.array([ia]))[0] < ic:
-            self.report("mbarrier.init-visibility",
-                        f"{who} uses mbarrier {info.name} with no happens-before edge from its mbarrier.init "
-                        f"(a barrier / fence.mbarrier_init must make the init visible first; §9.7.13.15.3)",
-                        [ins.loc, self.locs[iloc]], mbarrier=info.name)
+        v = MB.init_visibility(agent == ia or vget(vc, np.array([ia]))[0] >= ic, who)
+        if v is not None:
+            self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],
+                        mbarrier=info.name)
 
-    def _tx_at_deadlock(self, info):
-        s = info.state
-        if s.initialized and s.tx != 0 and not any((getattr(o, "mbar", None) or (None, None))[1] is info for o in self.inflight):
-            how = ("more bytes completed than expected" if s.tx < 0 else "expected bytes never arrive")
-            self.report("mbarrier.tx-mismatch",
-                        f"mbarrier {info.name} is stuck in phase {s.phase} with tx-count {s.tx}: {how} (the "
-                        f"expect-tx bytes do not match the copies that signal it; §9.7.13.15.5)",
+    def mbar_check_remote_init(self, info, ins, who):
+        """A remote arrive: ask the protocol whether the init was fenced for the cluster."""
+        if info.init is None or not info.state.initialized:
+            return
+        ia, ic, iloc, _ = info.init
+        v = MB.remote_init_visibility(vget(self.mbar_fence_clk, np.array([ia]))[0] >= ic, who)
+        if v is not None:
+            self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]])
+
+    def mbar_quiescent(self, info):
+        """Every warp is blocked: ask the protocol about a barrier stuck with tx-count != 0."""
+        in_flight = any((getattr(o, "mbar", None) or (None, None))[1] is info for o in self.inflight)
+        v = MB.quiescent(info.state, in_flight)
+        if v is not None:
+            self.report(v.rule, f"mbarrier {info.name} is {v.message}",
                         [l for l in (info.expect_loc, info.copy_loc) if l is not None], mbarrier=info.name,
-                        tx=s.tx)
+                        tx=info.state.tx)
 
     def phase_completed(self, info, phase):
         """A phase completed: copies still in flight that signal this barrier were counted
@@ -175,35 +163,23 @@ class MbarrierMixin:
         info.completed += 1
         self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
-        if pending:
-            self.report("mbarrier.tx-mismatch",
-                        f"phase {phase} of mbarrier {info.name} completed while {len(pending)} copy(ies) signalling "
-                        f"it were still in flight ({sum(o.nbytes for o in pending)} bytes): expect-tx announced "
-                        f"fewer bytes than the copies deliver (§9.7.13.15.5)",
+        v = MB.completed_in_flight(phase, len(pending), sum(o.nbytes for o in pending))
+        if v is not None:
+            self.report(v.rule, f"mbarrier {info.name}: {v.message}",
                         [l for l in (info.expect_loc, pending[0].instr.loc) if l is not None], mbarrier=info.name)
 
     def mbar_complete_tx(self, op, key, nbytes):
+        """A copy signalling the barrier completed: complete-tx of its bytes."""
         cta, info = key
+        who = f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}"
         if not info.state.initialized:
-            self.report("mbarrier.uninitialized", f"complete-tx of {op.kind} on uninitialized mbarrier {info.name}",
-                        [op.instr.loc], mbarrier=info.name)
+            self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)  # the protocol reports it
             return
-        self.mbar_check_init(info, op.agent, op.vc, op.instr, f"the {op.kind} issued at {_fmt_loc(op.instr.loc)}")
+        self.mbar_check_init(info, op.agent, op.vc, op.instr, who)
         self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
         if nbytes <= 0:
             self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")
         info.copy_loc = op.instr.loc
         info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
-        out = MB.step(info.state, MB.CompleteTx(nbytes))
-        if out.violation is not None:
-            v = out.violation
-            self.report(v.rule, f"{v.message} on mbarrier {info.name} ({v.section})", [op.instr.loc],
-                        mbarrier=info.name)
-            return
-        info.state = out.state
-        info.version += 1
-        for e in out.effects:
-            if e[0] == "phase-completed":
-                self.phase_completed(info, e[1])
-
+        self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)

@@ -11,6 +11,7 @@ import numpy as np
 from kverify.semantics.ir.nodes import Instr
 from kverify.semantics.memory_model.protocols import async_groups as AG
 from kverify.semantics.memory_model.protocols import named_barrier as NB
+from kverify.semantics.memory_model.protocols.common import Protocol
 from kverify.semantics.values import ConcreteDomain
 
 from .hb import tick
@@ -38,6 +39,22 @@ class RunFinding:
     count: int = 1
 
 
+@dataclass(eq=False)
+class SyncObject:
+    """One synchronization object of the run: its protocol, its current state (changed only
+    by ``Machine.step``), how findings name it, and a version bumped at every change (a
+    polling wait resumes when it moves)."""
+
+    protocol: Protocol
+    state: object
+    title: str
+    version: int = 0
+
+    def related_locs(self, finding) -> tuple:
+        """Source locations a finding on this object cites besides the instruction's."""
+        return ()
+
+
 @dataclass
 class Wait:
     """What a blocked warp waits for: ``ready()`` says whether it may resume."""
@@ -53,7 +70,7 @@ class CTA:
     def __init__(self, m, ctaid, rank, cluster_ctas):
         self.m, self.ctaid, self.rank = m, ctaid, rank
         self.cluster_ctas = cluster_ctas
-        self.named = NB.NamedBarrierState(m.threads_per_block)
+        self.named = SyncObject(NB.PROTOCOL, NB.NamedBarrierState(m.threads_per_block), f"the named barriers of {self.describe()}")
         self.bar_vc: dict[int, np.ndarray] = {}
         self.bar_locs: dict[int, dict] = {}  # barrier -> loc -> (instr, aligned) of its arrivals
         self.bar_gen = [0] * 16
@@ -62,6 +79,7 @@ class CTA:
         self.exited_threads = 0
         self.bar_value: dict = {}
         self.bar_release: dict = {}
+        self.cluster_barrier = None  # handlers.barriers.ClusterBarrier, shared by the cluster
 
     def describe(self):
         return "CTA (%d,%d,%d)" % self.ctaid
@@ -85,9 +103,9 @@ class Warp:
         self.cont: dict = {}
         self.wait: Wait | None = None
         self.done = False
-        self.cp_async = AG.CpAsyncState()
-        self.bulk = AG.BulkGroupState()
-        self.wgmma = AG.WgmmaState()
+        self.cp_async = SyncObject(AG.CP_ASYNC, AG.CpAsyncState(), f"the cp.async groups of {self.describe()}")
+        self.bulk = SyncObject(AG.BULK_GROUP, AG.BulkGroupState(), f"the bulk async groups of {self.describe()}")
+        self.wgmma = SyncObject(AG.WGMMA, AG.WgmmaState(), f"the wgmma groups of {self.describe()}")
         self.wgmma_regs: dict = {}  # in-flight wgmma agent -> register names
         self.wgmma_seq = 0
         self.mbar_next: dict = {}

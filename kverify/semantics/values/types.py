@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from fractions import Fraction
 
-from .formats import FloatFormat, mask
+from .formats import FloatFormat, mask  # noqa: F401  (mask: re-exported to concrete and ops)
 from .softfloat import decode, from_rational
 
 _WIDTHS = {

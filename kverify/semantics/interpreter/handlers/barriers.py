@@ -7,10 +7,11 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, where as _fmt_loc
+from kverify.semantics.memory_model.protocols import cluster_barrier as CB
 from kverify.semantics.memory_model.protocols import named_barrier as NB
 
 from ..hb import hb_after, join
-from ..state import U64, Wait
+from ..state import U64, SyncObject, Wait
 from .common import registry
 
 HANDLERS, handler = registry()
@@ -80,20 +81,9 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
         cmd = NB.Arrive(w.index, bar_id, count, wt)
     else:
         cmd = NB.Sync(w.index, bar_id, count, wt)
-    out = NB.step(cta.named, cmd)
+    out = m.step(cta.named, cmd, ins, w.describe(), barrier=bar_id)
     if out.violation is not None:
-        v = out.violation
-        m.report(v.rule, f"{v.message} ({w.describe()}, {v.section})", [ins.loc], barrier=bar_id)
-        if v.rule == "barrier.named-reuse" and kind == "arrive":
-            return
-        # continue as if it arrived with the active count (to find further problems)
-        slot = cta.named.slots[bar_id] if 0 <= bar_id < 16 else None
-        if slot is None:
-            return
-        out = NB.step(cta.named, type(cmd)(**{**cmd.__dict__, "count": slot.count}) if slot.count else cmd)
-        if out.violation is not None:
-            return
-    cta.named = out.state
+        return
     gen = cta.bar_gen[bar_id]
     prev = cta.bar_release.get((bar_id, gen - 1))
     if prev is not None and not hb_after(w.vc, prev):
@@ -125,28 +115,18 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
 def complete_with_exited(m, cta, bar_id):
     """Threads that exited count as arrived (§9.7.13.1): complete a CTA-wide instance that
     only waits for them."""
-    slot = cta.named.slots[bar_id]
-    if slot.idle or not cta.exited_threads or slot.count != cta.named.cta_threads:
-        return False
     if any(len(i.operands) > (2 if "red" in i.mods else 1) for i, _ in cta.bar_locs.get(bar_id, {}).values()):
         return False  # an explicit thread count: exited threads do not take part
-    if slot.arrived_threads + cta.exited_threads < slot.count:
+    out = m.step(cta.named, NB.ExitedArrive(bar_id, cta.exited_threads))
+    done = out.effect("barrier-completed")
+    if done is None:
         return False
-    value = None
-    if slot.mode and slot.mode.startswith("red."):
-        value = NB._reduce(slot.mode[4:], [v for _, v in slot.red_values])
-    slots = cta.named.slots[:bar_id] + (NB.BarrierSlot(),) + cta.named.slots[bar_id + 1:]
-    from dataclasses import replace
-
-    cta.named = replace(cta.named, slots=slots)
-    _bar_complete(m, cta, bar_id, tuple(sorted(slot.blocked)), value, None)
+    _bar_complete(m, cta, bar_id, done[2], out.value, None)
     return True
 
 
 def _bar_describe(m, cta, bar_id, count):
-    slot = cta.named.slots[bar_id]
-    return (f"waits at barrier {bar_id}: {slot.arrived_threads} of {slot.count} threads arrived "
-            f"(warps {sorted(slot.arrived)})")
+    return "waits at " + NB.waiting_for(cta.named.state, bar_id)
 
 
 def _bar_complete(m, cta, bar_id, released, value, red_dst):
@@ -176,51 +156,72 @@ def _bar_after(m, w, key, red_dst, mask):
 
 @handler("barrier.cluster")
 def h_cluster_barrier(m, w, ins, mask):
-    mods = set(ins.mods)
     cl = w.cta.cluster_ctas
-    st = getattr(cl[0], "cluster_bar", None)
-    if st is None:
-        st = {"phase": 0, "arrived": {}, "vc": np.zeros(0, np.int64), "release": {}, "token": {}}
+    bar = cl[0].cluster_barrier
+    if bar is None:  # the cluster's live warps take part
+        live = frozenset((c.rank, x.index) for c in cl for x in c.warps if x.valid.any() and not x.exited_reported)
+        bar = ClusterBarrier(CB.PROTOCOL, CB.ClusterBarrierState(live), "the cluster barrier")
         for c in cl:
-            c.cluster_bar = st
-    key = (w.cta.rank, w.index)
-    if "arrive" in mods:
-        return _cluster_arrive(m, w, ins, st, key, cl)
-    return _cluster_wait(m, w, ins, st, key, cl)
+            c.cluster_barrier = bar
+    if "arrive" in ins.mods:
+        return _cluster_arrive(m, w, ins, bar, cl)
+    return _cluster_wait(m, w, ins, bar)
 
 
-def _cluster_arrive(m, w, ins, st, key, cl):
-    if key in st["token"]:
-        m.report("barrier.cluster-double-arrive", f"{w.describe()} arrives on the cluster barrier twice "
-                 f"without a wait (§9.7.13 barrier.cluster)", [ins.loc])
-    prev = st["release"].get(st["phase"] - 1)
+class ClusterBarrier(SyncObject):
+    """The cluster barrier of one cluster: protocol state plus the happens-before clock each
+    phase releases (``.relaxed`` arrivals add no release)."""
+
+    def __init__(self, protocol, state, title):
+        super().__init__(protocol, state, title)
+        self.vc = np.zeros(0, np.int64)  # joined release clocks of the current phase's arrivals
+        self.release: dict = {}  # phase -> clock a wait on it acquires
+
+
+def _cluster_arrive(m, w, ins, bar, cl):
+    relaxed = "relaxed" in ins.mods
+    prev = bar.release.get(bar.state.phase - 1)
     if prev is not None and not hb_after(w.vc, prev):
         m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at the cluster barrier without being ordered "
                  f"after its previous instance")
-    st["token"][key] = st["phase"]
-    st["arrived"][key] = True
-    if "relaxed" not in ins.mods:
-        st["vc"] = join(st["vc"], w.vc)
+    out = m.step(bar, CB.Arrive((w.cta.rank, w.index), relaxed), ins, w.describe())
+    if out.violation is None:
+        if not relaxed:
+            bar.vc = join(bar.vc, w.vc)
+        _cluster_completed(m, bar, out, cl, ins.loc)
     w.release_tick()
-    total = sum(1 for c in cl for x in c.warps if x.valid.any() and not x.exited_reported)
-    if len(st["arrived"]) >= total:
-        if total < sum(1 for c in cl for x in c.warps if x.valid.any()):
-            m.depend(f"{_fmt_loc(ins.loc)}: a warp exited before the cluster barrier completed; when it exits "
-                     f"decides which arrivals complete the instance")
-        st["release"][st["phase"]] = st["vc"]
-        st["phase"] += 1
-        st["arrived"] = {}
-        st["vc"] = np.zeros(0, np.int64)
     yield None
 
 
-def _cluster_wait(m, w, ins, st, key, cl):
-    ph = st["token"].pop(key, None)
-    if ph is None:
-        m.report("barrier.cluster-wait-without-arrive", f"{w.describe()} waits on the cluster barrier without "
-                 f"arriving first (§9.7.13 barrier.cluster)", [ins.loc])
+def _cluster_completed(m, bar, out, cl, loc):
+    done = out.effect("phase-completed")
+    if done is None:
+        return
+    if len(bar.state.participants) < sum(1 for c in cl for x in c.warps if x.valid.any()):
+        m.depend(f"{_fmt_loc(loc)}: a warp exited before the cluster barrier completed; when it exits "
+                 f"decides which arrivals complete the instance")
+    bar.release[done[1]] = bar.vc
+    bar.vc = np.zeros(0, np.int64)
+
+
+def cluster_barrier_exit(m, w):
+    """A warp of the cluster exited: the cluster barrier no longer waits for it."""
+    bar = w.cta.cluster_barrier
+    me = (w.cta.rank, w.index)
+    if bar is not None and me in bar.state.participants:
+        _cluster_completed(m, bar, m.step(bar, CB.Exit(me)), w.cta.cluster_ctas, getattr(w, "last_loc", None))
+
+
+def _cluster_wait(m, w, ins, bar):
+    me = (w.cta.rank, w.index)
+    cmd = CB.Wait(me)
+    ph = bar.state.token(me)
+    out = bar.protocol.step(bar.state, cmd)
+    if out.violation is None and out.has("blocked"):
+        yield Wait("cluster", lambda: not bar.protocol.step(bar.state, cmd).has("blocked"),
+                   lambda: "waits at " + CB.waiting_for(bar.state, me), ins)
+    out = m.step(bar, cmd, ins, w.describe())
+    if out.violation is not None:
         yield None
         return
-    yield Wait("cluster", lambda: st["phase"] > ph,
-               lambda: f"waits at the cluster barrier (phase {ph}): {len(st['arrived'])} warps arrived", ins)
-    w.vc = join(w.vc, st["release"].get(ph, np.zeros(0, np.int64)))
+    w.vc = join(w.vc, bar.release.get(ph, np.zeros(0, np.int64)))

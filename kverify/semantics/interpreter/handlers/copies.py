@@ -99,9 +99,8 @@ def h_cp_async(m, w, ins, mask):
 
     writes = _merge(writes)
     reads = _merge(reads)
-    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=("cp.async", w), proxy=ASYNC_GENERIC)
-    out = AG.cp_async_step(w.cp_async, AG.CpAsync(op.agent))
-    w.cp_async = out.state
+    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
     return yield_once()
 
 
@@ -128,8 +127,8 @@ def _cp_async_uniform(m, w, ins, dst, src, mask, lanes, n, src_size):
 
     writes = [(dreg, np.unique(widx))]
     reads = [(sreg, np.unique(s_sn))] if sn else []
-    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=("cp.async", w), proxy=ASYNC_GENERIC)
-    w.cp_async = AG.cp_async_step(w.cp_async, AG.CpAsync(op.agent)).state
+    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
     return yield_once()
 
 
@@ -176,8 +175,8 @@ def h_bulk(m, w, ins, mask):
             key = m.mbar_at(w, mspace, int(mb[lane]), ins)
             _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, mbar=key, nbytes=n)
         else:
-            op = _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, group=("bulk", w))
-            w.bulk = AG.bulk_group_step(w.bulk, AG.BulkCopy(op.agent)).state
+            op = _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, group=w.bulk)
+            m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()
 
 
@@ -235,6 +234,6 @@ def h_bulk_tensor(m, w, ins, mask):
                 AU.tma_store_tile(gbuf, tm, coords, sreg.data[soff:soff + nb], soff)
 
             op = _copy_op(m, w, ins, "cp.async.bulk.tensor", [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))],
-                          action, group=("bulk", w))
-            w.bulk = AG.bulk_group_step(w.bulk, AG.BulkCopy(op.agent)).state
+                          action, group=w.bulk)
+            m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()

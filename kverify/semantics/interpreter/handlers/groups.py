@@ -15,43 +15,42 @@ HANDLERS, handler = registry()
 
 @handler("cp.async.commit_group")
 def h_cp_async_commit(m, w, ins, mask):
-    w.cp_async = AG.cp_async_step(w.cp_async, AG.CommitGroup()).state
+    m.step(w.cp_async, AG.CommitGroup(), ins, w.describe())
 
 
 @handler("cp.async.wait_group", "cp.async.wait_all")
 def h_cp_async_wait(m, w, ins, mask):
     cmd = AG.WaitAll() if ins.row.sync == "cp.async.wait_all" else AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
-    return group_wait(m, w, ins, "cp_async", AG.cp_async_step, cmd)
+    return group_wait(m, w, ins, "cp_async", cmd)
 
 
-def group_wait(m, w, ins, attr, step, cmd):
+def group_wait(m, w, ins, attr, cmd):
+    """A wait on the warp's ``attr`` groups (cp_async | bulk | wgmma): blocks until the
+    protocol lets it pass, then acquires the completed operations."""
     w.last_group_wait[attr] = ins.loc
-    out = step(getattr(w, attr), cmd)
+    obj = getattr(w, attr)
+    out = obj.protocol.step(obj.state, cmd)
     if out.violation is not None:
-        m.report(out.violation.rule, out.violation.message, [ins.loc])
+        m.step(obj, cmd, ins, w.describe())
         return None
-    eff = out.effects[0] if out.effects else ("none",)
-    if eff[0] == "blocked":
-        return _group_wait_gen(m, w, ins, attr, step, cmd)
-    setattr(w, attr, out.state)
-    _acquire_ops(m, w, eff)
+    if out.has("blocked"):
+        return _group_wait_gen(m, w, ins, obj, cmd)
+    out = m.step(obj, cmd, ins, w.describe())
+    _acquire_ops(m, w, out.effects[0] if out.effects else ("none",))
     return yield_once()
 
 
-def _group_wait_gen(m, w, ins, attr, step, cmd):
-    def ready():
-        out = step(getattr(w, attr), cmd)
-        return not (out.effects and out.effects[0][0] == "blocked")
+def _group_wait_gen(m, w, ins, obj, cmd):
+    def missing():
+        return AG.waiting_for(obj.protocol.step(obj.state, cmd))
 
     def describe():
-        out = step(getattr(w, attr), cmd)
-        missing = out.effects[0][1] if out.effects and out.effects[0][0] == "blocked" else ()
-        return (f"waits in {ins.opcode} for {len(missing)} operation(s): "
-                + "; ".join(m.agents[a] for a in list(missing)[:3]))
+        left = missing()
+        return (f"waits in {ins.opcode} for {len(left)} operation(s): "
+                + "; ".join(m.agents[a] for a in list(left)[:3]))
 
-    yield Wait("group", ready, describe, ins)
-    out = step(getattr(w, attr), cmd)
-    setattr(w, attr, out.state)
+    yield Wait("group", lambda: not missing(), describe, ins)
+    out = m.step(obj, cmd, ins, w.describe())
     if out.effects:
         _acquire_ops(m, w, out.effects[0])
 
@@ -67,10 +66,10 @@ def _acquire_ops(m, w, eff):
 
 @handler("cp.async.bulk.commit_group")
 def h_bulk_commit(m, w, ins, mask):
-    w.bulk = AG.bulk_group_step(w.bulk, AG.CommitGroup()).state
+    m.step(w.bulk, AG.CommitGroup(), ins, w.describe())
 
 
 @handler("cp.async.bulk.wait_group")
 def h_bulk_wait(m, w, ins, mask):
     cmd = AG.WaitGroup(int(m.val(w, ins.operands[0], 32)), read="read" in ins.mods)
-    return group_wait(m, w, ins, "bulk", AG.bulk_group_step, cmd)
+    return group_wait(m, w, ins, "bulk", cmd)

@@ -25,18 +25,18 @@ HANDLERS, handler = registry()
 
 @handler("wgmma.fence")
 def h_wgmma_fence(m, w, ins, mask):
-    w.wgmma = AG.wgmma_step(w.wgmma, AG.WgmmaFence()).state
+    m.step(w.wgmma, AG.WgmmaFence(), ins, w.describe())
 
 
 @handler("wgmma.commit_group")
 def h_wgmma_commit(m, w, ins, mask):
-    w.wgmma = AG.wgmma_step(w.wgmma, AG.CommitGroup()).state
+    m.step(w.wgmma, AG.CommitGroup(), ins, w.describe())
 
 
 @handler("wgmma.wait_group")
 def h_wgmma_wait(m, w, ins, mask):
     cmd = AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
-    return group_wait(m, w, ins, "wgmma", AG.wgmma_step, cmd)
+    return group_wait(m, w, ins, "wgmma", cmd)
 
 
 def _imm(m, w, op):
@@ -123,12 +123,7 @@ def h_wgmma(m, w, ins, mask):
         op.reads = [(smem, idx)]
         m.inflight.append(op)
     regs = frozenset(dregs_names) | (frozenset(e.name for e in a_op.elems) if a_regs is not None else frozenset())
-    out = AG.wgmma_step(w.wgmma, AG.MmaAsync(op.agent, regs))
-    if out.violation is not None:
-        v = out.violation
-        m.report(v.rule, f"{v.message} ({w.describe()}, {v.section})", [ins.loc])
-        out = AG.wgmma_step(AG.WgmmaState(w.wgmma.queue, True), AG.MmaAsync(op.agent, regs))
-    w.wgmma = out.state
+    m.step(w.wgmma, AG.MmaAsync(op.agent, regs), ins, w.describe())
     w.wgmma_regs[op.agent] = set(regs)
     w.release_tick()
     return yield_once()

@@ -8,7 +8,7 @@ import numpy as np
 from kverify.semantics.ir.nodes import Reg, Sink, where as _fmt_loc
 from kverify.semantics.memory_model.protocols import mbarrier as MB
 
-from ..hb import hb_after, join, vget
+from ..hb import hb_after, join
 from ..memory import CTA_SHIFT, SHARED_WINDOW
 from ..state import U64, Wait
 from .common import registry, space_of, yield_once
@@ -39,9 +39,9 @@ def h_mbar_init(m, w, ins, mask):
         if out.violation is None:
             info.observers, info.pending_waits, info.pending_expect = {}, {}, {}
             info.init = (w.agent, w.clock(), m.loc_id(ins.loc), True)
+            info.init_loc = ins.loc
             info.phase_vc = np.zeros(0, np.int64)
             info.done_vc = {}
-            info.init_cta = w.cta
     # the init is a generic-proxy write of the barrier object
     region, offs = m.resolve(w, space, addrs, mask, 8)
     m.access(w, ins, region, offs, 8, mask, "write")
@@ -82,12 +82,8 @@ def h_mbar_arrive(m, w, ins, mask):
         remote = _remote(m, w, space, addr)
         who = m._thread(w, lane)
         m.mbar_check_init(info, w.agent, w.vc, ins, who)
-        if remote and info.init is not None and info.state.initialized:
-            ia, ic, iloc, _ = info.init
-            if vget(m.mbar_fence_clk, np.array([ia]))[0] < ic:
-                m.report("mbarrier.init-visibility",
-                         f"remote arrive by {who} on mbarrier {info.name}, whose init was not followed by "
-                         f"fence.mbarrier_init.release.cluster (§9.7.13.15.3, §9.7.12.4)", [ins.loc, m.locs[iloc]])
+        if remote:
+            m.mbar_check_remote_init(info, ins, who)
         if "expect_tx" in mods:
             cmd = MB.Arrive(count=1, expect_tx=int(extra[lane]), no_complete="noComplete" in mods,
                             drop=drop, remote=remote)
@@ -156,26 +152,16 @@ def _mbar_wait(m, w, ins, mask):
     for key, (lane, info, a, remote) in seen.items():
         who = m._thread(w, lane)
         m.mbar_check_init(info, w.agent, w.vc, ins, who)
-        if not info.state.initialized:
-            m.report("mbarrier.uninitialized", f"wait on uninitialized mbarrier {info.name} by {who}", [ins.loc])
+        if not info.state.initialized:  # the protocol reports the wait
+            m.mbar_step(info, MB.TestWait(parity=a & 1) if parity_form else MB.TestWait(state_phase=a), ins, who)
             plans.append(None)
             continue
         if parity_form:
             q = a & 1
-            nxt = w.mbar_next.get(key)
-            cur = info.state.phase
-            if nxt is None:
-                named = cur if cur % 2 == q else cur - 1
-            elif nxt % 2 == q:
-                named = nxt
-            else:
-                named = nxt - 1
-                m.report("mbarrier.parity",
-                         f"{who} waits on mbarrier {info.name} with parity {q}, which names phase {named} that this "
-                         f"warp already observed complete: the wait returns at once (the parity does not flip; "
-                         f"§9.7.13.15.4)", [ins.loc], mbarrier=info.name, phase=named)
-                plans.append((info, q, None, who))
-                continue
+            named, v = MB.waited_phase(info.state, q, w.mbar_next.get(key))
+            if v is not None:
+                m.report(v.rule, f"{who} on mbarrier {info.name} {v.message}", [ins.loc], mbarrier=info.name,
+                         phase=v.detail("phase"))
             plans.append((info, q, named, who))
         else:
             plans.append((info, None, a, who))
@@ -234,7 +220,5 @@ def _mbar_wait(m, w, ins, mask):
 
 def _mbar_describe(plan):
     info, q, named, who = plan
-    s = info.state
     what = f"phase {named}" if named is not None else f"parity {q}"
-    return (f"waits in mbarrier wait for {what} of {info.name} (barrier in phase {s.phase}: {s.pending} of "
-            f"{s.expected} arrivals missing, tx-count {s.tx})")
+    return f"waits in mbarrier wait for {what} of {info.name} ({MB.waiting_for(info.state)})"
