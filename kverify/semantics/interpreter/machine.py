@@ -4,9 +4,11 @@ Owns the execution of the core IR: warps as Python generators over the structure
 vectorized across their 32 lanes with numpy (an ``If`` splits the lane mask, loops run
 until no lane continues), registers per lane, the state spaces of ``memory``, the
 synchronization protocols of ``kverify.semantics.memory_model.protocols`` (the only place their
-rules live: the interpreter feeds them commands and reports their violations), and the
-asynchronous units (bulk/TMA copies, cp.async, wgmma) as operations completed at a point
-the scheduler chooses. Every memory access is checked against the happens-before shadow of
+rules live: every synchronization object changes state only through ``Machine.step``, which
+feeds its protocol a command and reports the violation), and the asynchronous units
+(bulk/TMA copies, cp.async, wgmma; ``async_ops``) as operations completed at a point the
+scheduler chooses. Instructions run through the handler table of ``handlers`` (one module
+per instruction family), given to the machine. Every memory access is checked against the happens-before shadow of
 ``hb``; findings carry the stable rule ids of DESIGN.md.
 
 A warp yields to the scheduler at every synchronization instruction; it yields a ``Wait``

@@ -77,7 +77,7 @@ class MbarrierMixin:
     # phase of the same parity); every arrival of phase k+1 is ordered after some wait that
     # observed phase k; a standalone expect-tx is ordered before an arrival of its phase (the
     # phase cannot complete without it). Named-barrier and cluster-barrier instances are
-    # checked the same way in ops.py. A data race, an atomic, a non-blocking test whose
+    # checked the same way in handlers/barriers.py. A data race, an atomic, a non-blocking test whose
     # result steers control flow, or a race-shadow record that had to be dropped also leaves
     # the question open. ``depend`` records each reason.
     def mbar_order(self, info, kind, agent, vc, ins):
