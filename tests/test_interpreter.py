@@ -349,3 +349,41 @@ def test_local_variable_address_is_in_the_local_space_and_cvta_makes_it_generic(
     tid = np.arange(32, dtype=np.uint32)
     out = next(iter(r.outputs.values()))
     assert (out == tid + 2 * (tid + 100)).all()
+
+
+def _cluster_arrive_edited(tmp_path, edit):
+    """The zoo's cluster_arrive kernel (nvcc-compiled PTX) with its first
+    ``barrier.cluster.arrive`` edited by ``edit(line) -> lines``."""
+    d = ZOO / "cluster_arrive"
+    v = json.loads((d / "manifest.json").read_text())["variants"][0]
+    lines = _ptx(d, v).read_text().split("\n")
+    i = next(k for k, l in enumerate(lines) if "barrier.cluster.arrive" in l)
+    lines[i:i + 1] = edit(lines[i])
+    path = tmp_path / "cluster_arrive.ptx"
+    path.write_text("\n".join(lines))
+    (tmp_path / "cluster_arrive.cu").write_text((d / v["file"]).read_text())  # parameter names
+    m = load_module(str(path))
+    return i + 1, run_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]))
+
+
+def test_cluster_barrier_double_arrive_is_the_protocols_rule(tmp_path):
+    line, r = _cluster_arrive_edited(tmp_path, lambda l: [l, l])
+    assert r.status == "complete", r.reason
+    hits = [f for f in r.findings if f.rule == "cluster-barrier.double-arrive"]
+    assert hits and line + 1 in _lines(hits[0])
+    assert r.rules() == {"cluster-barrier.double-arrive"}
+
+
+def test_cluster_barrier_wait_without_arrive_is_the_protocols_rule(tmp_path):
+    line, r = _cluster_arrive_edited(tmp_path, lambda l: [])
+    hits = [f for f in r.findings if f.rule == "cluster-barrier.wait-without-arrive"]
+    assert hits, r.rules()
+    assert not any(f.rule.startswith("barrier.cluster") for f in r.findings)
+
+
+def test_cluster_barrier_relaxed_arrive_releases_nothing(tmp_path):
+    """``.relaxed``: the arrival orders nothing, so the cluster barrier no longer makes CTA 0's
+    mbarrier.init visible to CTA 1's remote arrive (it still synchronizes execution)."""
+    _, r = _cluster_arrive_edited(tmp_path, lambda l: [l.replace(".release", ".relaxed")])
+    assert r.status == "complete", r.reason
+    assert "mbarrier.init-visibility" in r.rules()

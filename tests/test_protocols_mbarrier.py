@@ -388,3 +388,45 @@ def test_step_is_total_and_deterministic(cmds):
         assert isinstance(a, Outcome) and a == b
         hash(a.state)
         s = a.state
+
+
+# ----------------------------------------------------------------------------- a run of the protocol
+
+
+def test_run_on_reports_an_arrival_past_an_unobserved_phase_as_overflow_and_counts_it():
+    s = run([mb.Arrive()], fresh(1)).state  # phase 0 completed, nobody observed it
+    out = mb.step(s, mb.Arrive())
+    assert out.rule == "mbarrier.parity" and out.violation.detail("kind") == "unobserved-phase"
+    finding, cont = mb.run_on(s, mb.Arrive(), out.violation)
+    assert finding.rule == "mbarrier.arrival-overflow"
+    assert cont.ok and cont.state.phase == 2  # the arrival counted toward phase 1
+
+
+def test_run_on_stops_at_every_other_violation():
+    s = fresh(1)
+    out = mb.step(s, mb.Init(1))
+    finding, cont = mb.run_on(s, mb.Init(1), out.violation)
+    assert finding.rule == "mbarrier.reinit" and cont is None
+
+
+def test_parity_naming_a_phase_the_waiter_already_observed_is_parity():
+    s = run([mb.Arrive()], fresh(1)).state  # phase 1 in progress
+    assert mb.waited_phase(s, 0, None) == (0, None)
+    assert mb.waited_phase(s, 1, 1) == (1, None)
+    named, v = mb.waited_phase(s, 0, 1)  # observed phase 0; parity 0 names it again
+    assert named is None and v.rule == "mbarrier.parity" and v.detail("phase") == 0
+
+
+def test_tx_count_stuck_with_nothing_in_flight_is_tx_mismatch():
+    s = run([mb.Arrive(expect_tx=64)], fresh(1)).state
+    assert mb.quiescent(s, signalling_in_flight=True) is None
+    assert mb.quiescent(s, signalling_in_flight=False).rule == "mbarrier.tx-mismatch"
+    assert mb.quiescent(fresh(1), signalling_in_flight=False) is None
+    assert mb.completed_in_flight(3, 0, 0) is None
+    assert mb.completed_in_flight(3, 1, 128).rule == "mbarrier.tx-mismatch"
+
+
+def test_init_visibility_is_decided_from_the_observed_ordering():
+    assert mb.init_visibility(True, "thread 0") is None
+    assert mb.init_visibility(False, "thread 0").rule == "mbarrier.init-visibility"
+    assert mb.remote_init_visibility(False, "thread 0").rule == "mbarrier.init-visibility"

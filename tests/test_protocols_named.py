@@ -235,3 +235,32 @@ def test_cluster_exit_of_last_missing_thread_completes_phase():
     out = crun(cluster(), [cb.Arrive((0, 0)), cb.Arrive((0, 1)), cb.Exit((1, 0))])
     assert out.has("phase-completed")
     assert cb.step(out.state, cb.Arrive((1, 0))).has("not-enabled")
+
+
+def test_exited_threads_complete_a_cta_wide_instance():
+    s = run(cta(128), [nb.Sync(0), nb.Sync(1)]).state
+    assert nb.step(s, nb.ExitedArrive(0, 32)).effects == ()
+    out = nb.step(s, nb.ExitedArrive(0, 64))
+    assert out.effect("barrier-completed") == ("barrier-completed", 0, (0, 1))
+    assert out.state.slots[0].idle
+
+
+def test_exited_threads_do_not_complete_an_instance_with_a_smaller_count():
+    s = run(cta(128), [nb.Sync(0, 1, count=64)]).state
+    assert nb.step(s, nb.ExitedArrive(1, 96)).effects == ()
+
+
+def test_run_on_arrives_with_the_active_count():
+    s = run(cta(128), [nb.Sync(0, 1, count=64)]).state
+    cmd = nb.Sync(1, 1, count=96)
+    out = nb.step(s, cmd)
+    assert out.rule == "barrier.named-count"
+    finding, cont = nb.run_on(s, cmd, out.violation)
+    assert finding is out.violation and cont.has("barrier-completed")
+
+
+def test_cluster_barrier_exit_completes_the_phase_the_others_arrived_in():
+    s = cb.ClusterBarrierState(frozenset({0, 1}))
+    s = cb.step(s, cb.Arrive(0)).state
+    out = cb.step(s, cb.Exit(1))
+    assert out.has("phase-completed") and out.state.phase == 1

@@ -22,7 +22,6 @@ import numpy as np
 from kverify.launch import LaunchSpec, initial_inputs  # LaunchSpec: re-exported for existing callers
 from kverify.semantics.ir import KernelError
 
-from . import ops as _ops  # noqa: F401  (registers the instruction handlers)
 from .machine import Machine, RunFinding
 from .scheduler import Deterministic, Random, Replay, candidates, format_replay
 
@@ -128,15 +127,16 @@ def schedule_independent(module, kernel) -> bool:
         row = i.row
         if row is None or not i.supported:
             return False
-        if i.op == "call":
+        if any(s.access == "target" and s.name == "fn" for s in row.operands):  # call
             if callee_of(module, i) is None:
                 return False
             continue
-        if i.op == "atom":
+        if row.effect == "memory" and row.operands[0].access == "def" and \
+                any(s.access == "update" for s in row.operands):  # atom: its result depends on the order
             return False
         if row.sync is None or row.sync in INDEPENDENT_SYNC:
             continue
-        if row.sync == "bar" and i.op in ("bar", "barrier") and "sync" in i.mods and len(i.operands) == 1:
+        if row.sync == "bar" and "sync" in i.mods and len(i.operands) == 1:
             continue
         return False
     return True

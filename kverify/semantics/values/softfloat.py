@@ -1,7 +1,7 @@
 """Exact IEEE-754 arithmetic on bit patterns with Python integers (one value at a time).
 
 Owns: correctly rounded add/sub/mul/fma/div/sqrt, round-to-integral, and conversions
-(float<->float, int->float) for every format in :mod:`types` and all four PTX rounding
+(float<->float, int->float) for every format of :mod:`formats` and all four PTX rounding
 modes (``rn`` nearest-even, ``rz`` toward zero, ``rm`` toward -inf, ``rp`` toward +inf).
 The exact result is formed as a rational and rounded once, so there is no double
 rounding.  NaN results are the format's canonical NaN.  The concrete domain uses this
@@ -13,7 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import isqrt
 
-from .types import FloatFormat
+from .formats import FloatFormat
 
 NAN = ("nan", 0, 0, 0)
 

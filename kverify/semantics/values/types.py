@@ -8,8 +8,10 @@ Data Types".
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from fractions import Fraction
+
+from .formats import FloatFormat, mask  # noqa: F401  (mask: re-exported to concrete and ops)
+from .softfloat import decode, from_rational
 
 _WIDTHS = {
     "pred": 1,
@@ -55,65 +57,6 @@ def element(ty: str) -> str:
     return PACKED_TYPES.get(ty, ty)
 
 
-def mask(w: int) -> int:
-    return (1 << w) - 1
-
-
-@dataclass(frozen=True)
-class FloatFormat:
-    """An IEEE-754 binary format: ``ebits`` exponent bits, precision ``p`` (incl. hidden bit)."""
-
-    name: str
-    ebits: int
-    p: int
-
-    @property
-    def width(self) -> int:
-        return 1 + self.ebits + self.p - 1
-
-    @property
-    def mbits(self) -> int:
-        return self.p - 1
-
-    @property
-    def bias(self) -> int:
-        return (1 << (self.ebits - 1)) - 1
-
-    @property
-    def emax(self) -> int:
-        return self.bias
-
-    @property
-    def emin(self) -> int:
-        return 1 - self.bias
-
-    @property
-    def sign_bit(self) -> int:
-        return 1 << (self.width - 1)
-
-    @property
-    def exp_mask(self) -> int:
-        """Bit pattern of +inf (exponent all ones, mantissa zero)."""
-        return mask(self.ebits) << self.mbits
-
-    @property
-    def canonical_nan(self) -> int:
-        """The NaN every arithmetic op produces (NVIDIA's canonical NaN: all ones but the sign)."""
-        return mask(self.width - 1)
-
-    @property
-    def min_normal(self) -> int:
-        return 1 << self.mbits
-
-    @property
-    def max_finite(self) -> int:
-        return self.exp_mask - 1
-
-    @property
-    def one(self) -> int:
-        return self.bias << self.mbits
-
-
 FORMATS = {
     "f16": FloatFormat("f16", 5, 11),
     "bf16": FloatFormat("bf16", 8, 8),
@@ -128,8 +71,6 @@ def fmt(ty: str) -> FloatFormat:
 
 def float_to_bits(ty: str, value) -> int:
     """Bit pattern of ``value`` (int, float or Fraction) in format ``ty``, rounded to nearest even."""
-    from .softfloat import from_rational, NAN  # local import: softfloat imports this module
-
     f = fmt(ty)
     if isinstance(value, float):
         if value != value:
@@ -144,8 +85,6 @@ def float_to_bits(ty: str, value) -> int:
 
 def bits_to_float(ty: str, b: int) -> float:
     """Python float (binary64) of a bit pattern; exact for every format here."""
-    from .softfloat import decode
-
     f = fmt(ty)
     kind, s, m, e = decode(f, b)
     if kind == "nan":

@@ -42,6 +42,7 @@ from kverify.semantics.ir.errors import Unsupported  # noqa: F401  (re-exported)
 from kverify.semantics.ir.optable import collective_of, flow_of, operand_bits, sync_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import RegisterWidths
+from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.semantics.values import FAMILIES, source_bits
 from kverify.semantics.values.collectives import shfl_source
 
@@ -95,18 +96,26 @@ class CTAState:
 
 
 class MbarState:
-    __slots__ = ("expected", "pending", "tx", "phase")
+    """An mbarrier of the walk: the mbarrier protocol's state, changed only by its step. A
+    violation the protocol does not run on past stops the walk (``Unsupported``)."""
 
-    def __init__(self, count):
-        self.expected = count
-        self.pending = count
-        self.tx = 0
-        self.phase = 0
+    __slots__ = ("state",)
 
-    def settle(self):
-        if self.pending <= 0 and self.tx == 0:
-            self.phase += 1
-            self.pending = self.expected
+    def __init__(self):
+        self.state = MB.MbarrierState()
+
+    @property
+    def phase(self):
+        return self.state.phase
+
+    def step(self, cmd, ins):
+        out = MB.step(self.state, cmd)
+        if out.violation is not None:
+            v, out = MB.run_on(self.state, cmd, out.violation)
+            if out is None:
+                raise Unsupported(f"{v.rule}: {v.message} ({v.section})", ins)
+        self.state = out.state
+        return out
 
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
@@ -837,9 +846,7 @@ class Executor:
             v = self.load(t, sspace, src + j, step, ins)
             self.store(t, dspace, dst + j, step, v, ins.loc)
         if "mbarrier::complete_tx::bytes" in mods:
-            st = self._mbar(t, ops[3], ins)
-            st.tx -= size
-            st.settle()
+            self._mbar(t, ops[3], ins).step(MB.CompleteTx(size), ins)
 
     def _mbar(self, t, op, ins):
         a = self.addr(t, op) if isinstance(op, Addr) else self.val(t, op, 64)
@@ -858,31 +865,35 @@ class Executor:
         if a >= SHARED_WINDOW:
             a -= SHARED_WINDOW
         c = self.val(t, ins.operands[1], 32)
-        t.cta.mbars[a] = MbarState(c)
+        if not is_concrete(c):
+            raise DataDependent("an mbarrier count depends on input data")
+        t.cta.mbars[a] = MbarState()
+        t.cta.mbars[a].step(MB.Init(int(c)), ins)
 
     def h_mbar_arrive(self, t, ins):
         ops = ins.operands
         st = self._mbar(t, ops[1], ins)
         mods = ins.mods
-        cnt = 1
+        cnt, tx = 1, 0
         rest = ops[2:]
         if "expect_tx" in mods:
-            st.tx += self.val(t, rest[0], 32)
+            tx = self.val(t, rest[0], 32)
             rest = rest[1:]
         if rest:
             cnt = self.val(t, rest[0], 32)
-        if sync_of(ins) == "mbarrier.arrive_drop":
-            st.expected -= cnt
-        st.pending -= cnt
-        st.settle()
+        if not is_concrete(cnt) or not is_concrete(tx):
+            raise DataDependent("an mbarrier arrival count or tx-count depends on input data")
+        out = st.step(MB.Arrive(count=int(cnt), expect_tx=int(tx), no_complete="noComplete" in mods,
+                                drop=sync_of(ins) == "mbarrier.arrive_drop"), ins)
         if not isinstance(ops[0], Sink):
-            self.write(t, ops[0], st.phase)
+            self.write(t, ops[0], out.value if out.value is not None else st.phase)
 
     def h_mbar_tx(self, t, ins):
         st = self._mbar(t, ins.operands[0], ins)
         n = self.val(t, ins.operands[1], 32)
-        st.tx += n if sync_of(ins) == "mbarrier.expect_tx" else -n
-        st.settle()
+        if not is_concrete(n):
+            raise DataDependent("an mbarrier tx-count depends on input data")
+        st.step(MB.ExpectTx(int(n)) if sync_of(ins) == "mbarrier.expect_tx" else MB.CompleteTx(int(n)), ins)
 
     def h_mbar_wait(self, t, ins):
         ops = ins.operands
@@ -892,11 +903,14 @@ class Executor:
         if not ins.blocking:
             raise Unsupported("a polling mbarrier.test_wait/try_wait outside a recognized retry loop", ins)
         parity = self.val(t, ops[2], 32) & 1
+        if not is_concrete(parity):
+            raise DataDependent("an mbarrier wait parity depends on input data")
         return self._mbar_wait_gen(t, ins, st, parity)
 
     def _mbar_wait_gen(self, t, ins, st, parity):
         if st.phase % 2 == parity:
             yield ("mbar", st, parity, ins)
+        st.step(MB.TestWait(parity=int(parity)), ins)  # observes the completed phase
         if not isinstance(ins.operands[0], Sink):
             self.write(t, ins.operands[0], True)
         return None

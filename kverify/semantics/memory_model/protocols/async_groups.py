@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Hashable, Union
 
-from .common import Outcome, Rule, check_int, not_enabled, reject
+from .common import Outcome, Protocol, Rule, Violation, check_int, not_enabled, reject
 
 _DM = "data-movement-and-conversion-instructions-"
 _WG = "asynchronous-warpgroup-level-matrix-instructions-"
@@ -70,6 +70,9 @@ WAIT_REQUIRED = Rule(
 )
 
 RULES: tuple[Rule, ...] = (WAIT_RANGE, OVERLAP, MISSING_FENCE, WAIT_REQUIRED)
+
+#: the op table's ``sync`` effects of the wgmma-group instructions (what this protocol consumes)
+WGMMA_SYNC = frozenset({"wgmma.fence", "wgmma.commit", "wgmma.wait", "wgmma.mma"})
 
 # --------------------------------------------------------------------------- queue
 
@@ -374,8 +377,28 @@ def wgmma_step(state: WgmmaState, cmd: WgmmaCommand) -> Outcome:
     raise TypeError(f"not a wgmma command: {cmd!r}")
 
 
+def wgmma_run_on(state: WgmmaState, cmd: WgmmaCommand, violation: Violation) -> tuple[Violation, Outcome | None]:
+    """A run goes on past a wgmma.mma_async without a covering wgmma.fence as if the
+    warpgroup had fenced."""
+    if not isinstance(cmd, MmaAsync) or violation.rule != MISSING_FENCE.id:
+        return violation, None
+    out = wgmma_step(replace(state, fenced=True, touched=frozenset()), cmd)
+    return violation, (out if out.violation is None else None)
+
+
+CP_ASYNC = Protocol("cp.async groups", cp_async_step)
+BULK_GROUP = Protocol("bulk async groups", bulk_group_step)
+WGMMA = Protocol("wgmma groups", wgmma_step, wgmma_run_on)
+
+
+def waiting_for(outcome: Outcome) -> tuple:
+    """The operations a wait still waits for: the outcome of stepping the wait command."""
+    eff = outcome.effect("blocked")
+    return tuple(eff[1]) if eff else ()
+
+
 __all__ = [
-    "GroupQueue", "CommitGroup", "WaitGroup", "WaitAll", "Complete", "CompleteRead", "CpAsync",
+    "CP_ASYNC", "BULK_GROUP", "WGMMA", "WGMMA_SYNC", "wgmma_run_on", "waiting_for", "GroupQueue", "CommitGroup", "WaitGroup", "WaitAll", "Complete", "CompleteRead", "CpAsync",
     "BulkCopy", "WgmmaFence", "MmaAsync", "RegisterAccess", "CpAsyncState", "BulkGroupState",
     "WgmmaState", "cp_async_step", "bulk_group_step", "wgmma_step", "reads_guaranteed", "RULES",
 ]

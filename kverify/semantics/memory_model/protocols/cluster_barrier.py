@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Hashable, Union
 
-from .common import Outcome, Rule, not_enabled, reject
+from .common import Outcome, Protocol, Rule, not_enabled, reject
 
 _BC = "parallel-synchronization-and-communication-instructions-barrier-cluster"
 
@@ -112,4 +112,13 @@ def step(state: ClusterBarrierState, cmd: Command) -> Outcome:
     return Outcome(_maybe_complete(new, effects), tuple(effects))
 
 
-__all__ = ["ClusterBarrierState", "Arrive", "Wait", "Exit", "Command", "step", "RULES"]
+PROTOCOL = Protocol("cluster barrier", step)
+
+
+def waiting_for(state: ClusterBarrierState, thread: Hashable) -> str:
+    """What ``thread``'s wait still needs, for the deadlock report."""
+    return (f"the cluster barrier (phase {state.token(thread)}): {len(state.arrived)} of "
+            f"{len(state.participants)} participants arrived")
+
+
+__all__ = ["PROTOCOL", "waiting_for", "ClusterBarrierState", "Arrive", "Wait", "Exit", "Command", "step", "RULES"]

@@ -23,7 +23,7 @@ Effects are plain tuples whose first element is a kind string, e.g.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 ANCHOR_BASE = "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#"
 
@@ -103,6 +103,23 @@ class Outcome:
         return self.effect(kind) is not None
 
 
+def stop(state: Any, cmd: Any, violation: Violation) -> tuple[Violation, Outcome | None]:
+    """The default run-on policy: report the violation, the command has no effect."""
+    return violation, None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A protocol as a run drives it. ``step`` is the pure step function; ``run_on(state,
+    command, violation) -> (finding, outcome or None)`` says, for a run that goes on past a
+    violation of ``step(state, command)``, which finding to report and the outcome the
+    hardware reaches (``None``: the command has no effect)."""
+
+    name: str
+    step: Callable[[Any, Any], Outcome]
+    run_on: Callable[[Any, Any, Violation], tuple] = stop
+
+
 def reject(state: Any, rule: Rule, message: str, **details: Any) -> Outcome:
     """The transactional failure outcome: state unchanged, no effects, one violation."""
     return Outcome(state=state, effects=(), violation=rule.violation(message, **details))
@@ -121,4 +138,4 @@ def check_int(name: str, value: Any, *, allow_none: bool = False) -> None:
         raise TypeError(f"{name} must be an int, got {value!r}")
 
 
-__all__ = ["ANCHOR_BASE", "Rule", "Violation", "Outcome", "reject", "not_enabled", "check_int"]
+__all__ = ["ANCHOR_BASE", "Rule", "Violation", "Outcome", "Protocol", "stop", "reject", "not_enabled", "check_int"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Union
 
-from .common import Outcome, Rule, check_int, reject
+from .common import Outcome, Protocol, Rule, Violation, check_int, reject
 
 _MB = "parallel-synchronization-and-communication-instructions-mbarrier"
 
@@ -95,6 +95,22 @@ PARITY = Rule(
     "immediately preceding one (aliasing), or an arrive-on in phase k+1 before any wait "
     "observed the completion of phase k",
 )
+INIT_VISIBILITY = Rule(
+    "mbarrier.init-visibility",
+    "§9.7.13.15.3 mbarrier lifecycle (mbarrier.init); §9.7.12.4 fence.mbarrier_init",
+    _MB + "-init",
+    "a use of an mbarrier by a thread its mbarrier.init does not happen before (a barrier or "
+    "fence.mbarrier_init must make the init visible), or a remote arrive on a barrier whose "
+    "init was not followed by fence.mbarrier_init.release.cluster",
+)
+TX_MISMATCH = Rule(
+    "mbarrier.tx-mismatch",
+    "§9.7.13.15.5 tracking asynchronous operations (expect-tx / complete-tx)",
+    _MB + "-tracking-async-operations",
+    "the expect-tx bytes of a phase do not match the bytes its copies complete: the barrier "
+    "is stuck with tx-count != 0 once nothing in flight signals it, or a phase completes "
+    "while copies counted into it are still in flight",
+)
 REMOTE_WAIT = Rule(
     "mbarrier.remote-wait",
     "§9.7.13.15 mbarrier in .shared::cluster (waits must be local)",
@@ -104,7 +120,7 @@ REMOTE_WAIT = Rule(
 
 RULES: tuple[Rule, ...] = (
     UNINITIALIZED, REINIT, INIT_COUNT, ARRIVE_COUNT, ARRIVAL_OVERFLOW, TX_RANGE,
-    NO_COMPLETE, PARITY, REMOTE_WAIT,
+    NO_COMPLETE, PARITY, REMOTE_WAIT, INIT_VISIBILITY, TX_MISMATCH,
 )
 
 # --------------------------------------------------------------------------- state
@@ -387,7 +403,97 @@ def _test_wait(s: MbarrierState, cmd: TestWait) -> Outcome:
     return Outcome(new, (("wait-result", result),), value=result)
 
 
+# --------------------------------------------------------------------------- a run of the protocol
+#
+# The rules below need facts a state does not hold (happens-before between threads, the
+# copies still in flight): the run that drives the barrier observes them and asks.
+
+
+def run_on(state: MbarrierState, cmd: Command, violation: Violation) -> tuple[Violation, Outcome | None]:
+    """How a run goes on past ``violation`` of ``step(state, cmd)``: the finding and the
+    outcome the hardware reaches (``None``: the command has no effect).
+
+    An arrive-on in phase k+1 before any wait observed phase k: on hardware the arrival
+    simply counts toward phase k+1, so phase k received more arrivals than its expected
+    count before anyone observed it: reported as ``mbarrier.arrival-overflow``, and the
+    arrival counts toward the current phase."""
+    if violation.detail("kind") != "unobserved-phase":
+        return violation, None
+    finding = ARRIVAL_OVERFLOW.violation(
+        f"{violation.message}: the arrival counts toward phase {state.phase}, so phase "
+        f"{state.phase - 1} received more arrivals than its expected count {state.expected} "
+        f"before anyone observed it", **dict(violation.details))
+    out = step(replace(state, observed_prev=True), cmd)
+    return finding, (out if out.violation is None else None)
+
+
+PROTOCOL = Protocol("mbarrier", step, run_on)
+
+
+def init_visibility(ordered_after_init: bool, who: str) -> Violation | None:
+    """A use by ``who``: the barrier's mbarrier.init must happen before it."""
+    if ordered_after_init:
+        return None
+    return INIT_VISIBILITY.violation(
+        f"{who} uses the mbarrier with no happens-before edge from its mbarrier.init (a barrier / "
+        f"fence.mbarrier_init must make the init visible first; §9.7.13.15.3)")
+
+
+def remote_init_visibility(fenced: bool, who: str) -> Violation | None:
+    """A remote (``.shared::cluster``) arrive by ``who``: the init must have been followed by
+    ``fence.mbarrier_init.release.cluster``."""
+    if fenced:
+        return None
+    return INIT_VISIBILITY.violation(
+        f"remote arrive by {who} on an mbarrier whose init was not followed by "
+        f"fence.mbarrier_init.release.cluster (§9.7.13.15.3, §9.7.12.4)")
+
+
+def quiescent(state: MbarrierState, signalling_in_flight: bool) -> Violation | None:
+    """The run can no longer progress (every warp blocked): a barrier stuck with tx-count
+    != 0 while no copy in flight signals it never completes its phase."""
+    if not state.initialized or state.tx == 0 or signalling_in_flight:
+        return None
+    how = "more bytes completed than expected" if state.tx < 0 else "expected bytes never arrive"
+    return TX_MISMATCH.violation(
+        f"stuck in phase {state.phase} with tx-count {state.tx}: {how} (the expect-tx bytes do "
+        f"not match the copies that signal it; §9.7.13.15.5)", tx=state.tx)
+
+
+def completed_in_flight(phase: int, copies: int, nbytes: int) -> Violation | None:
+    """Phase ``phase`` completed while ``copies`` copies signalling the barrier (``nbytes`` in
+    all) were still in flight: expect-tx announced fewer bytes than the copies deliver."""
+    if not copies:
+        return None
+    return TX_MISMATCH.violation(
+        f"phase {phase} completed while {copies} copy(ies) signalling it were still in flight "
+        f"({nbytes} bytes): expect-tx announced fewer bytes than the copies deliver (§9.7.13.15.5)")
+
+
+def waited_phase(state: MbarrierState, parity: int, next_unobserved: int | None) -> tuple[int | None, Violation | None]:
+    """The phase a parity wait names, as its waiter sees it: ``next_unobserved`` is the phase
+    after the last one this waiter observed complete (``None``: it observed none yet, so the
+    current phase or the one before, whichever has the parity). A parity that names a phase
+    the waiter already observed complete is a violation: the wait returns at once, the
+    parity does not flip (§9.7.13.15.4); then no phase is named (``None``)."""
+    if next_unobserved is None:
+        return (state.phase if state.phase % 2 == parity else state.phase - 1), None
+    if next_unobserved % 2 == parity:
+        return next_unobserved, None
+    named = next_unobserved - 1
+    return None, PARITY.violation(
+        f"waits with parity {parity}, which names phase {named} that this warp already observed "
+        f"complete: the wait returns at once (the parity does not flip; §9.7.13.15.4)", phase=named)
+
+
+def waiting_for(state: MbarrierState) -> str:
+    """What a wait on this barrier still needs, for the deadlock report."""
+    return (f"barrier in phase {state.phase}: {state.pending} of {state.expected} arrivals missing, "
+            f"tx-count {state.tx}")
+
+
 __all__ = [
-    "Limits", "LAYOUT_V0", "LAYOUT_V1", "MbarrierState", "Init", "Inval", "Arrive", "ExpectTx",
+    "PROTOCOL", "run_on", "waited_phase", "init_visibility", "remote_init_visibility", "quiescent", "completed_in_flight",
+    "waiting_for", "Limits", "LAYOUT_V0", "LAYOUT_V1", "MbarrierState", "Init", "Inval", "Arrive", "ExpectTx",
     "CompleteTx", "CpAsyncArriveIssue", "TestWait", "Command", "step", "RULES",
 ]

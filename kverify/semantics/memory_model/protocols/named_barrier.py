@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Union
 
-from .common import Outcome, Rule, check_int, not_enabled, reject
+from .common import Outcome, Protocol, Rule, Violation, check_int, not_enabled, reject
 
 NUM_NAMED_BARRIERS = 16
 WARP_SIZE = 32
@@ -156,7 +156,22 @@ class Red:
             raise ValueError(f"op must be one of {RED_OPS}")
 
 
-Command = Union[Sync, Arrive, Red]
+@dataclass(frozen=True)
+class ExitedArrive:
+    """Threads that exited count as arrived at a CTA-wide instance (§9.7.13.1):
+    ``exited_threads`` of the CTA have exited; the instance of ``bar_id`` completes when they
+    and the arrived threads make its count. Only for an instance whose count is the whole CTA
+    (an explicit thread count names the threads that take part; exited ones do not)."""
+
+    bar_id: int
+    exited_threads: int
+
+    def __post_init__(self) -> None:
+        check_int("bar_id", self.bar_id)
+        check_int("exited_threads", self.exited_threads)
+
+
+Command = Union[Sync, Arrive, Red, ExitedArrive]
 
 
 def _reduce(op: str, values: list) -> int | bool:
@@ -169,6 +184,8 @@ def _reduce(op: str, values: list) -> int | bool:
 
 def step(state: NamedBarrierState, cmd: Command) -> Outcome:
     """Apply one warp-level barrier instruction; see the module docstring."""
+    if isinstance(cmd, ExitedArrive):
+        return _exited_arrive(state, cmd)
     if not isinstance(cmd, (Sync, Arrive, Red)):
         raise TypeError(f"not a named-barrier command: {cmd!r}")
     waiting_on = state.blocked_on(cmd.warp)
@@ -224,7 +241,44 @@ def step(state: NamedBarrierState, cmd: Command) -> Outcome:
     return Outcome(replace(state, slots=slots), tuple(effects), value=value)
 
 
-__all__ = [
+def _exited_arrive(state: NamedBarrierState, cmd: ExitedArrive) -> Outcome:
+    slot = state.slots[cmd.bar_id] if 0 <= cmd.bar_id < NUM_NAMED_BARRIERS else None
+    if slot is None or slot.idle or not cmd.exited_threads or slot.count != state.cta_threads \
+            or slot.arrived_threads + cmd.exited_threads < slot.count:
+        return Outcome(state)
+    effects: list = [("barrier-completed", cmd.bar_id, tuple(sorted(slot.blocked)))]
+    value = None
+    if slot.mode and slot.mode.startswith("red."):
+        value = _reduce(slot.mode[4:], [v for _, v in slot.red_values])
+        effects.append(("red-result", cmd.bar_id, value))
+    slots = state.slots[: cmd.bar_id] + (BarrierSlot(),) + state.slots[cmd.bar_id + 1:]
+    return Outcome(replace(state, slots=slots), tuple(effects), value=value)
+
+
+def run_on(state: NamedBarrierState, cmd: Command, violation: Violation) -> tuple[Violation, Outcome | None]:
+    """A run goes on past a violation as if the warp arrived with the active instance's count
+    (to find further problems); a second ``bar.arrive`` of a warp on an instance it already
+    arrived on has no effect."""
+    if violation.rule == NAMED_REUSE.id and isinstance(cmd, Arrive):
+        return violation, None
+    slot = state.slots[cmd.bar_id] if 0 <= cmd.bar_id < NUM_NAMED_BARRIERS else None
+    if slot is None:
+        return violation, None
+    out = step(state, replace(cmd, count=slot.count) if slot.count else cmd)
+    return violation, (out if out.violation is None else None)
+
+
+PROTOCOL = Protocol("named barrier", step, run_on)
+
+
+def waiting_for(state: NamedBarrierState, bar_id: int) -> str:
+    """What a warp blocked on ``bar_id`` still needs, for the deadlock report."""
+    slot = state.slots[bar_id]
+    return (f"barrier {bar_id}: {slot.arrived_threads} of {slot.count} threads arrived "
+            f"(warps {sorted(slot.arrived)})")
+
+
+__all__ = ["ExitedArrive", "PROTOCOL", "run_on", "waiting_for",
     "NUM_NAMED_BARRIERS", "WARP_SIZE", "RED_OPS", "BarrierSlot", "NamedBarrierState", "Sync",
     "Arrive", "Red", "Command", "step", "RULES",
 ]

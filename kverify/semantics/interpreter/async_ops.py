@@ -1,0 +1,162 @@
+"""Operations of the asynchronous units in flight: ``CopyOp`` (cp.async, cp.async.bulk,
+cp.async.bulk.tensor) and ``WgmmaOp`` (a warpgroup's wgmma.mma_async). Each is one agent of
+the happens-before clocks whose single event is its completion, chosen by the scheduler;
+completing one performs its data movement / matrix product, records its accesses in the race
+shadow and steps the protocol its completion signals (mbarrier complete-tx, async group).
+PTX ISA §9.7.9.25, §9.7.15.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model.protocols import async_groups as AG
+
+from .hb import ASYNC, tick
+from .state import U64
+
+class AsyncOp:
+    """One operation of an asynchronous unit; its agent's single event is completion."""
+
+    kind = "async"
+
+    def __init__(self, m, warp, instr, agent):
+        self.m, self.warp, self.instr, self.agent = m, warp, instr, agent
+        self.vc = tick(warp.vc.copy(), agent)  # issue snapshot plus its own completion event
+        self.loc = m.loc_id(instr.loc)
+        m.ops_by_agent[agent] = self
+        self.done = False
+
+    def enabled(self) -> bool:
+        return True
+
+    def complete(self):
+        raise NotImplementedError
+
+
+class CopyOp(AsyncOp):
+    """cp.async (per lane), cp.async.bulk and cp.async.bulk.tensor in either direction."""
+
+    def __init__(self, m, warp, instr, agent, kind, writes, reads, action, mbar=None, group=None,
+                 nbytes=0, proxy=ASYNC):
+        super().__init__(m, warp, instr, agent)
+        self.kind, self.writes, self.reads, self.action = kind, writes, reads, action
+        self.mbar, self.group, self.nbytes, self.proxy = mbar, group, nbytes, proxy
+
+    def complete(self):
+        m = self.m
+        self.action()
+        for region, idx in self.reads:
+            region.shadow.record_async_read(idx, self.agent, self.vc, self.loc)
+        for region, idx in self.writes:
+            sh = region.shadow
+            mine = sh.pend_w[idx] == self.agent
+            sh.pend_w[idx[mine]] = -1
+            sh.record_write(idx, self.agent, 1, self.loc, None, self.proxy)
+        self.done = True
+        if self.mbar is not None:
+            m.mbar_complete_tx(self, self.mbar, self.nbytes)
+        if self.group is not None:
+            m.step(self.group, AG.Complete(self.agent), self.instr)
+
+
+class WgmmaOp(AsyncOp):
+    """One warpgroup-wide wgmma.mma_async: enabled once all four warps issued it."""
+
+    kind = "wgmma"
+
+    def __init__(self, m, warp, instr, agent, key):
+        super().__init__(m, warp, instr, agent)
+        self.key = key
+        self.parts = {}  # warp index in group -> (warp, d regs, a regs or None)
+        self.reads = []
+        self.earlier = [o for o in m.inflight if isinstance(o, WgmmaOp) and o.key[:2] == key[:2]]
+
+    def enabled(self):
+        # the tensor core runs a warpgroup's mma_async in issue order (each may use the
+        # accumulator the previous one produced)
+        return len(self.parts) == 4 and all(o.done for o in self.earlier)
+
+    def complete(self):
+        ins = self.instr
+        shape = next(x for x in ins.mods if x.startswith("m64n"))
+        n = int(shape[4:].split("k")[0])
+        k = int(shape.split("k")[1])
+        tys = ins.types()
+        dty, aty, bty = tys[0], tys[1], tys[2]
+        w0, dregs0, aregs0, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, _ = self.parts[0]
+        cta = w0.cta
+        smem = cta.smem.data
+        dt = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "f32": "float32", "e4m3": None,
+              "s8": "int8", "u8": "uint8"}
+        if aregs0 is None:
+            a = AU.load_operand(smem, desc_a, 64, k, dt[aty], "MN" if tn_a else "K")
+        else:
+            layout = AU.a_register_fragment_layout(dt[aty])
+            vals = np.zeros((128, layout.shape[1]), np.float32)
+            for wi in range(4):
+                w, _, aregs, *_ = self.parts[wi]
+                per = layout.shape[1] // len(aregs)
+                for r, regv in enumerate(aregs):
+                    for h in range(per):
+                        bits = (regv >> U64(16 * h)) & U64(0xFFFF)
+                        vals[wi * 32:(wi + 1) * 32, r * per + h] = _half_to_f32(bits, aty)
+            a = AU.fragment_to_matrix(vals, layout, (64, k))
+        b = AU.load_operand(smem, desc_b, n, k, dt[bty], "MN" if tn_b else "K")
+        layout = AU.accumulator_fragment_layout(n)
+        for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it)
+            w, *_ , names = self.parts[wi]
+            self.parts[wi] = (w, [w.regs.get(nm, np.zeros(32, U64)) for nm in names]) + tuple(self.parts[wi][2:])
+        if dty == "f32":
+            dvals = np.zeros((128, n // 2), np.float32)
+            for wi in range(4):
+                dregs = self.parts[wi][1]
+                for r, regv in enumerate(dregs):
+                    dvals[wi * 32:(wi + 1) * 32, r] = regv.astype(np.uint32).view(np.float32)
+        else:
+            dvals = np.zeros((128, n // 2), np.float32)
+            for wi in range(4):
+                dregs = self.parts[wi][1]
+                for r, regv in enumerate(dregs):
+                    for h in range(2):
+                        dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = _half_to_f32((regv >> U64(16 * h)) & U64(0xFFFF), dty)
+        dmat = AU.fragment_to_matrix(dvals, layout, (64, n))
+        out = AU.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b)
+        frag = AU.matrix_to_fragment(out, layout)  # (128, n/2)
+        for wi in range(4):
+            w, dregs, *_ = self.parts[wi]
+            names = self.parts[wi][-1]
+            if dty == "f32":
+                for r, name in enumerate(names):
+                    w.regs[name] = frag[wi * 32:(wi + 1) * 32, r].astype(np.float32).view(np.uint32).astype(U64)
+            else:
+                for r, name in enumerate(names):
+                    lo = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r], dty)
+                    hi = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r + 1], dty)
+                    w.regs[name] = lo | (hi << U64(16))
+        # the warpgroup's earlier mma_async complete first, and every wait that covers this
+        # one covers them
+        earlier = {o.agent for o in self.earlier}
+        for region, idx in self.reads:
+            region.shadow.record_async_read(idx, self.agent, self.vc, self.loc, earlier)
+        self.done = True
+        for wi in range(4):
+            w = self.parts[wi][0]
+            self.m.step(w.wgmma, AG.Complete(self.agent), self.instr)
+
+
+def _half_to_f32(bits, ty):
+    bits = np.asarray(bits, np.uint64)
+    if ty == "bf16":
+        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return bits.astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+def _f32_to_half(vals, ty):
+    vals = np.asarray(vals, np.float32)
+    if ty == "bf16":
+        u = vals.view(np.uint32).astype(np.uint64)
+        rounded = (u + U64(0x7FFF) + ((u >> U64(16)) & U64(1))) >> U64(16)
+        return rounded & U64(0xFFFF)
+    return vals.astype(np.float16).view(np.uint16).astype(U64)
+

@@ -1,0 +1,43 @@
+"""What every handler family shares: the registry helper, state-space and width lookups, and
+the one-step generator a handler returns to yield to the scheduler once.
+
+A handler is ``h(machine, warp, instr, mask) -> None | generator``; a generator yields to
+the scheduler (``None``: a scheduling point, a ``Wait``: blocked).
+"""
+from __future__ import annotations
+
+from kverify.semantics.ir.types import SCALAR_BITS
+
+SPACE_MODS = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
+              "param::func", "const")
+
+
+
+def registry():
+    """A family's handler table and the decorator that fills it (keyed by op-table mnemonic)."""
+    table: dict = {}
+
+    def handler(*names):
+        def deco(fn):
+            for n in names:
+                table[n] = fn
+            return fn
+        return deco
+
+    return table, handler
+
+
+def space_of(ins):
+    for mo in ins.mods:
+        if mo in SPACE_MODS:
+            return mo
+    return None
+
+
+def bits_of(ty):
+    return SCALAR_BITS[ty]
+
+
+
+def yield_once():
+    yield None

@@ -1,0 +1,121 @@
+"""Control families: ret/exit (exited threads count as arrived at CTA barriers), call with
+per-lane .param storage, trap/brkpt, and the instructions the interpreter runs as no-ops
+(prefetch, nanosleep, membar/fence without a proxy effect...) (§9.7.12).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import ParenList
+
+from ..state import U64
+from .common import registry
+
+HANDLERS, handler = registry()
+
+
+# --------------------------------------------------------------------------- control
+
+
+@handler("ret")
+def h_ret(m, w, ins, mask):
+    if not w.frames:  # ret from the kernel: the threads exit
+        return h_exit(m, w, ins, mask)
+    w.brk["<ret>"] |= mask
+    w.live &= ~mask  # temporarily: restored by the call
+    w.returned |= mask
+
+
+@handler("exit")
+def h_exit(m, w, ins, mask):
+    w.live &= ~mask
+    return _exit_gen(m, w, mask)
+
+
+def _exit_gen(m, w, mask):
+    # threads that exit count as arrived at every named barrier of their CTA (§9.7.13.1)
+    if not w.live.any():
+        m.warp_gone(w)
+    yield None
+
+
+@handler("bra")
+def h_bra(m, w, ins, mask):
+    raise Unsupported("unstructured branch left in the structured body", ins)
+
+
+@handler("call")
+def h_call(m, w, ins, mask):
+    ops = ins.operands
+    rets, fn, args = None, None, ()
+    rest = list(ops)
+    if rest and isinstance(rest[0], ParenList):
+        rets = rest.pop(0)
+    fn = rest.pop(0)
+    if rest and isinstance(rest[0], ParenList):
+        args = rest.pop(0).elems
+    name = fn.name if hasattr(fn, "name") else str(fn)
+    callee = m.funcs.get(name)
+    if callee is None or callee.is_entry:
+        raise Unsupported(f"call of unknown function {name}", ins)
+    return _call(m, w, ins, mask, callee, rets, args)
+
+
+def _call(m, w, ins, mask, callee, rets, args):
+    # caller-side .param variables hold the arguments per lane
+    saved_regs, saved_params = w.regs, w.params
+    new_params = {}
+    off = 1 << 30
+    for p, a in zip(callee.params, args):
+        store, base = m.param_store(w, a.name)
+        new_params[p.name] = (off, store.copy())
+        m.param_off.setdefault(p.name, (off, p.size))
+        off += 1 << 20
+    for r in callee.rets:
+        size = r.size
+        new_params[r.name] = (off, np.zeros((32, max(size, 8)), np.uint8))
+        m.param_off.setdefault(r.name, (off, size))
+        off += 1 << 20
+    w.regs = {}
+    w.params = new_params
+    w.frames.append(callee.name)
+    w.brk["<ret>"] = np.zeros(32, bool)
+    old_returned = w.returned
+    w.returned = np.zeros(32, bool)
+    live_before = w.live.copy()
+    yield from m.exec_stmts(w, callee.body, mask.copy())
+    w.live = live_before & (w.live | w.returned)
+    w.brk.pop("<ret>")
+    w.returned = old_returned
+    w.frames.pop()
+    callee_params = w.params
+    w.regs, w.params = saved_regs, saved_params
+    if rets is not None:
+        for r, rv in zip(callee.rets, rets.elems):
+            store, base = m.param_store(w, rv.name)
+            src = callee_params[r.name][1]
+            n = min(store.shape[1], src.shape[1])
+            store[mask, :n] = src[mask, :n]
+
+
+# --------------------------------------------------------------------------- no-ops
+
+
+@handler("nanosleep", "prefetch", "prefetchu", "setmaxnreg", "griddepcontrol", "applypriority", "discard",
+         "cp.async.bulk.prefetch", "cp.async.bulk.prefetch.tensor", "membar", "fence", "pmevent",
+         "fence.proxy.tensormap::generic")
+def h_nop(m, w, ins, mask):
+    return None
+
+
+@handler("createpolicy")
+def h_createpolicy(m, w, ins, mask):
+    m.write(w, ins.operands[0], np.zeros(32, U64), mask)
+
+
+@handler("trap", "brkpt")
+def h_trap(m, w, ins, mask):
+    m.report("trap", f"{ins.opcode} executed by {w.describe()}", [ins.loc])
+    w.live &= ~mask
+    return _exit_gen(m, w, mask)

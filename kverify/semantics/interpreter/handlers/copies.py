@@ -1,0 +1,239 @@
+"""Asynchronous copies: cp.async (per lane, generic proxy) and cp.async.bulk(.tensor) in
+either direction (async proxy), issued as ``CopyOp``s completed when the scheduler chooses
+(§9.7.9.25); their groups are in ``groups``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Addr, Reg, Sym, where as _fmt_loc
+from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model.protocols import async_groups as AG
+
+from ..async_ops import CopyOp
+from ..hb import ASYNC
+from ..memory import PARAM_WINDOW, Fault, Region
+from ..state import ASYNC_GENERIC, U64
+from .common import SPACE_MODS, registry, yield_once
+from .memory import fault
+
+HANDLERS, handler = registry()
+
+
+# --------------------------------------------------------------------------- async copies
+
+
+def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbytes=0, proxy=ASYNC):
+    agent = m.new_agent(f"{kind} issued by {w.describe()} at {_fmt_loc(ins.loc)}")
+    op = CopyOp(m, w, ins, agent, kind, writes, reads, action, mbar, group, nbytes, proxy)
+    for region, idx in writes:
+        if region.shadow.lossy(idx):
+            m.depend(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
+                     f"shadow could not all keep")
+        if m.check:
+            conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy)
+            for c in conf:
+                m._race(w, ins, region, c, "async write")
+        region.shadow.pend_w[idx] = agent
+        region.shadow.pend_w_loc[idx] = m.loc_id(ins.loc)
+    for region, idx in reads:
+        if m.check:
+            conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clk, None, proxy)
+            for c in conf:
+                m._race(w, ins, region, c, "async read")
+        region.shadow.set_pending_read(idx, agent, m.loc_id(ins.loc))
+    m.inflight.append(op)
+    w.release_tick()
+    return op
+
+
+def _bytes_idx(start, n):
+    return np.arange(start, start + n, dtype=np.int64)
+
+
+def _resolve1(m, w, ins, space, addr, nbytes):
+    region, offs = m.resolve(w, space, np.array([addr], np.int64), np.array([True]), nbytes)
+    if not isinstance(region, Region):
+        raise Unsupported(f"{ins.opcode}: operand in {space} space", ins)
+    return region, int(offs[0])
+
+
+@handler("cp.async")
+def h_cp_async(m, w, ins, mask):
+    ops = ins.operands
+    dst = m.addr_values(w, ops[0])
+    src = m.addr_values(w, ops[1])
+    size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
+    src_size = None
+    if len(ops) > 3 and not (isinstance(ops[3], Reg) and m.reg_width(ops[3].name) == 64 and "L2::cache_hint" in ins.mods and len(ops) == 4):
+        src_size = np.broadcast_to(np.asarray(m.val(w, ops[3], 32), U64), (32,))
+    lanes = np.flatnonzero(mask)
+    if len(lanes) and (size[lanes] == size[lanes[0]]).all() and \
+            (src_size is None or (src_size[lanes] == src_size[lanes[0]]).all()):
+        fast = _cp_async_uniform(m, w, ins, dst, src, mask, lanes, int(size[lanes[0]]),
+                                 None if src_size is None else int(src_size[lanes[0]]))
+        if fast is not None:
+            return fast
+    writes, reads, moves = [], [], []
+    for lane in lanes:
+        n = int(size[lane])
+        try:
+            dreg, doff = _resolve1(m, w, ins, "shared", int(dst[lane]), n)
+            sreg, soff = _resolve1(m, w, ins, "global", int(src[lane]), n)
+        except Fault as f:
+            fault(m, w, ins, f)
+            continue
+        sn = min(int(src_size[lane]), n) if src_size is not None else n
+        writes.append((dreg, _bytes_idx(doff, n)))
+        if sn:
+            reads.append((sreg, _bytes_idx(soff, sn)))
+        moves.append((dreg, doff, sreg, soff, n, sn))
+    if not moves:
+        return None
+
+    def action():
+        for dreg, doff, sreg, soff, n, sn in moves:
+            dreg.data[doff:doff + n] = 0
+            dreg.data[doff:doff + sn] = sreg.data[soff:soff + sn]
+
+    writes = _merge(writes)
+    reads = _merge(reads)
+    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
+    return yield_once()
+
+
+def _cp_async_uniform(m, w, ins, dst, src, mask, lanes, n, src_size):
+    """``cp.async`` whose lanes all copy ``n`` bytes: resolved for all lanes at once; ``None``
+    when an address faults (the per-lane path then reports the lane)."""
+    try:
+        dreg, doffs = m.resolve(w, "shared", dst, mask, n)
+        sreg, soffs = m.resolve(w, "global", src, mask, n)
+    except Fault:
+        return None
+    if not isinstance(dreg, Region) or not isinstance(sreg, Region):
+        raise Unsupported(f"{ins.opcode}: operand outside shared/global memory", ins)
+    sn = min(src_size, n) if src_size is not None else n
+    dsts = np.asarray(doffs, np.int64)[lanes]
+    srcs = np.asarray(soffs, np.int64)[lanes]
+    widx = (dsts[:, None] + np.arange(n)).reshape(-1)
+    d_sn = (dsts[:, None] + np.arange(sn)).reshape(-1)
+    s_sn = (srcs[:, None] + np.arange(sn)).reshape(-1)
+
+    def action():
+        dreg.data[widx] = 0
+        dreg.data[d_sn] = sreg.data[s_sn]
+
+    writes = [(dreg, np.unique(widx))]
+    reads = [(sreg, np.unique(s_sn))] if sn else []
+    op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
+    return yield_once()
+
+
+def _merge(pairs):
+    by = {}
+    for region, idx in pairs:
+        by.setdefault(id(region), [region, []])[1].append(idx)
+    return [(r, np.unique(np.concatenate(ix))) for r, ix in by.values()]
+
+
+@handler("cp.async.mbarrier.arrive")
+def h_cp_async_mbar_arrive(m, w, ins, mask):
+    raise Unsupported("cp.async.mbarrier.arrive is not modelled yet", ins)
+
+
+@handler("cp.async.bulk")
+def h_bulk(m, w, ins, mask):
+    mods = ins.mods
+    ops = ins.operands
+    dst_sp = mods[0] if mods and mods[0] in SPACE_MODS else None
+    src_sp = mods[1] if len(mods) > 1 and mods[1] in SPACE_MODS else None
+    if "multicast::cluster" in mods:
+        raise Unsupported("cp.async.bulk multicast is not modelled", ins)
+    dst = m.addr_values(w, ops[0])
+    src = m.addr_values(w, ops[1])
+    size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
+    for lane in np.flatnonzero(mask):
+        n = int(size[lane])
+        try:
+            dreg, doff = _resolve1(m, w, ins, dst_sp, int(dst[lane]), n)
+            sreg, soff = _resolve1(m, w, ins, src_sp, int(src[lane]), n)
+        except Fault as f:
+            fault(m, w, ins, f)
+            continue
+
+        def action(dreg=dreg, doff=doff, sreg=sreg, soff=soff, n=n):
+            dreg.data[doff:doff + n] = sreg.data[soff:soff + n]
+
+        writes = [(dreg, _bytes_idx(doff, n))]
+        reads = [(sreg, _bytes_idx(soff, n))]
+        if dst_sp and dst_sp.startswith("shared"):
+            mb = m.addr_values(w, ops[3])
+            mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
+            key = m.mbar_at(w, mspace, int(mb[lane]), ins)
+            _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, mbar=key, nbytes=n)
+        else:
+            op = _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, group=w.bulk)
+            m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+    return yield_once()
+
+
+def _tmap_of(m, w, ins, a: Addr):
+    if isinstance(a.base, Sym):
+        off = m.param_off.get(a.base.name, (None,))[0]
+    else:
+        v = int(np.broadcast_to(np.asarray(m.reg(w, a.base.name), U64), (32,))[0])
+        off = v - PARAM_WINDOW if v >= PARAM_WINDOW else None
+        if off is None or off not in m.tensormaps:
+            # a generic address of a tensor map in global memory is not modelled
+            raise Unsupported("tensor map not passed as a by-value kernel parameter", ins)
+    if off not in m.tensormaps:
+        raise Unsupported("tensor-map operand is not a tensor-map parameter", ins)
+    return m.tensormaps[off]
+
+
+@handler("cp.async.bulk.tensor")
+def h_bulk_tensor(m, w, ins, mask):
+    mods = ins.mods
+    ops = ins.operands
+    if "multicast::cluster" in mods or "im2col" in mods:
+        raise Unsupported(f"{ins.opcode}: multicast / im2col are not modelled", ins)
+    spaces = [x for x in mods if x in SPACE_MODS]
+    load = spaces and spaces[0].startswith("shared")
+    if load:
+        dst_a, tm_a = ops[0], ops[1]
+    else:
+        tm_a, src_a = ops[0], ops[1]
+    tm, gstart, tname = _tmap_of(m, w, ins, tm_a)
+    nb = tm.box_bytes
+    gregion = m.gmem
+    gbuf = gregion.data[gstart:]
+    for lane in np.flatnonzero(mask):
+        coords = [int(np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,))[lane]) for c in tm_a.coords]
+        coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]
+        offs, inb = AU._tile_geometry(tm, coords)
+        gidx = (offs[inb][:, None] + np.arange(tm.element_size)).reshape(-1) + gstart
+        if load:
+            d = int(m.addr_values(w, dst_a)[lane])
+            dreg, doff = _resolve1(m, w, ins, spaces[0], d, nb)
+
+            def action(dreg=dreg, doff=doff, coords=coords):
+                dreg.data[doff:doff + nb] = AU.tma_load_tile(gbuf, tm, coords, doff)
+
+            mb = m.addr_values(w, ops[2])
+            key = m.mbar_at(w, "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta", int(mb[lane]), ins)
+            _copy_op(m, w, ins, "cp.async.bulk.tensor", [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
+                     action, mbar=key, nbytes=nb)
+        else:
+            s = int(m.addr_values(w, src_a)[lane])
+            sreg, soff = _resolve1(m, w, ins, spaces[-1] if spaces else "shared::cta", s, nb)
+
+            def action(sreg=sreg, soff=soff, coords=coords):
+                AU.tma_store_tile(gbuf, tm, coords, sreg.data[soff:soff + nb], soff)
+
+            op = _copy_op(m, w, ins, "cp.async.bulk.tensor", [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))],
+                          action, group=w.bulk)
+            m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+    return yield_once()

@@ -1,0 +1,75 @@
+"""Async-group instructions: cp.async.commit_group/wait_group/wait_all and
+cp.async.bulk.commit_group/wait_group on the async-group protocols (§9.7.9.25.3-4); the
+wait helpers the wgmma family shares.
+"""
+from __future__ import annotations
+
+from kverify.semantics.memory_model.protocols import async_groups as AG
+
+from ..hb import join
+from ..state import Wait
+from .common import registry, yield_once
+
+HANDLERS, handler = registry()
+
+
+@handler("cp.async.commit_group")
+def h_cp_async_commit(m, w, ins, mask):
+    m.step(w.cp_async, AG.CommitGroup(), ins, w.describe())
+
+
+@handler("cp.async.wait_group", "cp.async.wait_all")
+def h_cp_async_wait(m, w, ins, mask):
+    cmd = AG.WaitAll() if ins.row.sync == "cp.async.wait_all" else AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
+    return group_wait(m, w, ins, "cp_async", cmd)
+
+
+def group_wait(m, w, ins, attr, cmd):
+    """A wait on the warp's ``attr`` groups (cp_async | bulk | wgmma): blocks until the
+    protocol lets it pass, then acquires the completed operations."""
+    w.last_group_wait[attr] = ins.loc
+    obj = getattr(w, attr)
+    out = obj.protocol.step(obj.state, cmd)
+    if out.violation is not None:
+        m.step(obj, cmd, ins, w.describe())
+        return None
+    if out.has("blocked"):
+        return _group_wait_gen(m, w, ins, obj, cmd)
+    out = m.step(obj, cmd, ins, w.describe())
+    _acquire_ops(m, w, out.effects[0] if out.effects else ("none",))
+    return yield_once()
+
+
+def _group_wait_gen(m, w, ins, obj, cmd):
+    def missing():
+        return AG.waiting_for(obj.protocol.step(obj.state, cmd))
+
+    def describe():
+        left = missing()
+        return (f"waits in {ins.opcode} for {len(left)} operation(s): "
+                + "; ".join(m.agents[a] for a in list(left)[:3]))
+
+    yield Wait("group", lambda: not missing(), describe, ins)
+    out = m.step(obj, cmd, ins, w.describe())
+    if out.effects:
+        _acquire_ops(m, w, out.effects[0])
+
+
+def _acquire_ops(m, w, eff):
+    if eff[0] in ("wait-satisfied", "read-wait-satisfied"):
+        for agent in eff[1]:
+            op = m.ops_by_agent.get(agent)
+            if op is not None:
+                w.vc = join(w.vc, op.vc)
+            w.wgmma_regs.pop(agent, None)
+
+
+@handler("cp.async.bulk.commit_group")
+def h_bulk_commit(m, w, ins, mask):
+    m.step(w.bulk, AG.CommitGroup(), ins, w.describe())
+
+
+@handler("cp.async.bulk.wait_group")
+def h_bulk_wait(m, w, ins, mask):
+    cmd = AG.WaitGroup(int(m.val(w, ins.operands[0], 32)), read="read" in ins.mods)
+    return group_wait(m, w, ins, "bulk", cmd)

@@ -1,0 +1,180 @@
+"""Matrix families: wgmma.fence/commit_group/wait_group/mma_async (warpgroup-wide
+``WgmmaOp``s, §9.7.15) and ldmatrix/stmatrix (m8n8 fragments, §9.7.9.19-20).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Reg, VecOp, where as _fmt_loc
+from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model.protocols import async_groups as AG
+
+from ..async_ops import WgmmaOp
+from ..hb import ASYNC, join, tick
+from ..state import LANES, U64
+from .common import registry, space_of, yield_once
+from .groups import group_wait
+from .memory import mem_read, mem_write
+
+HANDLERS, handler = registry()
+
+
+# --------------------------------------------------------------------------- wgmma
+
+
+@handler("wgmma.fence")
+def h_wgmma_fence(m, w, ins, mask):
+    m.step(w.wgmma, AG.WgmmaFence(), ins, w.describe())
+
+
+@handler("wgmma.commit_group")
+def h_wgmma_commit(m, w, ins, mask):
+    m.step(w.wgmma, AG.CommitGroup(), ins, w.describe())
+
+
+@handler("wgmma.wait_group")
+def h_wgmma_wait(m, w, ins, mask):
+    cmd = AG.WaitGroup(int(m.val(w, ins.operands[0], 32)))
+    return group_wait(m, w, ins, "wgmma", cmd)
+
+
+def _imm(m, w, op):
+    v = m.val(w, op, 32) if not isinstance(op, Reg) or m.reg_width(op.name) != 1 else m.pred(w, op)
+    v = np.asarray(v)
+    return v.reshape(-1)[0] if v.ndim else v
+
+
+@handler("wgmma.mma_async")
+def h_wgmma(m, w, ins, mask):
+    ops = ins.operands
+    if "sp" in ins.mods:
+        raise Unsupported("sparse wgmma is not modelled", ins)
+    if (w.valid & w.live & ~mask).any():
+        m.report("barrier.divergence", f"wgmma.mma_async (.sync.aligned) executed by part of {w.describe()}",
+                 [ins.loc])
+    d = ops[0]
+    dregs_names = [e.name for e in d.elems] if isinstance(d, VecOp) else [d.name]
+    a_op = ops[1]
+    desc_b = int(np.broadcast_to(np.asarray(m.val(w, ops[2], 64), U64), (32,))[0])
+    rest = ops[3:]
+    scale_d = bool(_imm(m, w, rest[0])) if rest else True
+    tys = ins.types()
+    is_float = tys[1] in ("f16", "bf16", "tf32")
+    imm_a = int(_imm(m, w, rest[1])) if len(rest) > 1 else 1
+    imm_b = int(_imm(m, w, rest[2])) if len(rest) > 2 else 1
+    a_regs = None
+    if isinstance(a_op, VecOp):
+        a_regs = [np.asarray(m.reg(w, e.name)).copy() for e in a_op.elems]
+        tn_a = 0
+        tn_b = int(_imm(m, w, rest[3])) if len(rest) > 3 and is_float else 0
+        desc_a = None
+    else:
+        desc_a = int(np.broadcast_to(np.asarray(m.val(w, a_op, 64), U64), (32,))[0])
+        tn_a = int(_imm(m, w, rest[3])) if len(rest) > 3 and is_float else 0
+        tn_b = int(_imm(m, w, rest[4])) if len(rest) > 4 and is_float else 0
+    neg_a, neg_b = imm_a == -1 or imm_a == 0xFFFFFFFF, imm_b == -1 or imm_b == 0xFFFFFFFF
+    wg = w.index // 4
+    seq = w.wgmma_seq
+    w.wgmma_seq += 1
+    key = (w.cta.rank, wg, seq)
+    ops_map = w.cta.__dict__.setdefault("wgmma_ops", {})
+    op = ops_map.get(key)
+    fresh = op is None
+    if fresh:
+        agent = m.new_agent(f"wgmma.mma_async of warpgroup {wg} issued at {_fmt_loc(ins.loc)}")
+        op = WgmmaOp(m, w, ins, agent, key)
+        ops_map[key] = op
+    else:
+        op.vc = join(op.vc, tick(w.vc.copy(), op.agent))
+    dvals = [np.asarray(m.reg(w, n)).copy() for n in dregs_names]
+    op.parts[w.index % 4] = (w, dvals, a_regs, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, dregs_names)
+    # shared-memory operand reads (async proxy): checked at issue, pending until completion
+    shape = next(x for x in ins.mods if x.startswith("m64n"))
+    n = int(shape[4:].split("k")[0])
+    k = int(shape.split("k")[1])
+    dtn = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "s8": "int8", "u8": "uint8"}
+    smem = w.cta.smem
+    # the shared bytes the operands cover (the same for the four warps of the warpgroup and
+    # for every reuse of a stage: cached by descriptor)
+    ckey = (desc_a, desc_b, n, k, tys[1], tys[2], tn_a, tn_b)
+    cache = m.__dict__.setdefault("wgmma_bytes", {})
+    idx = cache.get(ckey)
+    if idx is None:
+        reads = []
+        try:
+            if desc_a is not None:
+                reads.append(AU.operand_byte_addresses(desc_a, 64, k, dtn[tys[1]], "MN" if tn_a else "K"))
+            reads.append(AU.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K"))
+        except (ValueError, NotImplementedError, KeyError) as e:
+            raise Unsupported(f"wgmma operand layout: {e}", ins)
+        esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1}[tys[1]]
+        idx = cache[ckey] = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(esz)).reshape(-1)
+                                                      for r in reads]))
+    if idx.max() >= smem.size:
+        m.report("bounds", f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
+        raise Unsupported("wgmma operand out of bounds", ins)
+    if m.check:
+        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC):
+            m._race(w, ins, smem, c, "wgmma operand read")
+    if fresh:
+        smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
+    if fresh:
+        op.reads = [(smem, idx)]
+        m.inflight.append(op)
+    regs = frozenset(dregs_names) | (frozenset(e.name for e in a_op.elems) if a_regs is not None else frozenset())
+    m.step(w.wgmma, AG.MmaAsync(op.agent, regs), ins, w.describe())
+    w.wgmma_regs[op.agent] = set(regs)
+    w.release_tick()
+    return yield_once()
+
+
+# --------------------------------------------------------------------------- ldmatrix / stmatrix
+
+
+def _matrix_lane_addrs(m, w, ins, mask, i, h):
+    """Per-lane byte address of fragment element h of matrix i (m8n8, 16-bit) and whether
+    the access is transposed (§9.7.9.19 ldmatrix / §9.7.9.20 stmatrix)."""
+    a = ins.operands[next(i for i, s in enumerate(ins.row.operands) if s.access in ("load", "store"))]
+    rows = m.addr_values(w, a)  # thread 8*i + r gives the address of row r of matrix i
+    t = LANES
+    row, col = t // 4, 2 * (t % 4) + h
+    if "trans" in ins.mods:
+        return rows[8 * i + col] + 2 * row
+    return rows[8 * i + row] + 2 * col
+
+
+def _nmat(ins):
+    return {"x1": 1, "x2": 2, "x4": 4}[next(x for x in ins.mods if x in ("x1", "x2", "x4"))]
+
+
+@handler("stmatrix")
+def h_stmatrix(m, w, ins, mask):
+    if "m8n8" not in ins.mods:
+        raise Unsupported(f"{ins.opcode}: only m8n8 is modelled", ins)
+    if (w.valid & w.live & ~mask).any():
+        m.report("barrier.divergence", f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
+    regs = ins.operands[1].elems
+    space = space_of(ins) or "shared"
+    for i in range(_nmat(ins)):
+        v = np.broadcast_to(np.asarray(m.val(w, regs[i], 32), U64), (32,))
+        for h in range(2):
+            addrs = _matrix_lane_addrs(m, w, ins, mask, i, h)
+            mem_write(m, w, ins, space, addrs, mask, 2, (v >> U64(16 * h)) & U64(0xFFFF))
+
+
+@handler("ldmatrix")
+def h_ldmatrix(m, w, ins, mask):
+    if "m8n8" not in ins.mods:
+        raise Unsupported(f"{ins.opcode}: only m8n8 is modelled", ins)
+    if (w.valid & w.live & ~mask).any():
+        m.report("barrier.divergence", f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
+    dst = ins.operands[0]
+    regs = dst.elems if isinstance(dst, VecOp) else (dst,)
+    space = space_of(ins) or "shared"
+    for i in range(_nmat(ins)):
+        acc = np.zeros(32, U64)
+        for h in range(2):
+            addrs = _matrix_lane_addrs(m, w, ins, mask, i, h)
+            acc |= mem_read(m, w, ins, space, addrs, mask, 2) << U64(16 * h)
+        m.write(w, regs[i], acc, mask)

@@ -1,0 +1,114 @@
+"""Value-computing families (every op-table row whose ``semantics`` is a family of
+``kverify.semantics.values``): operands are read per lane, evaluated in the concrete domain
+(the same definitions the SMT checkers use), written back; plus CC.CF, the carry flag.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
+from kverify.semantics.ir.optable import OPS
+from kverify.semantics.ir.types import SCALAR_BITS
+from kverify.semantics.values import FAMILIES, evaluate, source_bits
+
+from ..state import D, U64, low_mask
+from .common import bits_of, registry
+
+HANDLERS, handler = registry()
+
+
+# --------------------------------------------------------------------------- value families
+
+WIDE_SRC = {"mul", "mad"}
+
+#: CC.CF, the carry flag of the condition code register (§9.7.2 extended-precision integer
+#: arithmetic): per thread, kept in the warp's register file under a name no PTX register
+#: can have, so a call (which gives the callee fresh registers) does not carry it across,
+#: as the ISA says ("not preserved across calls"). Before any ``.cc`` instruction wrote
+#: it, it reads 0 (the ISA leaves it open).
+CARRY = "%cc.cf"
+CARRY_IN = ("addc", "subc", "madc")
+CARRY_OUT = ("add", "sub", "mad", "addc", "subc", "madc")
+
+
+def carry_flag(w):
+    v = w.regs.get(CARRY)
+    return np.zeros(32, bool) if v is None else v
+
+
+def h_value(m, w, ins, mask):
+    fam = ins.row.semantics
+    tys = ins.types()
+    ops = ins.operands
+    if not tys:
+        raise Unsupported(f"{ins.opcode}: no type", ins)
+    if fam in ("cvt", "set", "slct"):
+        ty = (tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])
+    else:
+        ty = tys[0]
+    if ty == "pred" and fam in ("and", "or", "xor", "not", "mov"):
+        vals = [m.pred(w, o.reg) if hasattr(o, "reg") and not isinstance(o, Reg) else
+                (m.pred(w, o) if isinstance(o, Reg) else np.full(32, bool(o.value))) for o in ops[1:]]
+        r = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+             "not": lambda a: ~a, "mov": lambda a: a}[fam](*vals)
+        m.write(w, ops[0], r, mask)
+        return
+    if fam in ("setp", "selp", "set") or ty == "pred":
+        pass
+    mods = frozenset(ins.mods)
+    args = []
+    srcs = ops[1:]
+    for i, o in enumerate(srcs):
+        if fam in ("selp", "setp", "set") and i == 2:
+            args.append(~m.pred(w, o.reg) if isinstance(o, Neg) else m.pred(w, o))  # {!}c
+            continue
+        if fam == "lop3" and i == 3:
+            args.append(U64(o.value & 0xFF))
+            continue
+        if fam == "mov" and isinstance(o, VecOp):  # pack form, handled below from the operands
+            args.append(None)
+            continue
+        bits = source_bits(fam, ty, mods, i)
+        v = m.val(w, o, bits)
+        if isinstance(o, Reg) and bits < 64 and m.reg_width(o.name) > bits:
+            v = np.asarray(v, U64) & U64(low_mask(bits))  # a register wider than the type: its low bits
+        args.append(v)
+    if fam == "mov" and isinstance(ops[0], VecOp):  # unpack: mov.b64 {a, b}, %rd
+        v = args[0]
+        n = len(ops[0].elems)
+        eb = bits_of(ty) // n
+        for j, e in enumerate(ops[0].elems):
+            m.write(w, e, (np.asarray(v, U64) >> U64(eb * j)) & U64(low_mask(eb)), mask)
+        return
+    if fam == "mov" and srcs and isinstance(srcs[0], VecOp):  # pack: mov.b64 %rd, {a, b}
+        n = len(srcs[0].elems)
+        eb = bits_of(ty) // n
+        acc = np.zeros(32, U64)
+        for j, e in enumerate(srcs[0].elems):
+            acc |= (np.asarray(m.val(w, e, eb), U64) & U64(low_mask(eb))) << U64(eb * j)
+        m.write(w, ops[0], acc, mask)
+        return
+    if fam in CARRY_IN:
+        args.append(carry_flag(w))
+    with np.errstate(all="ignore"):
+        r = evaluate(D, fam, ty, mods, *args)
+    dst = ops[0]
+    if "cc" in mods and fam in CARRY_OUT:  # (d, carry-out): the carry goes to CC.CF
+        r, cf = r
+        w.regs[CARRY] = np.where(mask, cf, carry_flag(w))
+    if fam == "cvt" and isinstance(dst, Reg) and ty[0][0] == "s" and SCALAR_BITS[ty[0]] < m.reg_width(dst.name):
+        b = SCALAR_BITS[ty[0]]  # a signed result narrower than its register is sign-extended
+        r = np.asarray(r, U64)
+        r = np.where((r >> U64(b - 1)) & U64(1), r | ~U64(low_mask(b)), r)
+    if isinstance(r, tuple):
+        if isinstance(dst, PairOp):
+            m.write(w, dst.first, r[0], mask)
+            m.write(w, dst.second, r[1], mask)
+        else:
+            m.write(w, dst, r[0], mask)
+        return
+    m.write(w, dst, r, mask)
+
+
+HANDLERS.update({name: h_value for name, row in OPS.items() if row.semantics in FAMILIES})

@@ -1,0 +1,129 @@
+"""The interpreter's run state: CTAs, warps (lanes, registers, per-warp async-group
+protocol states), what a blocked warp waits for, findings, and the shared constants
+(lanes, the concrete value domain).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kverify.semantics.ir.nodes import Instr
+from kverify.semantics.memory_model.protocols import async_groups as AG
+from kverify.semantics.memory_model.protocols import named_barrier as NB
+from kverify.semantics.memory_model.protocols.common import Protocol
+from kverify.semantics.values import ConcreteDomain
+
+from .hb import tick
+
+D = ConcreteDomain()
+ASYNC_GENERIC = 2  # written by an async operation that acts in the generic proxy (cp.async)
+LANES = np.arange(32)
+U64 = np.uint64
+
+
+def low_mask(bits: int) -> int:
+    return (1 << bits) - 1
+
+
+class StepBudget(Exception):
+    pass
+
+
+@dataclass
+class RunFinding:
+    rule: str
+    message: str
+    locs: list
+    details: dict = field(default_factory=dict)
+    count: int = 1
+
+
+@dataclass(eq=False)
+class SyncObject:
+    """One synchronization object of the run: its protocol, its current state (changed only
+    by ``Machine.step``), how findings name it, and a version bumped at every change (a
+    polling wait resumes when it moves)."""
+
+    protocol: Protocol
+    state: object
+    title: str
+    version: int = 0
+
+    def related_locs(self, finding) -> tuple:
+        """Source locations a finding on this object cites besides the instruction's."""
+        return ()
+
+
+@dataclass
+class Wait:
+    """What a blocked warp waits for: ``ready()`` says whether it may resume."""
+
+    kind: str
+    ready: object
+    describe: object
+    instr: Instr | None = None
+
+
+
+class CTA:
+    def __init__(self, m, ctaid, rank, cluster_ctas):
+        self.m, self.ctaid, self.rank = m, ctaid, rank
+        self.cluster_ctas = cluster_ctas
+        self.named = SyncObject(NB.PROTOCOL, NB.NamedBarrierState(m.threads_per_block), f"the named barriers of {self.describe()}")
+        self.bar_vc: dict[int, np.ndarray] = {}
+        self.bar_locs: dict[int, dict] = {}  # barrier -> loc -> (instr, aligned) of its arrivals
+        self.bar_gen = [0] * 16
+        self.mbars: dict = {}  # shared offset -> mbarriers.MbarInfo
+        self.warps: list[Warp] = []
+        self.exited_threads = 0
+        self.bar_value: dict = {}
+        self.bar_release: dict = {}
+        self.cluster_barrier = None  # handlers.barriers.ClusterBarrier, shared by the cluster
+
+    def describe(self):
+        return "CTA (%d,%d,%d)" % self.ctaid
+
+
+class Warp:
+    def __init__(self, m, cta, index, agent):
+        self.m, self.cta, self.index, self.agent = m, cta, index, agent
+        nthreads = m.threads_per_block
+        t = index * 32 + LANES
+        self.valid = t < nthreads
+        self.live = self.valid.copy()
+        bx, by, _ = m.spec.block
+        self.tid = (t % bx, (t // bx) % by, t // (bx * by))
+        self.linear_tid = t
+        self.regs: dict[str, np.ndarray] = {}
+        self.vc = np.zeros(0, np.int64)
+        self.vc = tick(self.vc, agent)
+        self.iters: list = []
+        self.brk: dict = {}
+        self.cont: dict = {}
+        self.wait: Wait | None = None
+        self.done = False
+        self.cp_async = SyncObject(AG.CP_ASYNC, AG.CpAsyncState(), f"the cp.async groups of {self.describe()}")
+        self.bulk = SyncObject(AG.BULK_GROUP, AG.BulkGroupState(), f"the bulk async groups of {self.describe()}")
+        self.wgmma = SyncObject(AG.WGMMA, AG.WgmmaState(), f"the wgmma groups of {self.describe()}")
+        self.wgmma_regs: dict = {}  # in-flight wgmma agent -> register names
+        self.wgmma_seq = 0
+        self.mbar_next: dict = {}
+        self.last_group_wait = {}
+        self.params: dict[str, np.ndarray] = {}  # call-site .param variables, per lane
+        self.frames: list = []
+        self.returned = np.zeros(32, bool)
+        self.exited_reported = False
+        self.gen = None
+
+    def describe(self):
+        lanes = np.flatnonzero(self.valid)
+        lo, hi = self.index * 32 + lanes[0], self.index * 32 + lanes[-1]
+        return f"warp {self.index} (threads {lo}-{hi}) of {self.cta.describe()}"
+
+    def clock(self):
+        return int(self.vc[self.agent])
+
+    def release_tick(self):
+        self.vc = tick(self.vc, self.agent)
+
