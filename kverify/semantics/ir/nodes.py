@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
 
+from .printer import Printer
 from .symint import SymInt
 from .types import Pointer, Scalar, Vector
 
@@ -219,8 +220,6 @@ class Guard:
 def _text(node) -> str:
     """The IR text of a statement, kernel or module (``str()`` is the printer: what a
     debugger shows is what ``kverify show`` prints and ``parse_ir`` reads back)."""
-    from .printer import Printer
-
     p = Printer(with_locs=False)
     if isinstance(node, Module):
         return p.module(node)

@@ -6,9 +6,10 @@ parse -> print is a fixed point. Instructions keep their PTX spelling and end wi
 """
 from __future__ import annotations
 
-from .nodes import (Block, Break, Continue, If, Instr, Kernel, Loc, Loop, Module, Param,
-                    RegDecl, VarDecl)
 from .types import Vector
+
+# The printer reads nodes by their statement kind and does not import ``nodes``: ``str()`` of a
+# node is this printer (``nodes`` imports it), and the import runs one way.
 
 IND = "  "
 
@@ -23,13 +24,13 @@ class Printer:
         self.with_locs = with_locs
         self.source_lines = source_lines  # {path: [lines]}: append the source text as a comment
 
-    def loc(self, loc: Loc) -> str:
+    def loc(self, loc) -> str:
         if not self.with_locs:
             return ""
         f = self.file_index.get(loc.file, 0) if loc.file else 0
         return f" !loc {f} {loc.line} {loc.col} {loc.ptx_line}"
 
-    def comment(self, loc: Loc) -> str:
+    def comment(self, loc) -> str:
         """The kernel source line as a trailing comment, when the source is at hand."""
         if self.source_lines and loc.file in self.source_lines and loc.line:
             lines = self.source_lines[loc.file]
@@ -37,7 +38,7 @@ class Printer:
                 return f"  // {loc.file.rsplit('/', 1)[-1]}:{loc.line}: {lines[loc.line - 1].strip()}"
         return ""
 
-    def instr(self, i: Instr) -> str:
+    def instr(self, i) -> str:
         g = f"{i.guard} " if i.guard else ""
         ops = ", ".join(str(o) for o in i.operands)
         b = "blocking " if i.blocking else ""
@@ -47,35 +48,36 @@ class Printer:
         out = []
         p = IND * depth
         for s in stmts:
-            if isinstance(s, Instr):
+            kind = type(s).__name__
+            if kind == "Instr":
                 out.append(p + self.instr(s))
-            elif isinstance(s, If):
+            elif kind == "If":
                 out.append(f"{p}if {'!' if s.negated else ''}{s.cond}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.then, depth + 1)
                 if s.orelse:
                     out.append(p + "} else {")
                     out += self.stmts(s.orelse, depth + 1)
                 out.append(p + "}")
-            elif isinstance(s, Loop):
+            elif kind == "Loop":
                 ivs = "".join(f" iv({iv.reg}, {iv.init}, {iv.step})" for iv in s.ivs)
                 trip = f" trip({s.trip_count})" if s.trip_count is not None else ""
                 out.append(f"{p}loop {s.label}{ivs}{trip}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.body, depth + 1)
                 out.append(p + "}")
-            elif isinstance(s, Block):
+            elif kind == "Block":
                 out.append(f"{p}block {s.label}{self.loc(s.loc)} {{{self.comment(s.loc)}")
                 out += self.stmts(s.body, depth + 1)
                 out.append(p + "}")
-            elif isinstance(s, Break):
+            elif kind == "Break":
                 out.append(f"{p}break {s.label};{self.loc(s.loc)}{self.comment(s.loc)}")
-            elif isinstance(s, Continue):
+            elif kind == "Continue":
                 out.append(f"{p}continue {s.label};{self.loc(s.loc)}{self.comment(s.loc)}")
             else:  # pragma: no cover - every Stmt kind is handled above
                 raise TypeError(f"not a statement: {s!r}")
         return out
 
     @staticmethod
-    def param(p: Param) -> str:
+    def param(p) -> str:
         parts = [".param"]
         if p.ptr:
             parts.append(".ptr")
@@ -88,7 +90,7 @@ class Printer:
         return " ".join(parts)
 
     @staticmethod
-    def var(v: VarDecl) -> str:
+    def var(v) -> str:
         parts = []
         if v.linkage:
             parts.append("." + v.linkage)
@@ -103,11 +105,11 @@ class Printer:
         return s + ";"
 
     @staticmethod
-    def reg(r: RegDecl) -> str:
+    def reg(r) -> str:
         rng = f"<{r.count}>" if r.count is not None else ""
         return f".reg {_type(r.type)} {r.name}{rng};"
 
-    def kernel(self, k: Kernel) -> list[str]:
+    def kernel(self, k) -> list[str]:
         head = []
         if k.linkage:
             head.append("." + k.linkage)
@@ -130,7 +132,7 @@ class Printer:
         out.append("}")
         return out
 
-    def module(self, m: Module) -> str:
+    def module(self, m) -> str:
         out = [f".version {m.version}" if m.version else None,
                ".target " + ", ".join(m.target) if m.target else None,
                f".address_size {m.address_size}"]
@@ -143,9 +145,9 @@ class Printer:
         return "\n".join(out) + "\n"
 
 
-def print_module(m: Module, with_locs: bool = True, source_lines: dict | None = None) -> str:
+def print_module(m, with_locs: bool = True, source_lines: dict | None = None) -> str:
     return Printer(m.files, with_locs, source_lines).module(m)
 
 
-def print_kernel(m: Module, k: Kernel, with_locs: bool = True, source_lines: dict | None = None) -> str:
+def print_kernel(m, k, with_locs: bool = True, source_lines: dict | None = None) -> str:
     return "\n".join(Printer(m.files, with_locs, source_lines).kernel(k)) + "\n"
