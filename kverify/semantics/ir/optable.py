@@ -248,7 +248,9 @@ row("prmt", "def:d use:a use:b use:c", f"{S_DATA}-prmt", TYPES, ("f4e", "b4e", "
 def _memory_form(name, *extra) -> Form:
     """ld / st / atom / red: at most one state space, memory order and scope, any cache
     and eviction hints, one vector width and one type."""
-    return form(name, mods("state space", SPACES), mods("memory order", SEM), mods("scope", SCOPE),
+    # ``.mmio`` goes with ``.relaxed.sys`` (ld.mmio.relaxed.sys.global): a slot of its own
+    return form(name, mods("state space", SPACES), mods("memory order", tuple(x for x in SEM if x != "mmio")),
+                mods("mmio", "mmio"), mods("scope", SCOPE),
                 *extra, mods("cache hint", CACHE, most=None), mods("vector", VEC),
                 mods("type", TYPES, required=True))
 
