@@ -178,6 +178,8 @@ def test_modifiers_that_fit_no_form_are_rejected_naming_the_conflict(opcode, mes
     "max.relu.s32", "abs.ftz.f32", "neg.s64", "setp.ltu.and.f32", "set.gt.f32.s32",
     "ld.global.nc.L1::no_allocate.v4.f32", "ld.relaxed.gpu.global.u32", "st.shared::cluster.f32",
     "atom.global.add.noftz.f16", "red.shared.xor.b32", "and.pred", "shr.s32", "mov.b64",
+    "ld.mmio.relaxed.sys.global.u32", "st.mmio.relaxed.sys.global.u32",
+    "atom.acq_rel.gpu.global.cas.b32", "ld.global.L1::evict_last.L2::cache_hint.v4.u32",
 ])
 def test_valid_modifier_combinations_fit_a_form(opcode):
     fam, mods, ok = split_opcode(opcode)

@@ -7,6 +7,11 @@ proxy of its memory access, its synchronization effect, the PTX ISA section it f
 (``kverify.semantics.values`` families) where it computes a value. Small named check functions
 enforce modifier rules. The front end, printer, interpreter, verifiers and lowering all
 read this table; an instruction that matches no row is an *opaque* op, marked unsupported.
+Besides ``effect``, control rows name their ``flow`` (branch, call, return, exit, ...) and
+warp-collective rows their ``collective`` exchange; the accessors below (``flow_of``,
+``sync_of``, ``semantics_of``, ``param_access``, ``operand_bits``, ...) are how every
+checker, the CFG and lowering classify an instruction, never by its name. The schema of a
+row (``OpRow``, ``Slot``, ``Form``) is in ``opschema``.
 
 Operand slots are written ``access:name`` with a trailing ``?`` when optional and ``*`` for
 a variadic tail. Accesses: ``def`` (register written), ``use`` (value read), ``load`` /
@@ -19,13 +24,13 @@ Modifiers come in *forms* (``Form``): named modifier slots (``ModSlot``: type, r
 state space, ...), each with its allowed values, whether it is required and how many of
 its values may appear. An opcode is valid when its modifiers fit one of its row's forms
 (``form_error``). A row whose syntax is too varied to enumerate has one permissive form
-(``loose``): any of its modifiers, in any number, as before forms existed.
+(``loose``): any of its modifiers, in any number and combination.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
+from .opschema import COLLECTIVES, EFFECTS, FLOWS, Form, OpRow, form, loose, mods, operand_slots
 from .types import SCALAR_BITS
 
 SPECIAL_REGISTERS = frozenset({
@@ -62,109 +67,8 @@ ATOMOP = ("add", "inc", "dec", "min", "max", "and", "or", "xor", "exch", "cas", 
 ALIGNED = ("sync", "aligned", "uni")
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
-    name: str
-    access: str  # def | use | load | store | update | addr | target
-    optional: bool = False
-    variadic: bool = False
-    bits: str | None = None  # width: an integer, or t / t2 / w (see operand_bits)
-
-
-@dataclass(frozen=True, slots=True)
-class ModSlot:
-    """One named modifier position of a form: its values, whether one is required, and how
-    many of them may appear together (``None``: any number)."""
-    name: str
-    values: frozenset
-    required: bool = False
-    most: int | None = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Form:
-    """One syntax form of an instruction family: the modifier slots that go together."""
-    name: str
-    slots: tuple  # of ModSlot
-    permissive: bool = False
-
-    @property
-    def vocabulary(self) -> frozenset:
-        return frozenset(v for s in self.slots for v in s.values)
-
-
-def mods(name: str, *values, required: bool = False, most: int | None = 1) -> ModSlot:
-    """A modifier slot; ``values`` are strings or tuples of them."""
-    vs = frozenset(v for g in values for v in (g if isinstance(g, tuple) else (g,)))
-    return ModSlot(name, vs, required, most)
-
-
-def form(name: str, *slots: ModSlot) -> Form:
-    return Form(name, tuple(slots))
-
-
-def loose(*mod_groups) -> Form:
-    """The permissive form: any of these modifiers, in any number and combination."""
-    return Form("any", (mods("modifier", *mod_groups, most=None),), permissive=True)
-
-
-@dataclass(frozen=True, slots=True)
-class OpRow:
-    mnemonic: str
-    operands: tuple  # of Slot
-    forms: tuple  # of Form
-    section: str
-    space: str | None = None  # fixed space, "mods" (from a modifier), or None
-    proxy: str | None = None  # generic | async | None (no memory access)
-    sync: str | None = None  # synchronization effect, read by the protocol semantics
-    semantics: str | None = None  # value-semantics family in semantics.values
-    checks: tuple = ()  # named check functions (instr) -> str | None
-    effect: str = "nop"  # one of EFFECTS: what the instruction does, for every analysis
-    flow: str | None = None  # control rows: one of FLOWS
-    collective: str | None = None  # warp-collective rows: which exchange (COLLECTIVES)
-
-    @property
-    def mods(self) -> frozenset:
-        """Every modifier some form of the row accepts."""
-        return frozenset().union(*(f.vocabulary for f in self.forms))
-
-    @property
-    def permissive(self) -> bool:
-        return any(f.permissive for f in self.forms)
-
-    @property
-    def min_operands(self) -> int:
-        return sum(1 for s in self.operands if not s.optional and not s.variadic)
-
-    @property
-    def max_operands(self) -> int | None:
-        return None if any(s.variadic for s in self.operands) else len(self.operands)
-
-
-def _slots(spec: str) -> tuple:
-    out = []
-    for tok in spec.split():
-        tok, _, bits = tok.partition("=")
-        access, name = tok.split(":")
-        opt, var = name.endswith("?"), name.endswith("*")
-        out.append(Slot(name.rstrip("?*"), access, opt, var, bits or None))
-    return tuple(out)
-
-
 OPS: dict[str, OpRow] = {}
 
-#: The ``effect`` column. ``value``: computes registers only; ``memory``: a generic-proxy
-#: access through an address (ld/st/atom/red, ldmatrix/stmatrix); ``async``: issues an
-#: operation that completes later or acts in the async proxy (cp.async, bulk/tensor copies,
-#: wgmma.mma_async, st.async, red.async); ``sync``: a barrier, fence, group, mbarrier or
-#: warp-collective operation; ``control``: changes the flow of control; ``nop``: no effect
-#: the semantics models (hints, sleeps); ``opaque``: an instruction with no row.
-EFFECTS = ("value", "memory", "async", "sync", "control", "nop", "opaque")
-#: The ``flow`` column of control rows: ``branch`` (bra), ``branch.indirect`` (brx.idx),
-#: ``call``, ``return`` (ret: back to the caller), ``exit`` (the thread ends), ``trap``.
-FLOWS = ("branch", "branch.indirect", "call", "return", "exit", "trap")
-#: The ``collective`` column: what a warp-collective row exchanges among the lanes.
-COLLECTIVES = ("shuffle", "vote", "match", "reduce", "elect", "activemask", "matrix", "mma")
 ASYNC_SYNC = ("cp.async", "bulk.copy", "wgmma.mma")
 
 
@@ -187,7 +91,7 @@ def row(mnemonic: str, operands: str, section: str, *forms, **kw) -> None:
     kw.setdefault("effect", _effect(kw))
     assert kw["effect"] in EFFECTS, kw["effect"]
     assert kw.get("flow") in (None,) + FLOWS and kw.get("collective") in (None,) + COLLECTIVES
-    OPS[mnemonic] = OpRow(mnemonic, _slots(operands), tuple(forms), section, **kw)
+    OPS[mnemonic] = OpRow(mnemonic, operand_slots(operands), tuple(forms), section, **kw)
 
 
 # --------------------------------------------------------------------------- check functions
@@ -344,7 +248,9 @@ row("prmt", "def:d use:a use:b use:c", f"{S_DATA}-prmt", TYPES, ("f4e", "b4e", "
 def _memory_form(name, *extra) -> Form:
     """ld / st / atom / red: at most one state space, memory order and scope, any cache
     and eviction hints, one vector width and one type."""
-    return form(name, mods("state space", SPACES), mods("memory order", SEM), mods("scope", SCOPE),
+    # ``.mmio`` goes with ``.relaxed.sys`` (ld.mmio.relaxed.sys.global): a slot of its own
+    return form(name, mods("state space", SPACES), mods("memory order", tuple(x for x in SEM if x != "mmio")),
+                mods("mmio", "mmio"), mods("scope", SCOPE),
                 *extra, mods("cache hint", CACHE, most=None), mods("vector", VEC),
                 mods("type", TYPES, required=True))
 
@@ -541,33 +447,13 @@ def split_opcode(opcode: str) -> tuple[str, tuple, bool]:
     return parts[0], tuple(parts[1:]), False
 
 
-def _misfit(f: Form, mods: tuple) -> str | None:
-    """Why ``mods`` do not fit form ``f`` (``None`` when they do)."""
-    filled: dict = {}
-    for m in mods:
-        slots = [s for s in f.slots if m in s.values]
-        if not slots:
-            return f".{m} is not part of the {f.name} form"
-        free = [s for s in slots if s.most is None or len(filled.get(s.name, ())) < s.most]
-        if not free:
-            have = filled[slots[0].name]
-            return f"more than one {slots[0].name} ({', '.join('.' + x for x in have + [m])})"
-        filled.setdefault(free[0].name, []).append(m)
-    for s in f.slots:
-        if s.required and s.name not in filled:
-            some = ", ".join("." + v for v in sorted(s.values)[:3])
-            article = "an" if s.name[0] in "aeiou" else "a"
-            return f"{article} {s.name} modifier ({some}, ...) is required"
-    return None
-
-
 def form_error(family: str, mods: tuple) -> str | None:
     """The reason ``mods`` fit none of the forms of ``family``'s row, naming the conflict;
     ``None`` when they fit one (or the family has no row)."""
     r = OPS.get(family)
     if r is None:
         return None
-    reasons = [_misfit(f, mods) for f in r.forms]
+    reasons = [f.misfit(mods) for f in r.forms]
     if None in reasons:
         return None
     stray = [m for m in mods if m not in r.mods]
