@@ -21,6 +21,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from kverify.semantics.ir.optable import OPS, split_opcode
+
 ARCH = "sm_90a"
 
 #: Floating-point flags, given to nvcc (which forwards ``--fmad`` to ptxas) and to ptxas.
@@ -30,8 +32,6 @@ NVCC_FLAGS = ("-std=c++17", "-lineinfo", "--fmad=false", "--ftz=false", "--prec-
               "--prec-sqrt=true")
 PTXAS_FLAGS = ("--fmad=false",)
 
-#: Opcode prefixes counted as synchronization instructions.
-SYNC_PREFIXES = ("mbarrier.", "bar.", "barrier.", "cp.async", "fence.", "wgmma.", "membar.")
 
 
 class BuildError(Exception):
@@ -128,9 +128,16 @@ def opcodes(ptx: str):
 
 
 def sync_multiset(ptx: str) -> Counter:
-    """How many times each synchronization opcode (mbarrier.*, bar.*, barrier.*, cp.async*,
-    fence.*, wgmma.*, membar.*) occurs in a PTX text."""
-    return Counter(op for op in opcodes(ptx) if op.startswith(SYNC_PREFIXES))
+    """How many times each synchronization opcode occurs in a PTX text: every opcode whose
+    op-table row synchronizes or is asynchronous (barriers, mbarriers, fences, cp.async and
+    bulk copies, wgmma), warp collectives aside."""
+    return Counter(op for op in opcodes(ptx) if _synchronizes(op))
+
+
+def _synchronizes(opcode: str) -> bool:
+    family, _, _ = split_opcode(opcode)
+    row = OPS.get(family)
+    return row is not None and row.effect in ("sync", "async") and row.collective is None
 
 
 def function_bodies(ptx: str) -> dict:

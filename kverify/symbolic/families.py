@@ -9,7 +9,7 @@ PTX ISA (9.0): §9.7.9 data movement, §9.7.12 control flow, §9.7.13 synchroniz
 """
 from __future__ import annotations
 
-from kverify.semantics.ir.optable import OPS, space_of
+from kverify.semantics.ir.optable import MBARRIER_SYNC, OPS, space_of
 
 #: ``sync`` effects whose ordering is the async proxy, an mbarrier or a group wait: the
 #: classic barrier-interval model does not encode them (§9.7.9.25 cp.async*, §9.7.13.15
@@ -32,7 +32,7 @@ UNCOUNTED_ORDERING = {
 #: ``sync`` effects with nothing to order among a CTA's generic-proxy accesses
 NO_ORDERING = frozenset({"griddepcontrol", "fence.mbarrier_init", "fence.proxy.alias"})
 #: ``sync`` effects of the mbarrier object (§9.7.13.15)
-MBARRIER = frozenset(s for s in ASYNC_ORDERING if s.split(".")[0] == "mbarrier")
+MBARRIER = MBARRIER_SYNC & ASYNC_ORDERING
 #: families with a handler of their own in the executor (method names)
 HANDLERS = {"ret": "exit", "exit": "exit", "trap": "trap", "call": "call", "elect": "elect"}
 #: memory access mode of each dereferencing operand slot

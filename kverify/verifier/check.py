@@ -45,7 +45,7 @@ from typing import Callable
 
 from kverify.semantics.interpreter import run_kernel, schedule_independent
 from kverify.semantics.ir import KernelError
-from kverify.semantics.ir.optable import effect_of
+from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
 from kverify.semantics.ir.visit import reachable_instructions
 
 from .report import Finding, KernelReport, Location, Obligation
@@ -63,6 +63,8 @@ FAMILIES = (
 RACE_TITLES = ("race-free: shared", "race-free: global")
 MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity", "mbarrier conformance: tx bytes",
                           "mbarrier conformance: arrivals")
+#: Title prefix of the per-resource mbarrier obligations ("mbarrier conformance: full[0..2]").
+RESOURCE_PREFIX = "mbarrier conformance: "
 #: Obligations that are vacuous when the kernel has no operation of the kind in the value.
 VACUOUS_WITHOUT = {"race-free: async": "async", "mbarrier conformance": "mbarrier"}
 
@@ -91,7 +93,7 @@ def _uses(module, kernel) -> set:
                                          "cp.async.wait", "cp.async.wait_all", "bulk.commit", "bulk.wait",
                                          "cp.async.mbarrier.arrive"):
             out.add("async")
-        if sync.startswith("mbarrier"):
+        if sync in MBARRIER_SYNC:
             out.add("mbarrier")
     return out
 
@@ -291,7 +293,7 @@ def _interpreter(ctx):
     base = next(o for o in out if o.title == "mbarrier conformance")
     if r.mbarriers:
         for label, objs in _mbarrier_resources(r.mbarriers):
-            title = f"mbarrier conformance: {label}"
+            title = RESOURCE_PREFIX + label
             fs = [f for f in by_family.get("mbarrier conformance", [])
                   if str(f.details.get("mbarrier", "")).split(" of CTA")[0] in objs]
             if fs:
@@ -394,6 +396,6 @@ def _report_order(title):
         return (fam.index(title), 0, 0)
     if title in MBARRIER_STATIC_TITLES:
         return (len(fam), MBARRIER_STATIC_TITLES.index(title), 0)
-    if title.startswith("mbarrier conformance: "):
+    if title.startswith(RESOURCE_PREFIX):
         return (fam.index("mbarrier conformance"), 1, 0)
     return (len(fam) + 1, 0, 0)

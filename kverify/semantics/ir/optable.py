@@ -417,6 +417,8 @@ row("pmevent", "use:a", f"{S_MISC}-pmevent", ("mask",))
 #: Families in the table whose meaning the semantics models only as a synchronization or
 #: memory effect; listed so the interpreter can refuse anything else by name.
 SYNC_EFFECTS = frozenset(r.sync for r in OPS.values() if r.sync)
+#: The ``sync`` effects of the mbarrier object (§9.7.13.15), completions by copies included.
+MBARRIER_SYNC = frozenset(s for s in SYNC_EFFECTS if s.split(".")[0] == "mbarrier")
 
 #: Every modifier some row's precise form names. A row without a permissive form rejects
 #: one of these that none of its forms accepts; a word outside this vocabulary makes the

@@ -173,9 +173,9 @@ def h_bulk(m, w, ins, mask):
             mb = m.addr_values(w, ops[3])
             mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
             key = m.mbar_at(w, mspace, int(mb[lane]), ins)
-            _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, mbar=key, nbytes=n)
+            _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=key, nbytes=n)
         else:
-            op = _copy_op(m, w, ins, "cp.async.bulk", writes, reads, action, group=w.bulk)
+            op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
             m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()
 
@@ -224,7 +224,7 @@ def h_bulk_tensor(m, w, ins, mask):
 
             mb = m.addr_values(w, ops[2])
             key = m.mbar_at(w, "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta", int(mb[lane]), ins)
-            _copy_op(m, w, ins, "cp.async.bulk.tensor", [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
+            _copy_op(m, w, ins, ins.op, [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
                      action, mbar=key, nbytes=nb)
         else:
             s = int(m.addr_values(w, src_a)[lane])
@@ -233,7 +233,7 @@ def h_bulk_tensor(m, w, ins, mask):
             def action(sreg=sreg, soff=soff, coords=coords):
                 AU.tma_store_tile(gbuf, tm, coords, sreg.data[soff:soff + nb], soff)
 
-            op = _copy_op(m, w, ins, "cp.async.bulk.tensor", [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))],
+            op = _copy_op(m, w, ins, ins.op, [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))],
                           action, group=w.bulk)
             m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()

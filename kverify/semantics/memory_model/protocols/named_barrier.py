@@ -248,7 +248,7 @@ def _exited_arrive(state: NamedBarrierState, cmd: ExitedArrive) -> Outcome:
         return Outcome(state)
     effects: list = [("barrier-completed", cmd.bar_id, tuple(sorted(slot.blocked)))]
     value = None
-    if slot.mode and slot.mode.startswith("red."):
+    if slot.mode and slot.mode != "sync":  # "red.<op>"
         value = _reduce(slot.mode[4:], [v for _, v in slot.red_values])
         effects.append(("red-result", cmd.bar_id, value))
     slots = state.slots[: cmd.bar_id] + (BarrierSlot(),) + state.slots[cmd.bar_id + 1:]
