@@ -12,6 +12,7 @@ import sys
 
 from kverify.semantics.ir import KernelError, load_module, print_kernel, print_module, source_lines
 from kverify.semantics.ir.visit import instructions
+from kverify.semantics.ir.nodes import where
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -96,12 +97,6 @@ def _launch_for(args, kernel_name):
     return r.spec, r.reference
 
 
-def _loc_text(l):
-    if l.line:
-        return f"{l.file}:{l.line}" + (f" (ptx {l.ptx_line})" if l.ptx_line else "")
-    return f"ptx:{l.ptx_line}"
-
-
 def cmd_run(args) -> int:
     import json
 
@@ -161,7 +156,7 @@ def cmd_run(args) -> int:
         if not r.findings:
             print("findings: none")
         for f in r.findings:
-            locs = ", ".join(_loc_text(l) for l in f.locs)
+            locs = ", ".join(where(l, detail=True) for l in f.locs)
             print(f"{f.rule}: {locs}")
             for line in f.message.splitlines():
                 print(f"    {line}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kverify.semantics.ir.nodes import Loc, where
+
 SCHEMA = "kverify.report/2"
 STATUSES = ("vacuous", "proved", "bounded", "unknown", "violated")
 
@@ -74,12 +76,7 @@ class Location:
         return Location(ptx_path, loc.ptx_line, 0, loc.ptx_line)
 
     def __str__(self) -> str:
-        s = f"{self.path or '?'}:{self.line}"
-        if self.column:
-            s += f":{self.column}"
-        if self.ptx_line and self.ptx_line != self.line:
-            s += f" (ptx {self.ptx_line})"
-        return s
+        return where(Loc(self.path, self.line, self.column, self.ptx_line), detail=True)
 
 
 @dataclass

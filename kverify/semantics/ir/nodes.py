@@ -30,23 +30,29 @@ class Loc:
     ptx_line: int = 0
 
     def __str__(self) -> str:
-        src = f"{self.file or '?'}:{self.line}:{self.col}" if self.line else "?"
-        return f"{src} (ptx {self.ptx_line})" if self.ptx_line else src
+        return where(self, detail=True)
 
 
 NOLOC = Loc()
 
 
-def where(x) -> str:
-    """The one short form of a source position used in messages: ``file:line`` where the
-    kernel's source is known, else ``ptx line N``; ``x`` is a ``Loc``, anything with a
-    ``loc`` (an instruction) or None."""
+def where(x, detail: bool = False) -> str:
+    """The one formatter of a source position (``x`` is a ``Loc``, anything with a ``loc``
+    such as an instruction, or None). Short form, for messages: ``file:line`` where the
+    kernel's source is known, else ``ptx line N``. With ``detail``: ``file:line:col (ptx N)``,
+    leaving out a zero column and the PTX line of a position that is the PTX file's own."""
     loc = x if isinstance(x, Loc) else getattr(x, "loc", None)
     if loc is None:
         return "?"
-    if loc.line:
-        return f"{loc.file or '?'}:{loc.line}"
-    return f"ptx line {loc.ptx_line}"
+    if not loc.line:
+        return f"ptx line {loc.ptx_line}" if loc.ptx_line else "?"
+    s = f"{loc.file or '?'}:{loc.line}"
+    if detail:
+        if loc.col:
+            s += f":{loc.col}"
+        if loc.ptx_line and not (loc.ptx_line == loc.line and str(loc.file or "").endswith(".ptx")):
+            s += f" (ptx {loc.ptx_line})"
+    return s
 
 # --------------------------------------------------------------------------- operands
 
