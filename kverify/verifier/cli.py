@@ -346,11 +346,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_check)
+    s = sub.add_parser("rules", help="list every rule id kverify reports: severity, ISA section, summary")
+    s.add_argument("--format", choices=["md", "json"], default="md")
+    s.set_defaults(func=cmd_rules)
     from .validate.cli import add_parser as _add_validate  # kverify validate: GPU runs vs a reference
 
     _add_validate(sub)
     _add_equiv(sub)
     return p
+
+
+def cmd_rules(args) -> int:
+    import json
+
+    from kverify.rules import RULES, table
+
+    load_rules()
+    if args.format == "json":
+        print(json.dumps([{"id": r.id, "severity": r.severity, "section": r.section, "url": r.url,
+                           "summary": r.summary} for r in sorted(RULES.values(), key=lambda r: r.id)], indent=2))
+    else:
+        sys.stdout.write(table())
+    return EXIT_OK
+
+
+def load_rules() -> None:
+    """Import every module that defines rules, so ``kverify.rules.RULES`` holds them all."""
+    import kverify.semantics.memory_model.execution  # noqa: F401
+    import kverify.semantics.memory_model.protocols  # noqa: F401
+    import kverify.verifier.equivalence  # noqa: F401
+    import kverify.verifier.validate.rules  # noqa: F401
 
 
 def main(argv=None) -> int:

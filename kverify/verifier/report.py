@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kverify.rules import rule as registered
 from kverify.semantics.ir.nodes import Loc, where
 
 SCHEMA = "kverify.report/2"
@@ -86,6 +87,9 @@ class Finding:
     locations: list = field(default_factory=list)
     details: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        registered(self.rule)
+
     def to_json(self) -> dict:
         d = {"rule": self.rule, "message": self.message,
              "locations": [asdict(l) for l in self.locations]}
@@ -108,6 +112,8 @@ class Obligation:
 
     def __post_init__(self):
         assert self.status in STATUSES, self.status
+        if self.rule is not None:
+            registered(self.rule)
 
     @property
     def id(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import networkx as nx
 
 from kverify.semantics.ir.nodes import where as _fmt_loc
+from kverify.semantics.memory_model.execution import DEADLOCK
 
 
 def report_deadlock(m, blocked):
@@ -37,7 +38,7 @@ def report_deadlock(m, blocked):
     if pending:
         msg += "\n  in flight: " + "; ".join(pending)
     msg += "\n  wait-for: " + wait_for(blocked)
-    m.report("deadlock", msg, locs[:8], waits=lines)
+    m.report(DEADLOCK.id, msg, locs[:8], waits=lines)
     m.status = "deadlock"
     m.reason = f"{len(blocked)} warp(s) blocked forever"
 

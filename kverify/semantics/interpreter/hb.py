@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY, RACE_GLOBAL, RACE_SHARED
+
 GENERIC, ASYNC = 0, 1
 READER_SLOTS = 4  # async readers kept per byte (several warpgroups' wgmma read one tile)
 
@@ -85,7 +87,7 @@ class Shadow:
     def __init__(self, nbytes: int, space: str, dense_agents: np.ndarray | None = None):
         n = max(nbytes, 1)
         self.space = space
-        self.race_rule = "race.shared" if space == "shared" else "race.global"
+        self.race_rule = RACE_SHARED.id if space == "shared" else RACE_GLOBAL.id
         self.w_agent = np.full(n, -1, np.int32)
         self.w_clk = np.zeros(n, np.int64)
         self.w_lane = np.zeros(n, np.int8)
@@ -198,14 +200,14 @@ class Shadow:
         bad = pw >= 0
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
-            out.append(Conflict("race.async-pending", "read of a destination of an in-flight async copy",
+            out.append(Conflict(RACE_ASYNC_PENDING.id, "read of a destination of an in-flight async copy",
                                 b, int(pw[i]), -1, int(self.pend_w_loc[b]), ln))
         wa = self.w_agent[idx]
         bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
-            rule = "race.async-pending" if self.w_proxy[b] == ASYNC else self.race_rule
-            kind = ("read before the completion of the async write is observed" if rule == "race.async-pending"
+            rule = RACE_ASYNC_PENDING.id if self.w_proxy[b] == ASYNC else self.race_rule
+            kind = ("read before the completion of the async write is observed" if rule == RACE_ASYNC_PENDING.id
                     else "read-after-write, not ordered")
             out.append(Conflict(rule, kind, b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         elif (atomic := self._check_atomics(idx, vc, lanes, "read")):
@@ -214,7 +216,7 @@ class Shadow:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
             if gen.any():
                 i, b, ln = self._first(gen, idx, lanes)
-                out.append(Conflict("race.async-proxy",
+                out.append(Conflict(RACE_ASYNC_PROXY.id,
                                     "async-proxy read of a generic-proxy write with no fence.proxy.async "
                                     "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         return out
@@ -227,7 +229,7 @@ class Shadow:
         bad = (p >= 0) & (p != agent)
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
-            out.append(Conflict("race.async-pending", "write to a destination of an in-flight async copy", b,
+            out.append(Conflict(RACE_ASYNC_PENDING.id, "write to a destination of an in-flight async copy", b,
                                 int(p[i]), -1, int(self.pend_w_loc[b]), ln))
         for slots, slocs, bad_of, what in (
                 (self.pend_r, self.pend_r_loc, lambda a: (a >= 0) & (a != agent),
@@ -239,7 +241,7 @@ class Shadow:
             if bad.any():
                 i, j = map(int, np.argwhere(bad)[0])
                 b = int(idx[i])
-                out.append(Conflict("race.async-pending", what, b, int(a[i, j]), -1, int(slocs[b, j]),
+                out.append(Conflict(RACE_ASYNC_PENDING.id, what, b, int(a[i, j]), -1, int(slocs[b, j]),
                                     int(lanes[i]) if lanes is not None else -1))
         if not atomic:
             out += self._check_atomics(idx, vc, lanes, "write")
@@ -247,7 +249,7 @@ class Shadow:
         bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
-            rule = "race.async-pending" if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
+            rule = RACE_ASYNC_PENDING.id if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
             out.append(Conflict(rule, "write-after-write, not ordered", b, int(wa[i]), int(self.w_lane[b]),
                                 int(self.w_loc[b]), ln))
         if self.dense:
@@ -257,7 +259,7 @@ class Shadow:
             if unordered.any():
                 i, j = map(int, np.argwhere(unordered)[0])
                 b = int(idx[i])
-                rule = "race.async-pending" if proxy == ASYNC else self.race_rule
+                rule = RACE_ASYNC_PENDING.id if proxy == ASYNC else self.race_rule
                 out.append(Conflict(rule, "write-after-read, not ordered", b, int(self.agents[j]), -1,
                                     int(self.r_loc[b, j]), int(lanes[i]) if lanes is not None else -1))
             elif proxy == ASYNC:
@@ -265,7 +267,7 @@ class Shadow:
                 if unfenced.any():
                     i, j = map(int, np.argwhere(unfenced)[0])
                     b = int(idx[i])
-                    out.append(Conflict("race.async-proxy",
+                    out.append(Conflict(RACE_ASYNC_PROXY.id,
                                         "async-proxy write over a generic-proxy read with no fence.proxy.async "
                                         "after the read", b, int(self.agents[j]), -1, int(self.r_loc[b, j])))
         else:

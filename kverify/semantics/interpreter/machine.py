@@ -27,6 +27,7 @@ import numpy as np
 from kverify.launch import (LaunchSpec, arg_bits, dtypes, input_array, lookup, param_key, param_offsets, random_array,
                             spec_seed)
 from kverify.launch.layout import TMAP_MAGIC, next_buffer
+from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
@@ -35,6 +36,7 @@ from kverify.semantics.ir.nodes import Addr, operand_regs
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import async_units as AU
 from kverify.semantics.memory_model.protocols import async_groups as AG
+from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, UNINITIALIZED
 
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
@@ -95,6 +97,7 @@ class Machine(MbarrierMixin):
         return len(self.agents) - 1
 
     def report(self, rule, message, locs, **details):
+        registered(rule)  # every finding names a rule defined once (kverify.rules)
         locs = [l for l in locs if l is not None]
         key = (rule, tuple((l.file, l.line) if l.line else (None, -l.ptx_line) for l in locs))
         f = self.findings.get(key)
@@ -583,7 +586,7 @@ class Machine(MbarrierMixin):
             conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
-                self.report("uninitialized", f"read of uninitialized {region.space} memory "
+                self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
                             f"{region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])}", [ins.loc],
                             address=int(idx[i]))
         else:
@@ -646,7 +649,7 @@ class Machine(MbarrierMixin):
         details = {"address": c.byte, "space": region.space, "object": region.owner(c.byte), "this": mine,
                    "other": other, "iterations": [k for _, k in w.iters]}
         locs = [ins.loc, other_loc]
-        if c.rule == "race.async-pending":
+        if c.rule == RACE_ASYNC_PENDING.id:
             op = self.ops_by_agent.get(c.other_agent)
             issuer = op.warp if op is not None else w
             kind = {"wgmma": "wgmma", "cp.async": "cp_async"}.get(op.kind if op else "", "bulk")
@@ -662,7 +665,7 @@ class Machine(MbarrierMixin):
         for agent, regs in list(w.wgmma_regs.items()):
             clash = names & regs
             if clash:
-                self.report("race.async-pending",
+                self.report(RACE_ASYNC_PENDING.id,
                             f"registers {', '.join(sorted(clash)[:4])} of an in-flight wgmma.mma_async accessed "
                             f"by {w.describe()} before a wgmma.wait_group covering it (§9.7.15.7)",
                             [ins.loc], registers=sorted(clash))

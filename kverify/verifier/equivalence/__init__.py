@@ -66,6 +66,7 @@ def load_side(file: str, launch: str | None, overrides: dict, kernel: str | None
 
 
 # ---------------------------------------------------------------------- report
+from kverify.rules import Rule
 from kverify.verifier.report import KernelReport, Location, Obligation  # noqa: E402
 
 
@@ -91,6 +92,9 @@ class EquivObligation(Obligation):
         return d
 
 
+MISMATCH = Rule("equivalence.mismatch", "docs/equivalence.md (the floating-point model of the verdict)", "",
+                "the candidate's outputs differ from the reference's for some input under the stated model")
+
 STATUS = {"proved": "proved", "refuted": "violated", "tested": "unknown", "unknown": "unknown"}
 
 
@@ -113,7 +117,7 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
         title=f"equivalence[{sid}]" if sid else "equivalence", checker="equivalence", status=status,
         message=f"{res.verdict} under the {res.model} model: {res.message}", bound=bound or res.scope,
         locations=locs, counterexample=cex, time_s=res.time_s,
-        rule="equivalence.mismatch" if res.verdict == "refuted" else None, model=res.model,
+        rule=MISMATCH.id if res.verdict == "refuted" else None, model=res.model,
         equivalence=res.verdict, scope=res.scope, assumptions=res.assumptions, tested=res.tested,
         correspondence=res.correspondence, shape=shape)
 

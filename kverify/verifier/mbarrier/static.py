@@ -30,6 +30,8 @@ import time
 
 import z3
 
+from kverify.semantics.memory_model.protocols import mbarrier as MB
+
 from kverify.symbolic import MBARRIER, Env, Unsupported, mk_and, sync_of
 from kverify.verifier.report import Location, Obligation
 
@@ -37,8 +39,7 @@ from .sites import MbarExecutor
 
 MAX_REUSE = 64
 IDS = ("parity", "tx bytes", "arrivals")
-RULES = {"parity": "mbarrier.parity", "tx bytes": "mbarrier.tx-mismatch",
-         "arrivals": "mbarrier.arrival-overflow"}
+RULES = {"parity": MB.PARITY.id, "tx bytes": MB.TX_MISMATCH.id, "arrivals": MB.ARRIVAL_OVERFLOW.id}
 
 
 def _ob(what, status, msg, t0, locs=(), cex=None, rule=None):

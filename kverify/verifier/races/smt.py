@@ -43,6 +43,8 @@ import time
 
 import z3
 
+from kverify.semantics.memory_model.execution import RACE_GLOBAL, RACE_SHARED
+
 from kverify.verifier.report import Location, Obligation
 
 from kverify.symbolic import (TRUE, Env, Executor, Substitution, Unsupported, is_atomic, is_false, is_true,
@@ -546,7 +548,7 @@ class _Checker:
         if divergent:
             msg += "; a barrier may also be divergent (barrier.divergence)"
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
-                          counterexample=ce, rule=f"race.{space}")
+                          counterexample=ce, rule=(RACE_SHARED if space == "shared" else RACE_GLOBAL).id)
 
     def _region_base(self, region):
         if region.startswith("param:"):

@@ -38,6 +38,7 @@ from kverify.verifier.report import Finding, KernelReport, Location, Obligation
 
 from . import audit, poison, shapes as shp, tolerance
 from .runner import RunOutcome, SubprocessRunner
+from . import rules as R
 
 SCHEMA_DETAILS = "kverify.validate/1"
 
@@ -165,7 +166,7 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
     except Exception as e:  # ptxas rejected it: a verdict when the audits explain why, else bad input
         log = " ".join(str(getattr(e, "log", e)).split())
         if any(o.status == "violated" for o in report.obligations):
-            _ob(report, "terminates", "violated", f"the kernel does not assemble: {log}", "validate.build-error")
+            _ob(report, "terminates", "violated", f"the kernel does not assemble: {log}", R.BUILD_ERROR.id)
             details["time_s"] = round(time.perf_counter() - t_start, 3)
             return Validation(report, details)
         raise KernelError(f"ptxas rejected the kernel: {log}", file, 0, 0) from None
@@ -231,7 +232,7 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
         details["unavailable"] = outcome.unavailable
         for oid in ("terminates", "matches-reference", "deterministic", "inputs-unmodified", "in-bounds-writes"):
             report.obligations.append(Obligation(oid, "validate", "unknown",
-                                                 f"not run: {outcome.unavailable}", rule="validate.no-gpu"))
+                                                 f"not run: {outcome.unavailable}", rule=R.NO_GPU.id))
     else:
         _evaluate(report, trial_list, outcome, rtol, atol, seed, kernel)
         if sanitize:
@@ -335,11 +336,11 @@ def _ob(report, oid, status, message="", rule=None, bound=None, findings=()):
 def _static(report, module, kernel, base_spec, specs, allow_fast_math=False):
     ext = audit.extern_calls(module, kernel)
     _ob(report, "no-extern-calls", "violated" if ext else "proved",
-        ext[0]["message"] if ext else "every call stays inside the module", "validate.extern-call" if ext else None,
+        ext[0]["message"] if ext else "every call stays inside the module", R.EXTERN_CALL.id if ext else None,
         findings=ext)
     st, counts = audit.store_dtypes(module, kernel, base_spec)
     if st:
-        _ob(report, "store-dtypes", "violated", st[0]["message"], "validate.store-dtype", findings=st)
+        _ob(report, "store-dtypes", "violated", st[0]["message"], R.STORE_DTYPE.id, findings=st)
     else:
         total = counts["checked"] + counts["untraced"]
         status = "proved" if counts["untraced"] == 0 else "bounded"
@@ -349,10 +350,10 @@ def _static(report, module, kernel, base_spec, specs, allow_fast_math=False):
     dg = audit.precision_downgrades(module, kernel, base_spec)
     _ob(report, "no-precision-downgrade", "violated" if dg else "proved",
         dg[0]["message"] if dg else "no narrowing conversion or matrix operation below the buffers' formats",
-        "validate.precision-downgrade" if dg else None, findings=dg)
+        R.PRECISION_DOWNGRADE.id if dg else None, findings=dg)
     fm = audit.fast_math(module, kernel)
     if fm and not allow_fast_math:
-        _ob(report, "no-fast-math", "violated", f"{fm[0]['message']} ({len(fm)} instruction(s))", "validate.fast-math",
+        _ob(report, "no-fast-math", "violated", f"{fm[0]['message']} ({len(fm)} instruction(s))", R.FAST_MATH.id,
             findings=fm[:8])
     else:
         _ob(report, "no-fast-math", "proved", "no fast-math instruction" if not fm else
@@ -364,7 +365,7 @@ def _static(report, module, kernel, base_spec, specs, allow_fast_math=False):
             bad.append(f)
     _ob(report, "launch-abi", "violated" if bad else "proved",
         bad[0]["message"] if bad else "every launch value matches its .param type and size",
-        "validate.abi" if bad else None, findings=bad[:8])
+        R.ABI.id if bad else None, findings=bad[:8])
 
 
 # --------------------------------------------------------------------------- dynamic obligations
@@ -379,11 +380,11 @@ def _evaluate(report, trial_list, outcome: RunOutcome, rtol, atol, seed, kernel)
     if hang:
         rid, r = hang[0]
         _ob(report, "terminates", "violated", f"run {rid} ({labels.get(rid, rid)}): {r['message']} (killed)",
-            "validate.timeout")
+            R.TIMEOUT.id)
     elif errs:
         rid, r = errs[0]
         _ob(report, "terminates", "violated", f"run {rid} ({labels.get(rid, rid)}): {r['message']}",
-            "validate.launch-error")
+            R.LAUNCH_ERROR.id)
     else:
         _ob(report, "terminates", "bounded", f"{n_runs} launches completed", bound=f"{n_runs} launches")
     mism, unwritten, disagree, mutated, oob = [], [], [], [], []
@@ -449,30 +450,30 @@ def _evaluate(report, trial_list, outcome: RunOutcome, rtol, atol, seed, kernel)
     bound = f"{compared} trial(s) x 2 poisons, seed {seed}, launches: {shapes_note}"
     if compared == 0:
         for oid in ("matches-reference", "deterministic", "inputs-unmodified", "in-bounds-writes"):
-            _ob(report, oid, "unknown", "no run completed", "validate.not-run")
+            _ob(report, oid, "unknown", "no run completed", R.NOT_RUN.id)
         return
     if unwritten:
-        _ob(report, "matches-reference", "violated", unwritten[0], "validate.unwritten")
+        _ob(report, "matches-reference", "violated", unwritten[0], R.UNWRITTEN.id)
     elif mism:
-        _ob(report, "matches-reference", "violated", mism[0], "validate.mismatch")
+        _ob(report, "matches-reference", "violated", mism[0], R.MISMATCH.id)
     elif weak_all:
         _ob(report, "matches-reference", "unknown",
             "the reference is constant in every output (or the given atol is as large as its signal): a trivial "
-            "kernel would pass the same comparison", "validate.weak-reference")
+            "kernel would pass the same comparison", R.WEAK_REFERENCE.id)
     else:
         _ob(report, "matches-reference", "bounded", "every run within tolerance of its reference", bound=bound)
     _ob(report, "deterministic", "violated" if disagree else "bounded",
         disagree[0] if disagree else "the two poisoned runs agree wherever the reference does",
-        "validate.nondeterministic" if disagree else None, bound=None if disagree else bound)
+        R.NONDETERMINISTIC.id if disagree else None, bound=None if disagree else bound)
     _ob(report, "inputs-unmodified", "violated" if mutated else "bounded",
         mutated[0] if mutated else "every input buffer bit-identical after each run",
-        "validate.input-mutation" if mutated else None, bound=None if mutated else bound)
+        R.INPUT_MUTATION.id if mutated else None, bound=None if mutated else bound)
     _ob(report, "in-bounds-writes", "violated" if oob else "bounded",
         oob[0] if oob else "red zones around every buffer intact",
-        "validate.out-of-bounds-write" if oob else None, bound=None if oob else bound)
-    for msgs, rule in ((unwritten[1:], "validate.unwritten"), (mism[1:], "validate.mismatch"),
-                       (disagree[1:], "validate.nondeterministic"), (mutated[1:], "validate.input-mutation"),
-                       (oob[1:], "validate.out-of-bounds-write")):
+        R.OUT_OF_BOUNDS_WRITE.id if oob else None, bound=None if oob else bound)
+    for msgs, rule in ((unwritten[1:], R.UNWRITTEN.id), (mism[1:], R.MISMATCH.id),
+                       (disagree[1:], R.NONDETERMINISTIC.id), (mutated[1:], R.INPUT_MUTATION.id),
+                       (oob[1:], R.OUT_OF_BOUNDS_WRITE.id)):
         for m in msgs[:4]:
             report.findings.append(Finding(rule, m))
 

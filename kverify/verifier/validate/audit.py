@@ -22,6 +22,7 @@ from kverify.semantics.ir.optable import (collective_of, flow_of, memory_access,
                                           semantics_of, sync_of)
 from kverify.semantics.ir.visit import instructions
 from kverify.launch import dtypes, lookup, param_key
+from . import rules as R
 
 ALLOWED_EXTERN = frozenset({"vprintf", "__assertfail"})
 _NARROW = {"f16": 16, "bf16": 16, "tf32": 19, "e4m3": 8, "e5m2": 8, "f16x2": 16, "bf16x2": 16,
@@ -73,10 +74,10 @@ def extern_calls(module, kernel, allowed=ALLOWED_EXTERN) -> list:
                 continue
             callee = next((o for o in i.operands if isinstance(o, Sym)), None)
             if callee is None:
-                out.append(AuditFinding(rule="validate.extern-call", loc=_loc(i),
+                out.append(AuditFinding(rule=R.EXTERN_CALL.id, loc=_loc(i),
                                         message=f"{i.opcode}: indirect call (the callee cannot be audited)"))
             elif callee.name not in defined and callee.name not in allowed:
-                out.append(AuditFinding(rule="validate.extern-call", loc=_loc(i),
+                out.append(AuditFinding(rule=R.EXTERN_CALL.id, loc=_loc(i),
                                         message=f"call of {callee.name}, which the module does not define (a library "
                                                 f"routine outside the audited PTX)"))
     return out
@@ -160,7 +161,7 @@ def store_dtypes(module, kernel, spec) -> tuple[list, dict]:
         elif is_f and fmt is None:
             bad = f"stores .{t} floats into {name}, a {dtype} buffer"
         if bad:
-            out.append(AuditFinding(rule="validate.store-dtype", loc=_loc(i), message=f"{i.opcode}: {bad}"))
+            out.append(AuditFinding(rule=R.STORE_DTYPE.id, loc=_loc(i), message=f"{i.opcode}: {bad}"))
     return out, {"checked": checked, "untraced": untraced}
 
 
@@ -179,14 +180,14 @@ def precision_downgrades(module, kernel, spec) -> list:
                 if d in _NARROW and s in _FLOAT_RANK and _FLOAT_RANK[s] > _NARROW[d] \
                         and d.replace("x2", "") not in present:
                     out.append(AuditFinding(
-                        rule="validate.precision-downgrade", loc=_loc(i),
+                        rule=R.PRECISION_DOWNGRADE.id, loc=_loc(i),
                         message=f"{i.opcode}: converts .{s} to .{d}, a narrower format than any buffer of the "
                                 f"launch ({', '.join(sorted(present))})"))
             elif (collective_of(i) == "mma" or sync_of(i) == "wgmma.mma") and len(tys) >= 2:
                 for t in tys[1:]:
                     if t in _NARROW and t != "f32" and t.replace("x2", "") not in present:
                         out.append(AuditFinding(
-                            rule="validate.precision-downgrade", loc=_loc(i),
+                            rule=R.PRECISION_DOWNGRADE.id, loc=_loc(i),
                             message=f"{i.opcode}: multiplies .{t} operands while the launch's buffers are "
                                     f"{', '.join(sorted(present))}"))
                         break
@@ -216,38 +217,38 @@ def abi(kernel, spec) -> list:
         ty = p.type.name
         if p.array:
             if t is None:
-                out.append(AuditFinding(rule="validate.abi", loc=where,
+                out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                         message=f"parameter {name} is .b8[{p.array}] (a by-value struct such as a "
                                                 f"tensor map) but the launch gives {'a buffer' if b else 'no tensor map'}"))
             continue
         if b is not None:
             if p.type.bits != 64:
-                out.append(AuditFinding(rule="validate.abi", loc=where,
+                out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                         message=f"buffer {name} is passed as a 64-bit pointer into .{ty} parameter "
                                                 f"({p.type.bits}-bit)"))
             continue
         if t is not None:
             if p.type.bits != 64:
-                out.append(AuditFinding(rule="validate.abi", loc=where,
+                out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                         message=f"tensor map {name} given for .{ty} parameter"))
             continue
         if v is None:
-            out.append(AuditFinding(rule="validate.abi", loc=where, message=f"no value for parameter {name} (.{ty})"))
+            out.append(AuditFinding(rule=R.ABI.id, loc=where, message=f"no value for parameter {name} (.{ty})"))
             continue
         if isinstance(v, bool):
             v = int(v)
         if isinstance(v, float) and not ty.startswith("f"):
-            out.append(AuditFinding(rule="validate.abi", loc=where,
+            out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                     message=f"{name} = {v!r} is a float but the parameter is .{ty}"))
         elif isinstance(v, int) and ty.startswith("f"):
             if float(np.float32(v) if ty == "f32" else float(v)) != v:
-                out.append(AuditFinding(rule="validate.abi", loc=where,
+                out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                         message=f"{name} = {v} is not exactly representable as .{ty}"))
         elif isinstance(v, int) and not _fits(v, ty):
-            out.append(AuditFinding(rule="validate.abi", loc=where,
+            out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                     message=f"{name} = {v} does not fit the parameter's type .{ty}"))
         elif not isinstance(v, (int, float)):
-            out.append(AuditFinding(rule="validate.abi", loc=where,
+            out.append(AuditFinding(rule=R.ABI.id, loc=where,
                                     message=f"{name} = {v!r}: only integers and floats can be passed"))
     return out
 
@@ -285,5 +286,5 @@ def fast_math(module, kernel) -> list:
                 why = "flushes subnormals (--use_fast_math or --ftz=true)"
             else:
                 continue
-            out.append(AuditFinding(rule="validate.fast-math", loc=_loc(i), message=f"{i.opcode}: {why}"))
+            out.append(AuditFinding(rule=R.FAST_MATH.id, loc=_loc(i), message=f"{i.opcode}: {why}"))
     return out

@@ -9,6 +9,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, where as _fmt_loc
 from kverify.semantics.memory_model.protocols import cluster_barrier as CB
 from kverify.semantics.memory_model.protocols import named_barrier as NB
+from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
 
 from ..hb import hb_after, join
 from ..state import U64, SyncObject, Wait
@@ -58,7 +59,7 @@ def _named_barrier(m, w, ins, mask, aligned):
     expected = w.valid & w.live
     if aligned and (expected & ~mask).any():
         missing = np.flatnonzero(expected & ~mask)
-        m.report("barrier.divergence",
+        m.report(BARRIER_DIVERGENCE.id,
                  f"{ins.opcode} {bar_id} (aligned) reached by lanes {lanes[0]}..{lanes[-1]} of {w.describe()} but "
                  f"not by lanes {', '.join(map(str, missing[:8]))}: the condition around it differs between the "
                  f"threads of the warp (§9.7.13.1)", [ins.loc], barrier=bar_id)
@@ -140,7 +141,7 @@ def _bar_complete(m, cta, bar_id, released, value, red_dst):
         all(not any(x in i.mods for x in ("arrive", "red")) and len(i.operands) == 1 for i, _ in locs.values())
     if len(locs) > 1 and cta_wide:
         instrs = sorted(locs, key=lambda l: l.ptx_line)
-        m.report("barrier.divergence",
+        m.report(BARRIER_DIVERGENCE.id,
                  f"one instance of barrier {bar_id} was completed by different barrier instructions at "
                  f"{', '.join(_fmt_loc(l) for l in instrs)}: the threads of {cta.describe()} did not reach "
                  f"the same barrier (§9.7.13.1)", instrs, barrier=bar_id)

@@ -8,6 +8,7 @@ import numpy as np
 
 from kverify.semantics.ir.nodes import PairOp, Reg, Sink
 from kverify.semantics.values.collectives import shfl_source
+from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
 
 from ..state import LANES, U64, low_mask
 from .common import registry
@@ -34,7 +35,7 @@ def _check_members(m, w, ins, mask, membermask):
     need = members & w.live
     if (need & ~mask).any():
         missing = np.flatnonzero(need & ~mask)
-        m.report("barrier.divergence",
+        m.report(BARRIER_DIVERGENCE.id,
                  f"{ins.opcode} with membermask {membermask:#010x} executed by {w.describe()} while lanes "
                  f"{', '.join(map(str, missing[:8]))} of the mask do not execute it (§9.7.9.6 / §9.7.13)",
                  [ins.loc], lanes=missing.tolist())

@@ -8,6 +8,7 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import ParenList
+from kverify.semantics.memory_model.execution import TRAP
 
 from ..state import U64
 from .common import registry
@@ -116,6 +117,6 @@ def h_createpolicy(m, w, ins, mask):
 
 @handler("trap", "brkpt")
 def h_trap(m, w, ins, mask):
-    m.report("trap", f"{ins.opcode} executed by {w.describe()}", [ins.loc])
+    m.report(TRAP.id, f"{ins.opcode} executed by {w.describe()}", [ins.loc])
     w.live &= ~mask
     return _exit_gen(m, w, mask)

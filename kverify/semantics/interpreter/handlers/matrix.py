@@ -9,6 +9,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, VecOp, where as _fmt_loc
 from kverify.semantics.memory_model import async_units as AU
 from kverify.semantics.memory_model.protocols import async_groups as AG
+from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, BOUNDS
 
 from ..async_ops import WgmmaOp
 from ..hb import ASYNC, join, tick
@@ -51,7 +52,7 @@ def h_wgmma(m, w, ins, mask):
     if "sp" in ins.mods:
         raise Unsupported("sparse wgmma is not modelled", ins)
     if (w.valid & w.live & ~mask).any():
-        m.report("barrier.divergence", f"wgmma.mma_async (.sync.aligned) executed by part of {w.describe()}",
+        m.report(BARRIER_DIVERGENCE.id, f"wgmma.mma_async (.sync.aligned) executed by part of {w.describe()}",
                  [ins.loc])
     d = ops[0]
     dregs_names = [e.name for e in d.elems] if isinstance(d, VecOp) else [d.name]
@@ -112,7 +113,7 @@ def h_wgmma(m, w, ins, mask):
         idx = cache[ckey] = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(esz)).reshape(-1)
                                                       for r in reads]))
     if idx.max() >= smem.size:
-        m.report("bounds", f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
+        m.report(BOUNDS.id, f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
     if m.check:
         for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC):
@@ -153,7 +154,7 @@ def h_stmatrix(m, w, ins, mask):
     if "m8n8" not in ins.mods:
         raise Unsupported(f"{ins.opcode}: only m8n8 is modelled", ins)
     if (w.valid & w.live & ~mask).any():
-        m.report("barrier.divergence", f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
+        m.report(BARRIER_DIVERGENCE.id, f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
     regs = ins.operands[1].elems
     space = space_of(ins) or "shared"
     for i in range(_nmat(ins)):
@@ -168,7 +169,7 @@ def h_ldmatrix(m, w, ins, mask):
     if "m8n8" not in ins.mods:
         raise Unsupported(f"{ins.opcode}: only m8n8 is modelled", ins)
     if (w.valid & w.live & ~mask).any():
-        m.report("barrier.divergence", f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
+        m.report(BARRIER_DIVERGENCE.id, f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
     dst = ins.operands[0]
     regs = dst.elems if isinstance(dst, VecOp) else (dst,)
     space = space_of(ins) or "shared"

@@ -9,6 +9,7 @@ import numpy as np
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.values import evaluate
+from kverify.semantics.memory_model.execution import BOUNDS, UNINITIALIZED
 
 from ..hb import GENERIC
 from ..memory import (CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
@@ -185,12 +186,12 @@ def _local(m, w, ins, offs, mask, nbytes, vals=None):
     o = offs[lanes]
     if (o < 0).any() or (o + nbytes > w.local.shape[1]).any():
         bad = int(lanes[np.flatnonzero((o < 0) | (o + nbytes > w.local.shape[1]))[0]])
-        m.report("bounds", f"local access at offset {int(offs[bad])} outside the {m.local_size}-byte local frame "
+        m.report(BOUNDS.id, f"local access at offset {int(offs[bad])} outside the {m.local_size}-byte local frame "
                  f"by {m._thread(w, bad)}", [ins.loc])
         return np.zeros(32, U64)
     if vals is None:
         if not w.local_init[lanes[:, None], o[:, None] + np.arange(nbytes)].all():
-            m.report("uninitialized", f"read of uninitialized local memory by {w.describe()}", [ins.loc])
+            m.report(UNINITIALIZED.id, f"read of uninitialized local memory by {w.describe()}", [ins.loc])
         out = np.zeros(32, U64)
         out[lanes] = load_bytes_2d(w.local, lanes, o, nbytes)
         return out
@@ -201,7 +202,7 @@ def _local(m, w, ins, offs, mask, nbytes, vals=None):
 
 def fault(m, w, ins, f):
     lane = f.lane if f.lane >= 0 else 0
-    m.report("bounds", f"{f} ({m._thread(w, lane)} at {_fmt_loc(ins.loc)})", [ins.loc],
+    m.report(BOUNDS.id, f"{f} ({m._thread(w, lane)} at {_fmt_loc(ins.loc)})", [ins.loc],
              address=f.address, thread=m._thread(w, lane))
     return np.zeros(32, U64)
 

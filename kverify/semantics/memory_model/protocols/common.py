@@ -25,21 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-ANCHOR_BASE = "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#"
+from kverify.rules import ANCHOR_BASE  # noqa: F401  (re-exported)
+from kverify.rules import Rule as _Rule
 
 
 @dataclass(frozen=True)
-class Rule:
-    """One stable protocol rule: dotted id (family first) and the ISA text it follows."""
-
-    id: str
-    section: str  # e.g. "§9.7.13.15.16 mbarrier.arrive"
-    anchor: str  # fragment of the PTX ISA page, without '#'
-    summary: str
-
-    @property
-    def url(self) -> str:
-        return ANCHOR_BASE + self.anchor
+class Rule(_Rule):
+    """A protocol rule (registered in ``kverify.rules``) that a step reports as a violation."""
 
     def violation(self, message: str, **details: Any) -> "Violation":
         return Violation(

@@ -1,0 +1,50 @@
+"""Rules of execution and the memory model that no protocol owns: they are decided by the
+interpreter's happens-before shadow (races), its memory accesses (bounds, uninitialized
+reads), its run loop (deadlock, trap) and its warp-collective handlers (divergence); the
+symbolic race checker reports the same race rules. Each is a ``kverify.rules.Rule``.
+
+PTX ISA 9.0: §8 memory consistency model (data races, proxies), §9.7.9.25 asynchronous
+copies, §5.1 state spaces, §9.7.13 synchronization, §9.7.19 trap.
+"""
+from __future__ import annotations
+
+from kverify.rules import Rule
+
+MCM = "memory-consistency-model"
+
+RACE_SHARED = Rule(
+    "race.shared", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
+    "two accesses to the same shared-memory bytes, at least one a write, not ordered by happens-before "
+    "(a barrier, an mbarrier phase, a fence with release/acquire)")
+RACE_GLOBAL = Rule(
+    "race.global", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
+    "two accesses to the same global-memory bytes, at least one a write, not ordered by happens-before")
+RACE_ASYNC_PROXY = Rule(
+    "race.async-proxy", "§8.6 proxies; §9.7.13.4 membar/fence (fence.proxy.async)",
+    "parallel-synchronization-and-communication-instructions-membar",
+    "a generic-proxy access and an async-proxy access (TMA, bulk copy, wgmma operand) to the same bytes "
+    "without a fence.proxy.async between them")
+RACE_ASYNC_PENDING = Rule(
+    "race.async-pending", "§9.7.9.25 data movement: asynchronous copies (completion mechanisms)",
+    "data-movement-and-conversion-instructions-cp-async",
+    "an access to the source or destination of an asynchronous copy before its completion is observed "
+    "(mbarrier phase, wait_group)")
+BOUNDS = Rule(
+    "bounds", "§5.1 state spaces", "state-spaces",
+    "an access outside the memory its address can reach (a buffer of the launch, a shared variable, the "
+    "local frame, a parameter)")
+UNINITIALIZED = Rule(
+    "uninitialized", "§5.1 state spaces (shared and local memory are not initialized)", "state-spaces",
+    "a read of shared or local memory no thread wrote before it")
+TRAP = Rule(
+    "trap", "§9.7.19.4 trap; brkpt", "miscellaneous-instructions-trap",
+    "trap or brkpt executed: the launch aborts")
+DEADLOCK = Rule(
+    "deadlock", "§9.7.13 parallel synchronization (barriers and waits that never complete)",
+    "parallel-synchronization-and-communication-instructions",
+    "threads block on a barrier, mbarrier phase or group wait that nothing left running can complete")
+BARRIER_DIVERGENCE = Rule(
+    "barrier.divergence", "§9.7.13.1 bar/barrier (.aligned); §9.7.15 wgmma (.sync.aligned)",
+    "parallel-synchronization-and-communication-instructions-bar-barrier",
+    "an .aligned or warp-collective instruction executed by only part of the threads that must execute it "
+    "together")
