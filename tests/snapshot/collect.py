@@ -15,16 +15,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's kverify, whatever is installed
 ZOO = ROOT / "tests" / "zoo"
 OUT = Path(__file__).resolve().parent / "verdicts.json"
 
 
 def _cli(argv) -> tuple[int, str]:
-    try:
-        from kverify.verifier.cli import main
-    except ImportError:  # the layout before the kverify package
-        sys.path.insert(0, str(ROOT))
-        from verifier.cli import main
+    from kverify.verifier.cli import main
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
         rc = main(argv)
@@ -66,11 +63,7 @@ def run_entries():
 
 
 def equiv_entries():
-    try:
-        from kverify.verifier.equivalence import equivalence_report
-    except ImportError:  # the layout before the kverify package
-        sys.path.insert(0, str(ROOT))
-        from verifier.equivalence import equivalence_report
+    from kverify.verifier.equivalence import equivalence_report
     import tempfile
 
     pairs = json.loads((ZOO / "equivalence.json").read_text())["pairs"]
