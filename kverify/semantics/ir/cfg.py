@@ -2,7 +2,7 @@
 
 The flat instruction list (labels and instructions, as the PTX front end flattens a body)
 becomes basic blocks and a CFG over them (networkx), with ``EXIT`` for leaving the
-function; branch (``bra``, PTX ISA 9.7.12.3) and ``ret``/``exit`` end a block. Also owns the
+function; branch (``bra``, PTX ISA 9.7.12) and ``ret``/``exit`` end a block. Also owns the
 reachable part of a CFG in plain lists, with its depth-first postorder and immediate
 dominators (Cooper, Harvey and Kennedy), which ``structure`` uses for natural loops.
 """

@@ -1,6 +1,6 @@
 """Barriers, mbarriers and asynchronous copies in the equivalence walk: ``bar``/
-``barrier`` (PTX ISA 9.7.13.1), the ``mbarrier`` object through the mbarrier protocol's
-step (PTX ISA 9.7.13.15), and ``cp.async``/``cp.async.bulk`` (PTX ISA 9.7.9.25), which
+``barrier`` (PTX ISA 9.7.13), the ``mbarrier`` object through the mbarrier protocol's
+step (PTX ISA 9.7.13.15), and ``cp.async``/``cp.async.bulk`` (PTX ISA 9.7.9), which
 complete at issue (exact for race-free kernels).
 """
 from __future__ import annotations

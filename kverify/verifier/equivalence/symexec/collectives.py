@@ -1,6 +1,7 @@
 """Warp collectives in the equivalence walk: a thread reaching ``shfl``/``vote``/``elect``/
 ``activemask``/``redux``/``match`` blocks with its operands; once every live thread of the
-warp is blocked the collective runs on all lanes at once (PTX ISA 9.7.8.6, 9.7.13.x).
+warp is blocked the collective runs on all lanes at once (``shfl.sync`` PTX ISA 9.7.9, the
+others 9.7.13).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Value instructions in the equivalence walk: every row whose ``semantics`` is a value
-family (``kverify.semantics.values.FAMILIES``, PTX ISA 9.7.1-9.7.8) runs through the
+family (``kverify.semantics.values.FAMILIES``, PTX ISA 9.7.1-9.7.9) runs through the
 algebra's ``family``, with predicate logic on concrete booleans, vector pack/unpack of
 ``mov``, and the carry flag CC.CF (PTX ISA 9.7.2) as per-thread state.
 """
