@@ -6,7 +6,7 @@ import random
 import pytest
 
 from conftest import ZOO, zoo_ptx_files
-from kverify.semantics.ir import cfg, ptx, ptx_fast
+from kverify.semantics.ir import induction, ptx, ptx_fast
 from kverify.semantics.ir.nodes import Loop
 from kverify.semantics.ir.visit import walk
 
@@ -221,8 +221,8 @@ def test_every_iteration_matches_its_definition():
         for k in m.kernels:
             for s, _ in walk(k.body):
                 if isinstance(s, Loop):
-                    every = cfg._EveryIteration(s)
-                    for ins in cfg._instrs(s.body):
-                        assert every(ins) == cfg._on_every_iteration(s, ins)
+                    every = induction._EveryIteration(s)
+                    for ins in induction._instrs(s.body):
+                        assert every(ins) == induction._on_every_iteration(s, ins)
                         checked += 1
     assert checked > 100

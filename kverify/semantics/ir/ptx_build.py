@@ -3,7 +3,7 @@ become ``Module``/``Kernel``/``Instr`` nodes. Nested scopes are flattened (a cla
 register or label declared in a nested scope is renamed ``name$N``), names resolve to
 registers, symbols or labels, each opcode is split by the op table and checked against its
 row (modifier forms, operand count, check functions), and PTX bodies are structured
-(``cfg.structure``).
+(``structure.structure``).
 """
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class _Assembler:
             return None
         prm = tuple(self.param(x) for x in params)
         rts = tuple(self.param(x) for x in rets)
-        from .cfg import structure
+        from .structure import structure
 
         loc = Loc(self.path, line, col, line)
         if self.mode == "ir":

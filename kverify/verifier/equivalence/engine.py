@@ -24,10 +24,11 @@ import z3
 
 from kverify.launch import dtypes, lookup, param_key
 from kverify.launch.dtypes import np_dtype
+from kverify.semantics.ir.errors import Unsupported
 
 from . import realterm as R
 from .algebra import DataDependent, ModelUnsupported, make_algebra
-from .symexec import Budget, Executor, Unsupported
+from .symexec import Budget, Executor
 
 MODELS = ("real", "bitexact", "int")
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

@@ -1,0 +1,328 @@
+"""The executor of the equivalence walk: runs the structured IR of one kernel for every
+thread of every CTA of one launch (see the package docstring for the execution order), and
+owns the thread and CTA state, the walk over statements (``If``/``Loop``/``Block``/
+``Break``/``Continue``, PTX ISA 9.7.12), registers and operands, the control handlers
+(``ret``/``exit``/``call``), and which handler runs the instructions of each op-table row
+(``handler_name``, from the row's ``flow``/``collective``/``semantics``/``effect``/``sync``
+columns).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kverify.launch.layout import PARAM_WINDOW
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
+from kverify.semantics.ir.nodes import where as _loc
+from kverify.semantics.ir.optable import flow_of
+from kverify.semantics.ir.visit import RegisterWidths
+from kverify.semantics.values import FAMILIES
+
+from ..algebra import DataDependent, ModelUnsupported, is_concrete
+from .barriers import BarrierHandlers
+from .collectives import CollectiveHandlers
+from .layout import SPECIAL, Layout
+from .memory import Memory
+from .values import ValueHandlers
+
+
+class Budget(Exception):
+    pass
+
+
+@dataclass
+class Thread:
+    cta: object
+    linear: int
+    tid: tuple
+    regs: dict = field(default_factory=dict)
+    local: dict = field(default_factory=dict)
+    done: bool = False
+    event: object = None
+    resume: object = None
+    gen: object = None
+
+
+class CTAState:
+    def __init__(self, ctaid):
+        self.ctaid = ctaid
+        self.smem: dict = {}
+        self.mbars: dict = {}
+        self.threads: list = []
+        self.bar_arrived: dict = {}
+
+
+class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers):
+    """Runs one kernel for one launch over an algebra (see :mod:`algebra`)."""
+
+    def __init__(self, module, kernel, spec, algebra, names: dict, tag: str, max_steps: int = 5_000_000):
+        """``names`` maps this kernel's buffer parameter keys to the variable names shared
+        with the other kernel; ``tag`` distinguishes this kernel's fresh variables."""
+        self.module, self.kernel, self.spec, self.alg = module, kernel, spec, algebra
+        self.tag = tag
+        self.max_steps = max_steps
+        self.steps = 0
+        self.gmem: dict = {}
+        self.reg_width = RegisterWidths(module)
+        self.funcs = {k.name: k for k in module.kernels}
+        self._dec = {}
+        self._layout(names)
+        self.handlers = {}
+        for name, row in __import__("kverify.semantics.ir.optable", fromlist=["OPS"]).OPS.items():
+            h = handler_name(row)
+            if h is not None:
+                self.handlers[name] = getattr(self, h)
+
+    # ------------------------------------------------------------------ run
+    def run(self):
+        gx, gy, gz = self.spec.grid
+        if self.spec.cluster != (1, 1, 1):
+            raise Unsupported("thread-block clusters")
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(gx):
+                    self._run_cta(CTAState((x, y, z)))
+        return self
+
+    def _run_cta(self, cta):
+        bx, by, bz = self.spec.block
+        n = bx * by * bz
+        for t in range(n):
+            th = Thread(cta, t, (t % bx, (t // bx) % by, t // (bx * by)))
+            th.gen = self._thread_main(th)
+            cta.threads.append(th)
+        runnable = list(cta.threads)
+        warps = [cta.threads[i:i + 32] for i in range(0, n, 32)]
+        while True:
+            for th in runnable:
+                try:
+                    th.event = th.gen.send(th.resume)
+                except StopIteration:
+                    th.done = True
+                    th.event = None
+                th.resume = None
+            runnable = []
+            live = [t for t in cta.threads if not t.done]
+            if not live:
+                return
+            # warp collectives: once every live thread of the warp is blocked
+            for w in warps:
+                groups = {}
+                for t in w:
+                    if not t.done and t.event[0] == "coll":
+                        groups.setdefault(id(t.event[1]), []).append(t)
+                for members in groups.values():
+                    self._collective(members)
+                    runnable.extend(members)
+            if runnable:
+                continue
+            # mbarrier waits
+            for t in live:
+                if t.event[0] == "mbar":
+                    st, parity = t.event[1], t.event[2]
+                    if st.phase % 2 != parity or (st.phase >= 2 and st.phase % 2 == parity and False):
+                        runnable.append(t)
+            if runnable:
+                continue
+            # barriers
+            byid = {}
+            for t in live:
+                if t.event[0] == "bar":
+                    byid.setdefault(t.event[1], []).append(t)
+            for bid, ts in byid.items():
+                need = ts[0].event[2] or len(live)
+                arrived = len(ts) + cta.bar_arrived.get(bid, 0)
+                if arrived >= need:
+                    cta.bar_arrived[bid] = 0
+                    runnable.extend(ts)
+            if not runnable:
+                waits = sorted({f"{t.event[0]} at {_loc(t.event[-1])}" for t in live})
+                raise Unsupported(f"no thread of CTA {cta.ctaid} can proceed (deadlock or an unsupported "
+                                  f"synchronization pattern): {'; '.join(waits[:4])}")
+
+    def _thread_main(self, t):
+        yield from self.exec_stmts(t, self.kernel.body)
+
+    # ------------------------------------------------------------------ statements
+    def exec_stmts(self, t, stmts):
+        for s in stmts:
+            ty = type(s)
+            if ty is Instr:
+                if s.guard is not None:
+                    g = self.pred(t, s.guard.reg)
+                    g = self.alg.truth(g, f"the guard of {s.opcode} at {_loc(s)}")
+                    if g == s.guard.negated:
+                        continue
+                self.steps += 1
+                if self.steps > self.max_steps:
+                    raise Budget(f"step budget of {self.max_steps} thread-instructions exhausted")
+                h = self.handlers.get(s.op)
+                if h is None or not s.supported:
+                    raise Unsupported(f"unsupported instruction {s.opcode}", s)
+                try:
+                    r = h(t, s)
+                except (DataDependent, ModelUnsupported) as e:
+                    if not getattr(e, "located", False):
+                        e.args = (f"{e.args[0] if e.args else e} at {_loc(s)} ({s.opcode})",)
+                        e.located = True
+                    raise
+                if r is not None:
+                    if r == "exit":
+                        return "exit"
+                    sig = yield from r
+                    if sig == "exit":
+                        return "exit"
+            elif ty is If:
+                c = self.alg.truth(self.pred(t, s.cond), f"the branch at {_loc(s)}")
+                if s.negated:
+                    c = not c
+                body = s.then if c else s.orelse
+                if body:
+                    sig = yield from self.exec_stmts(t, body)
+                    if sig is not None:
+                        return sig
+            elif ty is Loop:
+                while True:
+                    sig = yield from self.exec_stmts(t, s.body)
+                    if sig is None:
+                        break
+                    if sig == ("continue", s.label):
+                        continue
+                    if sig == ("break", s.label):
+                        break
+                    return sig
+            elif ty is Block:
+                sig = yield from self.exec_stmts(t, s.body)
+                if sig is not None and sig != ("break", s.label):
+                    return sig
+            elif ty is Break:
+                return ("break", s.label)
+            elif ty is Continue:
+                return ("continue", s.label)
+        return None
+
+    # ------------------------------------------------------------------ registers
+    def reg(self, t, name):
+        v = t.regs.get(name)
+        if v is not None:
+            return v
+        base, _, comp = name.partition(".")
+        if base in SPECIAL:
+            return SPECIAL[base](self, t, comp)
+        return False if self.reg_width(name) == 1 else 0
+
+    def pred(self, t, r):
+        v = self.reg(t, r.name)
+        if type(v) is int:
+            return v != 0
+        return v
+
+    def val(self, t, op, bits=64):
+        ty = type(op)
+        if ty is Reg:
+            return self.alg.fit(self.reg(t, op.name), bits) if bits != 1 else self.reg(t, op.name)
+        if ty is Imm:
+            return op.value & ((1 << bits) - 1)
+        if ty is FImm:
+            if bits == 64 and op.width == 32:
+                import struct
+                return struct.unpack("<Q", struct.pack("<d", struct.unpack("<f", struct.pack("<I", op.bits))[0]))[0]
+            if bits == 32 and op.width == 64:
+                import struct
+                return struct.unpack("<I", struct.pack("<f", struct.unpack("<d", struct.pack("<Q", op.bits))[0]))[0]
+            return op.bits
+        if ty is Neg:
+            return self.alg.pnot(self.pred(t, op.reg))
+        if ty is Sym:
+            return (self.symbol_address(op.name) + op.offset) & ((1 << bits) - 1)
+        raise Unsupported(f"operand {op} is not a value")
+
+    def write(self, t, dst, value):
+        ty = type(dst)
+        if ty is Sink:
+            return
+        if ty is not Reg:
+            raise Unsupported(f"destination {dst} is not a register")
+        w = self.reg_width(dst.name)
+        if w == 1:
+            if type(value) is int:
+                value = value != 0
+            t.regs[dst.name] = value
+            return
+        if type(value) is bool:
+            value = int(value)
+        t.regs[dst.name] = self.alg.fit(value, w)
+
+    def symbol_address(self, name):
+        if name in self.smem_vars:
+            return self.smem_vars[name]
+        if name in self.param_off:
+            return PARAM_WINDOW + self.param_off[name]
+        if name in self.local_vars:  # the address in the local state space (cvta.local makes it generic)
+            return self.local_vars[name]
+        if name in self.const_vars:
+            return self.const_vars[name]
+        raise Unsupported(f"unknown symbol {name}")
+
+    def addr(self, t, a: Addr) -> int:
+        if a.base is None:
+            return a.offset
+        if isinstance(a.base, Sym):
+            return self.symbol_address(a.base.name) + a.base.offset + a.offset
+        v = self.reg(t, a.base.name)
+        if not is_concrete(v):
+            raise DataDependent(f"the address [{a}] depends on input data")
+        return int(v) + a.offset
+
+    # ------------------------------------------------------------------ control handlers
+    def h_exit(self, t, ins):
+        if flow_of(ins) == "return" and getattr(t, "frames", None):
+            raise Unsupported("ret inside a called function", ins)
+        return "exit"
+
+    def h_nop(self, t, ins):
+        return None
+
+    def h_call(self, t, ins):
+        raise Unsupported("calls of device functions", ins)
+
+
+#: Handlers chosen by a row's ``sync`` column (the synchronization effect it has).
+SYNC_HANDLERS = {
+    "bar": "h_bar", "cluster.barrier": "h_bar", "cp.async": "h_cp_async",
+    "mbarrier.init": "h_mbar_init", "mbarrier.arrive": "h_mbar_arrive",
+    "mbarrier.arrive_drop": "h_mbar_arrive", "mbarrier.expect_tx": "h_mbar_tx",
+    "mbarrier.complete_tx": "h_mbar_tx", "mbarrier.wait": "h_mbar_wait",
+    # effects with nothing to do for one thread's values (fences, group bookkeeping:
+    # copies complete at issue)
+    "bar.warp.sync": "h_nop", "fence": "h_nop", "fence.proxy.async": "h_nop",
+    "fence.proxy.alias": "h_nop", "fence.mbarrier_init": "h_nop", "cp.async.commit": "h_nop",
+    "cp.async.wait": "h_nop", "cp.async.wait_all": "h_nop", "bulk.commit": "h_nop",
+    "bulk.wait": "h_nop", "griddepcontrol": "h_nop", "setmaxnreg": "h_nop",
+}
+COLLECTIVE_HANDLED = ("shuffle", "vote", "elect", "activemask", "reduce", "match")
+
+
+def handler_name(row) -> str | None:
+    """The method that executes instructions of an op-table row, from its columns; ``None``
+    for a row this engine does not model."""
+    if row.flow in ("return", "exit"):
+        return "h_exit"
+    if row.flow == "call":
+        return "h_call"
+    if row.collective in COLLECTIVE_HANDLED:
+        return "h_coll"
+    if row.semantics == "cvta":
+        return "h_cvta"
+    if row.semantics in FAMILIES:
+        return "h_value"
+    first = row.operands[0].access if row.operands else None
+    if row.effect == "memory" and row.collective is None and row.semantics is None:
+        return {"def": "h_ld", "store": "h_st"}.get(first)
+    if row.sync == "bulk.copy" and first == "store" and any(s.name == "size" for s in row.operands):
+        return "h_bulk"  # cp.async.bulk (not the tensor or reduce forms)
+    if row.effect == "sync" or row.sync == "cp.async":  # not st.async / red.async
+        return SYNC_HANDLERS.get(row.sync)
+    if row.sync is not None:
+        return None
+    return "h_nop" if row.effect == "nop" else None

@@ -1,0 +1,149 @@
+"""The layout of one launch in the equivalence walk: the input/output buffers in global
+memory (``kverify.launch.layout``), the parameter bytes (by-value arguments and buffer
+addresses), the offsets of ``.shared``/``.local``/``.const`` variables, and the values of
+the special registers (PTX ISA 10, special registers) for a thread of the launch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
+from kverify.launch.layout import GLOBAL_BASE, align_up, next_buffer
+from kverify.semantics.ir.errors import Unsupported
+
+
+@dataclass
+class Buffer:
+    name: str  # the name used for its symbolic variables (shared by both kernels)
+    param: str  # the kernel's own parameter name
+    dtype: str
+    shape: tuple
+    start: int  # global address
+    esize: int
+
+    @property
+    def count(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self):
+        return self.count * self.esize
+
+
+class Layout:
+    """The layout part of :class:`~.executor.Executor`."""
+
+    # ------------------------------------------------------------------ layout
+    def _layout(self, names):
+        spec, kernel = self.spec, self.kernel
+        self.buffers: list[Buffer] = []
+        off = 0
+        for i, p in enumerate(kernel.params):
+            b = lookup(spec.buffers, kernel, i)
+            if b is None:
+                continue
+            key = param_key(kernel, i)
+            shape = tuple(int(s) for s in b["shape"])
+            buf = Buffer(names.get(key, key), key, b["dtype"], shape, GLOBAL_BASE + off,
+                         dtypes.itemsize(b["dtype"]))
+            self.buffers.append(buf)
+            off = next_buffer(off, buf.nbytes)
+        by_key = {b.param: b for b in self.buffers}
+        self.param_bytes = {}
+        offsets, _ = param_offsets(kernel)
+        self.param_off = {name: o for name, (o, _) in offsets.items()}
+        for i, p in enumerate(kernel.params):
+            poff = self.param_off[p.name]
+            key = param_key(kernel, i)
+            if p.array:
+                raise Unsupported(f"by-value array parameter {key} (tensor maps are not supported)")
+            if key in by_key:
+                value = by_key[key].start
+            else:
+                v = lookup(spec.args, kernel, i)
+                if v is None:
+                    raise Unsupported(f"launch spec: no value for parameter {key}")
+                value = arg_bits(v, p.type.name)
+            size = p.size
+            value &= (1 << (8 * size)) - 1
+            for j in range(size):
+                self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
+        self.smem_vars = {}
+        soff = 0
+        dyn = []
+        for v in list(self.module.vars) + list(kernel.vars):
+            if v.space != "shared":
+                continue
+            if v.extern:
+                dyn.append(v)
+                continue
+            soff = align_up(soff, v.align or max(v.type.bits // 8, 1))
+            self.smem_vars[v.name] = soff
+            soff += v.size
+        if dyn:
+            soff = align_up(soff, 1024)
+            for v in dyn:
+                self.smem_vars[v.name] = soff
+        self.local_vars = {}
+        loff = 0
+        for v in kernel.vars:
+            if v.space == "local":
+                loff = align_up(loff, v.align or 8)
+                self.local_vars[v.name] = loff
+                loff += v.size
+        self.const_bytes = {}
+        self.const_vars = {}
+        coff = 0
+        for v in self.module.vars:
+            if v.space == "const":
+                coff = align_up(coff, v.align or 8)
+                self.const_vars[v.name] = coff
+                if v.init:
+                    esz = v.type.bits // 8
+                    for j, x in enumerate(v.init):
+                        for k in range(esz):
+                            self.const_bytes[coff + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
+                coff += v.size
+        for v in self.module.vars:
+            if v.space == "global":
+                raise Unsupported(f"module-scope .global variable {v.name}")
+
+    def buffer_at(self, addr):
+        for b in self.buffers:
+            if b.start <= addr < b.start + b.nbytes:
+                return b
+        return None
+
+
+def _dim(v, comp):
+    return v[{"x": 0, "y": 1, "z": 2}.get(comp or "x", 0)]
+
+
+SPECIAL = {
+    "%tid": lambda e, t, c: _dim(t.tid, c),
+    "%ntid": lambda e, t, c: _dim(e.spec.block, c),
+    "%ctaid": lambda e, t, c: _dim(t.cta.ctaid, c),
+    "%nctaid": lambda e, t, c: _dim(e.spec.grid, c),
+    "%laneid": lambda e, t, c: t.linear % 32,
+    "%warpid": lambda e, t, c: t.linear // 32,
+    "%nwarpid": lambda e, t, c: 64,
+    "%smid": lambda e, t, c: 0,
+    "%nsmid": lambda e, t, c: 132,
+    "%gridid": lambda e, t, c: 0,
+    "%lanemask_eq": lambda e, t, c: 1 << (t.linear % 32),
+    "%lanemask_lt": lambda e, t, c: (1 << (t.linear % 32)) - 1,
+    "%lanemask_le": lambda e, t, c: ((1 << (t.linear % 32 + 1)) - 1) & 0xFFFFFFFF,
+    "%lanemask_gt": lambda e, t, c: (~((1 << (t.linear % 32 + 1)) - 1)) & 0xFFFFFFFF,
+    "%lanemask_ge": lambda e, t, c: (~((1 << (t.linear % 32)) - 1)) & 0xFFFFFFFF,
+    "%cluster_ctarank": lambda e, t, c: 0,
+    "%cluster_nctarank": lambda e, t, c: 1,
+    "%cluster_ctaid": lambda e, t, c: 0,
+    "%cluster_nctaid": lambda e, t, c: 1,
+    "%clusterid": lambda e, t, c: _dim(t.cta.ctaid, c),
+    "%nclusterid": lambda e, t, c: _dim(e.spec.grid, c),
+    "%is_explicit_cluster": lambda e, t, c: False,
+    "%dynamic_smem_size": lambda e, t, c: e.spec.dynamic_smem,
+}

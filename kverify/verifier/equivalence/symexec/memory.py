@@ -1,0 +1,228 @@
+"""Memory of the equivalence walk: a map from byte address to the stored value (and the
+store's source line) per state space (global per launch, shared per CTA, local per
+thread, param and const bytes read-only), generic addresses by window (PTX ISA 5.1 state
+spaces, 6.4.1 generic addressing), loads assembled from bytes, unwritten global memory as
+the input variables; and the handlers of ``ld``, ``st`` and ``cvta`` (PTX ISA 9.7.9).
+"""
+from __future__ import annotations
+
+from kverify.launch.layout import CTA_MASK, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.nodes import Reg, VecOp
+from kverify.semantics.ir.types import SCALAR_BITS
+
+from ..algebra import DataDependent, is_concrete
+
+
+SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
+          "param::func", "const")
+
+
+def space_of(ins):
+    for mo in ins.mods:
+        if mo in SPACES:
+            return mo
+    return None
+
+
+class Memory:
+    """The memory part of :class:`~.executor.Executor`."""
+
+    # ------------------------------------------------------------------ memory
+    def _region(self, t, space, addr):
+        """(store dict, key address, kind) for an access."""
+        if space in (None, "generic"):
+            if SHARED_WINDOW <= addr < SHARED_WINDOW + WINDOW_SIZE:
+                return self._region(t, "shared", addr - SHARED_WINDOW)
+            if LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
+                return t.local, addr - LOCAL_WINDOW, "local"
+            if PARAM_WINDOW <= addr < PARAM_WINDOW + WINDOW_SIZE:
+                return None, addr - PARAM_WINDOW, "param"
+            return self.gmem, addr, "global"
+        if space == "global":
+            return self.gmem, addr, "global"
+        if space.startswith("shared"):
+            if addr >> 24:
+                raise Unsupported("distributed shared memory (shared::cluster addresses of other CTAs)")
+            return t.cta.smem, addr & CTA_MASK, "shared"
+        if space == "local":
+            return t.local, addr - LOCAL_WINDOW if addr >= LOCAL_WINDOW else addr, "local"
+        if space.startswith("param"):
+            return None, addr - PARAM_WINDOW if addr >= PARAM_WINDOW else addr, "param"
+        if space == "const":
+            return None, addr, "const"
+        raise Unsupported(f"state space {space}")
+
+    def load(self, t, space, addr, n, ins=None):
+        store, a, kind = self._region(t, space, addr)
+        if kind in ("param", "const"):
+            src = self.param_bytes if kind == "param" else self.const_bytes
+            v = 0
+            for j in range(n):
+                b = src.get(a + j)
+                if b is None:
+                    raise Unsupported(f"{kind} load outside the known {kind} bytes", ins)
+                v |= b << (8 * j)
+            return v
+        e = store.get(a)
+        if e is not None and e[0] == n:
+            return e[1]
+        return self._assemble(store, a, n, kind, t)
+
+    def _assemble(self, store, a, n, kind, t):
+        pieces = []
+        j = 0
+        while j < n:
+            b = a + j
+            found = None
+            for k in range(0, 16):
+                e = store.get(b - k)
+                if e is not None and e[0] > k:
+                    found = (b - k, e)
+                    break
+            if found is not None:
+                start, (sz, v, _loc_) = found
+                lo = b - start
+                take = min(sz - lo, n - j)
+                pieces.append((self.alg.extract_bytes(v, lo, take, sz), take))
+                j += take
+                continue
+            # unwritten: input variables (global) or fresh variables
+            if kind == "global":
+                buf = self.buffer_at(b)
+                if buf is None:
+                    raise Unsupported(f"global load at {b:#x} outside every buffer")
+                idx = (b - buf.start) // buf.esize
+                es = buf.start + idx * buf.esize
+                v = self.initial(buf, idx)
+                lo = b - es
+                take = min(buf.esize - lo, n - j)
+                pieces.append((self.alg.extract_bytes(v, lo, take, buf.esize), take))
+                j += take
+                continue
+            where = f"cta{t.cta.ctaid}" if kind == "shared" else f"t{t.linear}.cta{t.cta.ctaid}"
+            v = self.alg.fresh(f"uninit.{self.tag}.{kind}.{where}.{b}", 8)
+            pieces.append((v, 1))
+            j += 1
+        if len(pieces) == 1:
+            return pieces[0][0]
+        return self.alg.concat_bytes(pieces)
+
+    def initial(self, buf, idx):
+        return self.alg.input_value(f"{buf.name}[{idx}]", buf.dtype, 8 * buf.esize)
+
+    def store(self, t, space, addr, n, value, loc):
+        store, a, kind = self._region(t, space, addr)
+        if kind in ("param", "const"):
+            raise Unsupported(f"store to {kind} space")
+        if kind == "global" and self.buffer_at(a) is None:
+            raise Unsupported(f"global store at {a:#x} outside every buffer (out of bounds)")
+        self._clear(store, a, n, kind, t)
+        store[a] = (n, value, loc)
+
+    def _clear(self, store, a, n, kind, t):
+        """Remove or split stored values that overlap ``[a, a+n)``."""
+        for k in range(1, 16):
+            e = store.get(a - k)
+            if e is not None and e[0] > k:
+                sz, v, lc = e
+                del store[a - k]
+                for j in range(sz):
+                    b = a - k + j
+                    if a <= b < a + n:
+                        continue
+                    store[b] = (1, self.alg.extract_bytes(v, j, 1, sz), lc)
+        for j in range(0, n):
+            e = store.get(a + j)
+            if e is None:
+                continue
+            sz, v, lc = e
+            del store[a + j]
+            if j + sz > n:
+                for q in range(n - j, sz):
+                    store[a + j + q] = (1, self.alg.extract_bytes(v, q, 1, sz), lc)
+
+    def output_terms(self):
+        """{buffer name: [(term, store loc or None) per element]} for the launch's outputs
+        (all buffers when the spec names none)."""
+        outs = set(self.spec.outputs)
+        res = {}
+        for b in self.buffers:
+            if outs and b.param not in outs:
+                continue
+            vals = []
+            for i in range(b.count):
+                a = b.start + i * b.esize
+                e = self.gmem.get(a)
+                if e is not None and e[0] == b.esize:
+                    vals.append((e[1], e[2]))
+                else:
+                    v = self._assemble(self.gmem, a, b.esize, "global", None)
+                    loc = None
+                    for k in range(b.esize):
+                        for kk in range(16):
+                            ee = self.gmem.get(a + k - kk)
+                            if ee is not None and ee[0] > kk:
+                                loc = ee[2]
+                                break
+                        if loc:
+                            break
+                    vals.append((v, loc))
+            res[b.name] = vals
+        return res
+
+    # ------------------------------------------------------------------ handlers
+    def h_cvta(self, t, ins):
+        sp = space_of(ins)
+        a = self.val(t, ins.operands[1], 64)
+        if not is_concrete(a):
+            raise DataDependent("cvta of input data")
+        to = "to" in ins.mods
+        if sp == "global" or sp is None or sp == "const":
+            r = a
+        elif sp.startswith("shared"):
+            r = a - SHARED_WINDOW if to else a + SHARED_WINDOW
+        elif sp == "local":
+            r = a - LOCAL_WINDOW if to else a + LOCAL_WINDOW
+        elif sp.startswith("param"):
+            r = a - PARAM_WINDOW if to else (a + PARAM_WINDOW if a < PARAM_WINDOW else a)
+        else:
+            raise Unsupported(f"cvta for {sp}", ins)
+        self.write(t, ins.operands[0], r & ((1 << 64) - 1))
+
+    def _elem_bytes(self, ins):
+        d = self._dec.get(id(ins))
+        if d is None:
+            tys = ins.types()
+            if not tys:
+                raise Unsupported(f"{ins.opcode}: no type", ins)
+            d = self._dec[id(ins)] = (tys[-1], max(SCALAR_BITS[tys[-1]] // 8, 1), ins)
+        return d[0], d[1]
+
+    def h_ld(self, t, ins):
+        ty, nb = self._elem_bytes(ins)
+        dst, a = ins.operands[0], ins.operands[1]
+        space = space_of(ins)
+        base = self.addr(t, a)
+        elems = dst.elems if isinstance(dst, VecOp) else (dst,)
+        for j, d in enumerate(elems):
+            v = self.load(t, space, base + j * nb, nb, ins)
+            if isinstance(d, Reg) and self.reg_width(d.name) > 8 * nb and ty.startswith("s"):
+                v = self.alg.fit(v, 8 * nb)
+                if type(v) is int:
+                    if v >> (8 * nb - 1):
+                        v -= 1 << (8 * nb)
+                    v &= (1 << self.reg_width(d.name)) - 1
+                else:
+                    v = self.alg.fit(v, self.reg_width(d.name), signed=True)
+            self.write(t, d, v)
+
+    def h_st(self, t, ins):
+        ty, nb = self._elem_bytes(ins)
+        a, src = ins.operands[0], ins.operands[1]
+        space = space_of(ins)
+        base = self.addr(t, a)
+        elems = src.elems if isinstance(src, VecOp) else (src,)
+        for j, s in enumerate(elems):
+            v = self.val(t, s, 8 * nb)
+            self.store(t, space, base + j * nb, nb, v, ins.loc)
