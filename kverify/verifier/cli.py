@@ -303,7 +303,10 @@ def _add_equiv(sub):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kverify import __version__
+
     p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
+    p.add_argument("--version", action="version", version=f"kverify {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     s = sub.add_parser("show", help="print the structured IR of a kernel with its source lines")
     _add_input(s)
