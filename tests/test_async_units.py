@@ -1,4 +1,4 @@
-"""Tests of the TMA / wgmma data semantics in kverify/semantics/memory_model/async_units.py.
+"""Tests of the TMA / wgmma data semantics in kverify/semantics/memory_model/{byte_layout,tma,wgmma}.py.
 
 Expected layouts are built here with independent, deliberately naive scatter code
 (Python loops over elements, the zoo kernels' index formulas), never with the gathers
@@ -15,21 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kverify.semantics.memory_model.async_units import (
+from kverify.semantics.memory_model.byte_layout import bytes_to_values, swizzle_offset, values_to_bytes
+from kverify.semantics.memory_model.tma import TensorMap, tma_load_tile, tma_store_tile
+from kverify.semantics.memory_model.wgmma import (
     Descriptor,
-    TensorMap,
     a_register_fragment_layout,
     accumulator_fragment_layout,
-    bytes_to_values,
     decode_descriptor,
     encode_descriptor,
     fragment_to_matrix,
     load_operand,
     matrix_to_fragment,
-    swizzle_offset,
-    tma_load_tile,
-    tma_store_tile,
-    values_to_bytes,
     wgmma_mma,
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model import wgmma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from .hb import ASYNC, tick
@@ -90,9 +90,9 @@ class WgmmaOp(AsyncOp):
         dt = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "f32": "float32", "e4m3": None,
               "s8": "int8", "u8": "uint8"}
         if aregs0 is None:
-            a = AU.load_operand(smem, desc_a, 64, k, dt[aty], "MN" if tn_a else "K")
+            a = wgmma.load_operand(smem, desc_a, 64, k, dt[aty], "MN" if tn_a else "K")
         else:
-            layout = AU.a_register_fragment_layout(dt[aty])
+            layout = wgmma.a_register_fragment_layout(dt[aty])
             vals = np.zeros((128, layout.shape[1]), np.float32)
             for wi in range(4):
                 w, _, aregs, *_ = self.parts[wi]
@@ -101,9 +101,9 @@ class WgmmaOp(AsyncOp):
                     for h in range(per):
                         bits = (regv >> U64(16 * h)) & U64(0xFFFF)
                         vals[wi * 32:(wi + 1) * 32, r * per + h] = _half_to_f32(bits, aty)
-            a = AU.fragment_to_matrix(vals, layout, (64, k))
-        b = AU.load_operand(smem, desc_b, n, k, dt[bty], "MN" if tn_b else "K")
-        layout = AU.accumulator_fragment_layout(n)
+            a = wgmma.fragment_to_matrix(vals, layout, (64, k))
+        b = wgmma.load_operand(smem, desc_b, n, k, dt[bty], "MN" if tn_b else "K")
+        layout = wgmma.accumulator_fragment_layout(n)
         for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it)
             w, *_ , names = self.parts[wi]
             self.parts[wi] = (w, [w.regs.get(nm, np.zeros(32, U64)) for nm in names]) + tuple(self.parts[wi][2:])
@@ -120,9 +120,9 @@ class WgmmaOp(AsyncOp):
                 for r, regv in enumerate(dregs):
                     for h in range(2):
                         dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = _half_to_f32((regv >> U64(16 * h)) & U64(0xFFFF), dty)
-        dmat = AU.fragment_to_matrix(dvals, layout, (64, n))
-        out = AU.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b)
-        frag = AU.matrix_to_fragment(out, layout)  # (128, n/2)
+        dmat = wgmma.fragment_to_matrix(dvals, layout, (64, n))
+        out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b)
+        frag = wgmma.matrix_to_fragment(out, layout)  # (128, n/2)
         for wi in range(4):
             w, dregs, *_ = self.parts[wi]
             names = self.parts[wi][-1]

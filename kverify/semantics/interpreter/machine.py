@@ -34,7 +34,7 @@ from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, If, Imm, In
 from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr, operand_regs
 from kverify.semantics.ir.visit import RegisterWidths
-from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, UNINITIALIZED
 
@@ -198,7 +198,7 @@ class Machine(MbarrierMixin):
                     esz = dtypes.itemsize(t["dtype"])
                     t["strides"] = [int(x) * esz for x in st[:-1]]  # element strides, innermost 1
                 try:
-                    tm = AU.TensorMap.from_spec(t, bshape)
+                    tm = tma.TensorMap.from_spec(t, bshape)
                 except (ValueError, KeyError) as e:
                     raise KernelError(f"launch spec: tensor map {name!r}: {e}", spec.path, 1, 1) from None
                 self.tensormaps[start] = (tm, bstart, name)

@@ -8,7 +8,7 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, where as _fmt_loc
-from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import CopyOp
@@ -213,14 +213,14 @@ def h_bulk_tensor(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         coords = [int(np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,))[lane]) for c in tm_a.coords]
         coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]
-        offs, inb = AU._tile_geometry(tm, coords)
+        offs, inb = tma._tile_geometry(tm, coords)
         gidx = (offs[inb][:, None] + np.arange(tm.element_size)).reshape(-1) + gstart
         if load:
             d = int(m.addr_values(w, dst_a)[lane])
             dreg, doff = _resolve1(m, w, ins, spaces[0], d, nb)
 
             def action(dreg=dreg, doff=doff, coords=coords):
-                dreg.data[doff:doff + nb] = AU.tma_load_tile(gbuf, tm, coords, doff)
+                dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
 
             mb = m.addr_values(w, ops[2])
             key = m.mbar_at(w, "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta", int(mb[lane]), ins)
@@ -231,7 +231,7 @@ def h_bulk_tensor(m, w, ins, mask):
             sreg, soff = _resolve1(m, w, ins, spaces[-1] if spaces else "shared::cta", s, nb)
 
             def action(sreg=sreg, soff=soff, coords=coords):
-                AU.tma_store_tile(gbuf, tm, coords, sreg.data[soff:soff + nb], soff)
+                tma.tma_store_tile(gbuf, tm, coords, sreg.data[soff:soff + nb], soff)
 
             op = _copy_op(m, w, ins, ins.op, [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))],
                           action, group=w.bulk)

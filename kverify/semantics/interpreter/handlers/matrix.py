@@ -7,7 +7,7 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, VecOp, where as _fmt_loc
-from kverify.semantics.memory_model import async_units as AU
+from kverify.semantics.memory_model import wgmma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, BOUNDS
 
@@ -105,8 +105,8 @@ def h_wgmma(m, w, ins, mask):
         reads = []
         try:
             if desc_a is not None:
-                reads.append(AU.operand_byte_addresses(desc_a, 64, k, dtn[tys[1]], "MN" if tn_a else "K"))
-            reads.append(AU.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K"))
+                reads.append(wgmma.operand_byte_addresses(desc_a, 64, k, dtn[tys[1]], "MN" if tn_a else "K"))
+            reads.append(wgmma.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K"))
         except (ValueError, NotImplementedError, KeyError) as e:
             raise Unsupported(f"wgmma operand layout: {e}", ins)
         esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1}[tys[1]]

@@ -1,0 +1,347 @@
+"""Data semantics of TMA tensor copies (``cp.async.bulk.tensor``, tile mode) as pure numpy.
+
+Owns the tiled tensor map (``TensorMap``, as ``cuTensorMapEncodeTiled`` encodes it: shape,
+strides, box, traversal strides, swizzle, out-of-bound fill) and which bytes a bulk tensor
+copy moves between global and shared memory (``tma_load_tile`` / ``tma_store_tile``).  It
+says *what bytes move where*; it knows nothing about ordering, completion or proxies (those
+are in ``semantics/memory_model/protocols/``).  Global and shared memory are raw ``uint8``
+byte images.  Element types and the swizzle are ``byte_layout``'s.  See
+``docs/async_units.md`` for the formulas and their sources.
+
+Coordinate-order conventions (the single most common source of bugs here):
+
+* ``TensorMap`` uses the **driver / PTX order, innermost dimension first**:
+  ``shape = (dim0 = columns, dim1 = rows, dim2, ...)``, ``box`` likewise, ``strides`` are
+  the byte strides of dims 1.. (dim0 is contiguous), and the PTX tensor coordinates
+  ``{x, y, ...}`` are ``(column, row, ...)``.
+* ``TensorMap.from_spec`` accepts the launch-spec JSON form, which is **row-major,
+  outermost first, as numpy**: ``"shape": [rows, cols]``, ``"box": [box_rows, box_cols]``.
+  It reverses the lists.
+* The shared-memory tile produced by a TMA load is in **row-major box order** (the
+  innermost box dimension is contiguous), i.e. a numpy array of shape
+  ``tuple(reversed(box))``, before the swizzle is applied to its byte offsets.
+
+Sources: PTX ISA 8.x/9.x §9.7.9.27 (``cp.async.bulk.tensor``), §5.5 (tensor / tensor-map
+semantics: bounding box, traversal stride, out-of-bound access, swizzling modes), the CUDA
+driver API ``cuTensorMapEncodeTiled``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .byte_layout import ELEMENT_SIZE, _dtype_name, _swizzle_mode, swizzle_offset, swizzle_span
+
+__all__ = [
+    "TensorMap",
+    "tma_load_tile",
+    "tma_store_tile",
+]
+
+_FLOAT_TYPES = {"float16", "bfloat16", "float32", "tf32", "float64"}
+
+# Bit pattern written for an out-of-bound element under CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_
+# REQUEST_ZERO_FMA.  The driver documentation says "NaN"; the exact payload is not
+# documented.  We use the canonical NVIDIA quiet NaN of each width (all mantissa bits set,
+# sign clear), which is what the GPU produces for NaN results.
+_NAN_BITS = {
+    2: np.array([0xFF, 0x7F], dtype=np.uint8),  # 0x7FFF (f16 and bf16)
+    4: np.array([0xFF, 0xFF, 0xFF, 0x7F], dtype=np.uint8),  # 0x7FFFFFFF
+    8: np.array([0xFF] * 7 + [0x7F], dtype=np.uint8),
+}
+
+
+# ----------------------------------------------------------------------------------------
+# Tensor maps (TMA)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tiled-mode tensor map (``cuTensorMapEncodeTiled``), innermost dimension first.
+
+    shape:        global dims, innermost first: ``(dim0 = columns, dim1 = rows, ...)``
+    strides:      byte strides of dims 1..rank-1 (dim0 is contiguous); multiples of 16
+    box:          box dims, innermost first, each in [1, 256]
+    swizzle:      "none" | "32B" | "64B" | "128B"
+    elem_strides: traversal strides, innermost first, each in [1, 8]; default all 1
+    oob_fill:     "zero" | "nan"  (``CU_TENSOR_MAP_FLOAT_OOB_FILL_{NONE,NAN_REQUEST_ZERO_FMA}``)
+
+    The global base address is not stored: the ``global_bytes`` passed to the copy
+    functions must start at the tensor's global address (slice the buffer if needed).
+    Interleaved layouts, im2col mode and L2 promotion are not modelled.
+    """
+
+    dtype: str
+    shape: tuple
+    strides: tuple
+    box: tuple
+    swizzle: str = "none"
+    elem_strides: tuple = field(default=())
+    oob_fill: str = "zero"
+
+    def __post_init__(self) -> None:
+        name = _dtype_name(self.dtype)
+        object.__setattr__(self, "dtype", name)
+        shape = tuple(int(s) for s in self.shape)
+        strides = tuple(int(s) for s in self.strides)
+        box = tuple(int(b) for b in self.box)
+        es = tuple(int(e) for e in self.elem_strides) or (1,) * len(shape)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "strides", strides)
+        object.__setattr__(self, "box", box)
+        object.__setattr__(self, "elem_strides", es)
+        object.__setattr__(self, "swizzle", _swizzle_mode(self.swizzle))
+        rank = len(shape)
+        if not 1 <= rank <= 5:
+            raise ValueError(f"tensor map rank must be 1..5 (tiled mode), got {rank}")
+        if len(strides) != rank - 1:
+            raise ValueError(
+                f"strides must give the byte strides of dims 1..{rank - 1} "
+                f"({rank - 1} values, innermost first), got {len(strides)}"
+            )
+        if len(box) != rank or len(es) != rank:
+            raise ValueError(f"box and elem_strides must have {rank} entries (innermost first)")
+        if any(s < 1 or s > 2**32 for s in shape):
+            raise ValueError(f"global dims must be in [1, 2^32], got {shape}")
+        if any(s % 16 or s <= 0 or s >= 2**40 for s in strides):
+            raise ValueError(
+                f"global strides must be positive multiples of 16 bytes below 2^40, got {strides}"
+            )
+        if any(b < 1 or b > 256 for b in box):
+            raise ValueError(f"box dims must be in [1, 256], got {box}")
+        if any(e < 1 or e > 8 for e in es):
+            raise ValueError(f"element strides must be in [1, 8], got {es}")
+        esize = ELEMENT_SIZE[name]
+        inner = box[0] * esize
+        if inner % 16:
+            raise ValueError(
+                f"inner box dimension is {box[0]} x {esize} = {inner} bytes; it must be a "
+                "multiple of 16 bytes"
+            )
+        span = swizzle_span(self.swizzle)
+        if span and inner > span:
+            raise ValueError(
+                f"inner box dimension is {inner} bytes ({box[0]} x {name}), larger than the "
+                f"{self.swizzle} swizzle span of {span} bytes; use a smaller box[0] "
+                f"(at most {span // esize} elements) or a wider swizzle"
+            )
+        if self.oob_fill not in ("zero", "nan"):
+            raise ValueError(f"oob_fill must be 'zero' or 'nan', got {self.oob_fill!r}")
+        if self.oob_fill == "nan" and name not in _FLOAT_TYPES:
+            raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
+
+    # -- derived quantities --------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZE[self.dtype]
+
+    @property
+    def box_counts(self) -> tuple:
+        """Elements actually copied per dim, innermost first: ceil(box[i] / elem_strides[i])."""
+        return tuple(-(-b // e) for b, e in zip(self.box, self.elem_strides))
+
+    @property
+    def tile_shape_rowmajor(self) -> tuple:
+        """numpy shape of the shared-memory tile (outermost first)."""
+        return tuple(reversed(self.box_counts))
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes written to shared memory by one load (the complete-tx byte count).
+
+        Out-of-bound elements are filled and count like in-bound ones.
+        """
+        return math.prod(self.box_counts) * self.element_size
+
+    # -- launch-spec form ----------------------------------------------------------------
+    @classmethod
+    def from_spec(cls, d: Mapping, base_shape_rowmajor: Sequence[int] | None = None) -> "TensorMap":
+        """Build a tensor map from the launch-spec JSON form (ROW-MAJOR, outermost first).
+
+        ``d`` keys: ``"dtype"``; ``"shape"``: global dims ``[..., rows, cols]`` (optional:
+        defaults to ``base_shape_rowmajor``); ``"box"``: ``[..., box_rows, box_cols]``;
+        ``"swizzle"`` (default ``"none"``); optional ``"strides"``: byte strides of the
+        outer dims, outermost first (``rank - 1`` values); optional ``"elem_strides"``
+        (row-major) and ``"oob_fill"``.  Other keys (``"buffer"``) are ignored.
+
+        ``base_shape_rowmajor`` is the row-major shape of the underlying buffer.  When
+        ``"strides"`` is absent the buffer is taken to be C-contiguous with that shape
+        (so a map whose ``"shape"`` is smaller than the buffer describes its leading
+        sub-block); if it is None too, the map's own shape is used.
+        """
+        dtype = _dtype_name(d["dtype"])
+        esize = ELEMENT_SIZE[dtype]
+        shape_rm = d.get("shape")
+        if shape_rm is None:
+            if base_shape_rowmajor is None:
+                raise ValueError("tensor-map spec has no 'shape' and no buffer shape was given")
+            shape_rm = base_shape_rowmajor
+        shape_rm = [int(s) for s in shape_rm]
+        rank = len(shape_rm)
+        box_rm = [int(b) for b in d["box"]]
+        if len(box_rm) != rank:
+            raise ValueError(f"'box' {box_rm} must have the rank of 'shape' {shape_rm} (row-major)")
+        if "strides" in d and d["strides"] is not None:
+            strides_rm = [int(s) for s in d["strides"]]
+            if len(strides_rm) != rank - 1:
+                raise ValueError(
+                    f"'strides' must list the byte strides of the {rank - 1} outer dims, "
+                    "outermost first"
+                )
+            strides = tuple(reversed(strides_rm))
+        else:
+            layout = [int(s) for s in (base_shape_rowmajor if base_shape_rowmajor is not None else shape_rm)]
+            if len(layout) != rank:
+                raise ValueError(
+                    f"buffer shape {layout} and tensor-map shape {shape_rm} have different ranks; "
+                    "give 'strides' explicitly"
+                )
+            if any(s > b for s, b in zip(shape_rm[1:], layout[1:])):
+                raise ValueError(f"tensor-map shape {shape_rm} exceeds buffer shape {layout}")
+            # byte stride of row-major dim i = esize * prod(layout[i+1:])
+            strides_rm = [esize * math.prod(layout[i + 1 :]) for i in range(rank - 1)]
+            strides = tuple(reversed(strides_rm))
+        es = d.get("elem_strides", d.get("elementStrides"))
+        es = tuple(reversed([int(e) for e in es])) if es else ()
+        return cls(
+            dtype=dtype,
+            shape=tuple(reversed(shape_rm)),
+            strides=strides,
+            box=tuple(reversed(box_rm)),
+            swizzle=d.get("swizzle", "none") or "none",
+            elem_strides=es,
+            oob_fill=d.get("oob_fill", "zero"),
+        )
+
+
+def _flat_bytes(buf: np.ndarray, writable: bool) -> np.ndarray:
+    buf = np.asarray(buf) if not writable else buf
+    if not isinstance(buf, np.ndarray):
+        raise TypeError("global memory must be a numpy array")
+    if buf.dtype == np.uint8 and buf.ndim == 1:
+        return buf
+    if not buf.flags.c_contiguous:
+        raise ValueError("global memory array must be C-contiguous")
+    return buf.reshape(-1).view(np.uint8)
+
+
+def _tile_geometry(tmap: TensorMap, coords: Sequence[int]):
+    """Per tile element (row-major box order): global element byte offset and in-bounds mask."""
+    if len(coords) != tmap.rank:
+        raise ValueError(
+            f"tensor map has rank {tmap.rank} but {len(coords)} coordinates were given "
+            "(coordinates are innermost first, {x, y, ...})"
+        )
+    coords = [int(c) for c in coords]
+    if any(c < -(2**31) or c >= 2**31 for c in coords):
+        raise ValueError("tensor coordinates are signed 32-bit integers")
+    counts = tmap.box_counts
+    # index vectors per dim, outermost first so that meshgrid gives row-major box order
+    axes = [
+        coords[i] + np.arange(counts[i], dtype=np.int64) * tmap.elem_strides[i]
+        for i in reversed(range(tmap.rank))
+    ]
+    grids = np.meshgrid(*axes, indexing="ij")  # grids[j] is dim rank-1-j
+    inb = np.ones(grids[0].shape, dtype=bool)
+    offs = np.zeros(grids[0].shape, dtype=np.int64)
+    bstrides = (tmap.element_size,) + tuple(tmap.strides)
+    for j, g in enumerate(grids):
+        dim = tmap.rank - 1 - j
+        inb &= (g >= 0) & (g < tmap.shape[dim])
+        offs += g * bstrides[dim]
+    return offs.reshape(-1), inb.reshape(-1)
+
+
+def _smem_positions(tmap: TensorMap, smem_addr: int) -> np.ndarray:
+    """Byte position (relative to the destination) of each byte of the dense tile."""
+    n = tmap.box_bytes
+    dense = np.arange(n, dtype=np.int64)
+    if tmap.swizzle == "none":
+        return dense
+    if smem_addr % 128:
+        raise ValueError(f"TMA shared-memory address {smem_addr:#x} must be 128-byte aligned")
+    pos = swizzle_offset(dense + smem_addr, tmap.swizzle) - smem_addr
+    if pos.min() < 0 or pos.max() >= n:
+        raise ValueError(
+            f"a {n}-byte {tmap.swizzle}-swizzled tile is not a whole number of 128-byte lines "
+            "and its swizzled image leaves the tile; this case is not modelled"
+        )
+    return pos
+
+
+def tma_load_tile(
+    global_bytes: np.ndarray, tmap: TensorMap, coords: Sequence[int], smem_addr: int = 0
+) -> np.ndarray:
+    """Bytes that ``cp.async.bulk.tensor`` (tile mode, global -> shared) writes.
+
+    Returns a uint8 array of ``tmap.box_bytes`` bytes, to be stored at the destination.
+    Element ``(i_{r-1}, ..., i_1, i_0)`` of the box (row-major box order, ``i_0``
+    innermost) reads global element ``coords[d] + i_d * elem_strides[d]`` in every dim d;
+    elements with any index outside ``[0, shape[d])`` are filled with zero (or the
+    canonical NaN for ``oob_fill="nan"``).  The dense tile's byte offset ``o`` is then
+    moved to ``swizzle_offset(smem_addr + o) - smem_addr``.
+
+    ``smem_addr`` is the absolute shared-memory address of the destination (default 0):
+    the swizzle pattern is a function of address bits [4:9], so it only matters when
+    the destination is not aligned to the pattern repeat (1024/512/256 bytes).  It must
+    be 128-byte aligned for swizzled maps.
+    """
+    gb = _flat_bytes(global_bytes, writable=False)
+    esize = tmap.element_size
+    offs, inb = _tile_geometry(tmap, coords)
+    dense = np.zeros((offs.size, esize), dtype=np.uint8)
+    if tmap.oob_fill == "nan":
+        dense[:] = _NAN_BITS[esize]
+    if inb.any():
+        src = offs[inb]
+        if src.max() + esize > gb.size:
+            raise IndexError(
+                f"in-bounds tensor element at byte {int(src.max())} lies outside the "
+                f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
+            )
+        dense[inb] = gb[src[:, None] + np.arange(esize)]
+    out = np.empty(tmap.box_bytes, dtype=np.uint8)
+    out[_smem_positions(tmap, smem_addr)] = dense.reshape(-1)
+    return out
+
+
+def tma_store_tile(
+    global_bytes: np.ndarray,
+    tmap: TensorMap,
+    coords: Sequence[int],
+    smem_bytes: np.ndarray,
+    smem_addr: int = 0,
+) -> None:
+    """``cp.async.bulk.tensor`` shared -> global (tile mode): the inverse of the load.
+
+    ``smem_bytes`` holds (at least) ``tmap.box_bytes`` bytes starting at the source
+    address; they are unswizzled and each in-bounds element is written to ``global_bytes``
+    in place.  Out-of-bound elements are dropped.  ``global_bytes`` must be a writable,
+    C-contiguous array (any dtype; it is viewed as bytes).
+    """
+    gb = _flat_bytes(global_bytes, writable=True)
+    smem = np.asarray(smem_bytes, dtype=np.uint8).reshape(-1)
+    n = tmap.box_bytes
+    if smem.size < n:
+        raise ValueError(f"store source has {smem.size} bytes, the box needs {n}")
+    esize = tmap.element_size
+    dense = smem[_smem_positions(tmap, smem_addr)].reshape(-1, esize)
+    offs, inb = _tile_geometry(tmap, coords)
+    if not inb.any():
+        return
+    dst = offs[inb]
+    if dst.max() + esize > gb.size:
+        raise IndexError(
+            f"in-bounds tensor element at byte {int(dst.max())} lies outside the "
+            f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
+        )
+    gb[dst[:, None] + np.arange(esize)] = dense[inb]
