@@ -40,6 +40,7 @@ FAMILIES = [
     "scan",
     "device_func",
     "stencil",
+    "warp_reduce_smem",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

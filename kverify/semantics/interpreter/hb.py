@@ -1,9 +1,19 @@
 """Happens-before bookkeeping of one launch: vector clocks and the race shadow of memory.
 
-Agents are warps (a warp's lanes execute in program order; PTX orders different warps only
-through synchronization) and asynchronous operations (each bulk copy, TMA copy, cp.async
+Agents are warps and asynchronous operations (each bulk copy, TMA copy, cp.async
 and wgmma is an agent whose single event is its completion). A vector clock is a numpy
 ``int64`` array indexed by agent; entries past its end are 0.
+
+Lanes are agents too (independent thread scheduling, §8 and the CUDA programming guide's
+"independent thread scheduling"): the interpreter steps a warp's lanes together, but two lanes
+of one warp are ordered only by a warp-synchronizing point both execute between their
+accesses: ``bar.warp.sync`` (which orders memory among its participating threads,
+§9.7.13.2) or a completed CTA barrier (§9.7.13.1). ``LaneOrder`` keeps, per warp, the last
+such point each pair of lanes shared; the shadow records with every access the warp's count
+of those points, and an access by lane j conflicts with another lane i's earlier access (one
+of them a write) when no point of both lies after it. Order through a third lane (i with k,
+then k with j) is not followed: such a pair is reported (a possible false alarm, never a
+missed race). Shuffles, votes and other collectives do not order memory.
 
 Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protocols):
   * ``bar.sync``/``barrier.sync``/``bar.red``: every arriving warp releases into the barrier
@@ -70,6 +80,45 @@ def tick(vc: np.ndarray, agent: int) -> np.ndarray:
     return vc
 
 
+class LaneOrder:
+    """Warp-synchronizing points among the lanes of one warp (see the module doc)."""
+
+    __slots__ = ("now", "common", "full")
+
+    def __init__(self):
+        self.now = 0  # warp-synchronizing points so far
+        self.common = np.zeros((32, 32), np.int64)  # [i, j]: the last point lanes i and j shared
+        self.full = 0  # the last point every lane of the warp took part in
+
+    def sync(self, members: np.ndarray, valid: np.ndarray):
+        """Lanes ``members`` (bool, 32) passed a warp-synchronizing point together."""
+        self.now += 1
+        s = np.flatnonzero(members)
+        self.common[np.ix_(s, s)] = self.now
+        if not (valid & ~members).any():
+            self.full = self.now
+
+    def unordered(self, earlier, later, since) -> np.ndarray:
+        """Whether lane ``earlier``'s access at point count ``since`` and lane ``later``'s
+        access now are different lanes with no point of both in between (arrays)."""
+        earlier = np.asarray(earlier, np.int64)
+        later = np.asarray(later, np.int64)
+        return (earlier != later) & (self.common[earlier, later] <= since)
+
+    def unordered_readers(self, readers, later, since) -> np.ndarray:
+        """Per byte, a mask of the lanes in the 32-bit reader masks ``readers`` that read at
+        point count ``since`` or later and are not ordered before lane ``later``."""
+        bits = ((readers[:, None] >> np.arange(32, dtype=np.uint32)[None, :]) & 1).astype(bool)
+        rows = self.common[:, np.asarray(later, np.int64)].T  # [k, i]: last point of lane i and later[k]
+        bits &= rows <= np.asarray(since)[:, None]
+        bits[np.arange(len(later)), np.asarray(later, np.int64)] = False
+        return bits
+
+
+def lane_bits(lanes) -> np.ndarray:
+    return (np.uint32(1) << np.asarray(lanes, np.uint32)).astype(np.uint32)
+
+
 class Conflict:
     """One racing pair found by a shadow check (before it becomes a finding)."""
 
@@ -93,6 +142,7 @@ class Shadow:
         self.w_lane = np.zeros(n, np.int8)
         self.w_loc = np.zeros(n, np.int32)
         self.w_proxy = np.zeros(n, np.int8)
+        self.w_wsync = np.zeros(n, np.int64)  # the writer warp's LaneOrder.now at the write
         self.pend_w = np.full(n, -1, np.int32)
         self.pend_r = np.full((n, READER_SLOTS), -1, np.int32)
         self.pend_r_loc = np.zeros((n, READER_SLOTS), np.int32)
@@ -104,11 +154,15 @@ class Shadow:
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
             self.r_clk = np.zeros((n, len(self.agents)), np.int64)
             self.r_loc = np.zeros((n, len(self.agents)), np.int32)
+            self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
+            self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the earliest
         else:
             self.r_agent = np.full(n, -1, np.int32)
             self.r_clk1 = np.zeros(n, np.int64)
             self.r_lane = np.zeros(n, np.int8)
             self.r_loc1 = np.zeros(n, np.int32)
+            self.r_lanes1 = np.zeros(n, np.uint32)  # lanes of the last reader warp that read
+            self.r_wsync1 = np.zeros(n, np.int64)
         self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
@@ -193,9 +247,48 @@ class Shadow:
         i = int(np.flatnonzero(bad)[0])
         return i, int(idx[i]), (int(lanes[i]) if lanes is not None else -1)
 
-    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC):
-        """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc``."""
+    def _lane_conflicts(self, idx, agent, lanes, order, write):
+        """Conflicts of an access by lanes ``lanes`` of the warp ``agent`` (its LaneOrder
+        ``order``) with other lanes of that warp: their last write, and for a ``write`` their
+        reads since it."""
+        if order is None or lanes is None:
+            return []
         out = []
+        lanes = np.asarray(lanes, np.int64)
+        same = (self.w_agent[idx] == agent) & (self.w_proxy[idx] == GENERIC)
+        if same.any():
+            bad = same & order.unordered(self.w_lane[idx].astype(np.int64), lanes, self.w_wsync[idx])
+            if bad.any():
+                i, b, ln = self._first(bad, idx, lanes)
+                out.append(Conflict(self.race_rule, f"{'write-after-write' if write else 'read-after-write'} "
+                                    f"between lanes of one warp with no __syncwarp (bar.warp.sync) or barrier "
+                                    f"between them", b, agent, int(self.w_lane[b]), int(self.w_loc[b]), ln))
+        if not write:
+            return out
+        if self.dense:
+            cols = np.flatnonzero(self.agents == agent)
+            if not len(cols):
+                return out
+            col = int(cols[0])
+            readers, since, rlocs = self.r_lanes[idx, col], self.r_wsync[idx, col], self.r_loc[:, col]
+        else:
+            mine = self.r_agent[idx] == agent
+            readers = np.where(mine, self.r_lanes1[idx], 0).astype(np.uint32)
+            since, rlocs = self.r_wsync1[idx], self.r_loc1
+        if readers.any():
+            bad = order.unordered_readers(readers, lanes, since)
+            if bad.any():
+                k, other = map(int, np.argwhere(bad)[0])
+                b = int(idx[k])
+                out.append(Conflict(self.race_rule, "write-after-read between lanes of one warp with no "
+                                    "__syncwarp (bar.warp.sync) or barrier between them", b, agent, other,
+                                    int(rlocs[b]), int(lanes[k])))
+        return out
+
+    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None):
+        """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc`` (``order``: the
+        LaneOrder of a warp reading, for conflicts between its lanes)."""
+        out = self._lane_conflicts(idx, agent, lanes, order, False)
         pw = self.pend_w[idx]
         bad = pw >= 0
         if bad.any():
@@ -221,10 +314,10 @@ class Shadow:
                                     "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         return out
 
-    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False):
+    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False, order=None):
         """Conflicts of a write (``atomic``: an atomic update, which does not race with other
         atomics) of bytes ``idx``."""
-        out = []
+        out = [] if atomic else self._lane_conflicts(idx, agent, lanes, order, True)
         p = self.pend_w[idx]
         bad = (p >= 0) & (p != agent)
         if bad.any():
@@ -280,27 +373,44 @@ class Shadow:
         return out
 
     # ------------------------------------------------------------------ records
-    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None):
+    @staticmethod
+    def _add_readers(masks, since, idx, keep, lanes, order):
+        """Add reader ``lanes`` to the lane masks ``masks`` (a column: writable views) of
+        bytes ``idx``: kept where ``keep`` and no point of every lane passed since their
+        earliest read, else started afresh at the warp's current point count."""
+        if order is None or lanes is None:
+            masks[idx] = 0
+            return
+        fresh = ~keep | (since[idx] < order.full) | (masks[idx] == 0)
+        since[idx] = np.where(fresh, order.now, since[idx])
+        masks[idx] = np.where(fresh, 0, masks[idx]).astype(np.uint32)
+        np.bitwise_or.at(masks, idx, lane_bits(lanes))
+
+    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None, order=None):
         if self.dense:
             if column is None:  # a reader with no column (another CTA of the cluster)
                 self._lose(idx, np.ones(len(idx), bool))
                 return
             self.r_clk[idx, column] = clk
             self.r_loc[idx, column] = loc
+            self._add_readers(self.r_lanes[:, column], self.r_wsync[:, column], idx, np.ones(len(idx), bool),
+                              lanes, order)
         else:
             ra = self.r_agent[idx]
             unordered = (ra >= 0) & (ra != agent)
             if vc is not None:
                 unordered &= vget(vc, ra) < self.r_clk1[idx]
             self._lose(idx, unordered)
+            self._add_readers(self.r_lanes1, self.r_wsync1, idx, ra == agent, lanes, order)
             self.r_agent[idx] = agent
             self.r_clk1[idx] = clk
             self.r_loc1[idx] = loc
             if lanes is not None:
                 self.r_lane[idx] = lanes
 
-    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC):
+    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None):
         self.w_agent[idx] = agent
+        self.w_wsync[idx] = order.now if order is not None else 0
         self.w_clk[idx] = clk
         self.w_loc[idx] = loc
         self.w_proxy[idx] = proxy
@@ -309,8 +419,10 @@ class Shadow:
         self.ra_agent[idx] = -1
         if self.dense:
             self.r_clk[idx] = 0
+            self.r_lanes[idx] = 0
         else:
             self.r_agent[idx] = -1
+            self.r_lanes1[idx] = 0
         if self.uninit is not None:
             self.uninit[idx] = False
         if self.lost is not None:

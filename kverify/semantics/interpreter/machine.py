@@ -582,15 +582,16 @@ class Machine(MbarrierMixin):
         agent = w.agent if agent is None else agent
         vc = w.vc if vc is None else vc
         sh = region.shadow
+        order = w.lane_order if agent == w.agent else None
         if kind == "read":
-            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy)
+            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy, order)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
                 self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
                             f"{region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])}", [ins.loc],
                             address=int(idx[i]))
         else:
-            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy)
+            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy, order=order)
         for c in conf:
             self._race(w, ins, region, c, kind)
         loc = self.loc_id(ins.loc)
@@ -598,14 +599,14 @@ class Machine(MbarrierMixin):
         if kind == "read":
             if sh.dense:
                 col = w.index if agent == w.agent and w.cta.smem is region else None
-                sh.record_read(idx, agent, clk, loc, lane_of, col)
+                sh.record_read(idx, agent, clk, loc, lane_of, col, order=order)
             else:
-                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc)
+                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc, order=order)
         else:
             if sh.lossy(idx):
                 self.depend(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
                             f"race shadow could not all keep")
-            sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy)
+            sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy, order)
 
     def atomic_access(self, w, ins, region, offs, nbytes, m, op, ty):
         """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
