@@ -41,6 +41,7 @@ FAMILIES = [
     "device_func",
     "stencil",
     "warp_reduce_smem",
+    "proxy_waw",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -25,8 +25,8 @@ Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protoc
     ``wgmma.wait_group``) acquire the completions of the operations they cover.
   * async proxy (§8.6 proxies): a generic-proxy access and an async-proxy access of the same
     bytes are ordered only when, besides happens-before, the generic side executed
-    ``fence.proxy.async`` after its access (writes before an async read, reads before an
-    async write).
+    ``fence.proxy.async`` after its access (writes before an async read or an async write,
+    reads before an async write).
 
 The shadow keeps per byte: the last write (agent, clock, lane, location, proxy), the async
 operation in flight writing it, up to ``READER_SLOTS`` async operations in flight reading it
@@ -345,6 +345,13 @@ class Shadow:
             rule = RACE_ASYNC_PENDING.id if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
             out.append(Conflict(rule, "write-after-write, not ordered", b, int(wa[i]), int(self.w_lane[b]),
                                 int(self.w_loc[b]), ln))
+        elif proxy == ASYNC:
+            gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
+            if gen.any():
+                i, b, ln = self._first(gen, idx, lanes)
+                out.append(Conflict(RACE_ASYNC_PROXY.id,
+                                    "async-proxy write over a generic-proxy write with no fence.proxy.async "
+                                    "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         if self.dense:
             rc = self.r_clk[idx]  # (k, W)
             mine = self.agents == agent
