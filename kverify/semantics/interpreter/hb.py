@@ -31,11 +31,15 @@ Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protoc
 The shadow keeps per byte: the last write (agent, clock, lane, location, proxy), the async
 operation in flight writing it, up to ``READER_SLOTS`` async operations in flight reading it
 and completed async readers not known to be ordered before the next write, and the reads
-since the last write: per warp of the CTA for shared memory (dense), the last reader for
-global memory. Where a record replaces one that is not ordered before it (a global read,
-an async reader), the byte is marked ``lost``: a later write to it can no longer be checked
-against every earlier reader, which ``lossy`` tells the caller (the interpreter then does not
-claim that one run stands for all schedules).
+since the last write: per warp of the CTA for shared memory (dense); for global memory one
+slot per reader warp not ordered before a later reader (a read ordered before another one
+needs no slot: a write ordered after the later read is ordered after both), the slots
+growing with the most unordered readers any byte has, up to ``GLOBAL_READER_SLOTS``. Where a
+record must still replace one that is not ordered before it (more unordered global readers
+than slots, an async reader, a reader of another CTA's shared memory), the byte is marked
+``lost``: a later write to it can no longer be checked against every earlier reader, which
+``lossy`` tells the caller (the interpreter reports it in ``RunResult.shadow_dropped``, and a
+run with a dropped reader does not claim race freedom for the schedules it ran).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_AS
 
 GENERIC, ASYNC = 0, 1
 READER_SLOTS = 4  # async readers kept per byte (several warpgroups' wgmma read one tile)
+GLOBAL_READER_SLOTS = 16  # most warps whose unordered reads of one global byte are kept
 
 
 def vget(vc: np.ndarray, agents: np.ndarray) -> np.ndarray:
@@ -157,12 +162,7 @@ class Shadow:
             self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
             self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the earliest
         else:
-            self.r_agent = np.full(n, -1, np.int32)
-            self.r_clk1 = np.zeros(n, np.int64)
-            self.r_lane = np.zeros(n, np.int8)
-            self.r_loc1 = np.zeros(n, np.int32)
-            self.r_lanes1 = np.zeros(n, np.uint32)  # lanes of the last reader warp that read
-            self.r_wsync1 = np.zeros(n, np.int64)
+            self._reader_slots(n, 1)
         self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
@@ -171,6 +171,18 @@ class Shadow:
         self.atom_vc: dict = {}
         self.atom_op: dict = {}
         self.atom_loc: dict = {}
+
+    def _reader_slots(self, n, k):
+        """(Re)allocate ``k`` global reader slots per byte, keeping the ones there are."""
+        old = getattr(self, "r_agent", None)
+        new = {"r_agent": np.full((n, k), -1, np.int32), "r_clk1": np.zeros((n, k), np.int64),
+               "r_lane": np.zeros((n, k), np.int8), "r_loc1": np.zeros((n, k), np.int32),
+               "r_lanes1": np.zeros((n, k), np.uint32),  # lanes of the slot's warp that read
+               "r_wsync1": np.zeros((n, k), np.int64)}  # its LaneOrder.now at the earliest
+        for name, arr in new.items():
+            if old is not None:
+                arr[:, :old.shape[1]] = getattr(self, name)
+            setattr(self, name, arr)
 
     def record_atomic(self, idx, vc, loc, op) -> bool:
         """An atomic ``op`` with clock ``vc`` updated ``idx``; True when a byte had an atomic
@@ -270,11 +282,12 @@ class Shadow:
             if not len(cols):
                 return out
             col = int(cols[0])
-            readers, since, rlocs = self.r_lanes[idx, col], self.r_wsync[idx, col], self.r_loc[:, col]
+            readers, since, rlocs = self.r_lanes[idx, col], self.r_wsync[idx, col], self.r_loc[idx, col]
         else:
             mine = self.r_agent[idx] == agent
-            readers = np.where(mine, self.r_lanes1[idx], 0).astype(np.uint32)
-            since, rlocs = self.r_wsync1[idx], self.r_loc1
+            col = mine.argmax(axis=1)
+            readers = np.where(mine.any(axis=1), self.r_lanes1[idx, col], 0).astype(np.uint32)
+            since, rlocs = self.r_wsync1[idx, col], self.r_loc1[idx, col]
         if readers.any():
             bad = order.unordered_readers(readers, lanes, since)
             if bad.any():
@@ -282,7 +295,7 @@ class Shadow:
                 b = int(idx[k])
                 out.append(Conflict(self.race_rule, "write-after-read between lanes of one warp with no "
                                     "__syncwarp (bar.warp.sync) or barrier between them", b, agent, other,
-                                    int(rlocs[b]), int(lanes[k])))
+                                    int(rlocs[k]), int(lanes[k])))
         return out
 
     def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None):
@@ -374,9 +387,11 @@ class Shadow:
             ra = self.r_agent[idx]
             bad = (ra >= 0) & (ra != agent) & (vget(vc, ra) < self.r_clk1[idx])
             if bad.any():
-                i, b, ln = self._first(bad, idx, lanes)
-                out.append(Conflict(self.race_rule, "write-after-read, not ordered", b, int(ra[i]),
-                                    int(self.r_lane[b]), int(self.r_loc1[b]), ln))
+                i, j = map(int, np.argwhere(bad)[0])
+                b = int(idx[i])
+                out.append(Conflict(self.race_rule, "write-after-read, not ordered", b, int(ra[i, j]),
+                                    int(self.r_lane[b, j]), int(self.r_loc1[b, j]),
+                                    int(lanes[i]) if lanes is not None else -1))
         return out
 
     # ------------------------------------------------------------------ records
@@ -403,17 +418,37 @@ class Shadow:
             self._add_readers(self.r_lanes[:, column], self.r_wsync[:, column], idx, np.ones(len(idx), bool),
                               lanes, order)
         else:
+            self._record_global_read(idx, agent, clk, loc, lanes, vc, order)
+
+    def _record_global_read(self, idx, agent, clk, loc, lanes, vc, order):
+        """Put the read into the byte's slot of ``agent``, else a free slot or one whose reader
+        is ordered before this read; with none, grow the slots (up to GLOBAL_READER_SLOTS), and
+        past that replace the first slot and mark the byte lost. Every position of ``idx``
+        of one byte picks the same slot (they see the same row)."""
+        while True:
             ra = self.r_agent[idx]
-            unordered = (ra >= 0) & (ra != agent)
-            if vc is not None:
-                unordered &= vget(vc, ra) < self.r_clk1[idx]
-            self._lose(idx, unordered)
-            self._add_readers(self.r_lanes1, self.r_wsync1, idx, ra == agent, lanes, order)
-            self.r_agent[idx] = agent
-            self.r_clk1[idx] = clk
-            self.r_loc1[idx] = loc
-            if lanes is not None:
-                self.r_lane[idx] = lanes
+            own = ra == agent
+            free = (ra < 0) | (vget(vc, ra) >= self.r_clk1[idx] if vc is not None else np.zeros(ra.shape, bool))
+            has = own.any(axis=1) | free.any(axis=1)
+            k = ra.shape[1]
+            if has.all() or k >= GLOBAL_READER_SLOTS:
+                break
+            self._reader_slots(len(self.r_agent), min(2 * k, GLOBAL_READER_SLOTS))
+        self._lose(idx, ~has)
+        col = np.where(own.any(axis=1), own.argmax(axis=1), np.where(has, free.argmax(axis=1), 0))
+        keep = own.any(axis=1)
+        self.r_agent[idx, col] = agent
+        self.r_clk1[idx, col] = clk
+        self.r_loc1[idx, col] = loc
+        if lanes is not None:
+            self.r_lane[idx, col] = lanes
+        if order is None or lanes is None:
+            self.r_lanes1[idx, col] = 0
+            return
+        fresh = ~keep | (self.r_wsync1[idx, col] < order.full) | (self.r_lanes1[idx, col] == 0)
+        self.r_wsync1[idx, col] = np.where(fresh, order.now, self.r_wsync1[idx, col])
+        self.r_lanes1[idx, col] = np.where(fresh, 0, self.r_lanes1[idx, col]).astype(np.uint32)
+        np.bitwise_or.at(self.r_lanes1, (idx, col), lane_bits(lanes))
 
     def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None):
         self.w_agent[idx] = agent

@@ -78,6 +78,7 @@ class Machine(MbarrierMixin):
         self.status = "complete"
         self.reason = ""
         self.dependence: list[str] = []  # why another schedule might synchronize differently
+        self.shadow_dropped: list[str] = []  # writes the race shadow could not check against every reader
         self.unread_atomics = None
         self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
@@ -123,6 +124,13 @@ class Machine(MbarrierMixin):
         obj.state = out.state
         obj.version += 1
         return out
+
+    def dropped_reader(self, reason: str):
+        """A write to bytes whose earlier readers the race shadow could not all keep (``hb``):
+        its race check is incomplete, so the run claims no race freedom for it."""
+        if reason not in self.shadow_dropped and len(self.shadow_dropped) < 8:
+            self.shadow_dropped.append(reason)
+        self.depend(reason)
 
     def depend(self, reason: str):
         """Record why this run may not stand for every schedule (see ``mbar_order``)."""
@@ -604,7 +612,7 @@ class Machine(MbarrierMixin):
                 sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc, order=order)
         else:
             if sh.lossy(idx):
-                self.depend(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
+                self.dropped_reader(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
                             f"race shadow could not all keep")
             sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy, order)
 

@@ -1,6 +1,6 @@
 // Warp-level tree reduction through shared memory: each warp sums its 32 inputs.
 // __syncwarp() orders the lanes between the steps (independent thread scheduling).
-__global__ void warp_reduce_smem(const float *in, float *out, int n)
+extern "C" __global__ void warp_reduce_smem(const float *in, float *out, int n)
 {
     __shared__ float s[256];
     int tid = threadIdx.x, lane = tid & 31;

@@ -1,7 +1,7 @@
 // Warp-level tree reduction through shared memory: each warp sums its 32 inputs.
 // Seeded bug: no __syncwarp() between the steps, so lane t reads s[t + off] that lane t + off
 // wrote one step earlier with nothing ordering the two lanes.
-__global__ void warp_reduce_smem(const float *in, float *out, int n)
+extern "C" __global__ void warp_reduce_smem(const float *in, float *out, int n)
 {
     __shared__ float s[256];
     int tid = threadIdx.x, lane = tid & 31;
