@@ -107,3 +107,39 @@ def test_a_global_byte_read_by_many_ctas_keeps_every_reader_a_later_write_needs(
     assert bool(r.shadow_dropped) == (grid > 16)
     r = _cu_run(tmp_path, READERS, "k", [grid, 1, 1], [32, 1, 1], {"write": 0}, buffers)
     assert r.findings == [] and r.shadow_dropped == []
+
+
+@pytest.mark.parametrize("variant", ["flag_handoff.cu", "flag_handoff_fence.cu"])
+def test_release_acquire_flag_handoff_is_race_free_on_flag_and_payload(variant):
+    _, r = _zoo_run("flag_handoff", variant)
+    assert r.status == "complete" and r.findings == []
+
+
+def test_flag_handoff_without_fences_races_on_the_payload_not_on_the_flag():
+    v, r = _zoo_run("flag_handoff", "flag_handoff__missing_fence.cu")
+    assert [f.rule for f in r.findings] == ["race.global"]
+    f = r.findings[0]
+    assert f.details["object"].startswith("payload") and {l.line for l in f.locs} == {v["bug"]["line"], 7}
+
+
+@needs_nvcc
+def test_strong_accesses_of_one_flag_are_morally_strong_only_within_their_scopes(tmp_path):
+    src = """
+extern "C" __global__ void k(unsigned *flag, unsigned *out, int cta_scope) {
+    if (threadIdx.x == 0) {
+        if (cta_scope)
+            asm volatile("st.relaxed.cta.global.u32 [%0], 1;" :: "l"(flag) : "memory");
+        else
+            asm volatile("st.relaxed.gpu.global.u32 [%0], 1;" :: "l"(flag) : "memory");
+        unsigned v;
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+        out[blockIdx.x] = v;
+    }
+}
+"""
+    buffers = {"flag": {"dtype": "uint32", "shape": [1]}, "out": {"dtype": "uint32", "shape": [2]}}
+    r = _cu_run(tmp_path, src, "k", [2, 1, 1], [32, 1, 1], {"cta_scope": 0}, buffers)
+    assert r.findings == []
+    # a .cta-scope store does not contain the thread of the other CTA: a data race
+    r = _cu_run(tmp_path, src, "k", [2, 1, 1], [32, 1, 1], {"cta_scope": 1}, buffers)
+    assert "race.global" in r.rules()

@@ -42,6 +42,7 @@ FAMILIES = [
     "stencil",
     "warp_reduce_smem",
     "proxy_waw",
+    "flag_handoff",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

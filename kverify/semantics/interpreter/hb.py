@@ -28,6 +28,23 @@ Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protoc
     ``fence.proxy.async`` after its access (writes before an async read or an async write,
     reads before an async write).
 
+Memory order (§8.4 operation types, §8.5 scope, §8.7 morally strong, §8.8 causality order):
+  * a strong access (``.relaxed``/``.acquire``/``.release``/``.acq_rel``/``.sc`` ld/st,
+    ``.volatile`` = relaxed at ``.sys`` scope, every atom/red) carries a ``Strength``; two
+    strong accesses each of whose scopes contains the other thread are morally strong and
+    never a data race (the ISA also asks that they overlap exactly: not checked, a mixed-size
+    pair of strong accesses is taken as morally strong);
+  * release patterns: a write with ``.release``/``.acq_rel``/``.sc``, or a strong write after a
+    ``fence.sc``/``fence.acq_rel``/``fence.release``/``membar`` of its warp, keeps per byte the
+    release clock (the warp's clock at the write, resp. at the fence); acquire patterns: a
+    strong read with ``.acquire``/``.acq_rel``/``.sc`` of such a byte, in scope, joins that
+    clock into the reader's at once, a relaxed one at the warp's next acquiring fence
+    (synchronizes-with, §8.8 / §8.9.2 base causality order). Release sequences through
+    later atomics of the byte are not followed (the release clock of a byte is its last
+    writer's), so a chain of read-modify-writes only orders what its last writer released.
+  * release and fence clocks are per warp, not per lane: a release by one lane stands for the
+    accesses its warp made before it.
+
 The shadow keeps per byte: the last write (agent, clock, lane, location, proxy), the async
 operation in flight writing it, up to ``READER_SLOTS`` async operations in flight reading it
 and completed async readers not known to be ordered before the next write, and the reads
@@ -42,6 +59,8 @@ than slots, an async reader, a reader of another CTA's shared memory), the byte 
 run with a dropped reader does not claim race freedom for the schedules it ran).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -120,6 +139,45 @@ class LaneOrder:
         return bits
 
 
+SCOPE_LEVEL = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
+RELEASING = ("release", "acq_rel", "sc")
+ACQUIRING = ("acquire", "acq_rel", "sc")
+
+
+@dataclass(frozen=True)
+class Strength:
+    """The memory order of a strong access (§8.4) and the scope instance it names (§8.5):
+    ``sem`` relaxed/acquire/release/acq_rel/sc, ``scope`` cta/cluster/gpu/sys, and the CTA and
+    cluster of the thread (scopes ``cta`` and ``cluster`` contain the threads sharing them)."""
+
+    sem: str
+    scope: str
+    cta: tuple
+    cluster: tuple
+
+    def contains(self, other: "Strength") -> bool:
+        """Whether this access's scope contains the thread of ``other``."""
+        level = SCOPE_LEVEL[self.scope]
+        return level >= 2 or (level == 1 and self.cluster == other.cluster) or self.cta == other.cta
+
+    def morally_strong(self, other: "Strength | None") -> bool:
+        return other is not None and self.contains(other) and other.contains(self)
+
+
+def strength(mods, cta: tuple, cluster: tuple, atomic: bool = False) -> Strength | None:
+    """The Strength of an access with modifiers ``mods`` by a thread of ``cta``/``cluster``;
+    None for a weak access. ``.volatile`` and ``.mmio`` are relaxed at ``.sys`` scope;
+    atomics are relaxed by default; a missing scope is ``.gpu`` (§8.4, §9.7.9.8 ld, §9.7.13.5 atom)."""
+    mods = set(mods)
+    if mods & {"volatile", "mmio"}:
+        return Strength("relaxed", "sys", cta, cluster)
+    sem = next((x for x in ("relaxed", "acquire", "release", "acq_rel", "sc") if x in mods), None)
+    if sem is None and not atomic:
+        return None
+    scope = next((x for x in SCOPE_LEVEL if x in mods), "gpu")
+    return Strength(sem or "relaxed", scope, cta, cluster)
+
+
 def lane_bits(lanes) -> np.ndarray:
     return (np.uint32(1) << np.asarray(lanes, np.uint32)).astype(np.uint32)
 
@@ -167,10 +225,17 @@ class Shadow:
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
         # operation and one location (sparse: only bytes atomics touched)
+        # strong accesses (sparse: flags are few bytes): the Strength of the last write when
+        # strong, the strong reads since it (agent -> (clock, location, lane, Strength); they
+        # are not in the dense/slot reader records), and the release clock of the last write
+        self.strong_w: dict = {}
+        self.strong_r: dict = {}
+        self.rel: dict = {}
         self.has_atom = None
         self.atom_vc: dict = {}
         self.atom_op: dict = {}
         self.atom_loc: dict = {}
+        self.atom_strength: dict = {}
 
     def _reader_slots(self, n, k):
         """(Re)allocate ``k`` global reader slots per byte, keeping the ones there are."""
@@ -184,13 +249,17 @@ class Shadow:
                 arr[:, :old.shape[1]] = getattr(self, name)
             setattr(self, name, arr)
 
-    def record_atomic(self, idx, vc, loc, op) -> bool:
-        """An atomic ``op`` with clock ``vc`` updated ``idx``; True when a byte had an atomic
-        of another operation since its last plain write (their order matters)."""
+    def record_atomic(self, idx, vc, loc, op, strong, rel=None) -> bool:
+        """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
+        releases) with clock ``vc`` updated ``idx``; True when a byte had an atomic of another
+        operation since its last plain write (their order matters)."""
         if self.has_atom is None:
             self.has_atom = np.zeros(len(self.w_agent), bool)
         mixed = False
         for b in np.unique(idx).tolist():
+            self.atom_strength[b] = strong
+            if rel is not None:
+                self.rel[b] = (rel, strong)
             prev = self.atom_vc.get(b)
             self.atom_vc[b] = vc.copy() if prev is None else join(prev, vc)
             mixed |= self.atom_op.setdefault(b, op) != op
@@ -198,10 +267,13 @@ class Shadow:
         self.has_atom[idx] = True
         return mixed
 
-    def _check_atomics(self, idx, vc, lanes, what):
+    def _check_atomics(self, idx, vc, lanes, what, strong=None):
         if self.has_atom is None:
             return []
         hit = self.has_atom[idx]
+        if strong is not None and hit.any():  # a strong access and an atomic: morally strong
+            hit &= ~np.fromiter((strong.morally_strong(self.atom_strength.get(b)) for b in idx.tolist()), bool,
+                                len(idx))
         if not hit.any():
             return []
         for i in np.flatnonzero(hit).tolist():
@@ -218,6 +290,24 @@ class Shadow:
             if self.lost is None:
                 self.lost = np.zeros(len(self.w_agent), bool)
             self.lost[idx[mask]] = True
+
+    def _morally_strong_write(self, idx, strong) -> np.ndarray:
+        """Per position of ``idx``: the byte's last write and the access ``strong`` are
+        morally strong (never a data race)."""
+        if strong is None or not self.strong_w:
+            return np.zeros(len(idx), bool)
+        return np.fromiter((strong.morally_strong(self.strong_w.get(b)) for b in idx.tolist()), bool, len(idx))
+
+    def released(self, idx, strong) -> np.ndarray | None:
+        """The join of the release clocks of the last writes of ``idx`` that the strong read
+        ``strong`` observes in scope (None when none)."""
+        out = None
+        if self.rel:
+            for b in np.unique(idx).tolist():
+                r = self.rel.get(b)
+                if r is not None and strong.morally_strong(r[1]):
+                    out = r[0] if out is None else join(out, r[0])
+        return out
 
     def lossy(self, idx) -> bool:
         """Whether a write of bytes ``idx`` can miss an earlier reader (see the module doc)."""
@@ -259,7 +349,7 @@ class Shadow:
         i = int(np.flatnonzero(bad)[0])
         return i, int(idx[i]), (int(lanes[i]) if lanes is not None else -1)
 
-    def _lane_conflicts(self, idx, agent, lanes, order, write):
+    def _lane_conflicts(self, idx, agent, lanes, order, write, strong_pair=None):
         """Conflicts of an access by lanes ``lanes`` of the warp ``agent`` (its LaneOrder
         ``order``) with other lanes of that warp: their last write, and for a ``write`` their
         reads since it."""
@@ -268,6 +358,8 @@ class Shadow:
         out = []
         lanes = np.asarray(lanes, np.int64)
         same = (self.w_agent[idx] == agent) & (self.w_proxy[idx] == GENERIC)
+        if strong_pair is not None:
+            same &= ~strong_pair
         if same.any():
             bad = same & order.unordered(self.w_lane[idx].astype(np.int64), lanes, self.w_wsync[idx])
             if bad.any():
@@ -298,10 +390,12 @@ class Shadow:
                                     int(rlocs[k]), int(lanes[k])))
         return out
 
-    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None):
+    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None, strong=None):
         """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc`` (``order``: the
-        LaneOrder of a warp reading, for conflicts between its lanes)."""
-        out = self._lane_conflicts(idx, agent, lanes, order, False)
+        LaneOrder of a warp reading, for conflicts between its lanes; ``strong``: the
+        Strength of a strong read)."""
+        ms = self._morally_strong_write(idx, strong)
+        out = self._lane_conflicts(idx, agent, lanes, order, False, ms)
         pw = self.pend_w[idx]
         bad = pw >= 0
         if bad.any():
@@ -309,14 +403,14 @@ class Shadow:
             out.append(Conflict(RACE_ASYNC_PENDING.id, "read of a destination of an in-flight async copy",
                                 b, int(pw[i]), -1, int(self.pend_w_loc[b]), ln))
         wa = self.w_agent[idx]
-        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx]) & ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if self.w_proxy[b] == ASYNC else self.race_rule
             kind = ("read before the completion of the async write is observed" if rule == RACE_ASYNC_PENDING.id
                     else "read-after-write, not ordered")
             out.append(Conflict(rule, kind, b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
-        elif (atomic := self._check_atomics(idx, vc, lanes, "read")):
+        elif (atomic := self._check_atomics(idx, vc, lanes, "read", strong)):
             out += atomic
         elif proxy == ASYNC:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
@@ -327,10 +421,13 @@ class Shadow:
                                     "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         return out
 
-    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False, order=None):
+    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False, order=None,
+                    strong=None):
         """Conflicts of a write (``atomic``: an atomic update, which does not race with other
-        atomics) of bytes ``idx``."""
-        out = [] if atomic else self._lane_conflicts(idx, agent, lanes, order, True)
+        atomics; ``strong``: the Strength of a strong write or atomic) of bytes ``idx``."""
+        ms = self._morally_strong_write(idx, strong)
+        out = [] if atomic else self._lane_conflicts(idx, agent, lanes, order, True, ms)
+        out += self._check_strong_readers(idx, agent, vc, lanes, strong)
         p = self.pend_w[idx]
         bad = (p >= 0) & (p != agent)
         if bad.any():
@@ -350,9 +447,9 @@ class Shadow:
                 out.append(Conflict(RACE_ASYNC_PENDING.id, what, b, int(a[i, j]), -1, int(slocs[b, j]),
                                     int(lanes[i]) if lanes is not None else -1))
         if not atomic:
-            out += self._check_atomics(idx, vc, lanes, "write")
+            out += self._check_atomics(idx, vc, lanes, "write", strong)
         wa = self.w_agent[idx]
-        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx]) & ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
@@ -394,6 +491,18 @@ class Shadow:
                                     int(lanes[i]) if lanes is not None else -1))
         return out
 
+    def _check_strong_readers(self, idx, agent, vc, lanes, strong):
+        """Conflicts of a write with the strong reads since the last write (kept apart from
+        the reader records): unordered, by another warp, and not morally strong with it."""
+        if not self.strong_r:
+            return []
+        for i, b in enumerate(idx.tolist()):
+            for a, (clk, loc, lane, st) in self.strong_r.get(b, {}).items():
+                if a != agent and int(vget(vc, np.array([a]))[0]) < clk and not st.morally_strong(strong):
+                    return [Conflict(self.race_rule, "write-after-read, not ordered", b, a, lane, loc,
+                                     int(lanes[i]) if lanes is not None else -1)]
+        return []
+
     # ------------------------------------------------------------------ records
     @staticmethod
     def _add_readers(masks, since, idx, keep, lanes, order):
@@ -408,7 +517,11 @@ class Shadow:
         masks[idx] = np.where(fresh, 0, masks[idx]).astype(np.uint32)
         np.bitwise_or.at(masks, idx, lane_bits(lanes))
 
-    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None, order=None):
+    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None, order=None, strong=None):
+        if strong is not None:
+            for b, lane in zip(idx.tolist(), (lanes if lanes is not None else np.full(len(idx), -1)).tolist()):
+                self.strong_r.setdefault(b, {})[agent] = (clk, loc, int(lane), strong)
+            return
         if self.dense:
             if column is None:  # a reader with no column (another CTA of the cluster)
                 self._lose(idx, np.ones(len(idx), bool))
@@ -450,7 +563,19 @@ class Shadow:
         self.r_lanes1[idx, col] = np.where(fresh, 0, self.r_lanes1[idx, col]).astype(np.uint32)
         np.bitwise_or.at(self.r_lanes1, (idx, col), lane_bits(lanes))
 
-    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None):
+    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None, strong=None, rel=None):
+        """The last write of ``idx`` (``strong``: its Strength; ``rel``: its release clock)."""
+        if strong is not None or self.strong_w or self.strong_r or self.rel:
+            for b in np.unique(idx).tolist():
+                self.strong_r.pop(b, None)
+                if strong is None:
+                    self.strong_w.pop(b, None)
+                else:
+                    self.strong_w[b] = strong
+                if rel is None:
+                    self.rel.pop(b, None)
+                else:
+                    self.rel[b] = (rel, strong)
         self.w_agent[idx] = agent
         self.w_wsync[idx] = order.now if order is not None else 0
         self.w_clk[idx] = clk
@@ -474,4 +599,5 @@ class Shadow:
                 self.atom_vc.pop(b, None)
                 self.atom_op.pop(b, None)
                 self.atom_loc.pop(b, None)
+                self.atom_strength.pop(b, None)
             self.has_atom[idx] = False

@@ -99,6 +99,8 @@ class Warp:
         self.vc = np.zeros(0, np.int64)
         self.vc = tick(self.vc, agent)
         self.lane_order = LaneOrder()  # warp-synchronizing points among its lanes (hb)
+        self.fence_rel = None  # clock at its last releasing fence (hb: release patterns)
+        self.acq_pending = None  # release clocks its relaxed reads observed, acquired at its next fence
         self.iters: list = []
         self.brk: dict = {}
         self.cont: dict = {}
