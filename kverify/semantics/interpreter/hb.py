@@ -218,7 +218,7 @@ class Shadow:
             self.r_clk = np.zeros((n, len(self.agents)), np.int64)
             self.r_loc = np.zeros((n, len(self.agents)), np.int32)
             self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
-            self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the earliest
+            self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the latest
         else:
             self._reader_slots(n, 1)
         self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
@@ -243,7 +243,7 @@ class Shadow:
         new = {"r_agent": np.full((n, k), -1, np.int32), "r_clk1": np.zeros((n, k), np.int64),
                "r_lane": np.zeros((n, k), np.int8), "r_loc1": np.zeros((n, k), np.int32),
                "r_lanes1": np.zeros((n, k), np.uint32),  # lanes of the slot's warp that read
-               "r_wsync1": np.zeros((n, k), np.int64)}  # its LaneOrder.now at the earliest
+               "r_wsync1": np.zeros((n, k), np.int64)}  # its LaneOrder.now at the latest
         for name, arr in new.items():
             if old is not None:
                 arr[:, :old.shape[1]] = getattr(self, name)
@@ -507,13 +507,15 @@ class Shadow:
     @staticmethod
     def _add_readers(masks, since, idx, keep, lanes, order):
         """Add reader ``lanes`` to the lane masks ``masks`` (a column: writable views) of
-        bytes ``idx``: kept where ``keep`` and no point of every lane passed since their
-        earliest read, else started afresh at the warp's current point count."""
+        bytes ``idx``, with ``since`` the warp's point count at the latest of those reads (a
+        later write checks every lane of the mask against it: conservative for the earlier
+        readers): kept where ``keep`` and no point of every lane passed since, else started
+        afresh."""
         if order is None or lanes is None:
             masks[idx] = 0
             return
         fresh = ~keep | (since[idx] < order.full) | (masks[idx] == 0)
-        since[idx] = np.where(fresh, order.now, since[idx])
+        since[idx] = order.now
         masks[idx] = np.where(fresh, 0, masks[idx]).astype(np.uint32)
         np.bitwise_or.at(masks, idx, lane_bits(lanes))
 
@@ -559,7 +561,7 @@ class Shadow:
             self.r_lanes1[idx, col] = 0
             return
         fresh = ~keep | (self.r_wsync1[idx, col] < order.full) | (self.r_lanes1[idx, col] == 0)
-        self.r_wsync1[idx, col] = np.where(fresh, order.now, self.r_wsync1[idx, col])
+        self.r_wsync1[idx, col] = order.now
         self.r_lanes1[idx, col] = np.where(fresh, 0, self.r_lanes1[idx, col]).astype(np.uint32)
         np.bitwise_or.at(self.r_lanes1, (idx, col), lane_bits(lanes))
 
