@@ -143,3 +143,26 @@ extern "C" __global__ void k(unsigned *flag, unsigned *out, int cta_scope) {
     # a .cta-scope store does not contain the thread of the other CTA: a data race
     r = _cu_run(tmp_path, src, "k", [2, 1, 1], [32, 1, 1], {"cta_scope": 1}, buffers)
     assert "race.global" in r.rules()
+
+
+@needs_nvcc
+def test_volatile_warp_reduction_without_syncwarp_is_no_data_race_but_is_order_dependent(tmp_path):
+    src = """
+extern "C" __global__ void k(const int *in, int *out, int sync) {
+    volatile __shared__ int s[32];
+    int lane = threadIdx.x;
+    s[lane] = in[lane];
+    if (sync) __syncwarp();
+    for (int off = 16; off > 0; off >>= 1) {
+        if (lane < off) s[lane] += s[lane + off];
+        if (sync) __syncwarp();
+    }
+    if (lane == 0) out[0] = s[0];
+}
+"""
+    buffers = {"in": {"dtype": "int32", "shape": [32]}, "out": {"dtype": "int32", "shape": [1]}}
+    r = _cu_run(tmp_path, src, "k", [1, 1, 1], [32, 1, 1], {"sync": 0}, buffers)
+    assert "race.shared" not in r.rules()  # volatile = relaxed.sys: morally strong (§8.7)
+    assert any("lanes of one warp" in u for u in r.strong_unordered) and not r.robust
+    r = _cu_run(tmp_path, src, "k", [1, 1, 1], [32, 1, 1], {"sync": 1}, buffers)
+    assert r.findings == [] and r.strong_unordered == []

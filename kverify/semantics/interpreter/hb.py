@@ -185,12 +185,15 @@ def lane_bits(lanes) -> np.ndarray:
 class Conflict:
     """One racing pair found by a shadow check (before it becomes a finding)."""
 
-    __slots__ = ("rule", "kind", "byte", "other_agent", "other_lane", "other_loc", "mine_lane")
+    __slots__ = ("rule", "kind", "byte", "other_agent", "other_lane", "other_loc", "mine_lane", "ordering")
 
-    def __init__(self, rule, kind, byte, other_agent, other_lane, other_loc, mine_lane=-1):
+    def __init__(self, rule, kind, byte, other_agent, other_lane, other_loc, mine_lane=-1, ordering=False):
         self.rule, self.kind, self.byte = rule, kind, byte
         self.other_agent, self.other_lane, self.other_loc = other_agent, other_lane, other_loc
         self.mine_lane = mine_lane
+        # a morally strong pair not ordered by happens-before: no data race, but the value
+        # read (or the final value) depends on the order the schedule gives the two
+        self.ordering = ordering
 
 
 class Shadow:
@@ -358,10 +361,14 @@ class Shadow:
         out = []
         lanes = np.asarray(lanes, np.int64)
         same = (self.w_agent[idx] == agent) & (self.w_proxy[idx] == GENERIC)
-        if strong_pair is not None:
-            same &= ~strong_pair
         if same.any():
             bad = same & order.unordered(self.w_lane[idx].astype(np.int64), lanes, self.w_wsync[idx])
+            if strong_pair is not None and (bad & strong_pair).any():
+                i, b, ln = self._first(bad & strong_pair, idx, lanes)
+                out.append(Conflict(self.race_rule, "morally strong accesses of lanes of one warp with no "
+                                    "__syncwarp between them", b, agent, int(self.w_lane[b]), int(self.w_loc[b]),
+                                    ln, ordering=True))
+                bad &= ~strong_pair
             if bad.any():
                 i, b, ln = self._first(bad, idx, lanes)
                 out.append(Conflict(self.race_rule, f"{'write-after-write' if write else 'read-after-write'} "
@@ -403,7 +410,9 @@ class Shadow:
             out.append(Conflict(RACE_ASYNC_PENDING.id, "read of a destination of an in-flight async copy",
                                 b, int(pw[i]), -1, int(self.pend_w_loc[b]), ln))
         wa = self.w_agent[idx]
-        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx]) & ~ms
+        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        out += self._ordering(bad & ms, idx, lanes)
+        bad &= ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if self.w_proxy[b] == ASYNC else self.race_rule
@@ -449,7 +458,9 @@ class Shadow:
         if not atomic:
             out += self._check_atomics(idx, vc, lanes, "write", strong)
         wa = self.w_agent[idx]
-        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx]) & ~ms
+        bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        out += self._ordering(bad & ms, idx, lanes)
+        bad &= ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
@@ -491,16 +502,28 @@ class Shadow:
                                     int(lanes[i]) if lanes is not None else -1))
         return out
 
+    def _ordering(self, pair, idx, lanes):
+        """An ordering conflict (see ``Conflict.ordering``) for the first position of ``pair``
+        (morally strong, unordered accesses of another warp's last write)."""
+        if not pair.any():
+            return []
+        i, b, ln = self._first(pair, idx, lanes)
+        return [Conflict(self.race_rule, "morally strong accesses not ordered by happens-before", b,
+                         int(self.w_agent[b]), int(self.w_lane[b]), int(self.w_loc[b]), ln, ordering=True)]
+
     def _check_strong_readers(self, idx, agent, vc, lanes, strong):
         """Conflicts of a write with the strong reads since the last write (kept apart from
-        the reader records): unordered, by another warp, and not morally strong with it."""
+        the reader records) by another warp, unordered: a data race unless morally strong
+        with it, else an ordering conflict."""
         if not self.strong_r:
             return []
         for i, b in enumerate(idx.tolist()):
             for a, (clk, loc, lane, st) in self.strong_r.get(b, {}).items():
-                if a != agent and int(vget(vc, np.array([a]))[0]) < clk and not st.morally_strong(strong):
-                    return [Conflict(self.race_rule, "write-after-read, not ordered", b, a, lane, loc,
-                                     int(lanes[i]) if lanes is not None else -1)]
+                if a != agent and int(vget(vc, np.array([a]))[0]) < clk:
+                    ms = st.morally_strong(strong)
+                    return [Conflict(self.race_rule, "morally strong accesses not ordered by happens-before" if ms
+                                     else "write-after-read, not ordered", b, a, lane, loc,
+                                     int(lanes[i]) if lanes is not None else -1, ordering=ms)]
         return []
 
     # ------------------------------------------------------------------ records

@@ -79,6 +79,7 @@ class Machine(MbarrierMixin):
         self.reason = ""
         self.dependence: list[str] = []  # why another schedule might synchronize differently
         self.shadow_dropped: list[str] = []  # writes the race shadow could not check against every reader
+        self.strong_unordered: list[str] = []  # morally strong conflicting accesses no happens-before orders
         self.unread_atomics = None
         self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
@@ -690,6 +691,11 @@ class Machine(MbarrierMixin):
                f"and an access by {other}{at}")
         if w.iters:
             msg += f" (iterations {', '.join(str(k) for _, k in w.iters)})"
+        if c.ordering:  # no data race (§8.7), but the outcome depends on the schedule
+            if msg not in self.strong_unordered and len(self.strong_unordered) < 8:
+                self.strong_unordered.append(msg)
+            self.depend(msg)
+            return
         details = {"address": c.byte, "space": region.space, "object": region.owner(c.byte), "this": mine,
                    "other": other, "iterations": [k for _, k in w.iters]}
         locs = [ins.loc, other_loc]
