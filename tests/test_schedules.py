@@ -29,7 +29,10 @@ def _run(path, v, **kw):
     return run_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), schedule="exhaustive", **kw)
 
 
-LIGHT = [p for p in CORRECT if p[0].name not in HEAVY]
+# synchronized through a flag (morally strong accesses that happens-before does not order
+# before the read that observes them): what is read depends on the schedule
+FLAG_SYNC = ("flag_handoff",)
+LIGHT = [p for p in CORRECT if p[0].name not in HEAVY + FLAG_SYNC]
 
 
 @pytest.mark.parametrize("d,v", LIGHT, ids=[f"{d.name}/{v['file']}" for d, v in LIGHT])
@@ -38,6 +41,16 @@ def test_every_correct_zoo_kernel_needs_one_run(d, v):
     assert r.status == "complete" and r.findings == []
     assert r.dependence == [] and r.robust
     assert (r.schedules_run, r.schedules_total) == (1, 1)
+
+
+@pytest.mark.parametrize("file", ["flag_handoff.cu", "flag_handoff_fence.cu"])
+def test_a_flag_handoff_depends_on_the_schedule(file):
+    path, v = _variant("flag_handoff", file)
+    r = _run(path, v, budget=4)
+    assert r.status == "complete" and r.findings == [] and not r.robust
+    assert r.dependence == r.strong_unordered and len(r.strong_unordered) == 1
+    assert r.strong_unordered[0].startswith("morally strong accesses not ordered by happens-before: read of "
+                                            "global flag")
 
 
 def test_check_verifies_the_bulk_pipeline_for_every_schedule():

@@ -40,6 +40,9 @@ FAMILIES = [
     "scan",
     "device_func",
     "stencil",
+    "warp_reduce_smem",
+    "proxy_waw",
+    "flag_handoff",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -43,6 +43,13 @@ class RunResult:
     thread_steps: int = 0
     inputs: dict = field(default_factory=dict)
     dependence: list = field(default_factory=list)  # why the first run may not stand for all schedules
+    # writes whose race check missed an earlier reader the shadow dropped (any run): race
+    # freedom is not established for them, whatever the schedules explored
+    shadow_dropped: list = field(default_factory=list)
+    # morally strong conflicting accesses (volatile/relaxed/acquire/release) no happens-before
+    # orders (any run): no data race (§8.7), but what is read depends on their order, which
+    # the schedules explored need not cover (never for lanes of one warp: they step together)
+    strong_unordered: list = field(default_factory=list)
     robust: bool = False  # the first run completed cleanly and stands for every schedule
     mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
 
@@ -85,6 +92,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         f.details.setdefault("schedule", schedule if schedule != "exhaustive" else "deterministic")
     status, reason = m.status, m.reason
     runs, total = 1, 1
+    dropped, unordered = list(m.shadow_dropped), list(m.strong_unordered)
     if schedule == "random":
         total = None
     robust = status == "complete" and not findings and not m.dependence
@@ -100,6 +108,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         for dev in cands:
             r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check).run()
             runs += 1
+            dropped += [d for d in r.shadow_dropped if d not in dropped]
+            unordered += [d for d in r.strong_unordered if d not in unordered]
             for k, f in r.findings.items():
                 if k not in findings:
                     f.details["schedule"] = f"replay {format_replay({dev[0]: dev[1]})}"
@@ -110,7 +120,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
-                     dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers))
+                     dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
+                     shadow_dropped=dropped, strong_unordered=unordered)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

@@ -1,9 +1,19 @@
 """Happens-before bookkeeping of one launch: vector clocks and the race shadow of memory.
 
-Agents are warps (a warp's lanes execute in program order; PTX orders different warps only
-through synchronization) and asynchronous operations (each bulk copy, TMA copy, cp.async
+Agents are warps and asynchronous operations (each bulk copy, TMA copy, cp.async
 and wgmma is an agent whose single event is its completion). A vector clock is a numpy
 ``int64`` array indexed by agent; entries past its end are 0.
+
+Lanes are agents too (independent thread scheduling, §8 and the CUDA programming guide's
+"independent thread scheduling"): the interpreter steps a warp's lanes together, but two lanes
+of one warp are ordered only by a warp-synchronizing point both execute between their
+accesses: ``bar.warp.sync`` (which orders memory among its participating threads,
+§9.7.13.2) or a completed CTA barrier (§9.7.13.1). ``LaneOrder`` keeps, per warp, the last
+such point each pair of lanes shared; the shadow records with every access the warp's count
+of those points, and an access by lane j conflicts with another lane i's earlier access (one
+of them a write) when no point of both lies after it. Order through a third lane (i with k,
+then k with j) is not followed: such a pair is reported (a possible false alarm, never a
+missed race). Shuffles, votes and other collectives do not order memory.
 
 Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protocols):
   * ``bar.sync``/``barrier.sync``/``bar.red``: every arriving warp releases into the barrier
@@ -15,19 +25,42 @@ Ordering edges (PTX ISA §8 memory consistency model, as used by the sync protoc
     ``wgmma.wait_group``) acquire the completions of the operations they cover.
   * async proxy (§8.6 proxies): a generic-proxy access and an async-proxy access of the same
     bytes are ordered only when, besides happens-before, the generic side executed
-    ``fence.proxy.async`` after its access (writes before an async read, reads before an
-    async write).
+    ``fence.proxy.async`` after its access (writes before an async read or an async write,
+    reads before an async write).
+
+Memory order (§8.4 operation types, §8.5 scope, §8.7 morally strong, §8.8 causality order):
+  * a strong access (``.relaxed``/``.acquire``/``.release``/``.acq_rel``/``.sc`` ld/st,
+    ``.volatile`` = relaxed at ``.sys`` scope, every atom/red) carries a ``Strength``; two
+    strong accesses each of whose scopes contains the other thread are morally strong and
+    never a data race (the ISA also asks that they overlap exactly: not checked, a mixed-size
+    pair of strong accesses is taken as morally strong);
+  * release patterns: a write with ``.release``/``.acq_rel``/``.sc``, or a strong write after a
+    ``fence.sc``/``fence.acq_rel``/``fence.release``/``membar`` of its warp, keeps per byte the
+    release clock (the warp's clock at the write, resp. at the fence); acquire patterns: a
+    strong read with ``.acquire``/``.acq_rel``/``.sc`` of such a byte, in scope, joins that
+    clock into the reader's at once, a relaxed one at the warp's next acquiring fence
+    (synchronizes-with, §8.8 / §8.9.2 base causality order). Release sequences through
+    later atomics of the byte are not followed (the release clock of a byte is its last
+    writer's), so a chain of read-modify-writes only orders what its last writer released.
+  * release and fence clocks are per warp, not per lane: a release by one lane stands for the
+    accesses its warp made before it.
 
 The shadow keeps per byte: the last write (agent, clock, lane, location, proxy), the async
 operation in flight writing it, up to ``READER_SLOTS`` async operations in flight reading it
 and completed async readers not known to be ordered before the next write, and the reads
-since the last write: per warp of the CTA for shared memory (dense), the last reader for
-global memory. Where a record replaces one that is not ordered before it (a global read,
-an async reader), the byte is marked ``lost``: a later write to it can no longer be checked
-against every earlier reader, which ``lossy`` tells the caller (the interpreter then does not
-claim that one run stands for all schedules).
+since the last write: per warp of the CTA for shared memory (dense); for global memory one
+slot per reader warp not ordered before a later reader (a read ordered before another one
+needs no slot: a write ordered after the later read is ordered after both), the slots
+growing with the most unordered readers any byte has, up to ``GLOBAL_READER_SLOTS``. Where a
+record must still replace one that is not ordered before it (more unordered global readers
+than slots, an async reader, a reader of another CTA's shared memory), the byte is marked
+``lost``: a later write to it can no longer be checked against every earlier reader, which
+``lossy`` tells the caller (the interpreter reports it in ``RunResult.shadow_dropped``, and a
+run with a dropped reader does not claim race freedom for the schedules it ran).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +68,7 @@ from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_AS
 
 GENERIC, ASYNC = 0, 1
 READER_SLOTS = 4  # async readers kept per byte (several warpgroups' wgmma read one tile)
+GLOBAL_READER_SLOTS = 16  # most warps whose unordered reads of one global byte are kept
 
 
 def vget(vc: np.ndarray, agents: np.ndarray) -> np.ndarray:
@@ -70,15 +104,96 @@ def tick(vc: np.ndarray, agent: int) -> np.ndarray:
     return vc
 
 
+class LaneOrder:
+    """Warp-synchronizing points among the lanes of one warp (see the module doc)."""
+
+    __slots__ = ("now", "common", "full")
+
+    def __init__(self):
+        self.now = 0  # warp-synchronizing points so far
+        self.common = np.zeros((32, 32), np.int64)  # [i, j]: the last point lanes i and j shared
+        self.full = 0  # the last point every lane of the warp took part in
+
+    def sync(self, members: np.ndarray, valid: np.ndarray):
+        """Lanes ``members`` (bool, 32) passed a warp-synchronizing point together."""
+        self.now += 1
+        s = np.flatnonzero(members)
+        self.common[np.ix_(s, s)] = self.now
+        if not (valid & ~members).any():
+            self.full = self.now
+
+    def unordered(self, earlier, later, since) -> np.ndarray:
+        """Whether lane ``earlier``'s access at point count ``since`` and lane ``later``'s
+        access now are different lanes with no point of both in between (arrays)."""
+        earlier = np.asarray(earlier, np.int64)
+        later = np.asarray(later, np.int64)
+        return (earlier != later) & (self.common[earlier, later] <= since)
+
+    def unordered_readers(self, readers, later, since) -> np.ndarray:
+        """Per byte, a mask of the lanes in the 32-bit reader masks ``readers`` that read at
+        point count ``since`` or later and are not ordered before lane ``later``."""
+        bits = ((readers[:, None] >> np.arange(32, dtype=np.uint32)[None, :]) & 1).astype(bool)
+        rows = self.common[:, np.asarray(later, np.int64)].T  # [k, i]: last point of lane i and later[k]
+        bits &= rows <= np.asarray(since)[:, None]
+        bits[np.arange(len(later)), np.asarray(later, np.int64)] = False
+        return bits
+
+
+SCOPE_LEVEL = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
+RELEASING = ("release", "acq_rel", "sc")
+ACQUIRING = ("acquire", "acq_rel", "sc")
+
+
+@dataclass(frozen=True)
+class Strength:
+    """The memory order of a strong access (§8.4) and the scope instance it names (§8.5):
+    ``sem`` relaxed/acquire/release/acq_rel/sc, ``scope`` cta/cluster/gpu/sys, and the CTA and
+    cluster of the thread (scopes ``cta`` and ``cluster`` contain the threads sharing them)."""
+
+    sem: str
+    scope: str
+    cta: tuple
+    cluster: tuple
+
+    def contains(self, other: "Strength") -> bool:
+        """Whether this access's scope contains the thread of ``other``."""
+        level = SCOPE_LEVEL[self.scope]
+        return level >= 2 or (level == 1 and self.cluster == other.cluster) or self.cta == other.cta
+
+    def morally_strong(self, other: "Strength | None") -> bool:
+        return other is not None and self.contains(other) and other.contains(self)
+
+
+def strength(mods, cta: tuple, cluster: tuple, atomic: bool = False) -> Strength | None:
+    """The Strength of an access with modifiers ``mods`` by a thread of ``cta``/``cluster``;
+    None for a weak access. ``.volatile`` and ``.mmio`` are relaxed at ``.sys`` scope;
+    atomics are relaxed by default; a missing scope is ``.gpu`` (§8.4, §9.7.9.8 ld, §9.7.13.5 atom)."""
+    mods = set(mods)
+    if mods & {"volatile", "mmio"}:
+        return Strength("relaxed", "sys", cta, cluster)
+    sem = next((x for x in ("relaxed", "acquire", "release", "acq_rel", "sc") if x in mods), None)
+    if sem is None and not atomic:
+        return None
+    scope = next((x for x in SCOPE_LEVEL if x in mods), "gpu")
+    return Strength(sem or "relaxed", scope, cta, cluster)
+
+
+def lane_bits(lanes) -> np.ndarray:
+    return (np.uint32(1) << np.asarray(lanes, np.uint32)).astype(np.uint32)
+
+
 class Conflict:
     """One racing pair found by a shadow check (before it becomes a finding)."""
 
-    __slots__ = ("rule", "kind", "byte", "other_agent", "other_lane", "other_loc", "mine_lane")
+    __slots__ = ("rule", "kind", "byte", "other_agent", "other_lane", "other_loc", "mine_lane", "ordering")
 
-    def __init__(self, rule, kind, byte, other_agent, other_lane, other_loc, mine_lane=-1):
+    def __init__(self, rule, kind, byte, other_agent, other_lane, other_loc, mine_lane=-1, ordering=False):
         self.rule, self.kind, self.byte = rule, kind, byte
         self.other_agent, self.other_lane, self.other_loc = other_agent, other_lane, other_loc
         self.mine_lane = mine_lane
+        # a morally strong pair not ordered by happens-before: no data race, but the value
+        # read (or the final value) depends on the order the schedule gives the two
+        self.ordering = ordering
 
 
 class Shadow:
@@ -93,6 +208,7 @@ class Shadow:
         self.w_lane = np.zeros(n, np.int8)
         self.w_loc = np.zeros(n, np.int32)
         self.w_proxy = np.zeros(n, np.int8)
+        self.w_wsync = np.zeros(n, np.int64)  # the writer warp's LaneOrder.now at the write
         self.pend_w = np.full(n, -1, np.int32)
         self.pend_r = np.full((n, READER_SLOTS), -1, np.int32)
         self.pend_r_loc = np.zeros((n, READER_SLOTS), np.int32)
@@ -104,27 +220,49 @@ class Shadow:
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
             self.r_clk = np.zeros((n, len(self.agents)), np.int64)
             self.r_loc = np.zeros((n, len(self.agents)), np.int32)
+            self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
+            self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the latest
         else:
-            self.r_agent = np.full(n, -1, np.int32)
-            self.r_clk1 = np.zeros(n, np.int64)
-            self.r_lane = np.zeros(n, np.int8)
-            self.r_loc1 = np.zeros(n, np.int32)
+            self._reader_slots(n, 1)
         self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
         # operation and one location (sparse: only bytes atomics touched)
+        # strong accesses (sparse: flags are few bytes): the Strength of the last write when
+        # strong, the strong reads since it (agent -> (clock, location, lane, Strength); they
+        # are not in the dense/slot reader records), and the release clock of the last write
+        self.strong_w: dict = {}
+        self.strong_r: dict = {}
+        self.rel: dict = {}
         self.has_atom = None
         self.atom_vc: dict = {}
         self.atom_op: dict = {}
         self.atom_loc: dict = {}
+        self.atom_strength: dict = {}
 
-    def record_atomic(self, idx, vc, loc, op) -> bool:
-        """An atomic ``op`` with clock ``vc`` updated ``idx``; True when a byte had an atomic
-        of another operation since its last plain write (their order matters)."""
+    def _reader_slots(self, n, k):
+        """(Re)allocate ``k`` global reader slots per byte, keeping the ones there are."""
+        old = getattr(self, "r_agent", None)
+        new = {"r_agent": np.full((n, k), -1, np.int32), "r_clk1": np.zeros((n, k), np.int64),
+               "r_lane": np.zeros((n, k), np.int8), "r_loc1": np.zeros((n, k), np.int32),
+               "r_lanes1": np.zeros((n, k), np.uint32),  # lanes of the slot's warp that read
+               "r_wsync1": np.zeros((n, k), np.int64)}  # its LaneOrder.now at the latest
+        for name, arr in new.items():
+            if old is not None:
+                arr[:, :old.shape[1]] = getattr(self, name)
+            setattr(self, name, arr)
+
+    def record_atomic(self, idx, vc, loc, op, strong, rel=None) -> bool:
+        """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
+        releases) with clock ``vc`` updated ``idx``; True when a byte had an atomic of another
+        operation since its last plain write (their order matters)."""
         if self.has_atom is None:
             self.has_atom = np.zeros(len(self.w_agent), bool)
         mixed = False
         for b in np.unique(idx).tolist():
+            self.atom_strength[b] = strong
+            if rel is not None:
+                self.rel[b] = (rel, strong)
             prev = self.atom_vc.get(b)
             self.atom_vc[b] = vc.copy() if prev is None else join(prev, vc)
             mixed |= self.atom_op.setdefault(b, op) != op
@@ -132,10 +270,13 @@ class Shadow:
         self.has_atom[idx] = True
         return mixed
 
-    def _check_atomics(self, idx, vc, lanes, what):
+    def _check_atomics(self, idx, vc, lanes, what, strong=None):
         if self.has_atom is None:
             return []
         hit = self.has_atom[idx]
+        if strong is not None and hit.any():  # a strong access and an atomic: morally strong
+            hit &= ~np.fromiter((strong.morally_strong(self.atom_strength.get(b)) for b in idx.tolist()), bool,
+                                len(idx))
         if not hit.any():
             return []
         for i in np.flatnonzero(hit).tolist():
@@ -152,6 +293,24 @@ class Shadow:
             if self.lost is None:
                 self.lost = np.zeros(len(self.w_agent), bool)
             self.lost[idx[mask]] = True
+
+    def _morally_strong_write(self, idx, strong) -> np.ndarray:
+        """Per position of ``idx``: the byte's last write and the access ``strong`` are
+        morally strong (never a data race)."""
+        if strong is None or not self.strong_w:
+            return np.zeros(len(idx), bool)
+        return np.fromiter((strong.morally_strong(self.strong_w.get(b)) for b in idx.tolist()), bool, len(idx))
+
+    def released(self, idx, strong) -> np.ndarray | None:
+        """The join of the release clocks of the last writes of ``idx`` that the strong read
+        ``strong`` observes in scope (None when none)."""
+        out = None
+        if self.rel:
+            for b in np.unique(idx).tolist():
+                r = self.rel.get(b)
+                if r is not None and strong.morally_strong(r[1]):
+                    out = r[0] if out is None else join(out, r[0])
+        return out
 
     def lossy(self, idx) -> bool:
         """Whether a write of bytes ``idx`` can miss an earlier reader (see the module doc)."""
@@ -193,9 +352,57 @@ class Shadow:
         i = int(np.flatnonzero(bad)[0])
         return i, int(idx[i]), (int(lanes[i]) if lanes is not None else -1)
 
-    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC):
-        """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc``."""
+    def _lane_conflicts(self, idx, agent, lanes, order, write, strong_pair=None):
+        """Conflicts of an access by lanes ``lanes`` of the warp ``agent`` (its LaneOrder
+        ``order``) with other lanes of that warp: their last write, and for a ``write`` their
+        reads since it."""
+        if order is None or lanes is None:
+            return []
         out = []
+        lanes = np.asarray(lanes, np.int64)
+        same = (self.w_agent[idx] == agent) & (self.w_proxy[idx] == GENERIC)
+        if same.any():
+            bad = same & order.unordered(self.w_lane[idx].astype(np.int64), lanes, self.w_wsync[idx])
+            if strong_pair is not None and (bad & strong_pair).any():
+                i, b, ln = self._first(bad & strong_pair, idx, lanes)
+                out.append(Conflict(self.race_rule, "morally strong accesses of lanes of one warp with no "
+                                    "__syncwarp between them", b, agent, int(self.w_lane[b]), int(self.w_loc[b]),
+                                    ln, ordering=True))
+                bad &= ~strong_pair
+            if bad.any():
+                i, b, ln = self._first(bad, idx, lanes)
+                out.append(Conflict(self.race_rule, f"{'write-after-write' if write else 'read-after-write'} "
+                                    f"between lanes of one warp with no __syncwarp (bar.warp.sync) or barrier "
+                                    f"between them", b, agent, int(self.w_lane[b]), int(self.w_loc[b]), ln))
+        if not write:
+            return out
+        if self.dense:
+            cols = np.flatnonzero(self.agents == agent)
+            if not len(cols):
+                return out
+            col = int(cols[0])
+            readers, since, rlocs = self.r_lanes[idx, col], self.r_wsync[idx, col], self.r_loc[idx, col]
+        else:
+            mine = self.r_agent[idx] == agent
+            col = mine.argmax(axis=1)
+            readers = np.where(mine.any(axis=1), self.r_lanes1[idx, col], 0).astype(np.uint32)
+            since, rlocs = self.r_wsync1[idx, col], self.r_loc1[idx, col]
+        if readers.any():
+            bad = order.unordered_readers(readers, lanes, since)
+            if bad.any():
+                k, other = map(int, np.argwhere(bad)[0])
+                b = int(idx[k])
+                out.append(Conflict(self.race_rule, "write-after-read between lanes of one warp with no "
+                                    "__syncwarp (bar.warp.sync) or barrier between them", b, agent, other,
+                                    int(rlocs[k]), int(lanes[k])))
+        return out
+
+    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None, strong=None):
+        """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc`` (``order``: the
+        LaneOrder of a warp reading, for conflicts between its lanes; ``strong``: the
+        Strength of a strong read)."""
+        ms = self._morally_strong_write(idx, strong)
+        out = self._lane_conflicts(idx, agent, lanes, order, False, ms)
         pw = self.pend_w[idx]
         bad = pw >= 0
         if bad.any():
@@ -204,13 +411,15 @@ class Shadow:
                                 b, int(pw[i]), -1, int(self.pend_w_loc[b]), ln))
         wa = self.w_agent[idx]
         bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        out += self._ordering(bad & ms, idx, lanes)
+        bad &= ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if self.w_proxy[b] == ASYNC else self.race_rule
             kind = ("read before the completion of the async write is observed" if rule == RACE_ASYNC_PENDING.id
                     else "read-after-write, not ordered")
             out.append(Conflict(rule, kind, b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
-        elif (atomic := self._check_atomics(idx, vc, lanes, "read")):
+        elif (atomic := self._check_atomics(idx, vc, lanes, "read", strong)):
             out += atomic
         elif proxy == ASYNC:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
@@ -221,10 +430,13 @@ class Shadow:
                                     "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         return out
 
-    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False):
+    def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False, order=None,
+                    strong=None):
         """Conflicts of a write (``atomic``: an atomic update, which does not race with other
-        atomics) of bytes ``idx``."""
-        out = []
+        atomics; ``strong``: the Strength of a strong write or atomic) of bytes ``idx``."""
+        ms = self._morally_strong_write(idx, strong)
+        out = [] if atomic else self._lane_conflicts(idx, agent, lanes, order, True, ms)
+        out += self._check_strong_readers(idx, agent, vc, lanes, strong)
         p = self.pend_w[idx]
         bad = (p >= 0) & (p != agent)
         if bad.any():
@@ -244,14 +456,23 @@ class Shadow:
                 out.append(Conflict(RACE_ASYNC_PENDING.id, what, b, int(a[i, j]), -1, int(slocs[b, j]),
                                     int(lanes[i]) if lanes is not None else -1))
         if not atomic:
-            out += self._check_atomics(idx, vc, lanes, "write")
+            out += self._check_atomics(idx, vc, lanes, "write", strong)
         wa = self.w_agent[idx]
         bad = (wa >= 0) & (wa != agent) & (vget(vc, wa) < self.w_clk[idx])
+        out += self._ordering(bad & ms, idx, lanes)
+        bad &= ~ms
         if bad.any():
             i, b, ln = self._first(bad, idx, lanes)
             rule = RACE_ASYNC_PENDING.id if (self.w_proxy[b] == ASYNC or proxy == ASYNC) else self.race_rule
             out.append(Conflict(rule, "write-after-write, not ordered", b, int(wa[i]), int(self.w_lane[b]),
                                 int(self.w_loc[b]), ln))
+        elif proxy == ASYNC:
+            gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
+            if gen.any():
+                i, b, ln = self._first(gen, idx, lanes)
+                out.append(Conflict(RACE_ASYNC_PROXY.id,
+                                    "async-proxy write over a generic-proxy write with no fence.proxy.async "
+                                    "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
         if self.dense:
             rc = self.r_clk[idx]  # (k, W)
             mine = self.agents == agent
@@ -274,33 +495,114 @@ class Shadow:
             ra = self.r_agent[idx]
             bad = (ra >= 0) & (ra != agent) & (vget(vc, ra) < self.r_clk1[idx])
             if bad.any():
-                i, b, ln = self._first(bad, idx, lanes)
-                out.append(Conflict(self.race_rule, "write-after-read, not ordered", b, int(ra[i]),
-                                    int(self.r_lane[b]), int(self.r_loc1[b]), ln))
+                i, j = map(int, np.argwhere(bad)[0])
+                b = int(idx[i])
+                out.append(Conflict(self.race_rule, "write-after-read, not ordered", b, int(ra[i, j]),
+                                    int(self.r_lane[b, j]), int(self.r_loc1[b, j]),
+                                    int(lanes[i]) if lanes is not None else -1))
         return out
 
+    def _ordering(self, pair, idx, lanes):
+        """An ordering conflict (see ``Conflict.ordering``) for the first position of ``pair``
+        (morally strong, unordered accesses of another warp's last write)."""
+        if not pair.any():
+            return []
+        i, b, ln = self._first(pair, idx, lanes)
+        return [Conflict(self.race_rule, "morally strong accesses not ordered by happens-before", b,
+                         int(self.w_agent[b]), int(self.w_lane[b]), int(self.w_loc[b]), ln, ordering=True)]
+
+    def _check_strong_readers(self, idx, agent, vc, lanes, strong):
+        """Conflicts of a write with the strong reads since the last write (kept apart from
+        the reader records) by another warp, unordered: a data race unless morally strong
+        with it, else an ordering conflict."""
+        if not self.strong_r:
+            return []
+        for i, b in enumerate(idx.tolist()):
+            for a, (clk, loc, lane, st) in self.strong_r.get(b, {}).items():
+                if a != agent and int(vget(vc, np.array([a]))[0]) < clk:
+                    ms = st.morally_strong(strong)
+                    return [Conflict(self.race_rule, "morally strong accesses not ordered by happens-before" if ms
+                                     else "write-after-read, not ordered", b, a, lane, loc,
+                                     int(lanes[i]) if lanes is not None else -1, ordering=ms)]
+        return []
+
     # ------------------------------------------------------------------ records
-    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None):
+    @staticmethod
+    def _add_readers(masks, since, idx, keep, lanes, order):
+        """Add reader ``lanes`` to the lane masks ``masks`` (a column: writable views) of
+        bytes ``idx``, with ``since`` the warp's point count at the latest of those reads (a
+        later write checks every lane of the mask against it: conservative for the earlier
+        readers): kept where ``keep`` and no point of every lane passed since, else started
+        afresh."""
+        if order is None or lanes is None:
+            masks[idx] = 0
+            return
+        fresh = ~keep | (since[idx] < order.full) | (masks[idx] == 0)
+        since[idx] = order.now
+        masks[idx] = np.where(fresh, 0, masks[idx]).astype(np.uint32)
+        np.bitwise_or.at(masks, idx, lane_bits(lanes))
+
+    def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None, order=None, strong=None):
+        if strong is not None:
+            for b, lane in zip(idx.tolist(), (lanes if lanes is not None else np.full(len(idx), -1)).tolist()):
+                self.strong_r.setdefault(b, {})[agent] = (clk, loc, int(lane), strong)
+            return
         if self.dense:
             if column is None:  # a reader with no column (another CTA of the cluster)
                 self._lose(idx, np.ones(len(idx), bool))
                 return
             self.r_clk[idx, column] = clk
             self.r_loc[idx, column] = loc
+            self._add_readers(self.r_lanes[:, column], self.r_wsync[:, column], idx, np.ones(len(idx), bool),
+                              lanes, order)
         else:
-            ra = self.r_agent[idx]
-            unordered = (ra >= 0) & (ra != agent)
-            if vc is not None:
-                unordered &= vget(vc, ra) < self.r_clk1[idx]
-            self._lose(idx, unordered)
-            self.r_agent[idx] = agent
-            self.r_clk1[idx] = clk
-            self.r_loc1[idx] = loc
-            if lanes is not None:
-                self.r_lane[idx] = lanes
+            self._record_global_read(idx, agent, clk, loc, lanes, vc, order)
 
-    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC):
+    def _record_global_read(self, idx, agent, clk, loc, lanes, vc, order):
+        """Put the read into the byte's slot of ``agent``, else a free slot or one whose reader
+        is ordered before this read; with none, grow the slots (up to GLOBAL_READER_SLOTS), and
+        past that replace the first slot and mark the byte lost. Every position of ``idx``
+        of one byte picks the same slot (they see the same row)."""
+        while True:
+            ra = self.r_agent[idx]
+            own = ra == agent
+            free = (ra < 0) | (vget(vc, ra) >= self.r_clk1[idx] if vc is not None else np.zeros(ra.shape, bool))
+            has = own.any(axis=1) | free.any(axis=1)
+            k = ra.shape[1]
+            if has.all() or k >= GLOBAL_READER_SLOTS:
+                break
+            self._reader_slots(len(self.r_agent), min(2 * k, GLOBAL_READER_SLOTS))
+        self._lose(idx, ~has)
+        col = np.where(own.any(axis=1), own.argmax(axis=1), np.where(has, free.argmax(axis=1), 0))
+        keep = own.any(axis=1)
+        self.r_agent[idx, col] = agent
+        self.r_clk1[idx, col] = clk
+        self.r_loc1[idx, col] = loc
+        if lanes is not None:
+            self.r_lane[idx, col] = lanes
+        if order is None or lanes is None:
+            self.r_lanes1[idx, col] = 0
+            return
+        fresh = ~keep | (self.r_wsync1[idx, col] < order.full) | (self.r_lanes1[idx, col] == 0)
+        self.r_wsync1[idx, col] = order.now
+        self.r_lanes1[idx, col] = np.where(fresh, 0, self.r_lanes1[idx, col]).astype(np.uint32)
+        np.bitwise_or.at(self.r_lanes1, (idx, col), lane_bits(lanes))
+
+    def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None, strong=None, rel=None):
+        """The last write of ``idx`` (``strong``: its Strength; ``rel``: its release clock)."""
+        if strong is not None or self.strong_w or self.strong_r or self.rel:
+            for b in np.unique(idx).tolist():
+                self.strong_r.pop(b, None)
+                if strong is None:
+                    self.strong_w.pop(b, None)
+                else:
+                    self.strong_w[b] = strong
+                if rel is None:
+                    self.rel.pop(b, None)
+                else:
+                    self.rel[b] = (rel, strong)
         self.w_agent[idx] = agent
+        self.w_wsync[idx] = order.now if order is not None else 0
         self.w_clk[idx] = clk
         self.w_loc[idx] = loc
         self.w_proxy[idx] = proxy
@@ -309,8 +611,10 @@ class Shadow:
         self.ra_agent[idx] = -1
         if self.dense:
             self.r_clk[idx] = 0
+            self.r_lanes[idx] = 0
         else:
             self.r_agent[idx] = -1
+            self.r_lanes1[idx] = 0
         if self.uninit is not None:
             self.uninit[idx] = False
         if self.lost is not None:
@@ -320,4 +624,5 @@ class Shadow:
                 self.atom_vc.pop(b, None)
                 self.atom_op.pop(b, None)
                 self.atom_loc.pop(b, None)
+                self.atom_strength.pop(b, None)
             self.has_atom[idx] = False

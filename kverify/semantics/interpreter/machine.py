@@ -42,7 +42,7 @@ from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
-from .hb import GENERIC, vget
+from .hb import ACQUIRING, GENERIC, RELEASING, join, strength, vget
 from .mbarriers import MbarrierMixin
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
@@ -78,6 +78,8 @@ class Machine(MbarrierMixin):
         self.status = "complete"
         self.reason = ""
         self.dependence: list[str] = []  # why another schedule might synchronize differently
+        self.shadow_dropped: list[str] = []  # writes the race shadow could not check against every reader
+        self.strong_unordered: list[str] = []  # morally strong conflicting accesses no happens-before orders
         self.unread_atomics = None
         self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
@@ -123,6 +125,13 @@ class Machine(MbarrierMixin):
         obj.state = out.state
         obj.version += 1
         return out
+
+    def dropped_reader(self, reason: str):
+        """A write to bytes whose earlier readers the race shadow could not all keep (``hb``):
+        its race check is incomplete, so the run claims no race freedom for it."""
+        if reason not in self.shadow_dropped and len(self.shadow_dropped) < 8:
+            self.shadow_dropped.append(reason)
+        self.depend(reason)
 
     def depend(self, reason: str):
         """Record why this run may not stand for every schedule (see ``mbar_order``)."""
@@ -573,7 +582,16 @@ class Machine(MbarrierMixin):
         raise Unsupported(f"state space {space}")
 
     # ------------------------------------------------------------------ shadow checks
-    def access(self, w, ins, region, offs, nbytes, m, kind, proxy=GENERIC, agent=None, vc=None):
+    def strength(self, w, ins, atomic=False):
+        """The memory order and scope of an access by warp ``w`` (``hb.strength``)."""
+        cl = w.cta.cluster_ctas
+        return strength(ins.mods, w.cta.ctaid, cl[0].ctaid if cl else w.cta.ctaid, atomic)
+
+    def access(self, w, ins, region, offs, nbytes, m, kind, proxy=GENERIC, agent=None, vc=None, strong=None):
+        """Race-check and record an access of ``region`` (``strong``: its ``hb.Strength``, for
+        a strong ld/st); a strong write with a release pattern leaves its release clock, a
+        strong read acquires the release clocks it observes (at once when it acquires, else at
+        the warp's next acquiring fence)."""
         if not self.check or not isinstance(region, Region):
             return
         lanes = np.flatnonzero(m)
@@ -582,15 +600,16 @@ class Machine(MbarrierMixin):
         agent = w.agent if agent is None else agent
         vc = w.vc if vc is None else vc
         sh = region.shadow
+        order = w.lane_order if agent == w.agent else None
         if kind == "read":
-            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy)
+            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy, order, strong)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
                 self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
                             f"{region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])}", [ins.loc],
                             address=int(idx[i]))
         else:
-            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy)
+            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy, order=order, strong=strong)
         for c in conf:
             self._race(w, ins, region, c, kind)
         loc = self.loc_id(ins.loc)
@@ -598,16 +617,33 @@ class Machine(MbarrierMixin):
         if kind == "read":
             if sh.dense:
                 col = w.index if agent == w.agent and w.cta.smem is region else None
-                sh.record_read(idx, agent, clk, loc, lane_of, col)
+                sh.record_read(idx, agent, clk, loc, lane_of, col, order=order, strong=strong)
             else:
-                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc)
+                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc, order=order, strong=strong)
+            if strong is not None and (rel := sh.released(idx, strong)) is not None:
+                if strong.sem in ACQUIRING:
+                    w.vc = join(w.vc, rel)
+                else:
+                    w.acq_pending = rel if w.acq_pending is None else join(w.acq_pending, rel)
         else:
             if sh.lossy(idx):
-                self.depend(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
+                self.dropped_reader(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
                             f"race shadow could not all keep")
-            sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy)
+            rel = self._release_clock(w, strong)
+            sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy, order, strong, rel)
+            if strong is not None and strong.sem in RELEASING:
+                w.release_tick()
+
+    @staticmethod
+    def _release_clock(w, strong):
+        """The clock a strong write releases: the warp's own for a releasing write, the one at
+        its last releasing fence for a relaxed one, none for a weak write (§8.8)."""
+        if strong is None:
+            return None
+        return w.vc.copy() if strong.sem in RELEASING else w.fence_rel
 
     def atomic_access(self, w, ins, region, offs, nbytes, m, op, ty):
+        strong = self.strength(w, ins, atomic=True)
         """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
         not race with each other); the run stands for every order of the atomics only when
         they commute and no returned value is used."""
@@ -615,9 +651,18 @@ class Machine(MbarrierMixin):
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
         sh = region.shadow
         if self.check:
-            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True):
+            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True,
+                                    strong=strong):
                 self._race(w, ins, region, c, "atomic")
-        mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty))
+        observed = sh.released(idx, strong)
+        mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong, self._release_clock(w, strong))
+        if strong.sem in RELEASING:
+            w.release_tick()
+        if observed is not None:
+            if strong.sem in ACQUIRING:
+                w.vc = join(w.vc, observed)
+            else:
+                w.acq_pending = observed if w.acq_pending is None else join(w.acq_pending, observed)
         if self.unread_atomics is None:
             from kverify.semantics.ir.visit import unread_atomic_results
 
@@ -646,6 +691,11 @@ class Machine(MbarrierMixin):
                f"and an access by {other}{at}")
         if w.iters:
             msg += f" (iterations {', '.join(str(k) for _, k in w.iters)})"
+        if c.ordering:  # no data race (§8.7), but the outcome depends on the schedule
+            if msg not in self.strong_unordered and len(self.strong_unordered) < 8:
+                self.strong_unordered.append(msg)
+            self.depend(msg)
+            return
         details = {"address": c.byte, "space": region.space, "object": region.owner(c.byte), "this": mine,
                    "other": other, "iterations": [k for _, k in w.iters]}
         locs = [ins.loc, other_loc]

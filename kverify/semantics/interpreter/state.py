@@ -14,7 +14,7 @@ from kverify.semantics.memory_model.protocols import named_barrier as NB
 from kverify.semantics.memory_model.protocols.common import Protocol
 from kverify.semantics.values import ConcreteDomain
 
-from .hb import tick
+from .hb import LaneOrder, tick
 
 D = ConcreteDomain()
 ASYNC_GENERIC = 2  # written by an async operation that acts in the generic proxy (cp.async)
@@ -98,6 +98,9 @@ class Warp:
         self.regs: dict[str, np.ndarray] = {}
         self.vc = np.zeros(0, np.int64)
         self.vc = tick(self.vc, agent)
+        self.lane_order = LaneOrder()  # warp-synchronizing points among its lanes (hb)
+        self.fence_rel = None  # clock at its last releasing fence (hb: release patterns)
+        self.acq_pending = None  # release clocks its relaxed reads observed, acquired at its next fence
         self.iters: list = []
         self.brk: dict = {}
         self.cont: dict = {}

@@ -150,6 +150,7 @@ def _bar_complete(m, cta, bar_id, released, value, red_dst):
 def _bar_after(m, w, key, red_dst, mask):
     cta = w.cta
     w.vc = join(w.vc, cta.bar_release.get(key, np.zeros(0, np.int64)))
+    w.lane_order.sync(mask, w.valid)
     if red_dst is not None:
         v = cta.bar_value.get(key)
         m.write(w, red_dst, np.full(32, int(v), U64) if not isinstance(v, bool) else np.full(32, v), mask)

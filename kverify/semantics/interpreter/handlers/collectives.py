@@ -1,5 +1,6 @@
 """Warp collectives: shfl.sync, vote.sync, match.sync, activemask, elect.sync, redux.sync,
-bar.warp.sync, with the membermask rules (every non-exited lane of the mask executes the
+bar.warp.sync (which also orders memory among its lanes: ``hb.LaneOrder``, §9.7.13.2), with
+the membermask rules (every non-exited lane of the mask executes the
 instruction; §9.7.9.6-9, §9.7.13).
 """
 from __future__ import annotations
@@ -153,3 +154,4 @@ def h_redux(m, w, ins, mask):
 def h_bar_warp_sync(m, w, ins, mask):
     mm = _membermask(m, w, ins.operands[0], mask)
     _check_members(m, w, ins, mask, mm)
+    w.lane_order.sync(mask & np.array([(mm >> i) & 1 for i in range(32)], bool), w.valid)

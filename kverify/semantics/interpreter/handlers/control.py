@@ -104,7 +104,7 @@ def _call(m, w, ins, mask, callee, rets, args):
 
 
 @handler("nanosleep", "prefetch", "prefetchu", "setmaxnreg", "griddepcontrol", "applypriority", "discard",
-         "cp.async.bulk.prefetch", "cp.async.bulk.prefetch.tensor", "membar", "fence", "pmevent",
+         "cp.async.bulk.prefetch", "cp.async.bulk.prefetch.tensor", "pmevent",
          "fence.proxy.tensormap::generic")
 def h_nop(m, w, ins, mask):
     return None

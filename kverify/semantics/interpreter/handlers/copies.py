@@ -29,7 +29,7 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
     op = CopyOp(m, w, ins, agent, kind, writes, reads, action, mbar, group, nbytes, proxy)
     for region, idx in writes:
         if region.shadow.lossy(idx):
-            m.depend(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
+            m.dropped_reader(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
                      f"shadow could not all keep")
         if m.check:
             conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy)

@@ -1,16 +1,35 @@
-"""Fences with an interpreter effect: fence.proxy.async (orders generic-proxy accesses
-before later async-proxy ones, §9.7.12.4) and fence.mbarrier_init (§9.7.13.15.3).
+"""Fences with an interpreter effect: membar/fence.sc/fence.acq_rel/fence.acquire/
+fence.release (the fence halves of the release and acquire patterns, §8.8, §9.7.13.4),
+fence.proxy.async (orders generic-proxy accesses before later async-proxy ones, §9.7.12.4)
+and fence.mbarrier_init (§9.7.13.15.3).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..hb import join
 from .common import registry, yield_once
 
 HANDLERS, handler = registry()
 
 
 # --------------------------------------------------------------------------- fences
+
+
+@handler("membar", "fence")
+def h_fence(m, w, ins, mask):
+    """``membar`` is ``fence.sc``; a bare ``fence`` is ``fence.acq_rel``. The acquire half
+    joins the release clocks the warp's relaxed reads observed; the release half keeps the
+    warp's clock for its later relaxed writes (``hb`` release patterns). The fence's scope is
+    not compared with the writes' (the writes' own scopes decide moral strength)."""
+    acquire = "release" not in ins.mods
+    release = "acquire" not in ins.mods
+    if acquire and w.acq_pending is not None:
+        w.vc = join(w.vc, w.acq_pending)
+        w.acq_pending = None
+    if release:
+        w.fence_rel = w.vc.copy()
+        w.release_tick()
 
 
 @handler("fence.proxy.async", "fence.proxy.async::generic", "fence.proxy.alias")

@@ -1,6 +1,7 @@
 """Memory families: address conversion (cvta, mapa, getctarank), ld/ldu/st over every
 state space (global, shared::cta/cluster, local, param, const) with the happens-before race
-checks of ``Machine.access``, and atom/red (§9.7.9.8-9.7.9.12, §9.7.13.5-6).
+checks of ``Machine.access`` (a strong ld/st passes its memory order and scope,
+``hb.Strength``, §8.4-8.5), and atom/red (§9.7.9.8-9.7.9.12, §9.7.13.5-6).
 """
 from __future__ import annotations
 
@@ -82,8 +83,9 @@ def _sign_extend(v, bits):
     return np.where(v & sign, v | U64(~low_mask(bits) & 0xFFFFFFFFFFFFFFFF), v)
 
 
-def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC):
-    """Values (uint64 per lane) of ``nbytes`` at per-lane addresses."""
+def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC, strong=None):
+    """Values (uint64 per lane) of ``nbytes`` at per-lane addresses (``strong``: the
+    ``hb.Strength`` of a strong load)."""
     try:
         region, offs = m.resolve(w, space, addrs, mask, nbytes)
     except Fault as f:
@@ -112,14 +114,14 @@ def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC):
         return out
     if region == "local":
         return _local(m, w, ins, np.asarray(offs, np.int64), mask, nbytes)
-    m.access(w, ins, region, offs, nbytes, mask, "read", proxy)
+    m.access(w, ins, region, offs, nbytes, mask, "read", proxy, strong=strong)
     out = np.zeros(32, U64)
     lanes = np.flatnonzero(mask)
     out[lanes] = load_bytes(region.data, offs[lanes], nbytes)
     return out
 
 
-def mem_write(m, w, ins, space, addrs, mask, nbytes, vals):
+def mem_write(m, w, ins, space, addrs, mask, nbytes, vals, strong=None):
     try:
         region, offs = m.resolve(w, space, addrs, mask, nbytes)
     except Fault as f:
@@ -155,7 +157,7 @@ def mem_write(m, w, ins, space, addrs, mask, nbytes, vals):
                              f"{region.space} {region.owner(int(u))} in one instruction at {_fmt_loc(ins.loc)}",
                              [ins.loc], address=int(u))
                     break
-    m.access(w, ins, region, offs, nbytes, mask, "write")
+    m.access(w, ins, region, offs, nbytes, mask, "write", strong=strong)
     store_bytes(region.data, offs[lanes], nbytes, vals[lanes])
 
 
@@ -216,8 +218,9 @@ def h_ld(m, w, ins, mask):
     base = m.addr_values(w, a)
     elems = dst.elems if isinstance(dst, VecOp) else (dst,)
     signed = ty.startswith("s")
+    strong = m.strength(w, ins)
     for j, d in enumerate(elems):
-        v = mem_read(m, w, ins, space, base + j * nb, mask, nb)
+        v = mem_read(m, w, ins, space, base + j * nb, mask, nb, strong=strong)
         if signed and isinstance(d, Reg) and m.reg_width(d.name) > 8 * nb:
             v = _sign_extend(v, 8 * nb)
         m.write(w, d, v, mask)
@@ -231,9 +234,10 @@ def h_st(m, w, ins, mask):
     space = space_of(ins)
     base = m.addr_values(w, a)
     elems = src.elems if isinstance(src, VecOp) else (src,)
+    strong = m.strength(w, ins)
     for j, s in enumerate(elems):
         v = np.broadcast_to(np.asarray(m.val(w, s, 8 * nb), U64), (32,)) & U64(low_mask(8 * nb))
-        mem_write(m, w, ins, space, base + j * nb, mask, nb, v)
+        mem_write(m, w, ins, space, base + j * nb, mask, nb, v, strong)
 
 
 ATOM_FAMILY = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
