@@ -1,5 +1,11 @@
 """mbarrier instructions (§9.7.13.15): init, inval, arrive(.expect_tx)/arrive_drop,
 expect_tx/complete_tx, test_wait/try_wait, fed to the mbarrier protocol.
+
+Memory semantics (.sem): an arrive is ``.release`` unless ``.relaxed`` (§9.7.13.15.16:
+``.relaxed`` gives no ordering of the arriving thread's prior accesses), so only a releasing
+arrive adds its clock to the phase; a test_wait/try_wait is ``.acquire`` unless ``.relaxed``
+(§9.7.13.15.17), so only an acquiring wait that returns True joins the completed phase's clock.
+The protocol state (counts, phases, observation) is the same for both.
 """
 from __future__ import annotations
 
@@ -91,7 +97,8 @@ def h_mbar_arrive(m, w, ins, mask):
             cmd = MB.Arrive(count=int(extra[lane]) if extra is not None else 1,
                             no_complete="noComplete" in mods, drop=drop, remote=remote)
         m.mbar_order(info, "arrive", w.agent, w.vc, ins)
-        info.phase_vc = join(info.phase_vc, w.vc)
+        if "relaxed" not in mods:
+            info.phase_vc = join(info.phase_vc, w.vc)
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
         if "expect_tx" in mods:
@@ -134,6 +141,7 @@ def _mbar_wait(m, w, ins, mask):
     space = space_of(ins)
     ops = ins.operands
     parity_form = "parity" in ins.mods
+    acquire = "relaxed" not in ins.mods
     addrs = m.addr_values(w, ops[1])
     arg = np.broadcast_to(np.asarray(m.val(w, ops[2], 64), U64), (32,))
     lanes = np.flatnonzero(mask)
@@ -188,7 +196,8 @@ def _mbar_wait(m, w, ins, mask):
                 ph = info.state.phase - 1
             w.mbar_next[info.key] = ph + 1
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
-            w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
+            if acquire:
+                w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
         return ok
 
     plans = [p for p in plans if p is not None]

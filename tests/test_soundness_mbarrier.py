@@ -1,0 +1,60 @@
+"""Soundness of the mbarrier and cluster-barrier memory semantics (issue 12, items 3 and 9):
+``.relaxed`` arrives release nothing and ``.relaxed`` waits acquire nothing
+(PTX ISA §9.7.13.15.16, §9.7.13.15.17); an mbarrier invalidated and initialized again starts
+a new lifetime (§9.7.13.15.3); the init made visible by fence.mbarrier_init.release.cluster and
+a cluster barrier (§9.7.12.4, barrier.cluster). Each buggy kernel was ``verified`` before;
+its correct twin stays clean."""
+import json
+
+import pytest
+
+from conftest import ZOO
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
+from kverify.semantics.ir import load_module
+from kverify.verifier.check import check_kernel
+
+
+def _variant(family, file):
+    d = ZOO / family
+    v = next(v for v in json.loads((d / "manifest.json").read_text())["variants"] if v["file"] == file)
+    return d / file.replace(".cu", ".ptx"), v
+
+
+def _run(family, file, **kw):
+    path, v = _variant(family, file)
+    m = load_module(str(path))
+    return run_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), **kw)
+
+
+def _check(family, file):
+    path, v = _variant(family, file)
+    m = load_module(str(path))
+    return check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(path))
+
+
+def _lines(f):
+    return {l.line for l in f.locs}
+
+
+# --------------------------------------------------------------------------- .relaxed (item 3)
+
+
+def test_default_release_arrive_and_acquire_wait_hand_the_stage_over():
+    r = _run("relaxed_mbarrier", "relaxed_mbarrier.cu", schedule="exhaustive", budget=6)
+    assert r.status == "complete" and r.findings == []
+    assert _check("relaxed_mbarrier", "relaxed_mbarrier.cu").verdict == "verified"
+
+
+@pytest.mark.parametrize("file", ["relaxed_mbarrier__relaxed_arrive.cu", "relaxed_mbarrier__relaxed_wait.cu"])
+def test_relaxed_arrive_or_wait_orders_nothing_and_the_stage_races(file):
+    """The handoff still completes (the protocol is the same), but the consumer's read of the
+    stage is unordered with the producer's write: race.shared naming both lines."""
+    r = _run("relaxed_mbarrier", file, schedule="exhaustive", budget=6)
+    assert r.status == "complete", r.reason
+    assert r.rules() == {"race.shared"}
+    assert all(_lines(f) == {76, 80} for f in r.findings)
+    rep = _check("relaxed_mbarrier", file)
+    assert rep.verdict == "violated"
+    o = next(o for o in rep.obligations if o.title == "race-free: shared")
+    assert o.status == "violated" and o.rule == "race.shared"
