@@ -58,3 +58,24 @@ def test_relaxed_arrive_or_wait_orders_nothing_and_the_stage_races(file):
     assert rep.verdict == "violated"
     o = next(o for o in rep.obligations if o.title == "race-free: shared")
     assert o.status == "violated" and o.rule == "race.shared"
+
+
+# --------------------------------------------------------------------------- inval / re-init (item 9)
+
+
+def test_a_reinitialized_barrier_starts_a_new_lifetime_for_its_waiters():
+    """Before: after mbarrier.inval and a new mbarrier.init the consumer's parity-0 wait was
+    reported as naming phase 0 it had already observed (of the old lifetime)."""
+    r = _run("mbarrier_reinit", "mbarrier_reinit.cu", schedule="exhaustive", budget=6)
+    assert r.status == "complete", r.reason
+    assert r.findings == []
+    assert _check("mbarrier_reinit", "mbarrier_reinit.cu").verdict == "verified"
+
+
+def test_a_waiter_that_keeps_the_old_lifetimes_parity_is_found():
+    r = _run("mbarrier_reinit", "mbarrier_reinit__stale_phase.cu", schedule="exhaustive", budget=6)
+    assert "mbarrier.parity" not in r.rules()
+    races = [f for f in r.findings if f.rule == "race.shared"]
+    assert races and all(_lines(f) == {82, 87} for f in races)
+    assert "deadlock" in r.rules()
+    assert _check("mbarrier_reinit", "mbarrier_reinit__stale_phase.cu").verdict == "violated"

@@ -22,6 +22,7 @@ class MbarInfo(SyncObject):
     def __init__(self, key, name):
         super().__init__(MB.PROTOCOL, MB.MbarrierState(), f"mbarrier {name}")
         self.key, self.name = key, name
+        self.lifetime = 0  # successful mbarrier.inits so far: each starts a new lifetime at phase 0
         self.init_loc = None  # the mbarrier.init of the current lifetime
         self.phase_vc = np.zeros(0, np.int64)
         self.done_vc: dict[int, np.ndarray] = {}
@@ -37,6 +38,13 @@ class MbarInfo(SyncObject):
         self.observers: dict[int, list] = {}
         self.pending_waits: dict[int, list] = {}
         self.pending_expect: dict[int, list] = {}
+
+    @property
+    def waiter_key(self):
+        """Key of a waiter's own record of this barrier (the phase after the last one it
+        observed): per lifetime, since mbarrier.inval and a new mbarrier.init restart the
+        phase at 0 and nothing a waiter observed before carries over (§9.7.13.15.3)."""
+        return self.key, self.lifetime
 
     def related_locs(self, finding) -> tuple:
         # an arrival past an unobserved phase: the init names the expected count

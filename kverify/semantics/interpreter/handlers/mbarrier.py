@@ -43,6 +43,7 @@ def h_mbar_init(m, w, ins, mask):
             m.depend(f"{_fmt_loc(ins.loc)}: mbarrier.init of {info.name} is not ordered after every earlier use")
         out = m.mbar_step(info, MB.Init(int(count[lane])), ins, who)
         if out.violation is None:
+            info.lifetime += 1
             info.observers, info.pending_waits, info.pending_expect = {}, {}, {}
             info.init = (w.agent, w.clock(), m.loc_id(ins.loc), True)
             info.init_loc = ins.loc
@@ -166,7 +167,7 @@ def _mbar_wait(m, w, ins, mask):
             continue
         if parity_form:
             q = a & 1
-            named, v = MB.waited_phase(info.state, q, w.mbar_next.get(key))
+            named, v = MB.waited_phase(info.state, q, w.mbar_next.get(info.waiter_key))
             if v is not None:
                 m.report(v.rule, f"{who} on mbarrier {info.name} {v.message}", [ins.loc], mbarrier=info.name,
                          phase=v.detail("phase"))
@@ -194,7 +195,7 @@ def _mbar_wait(m, w, ins, mask):
             ph = named if named is not None else (info.state.phase - 1)
             if q is not None and named is None:
                 ph = info.state.phase - 1
-            w.mbar_next[info.key] = ph + 1
+            w.mbar_next[info.waiter_key] = ph + 1
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
             if acquire:
                 w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
