@@ -79,3 +79,32 @@ def test_a_waiter_that_keeps_the_old_lifetimes_parity_is_found():
     assert races and all(_lines(f) == {82, 87} for f in races)
     assert "deadlock" in r.rules()
     assert _check("mbarrier_reinit", "mbarrier_reinit__stale_phase.cu").verdict == "violated"
+
+
+# --------------------------------------------------------------------------- init visibility
+
+
+def test_fence_mbarrier_init_then_relaxed_cluster_barrier_makes_the_init_visible():
+    """The documented init sequence: mbarrier.init, fence.mbarrier_init.release.cluster,
+    barrier.cluster.arrive.relaxed, barrier.cluster.wait (§9.7.12.4). Before: reported as
+    mbarrier.init-visibility because a relaxed arrive added no ordering."""
+    r = _run("mbarrier_init_seq", "mbarrier_init_seq.cu", schedule="exhaustive", budget=6)
+    assert r.status == "complete", r.reason
+    assert r.findings == []
+    assert _check("mbarrier_init_seq", "mbarrier_init_seq.cu").verdict == "verified"
+
+
+def test_relaxed_cluster_barrier_without_the_init_fence_leaves_the_init_unordered():
+    r = _run("mbarrier_init_seq", "mbarrier_init_seq__missing_init_fence.cu", schedule="exhaustive", budget=6)
+    assert r.rules() == {"mbarrier.init-visibility"}
+    assert all(95 in _lines(f) for f in r.findings)  # the init, next to the use
+    rep = _check("mbarrier_init_seq", "mbarrier_init_seq__missing_init_fence.cu")
+    assert rep.verdict == "violated"
+
+
+def test_the_init_fence_orders_only_the_inits_not_the_data():
+    """A relaxed cluster arrive after fence.mbarrier_init releases the init and nothing else:
+    the relaxed_mbarrier twins (data handed over through a relaxed mbarrier operation) still race
+    although their init is fenced."""
+    r = _run("relaxed_mbarrier", "relaxed_mbarrier__relaxed_arrive.cu")
+    assert "mbarrier.init-visibility" not in r.rules() and "race.shared" in r.rules()

@@ -135,12 +135,18 @@ class MbarrierMixin:
             self.depend(f"{where}: expect-tx on mbarrier {info.name} in phase {phase} is not ordered before an "
                         f"arrival of that phase; in another schedule the phase may complete without it")
 
-    def mbar_check_init(self, info, agent, vc, ins, who):
-        """Ask the protocol whether ``info``'s init is visible to a use by ``agent`` at ``vc``."""
+    def mbar_check_init(self, info, w, vc, ins, who):
+        """Ask the protocol whether ``info``'s init is visible to a use by warp ``w`` issued with
+        clock ``vc``: ordered by happens-before, or by the init-only clock ``w`` acquired
+        before that use (fence.mbarrier_init then a cluster barrier; ``mbar_inits_seen``)."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
-        v = MB.init_visibility(agent == ia or vget(vc, np.array([ia]))[0] >= ic, who)
+        own = int(vget(vc, np.array([w.agent]))[0])
+        seen = [v for c, v in w.mbar_inits_seen if c < own]
+        ordered = (w.agent == ia or vget(vc, np.array([ia]))[0] >= ic
+                   or any(vget(v, np.array([ia]))[0] >= ic for v in seen))
+        v = MB.init_visibility(ordered, who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],
                         mbarrier=info.name)
@@ -183,7 +189,7 @@ class MbarrierMixin:
         if not info.state.initialized:
             self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)  # the protocol reports it
             return
-        self.mbar_check_init(info, op.agent, op.vc, op.instr, who)
+        self.mbar_check_init(info, op.warp, op.vc, op.instr, who)
         self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
         if nbytes <= 0:
             self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")

@@ -88,7 +88,7 @@ def h_mbar_arrive(m, w, ins, mask):
         cta, info = m.mbar_at(w, space, addr, ins)
         remote = _remote(m, w, space, addr)
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         if remote:
             m.mbar_check_remote_init(info, ins, who)
         if "expect_tx" in mods:
@@ -122,7 +122,7 @@ def h_mbar_tx(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         cmd = MB.ExpectTx(int(tx[lane])) if expect else MB.CompleteTx(int(tx[lane]))
         m.mbar_order(info, "expect" if expect else "complete-tx", w.agent, w.vc, ins)
         if expect:
@@ -160,7 +160,7 @@ def _mbar_wait(m, w, ins, mask):
     plans = []
     for key, (lane, info, a, remote) in seen.items():
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         if not info.state.initialized:  # the protocol reports the wait
             m.mbar_step(info, MB.TestWait(parity=a & 1) if parity_form else MB.TestWait(state_phase=a), ins, who)
             plans.append(None)
