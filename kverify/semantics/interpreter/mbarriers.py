@@ -24,8 +24,13 @@ class MbarInfo(SyncObject):
         self.key, self.name = key, name
         self.lifetime = 0  # successful mbarrier.inits so far: each starts a new lifetime at phase 0
         self.init_loc = None  # the mbarrier.init of the current lifetime
+        # clocks of the current phase's operations: all of them (``phase_vc``, which orders
+        # phases for schedule robustness) and the releasing ones (``release_vc``: .release
+        # arrives and copy completions, what an acquiring wait on the phase makes visible)
         self.phase_vc = np.zeros(0, np.int64)
+        self.release_vc = np.zeros(0, np.int64)
         self.done_vc: dict[int, np.ndarray] = {}
+        self.done_release: dict[int, np.ndarray] = {}
         self.init = None  # (agent, clock, loc id, fence required)
         self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
         self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
@@ -172,8 +177,8 @@ class MbarrierMixin:
     def phase_completed(self, info, phase):
         """A phase completed: copies still in flight that signal this barrier were counted
         into it by expect-tx but have not landed (tx mismatch)."""
-        info.done_vc[phase] = info.phase_vc
-        info.phase_vc = np.zeros(0, np.int64)
+        info.done_vc[phase], info.done_release[phase] = info.phase_vc, info.release_vc
+        info.phase_vc = info.release_vc = np.zeros(0, np.int64)
         info.completed += 1
         self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
@@ -196,4 +201,5 @@ class MbarrierMixin:
         info.copy_loc = op.instr.loc
         info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
+        info.release_vc = join(info.release_vc, op.vc)
         self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)

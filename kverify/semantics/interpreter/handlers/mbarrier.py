@@ -3,9 +3,11 @@ expect_tx/complete_tx, test_wait/try_wait, fed to the mbarrier protocol.
 
 Memory semantics (.sem): an arrive is ``.release`` unless ``.relaxed`` (§9.7.13.15.16:
 ``.relaxed`` gives no ordering of the arriving thread's prior accesses), so only a releasing
-arrive adds its clock to the phase; a test_wait/try_wait is ``.acquire`` unless ``.relaxed``
-(§9.7.13.15.17), so only an acquiring wait that returns True joins the completed phase's clock.
-The protocol state (counts, phases, observation) is the same for both.
+arrive adds its clock to the phase's release clock; ``mbarrier.complete_tx`` is ``.relaxed``
+only (``…-mbarrier-complete-tx``) and releases nothing; a test_wait/try_wait is ``.acquire`` unless
+``.relaxed`` (§9.7.13.15.17), so only an acquiring wait that returns True joins the completed
+phase's release clock. The protocol state (counts, phases, observation) and the clock that
+orders phases for schedule robustness take every operation, whatever its semantics.
 """
 from __future__ import annotations
 
@@ -47,8 +49,8 @@ def h_mbar_init(m, w, ins, mask):
             info.observers, info.pending_waits, info.pending_expect = {}, {}, {}
             info.init = (w.agent, w.clock(), m.loc_id(ins.loc), True)
             info.init_loc = ins.loc
-            info.phase_vc = np.zeros(0, np.int64)
-            info.done_vc = {}
+            info.phase_vc = info.release_vc = np.zeros(0, np.int64)
+            info.done_vc, info.done_release = {}, {}
     # the init is a generic-proxy write of the barrier object
     region, offs = m.resolve(w, space, addrs, mask, 8)
     m.access(w, ins, region, offs, 8, mask, "write")
@@ -98,8 +100,9 @@ def h_mbar_arrive(m, w, ins, mask):
             cmd = MB.Arrive(count=int(extra[lane]) if extra is not None else 1,
                             no_complete="noComplete" in mods, drop=drop, remote=remote)
         m.mbar_order(info, "arrive", w.agent, w.vc, ins)
+        info.phase_vc = join(info.phase_vc, w.vc)
         if "relaxed" not in mods:
-            info.phase_vc = join(info.phase_vc, w.vc)
+            info.release_vc = join(info.release_vc, w.vc)
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
         if "expect_tx" in mods:
@@ -198,7 +201,7 @@ def _mbar_wait(m, w, ins, mask):
             w.mbar_next[info.waiter_key] = ph + 1
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
             if acquire:
-                w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
+                w.vc = join(w.vc, info.done_release.get(ph, np.zeros(0, np.int64)))
         return ok
 
     plans = [p for p in plans if p is not None]
