@@ -148,9 +148,8 @@ class MbarrierMixin:
             return
         ia, ic, iloc, _ = info.init
         own = int(vget(vc, np.array([w.agent]))[0])
-        seen = [v for c, v in w.mbar_inits_seen if c < own]
         ordered = (w.agent == ia or vget(vc, np.array([ia]))[0] >= ic
-                   or any(vget(v, np.array([ia]))[0] >= ic for v in seen))
+                   or any(c < own and vget(inits, np.array([ia]))[0] >= ic for c, inits in w.mbar_inits_seen))
         v = MB.init_visibility(ordered, who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],

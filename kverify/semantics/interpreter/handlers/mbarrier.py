@@ -161,7 +161,7 @@ def _mbar_wait(m, w, ins, mask):
     for lane, info, a, remote in targets:
         seen.setdefault(info.key, (lane, info, a, remote))
     plans = []
-    for key, (lane, info, a, remote) in seen.items():
+    for lane, info, a, remote in seen.values():
         who = m._thread(w, lane)
         m.mbar_check_init(info, w, w.vc, ins, who)
         if not info.state.initialized:  # the protocol reports the wait
