@@ -351,14 +351,17 @@ def test_local_variable_address_is_in_the_local_space_and_cvta_makes_it_generic(
     assert (out == tid + 2 * (tid + 100)).all()
 
 
-def _cluster_arrive_edited(tmp_path, edit):
+def _cluster_arrive_edited(tmp_path, edit, drop=None):
     """The zoo's cluster_arrive kernel (nvcc-compiled PTX) with its first
-    ``barrier.cluster.arrive`` edited by ``edit(line) -> lines``."""
+    ``barrier.cluster.arrive`` edited by ``edit(line) -> lines`` (and the lines containing
+    ``drop`` removed)."""
     d = ZOO / "cluster_arrive"
     v = json.loads((d / "manifest.json").read_text())["variants"][0]
     lines = _ptx(d, v).read_text().split("\n")
     i = next(k for k, l in enumerate(lines) if "barrier.cluster.arrive" in l)
     lines[i:i + 1] = edit(lines[i])
+    if drop is not None:
+        lines = [l for l in lines if drop not in l]
     path = tmp_path / "cluster_arrive.ptx"
     path.write_text("\n".join(lines))
     (tmp_path / "cluster_arrive.cu").write_text((d / v["file"]).read_text())  # parameter names
@@ -382,8 +385,13 @@ def test_cluster_barrier_wait_without_arrive_is_the_protocols_rule(tmp_path):
 
 
 def test_cluster_barrier_relaxed_arrive_releases_nothing(tmp_path):
-    """``.relaxed``: the arrival orders nothing, so the cluster barrier no longer makes CTA 0's
-    mbarrier.init visible to CTA 1's remote arrive (it still synchronizes execution)."""
+    """``.relaxed``: the arrival orders nothing but the inits a preceding
+    fence.mbarrier_init.release.cluster releases (§9.7.12.4): with the fence CTA 0's init is
+    visible to CTA 1's remote arrive; without it, it is not."""
     _, r = _cluster_arrive_edited(tmp_path, lambda l: [l.replace(".release", ".relaxed")])
     assert r.status == "complete", r.reason
+    assert r.findings == []
+    no_fence = tmp_path / "no_fence"
+    no_fence.mkdir()
+    _, r = _cluster_arrive_edited(no_fence, lambda l: [l.replace(".release", ".relaxed")], drop="fence.mbarrier_init")
     assert "mbarrier.init-visibility" in r.rules()

@@ -35,6 +35,9 @@ FAMILIES = [
     "cluster_arrive",
     "arrive_drop",
     "warp_specialized",
+    "relaxed_mbarrier",
+    "mbarrier_reinit",
+    "mbarrier_init_seq",
 ]
 
 _FILE_DIRECTIVE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

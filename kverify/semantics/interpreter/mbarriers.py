@@ -22,9 +22,15 @@ class MbarInfo(SyncObject):
     def __init__(self, key, name):
         super().__init__(MB.PROTOCOL, MB.MbarrierState(), f"mbarrier {name}")
         self.key, self.name = key, name
+        self.lifetime = 0  # successful mbarrier.inits so far: each starts a new lifetime at phase 0
         self.init_loc = None  # the mbarrier.init of the current lifetime
+        # clocks of the current phase's operations: all of them (``phase_vc``, which orders
+        # phases for schedule robustness) and the releasing ones (``release_vc``: .release
+        # arrives and copy completions, what an acquiring wait on the phase makes visible)
         self.phase_vc = np.zeros(0, np.int64)
+        self.release_vc = np.zeros(0, np.int64)
         self.done_vc: dict[int, np.ndarray] = {}
+        self.done_release: dict[int, np.ndarray] = {}
         self.init = None  # (agent, clock, loc id, fence required)
         self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
         self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
@@ -37,6 +43,13 @@ class MbarInfo(SyncObject):
         self.observers: dict[int, list] = {}
         self.pending_waits: dict[int, list] = {}
         self.pending_expect: dict[int, list] = {}
+
+    @property
+    def waiter_key(self):
+        """Key of a waiter's own record of this barrier (the phase after the last one it
+        observed): per lifetime, since mbarrier.inval and a new mbarrier.init restart the
+        phase at 0 and nothing a waiter observed before carries over (§9.7.13.15.3)."""
+        return self.key, self.lifetime
 
     def related_locs(self, finding) -> tuple:
         # an arrival past an unobserved phase: the init names the expected count
@@ -127,12 +140,17 @@ class MbarrierMixin:
             self.depend(f"{where}: expect-tx on mbarrier {info.name} in phase {phase} is not ordered before an "
                         f"arrival of that phase; in another schedule the phase may complete without it")
 
-    def mbar_check_init(self, info, agent, vc, ins, who):
-        """Ask the protocol whether ``info``'s init is visible to a use by ``agent`` at ``vc``."""
+    def mbar_check_init(self, info, w, vc, ins, who):
+        """Ask the protocol whether ``info``'s init is visible to a use by warp ``w`` issued with
+        clock ``vc``: ordered by happens-before, or by the init-only clock ``w`` acquired
+        before that use (fence.mbarrier_init then a cluster barrier; ``mbar_inits_seen``)."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
-        v = MB.init_visibility(agent == ia or vget(vc, np.array([ia]))[0] >= ic, who)
+        own = int(vget(vc, np.array([w.agent]))[0])
+        ordered = (w.agent == ia or vget(vc, np.array([ia]))[0] >= ic
+                   or any(c < own and vget(inits, np.array([ia]))[0] >= ic for c, inits in w.mbar_inits_seen))
+        v = MB.init_visibility(ordered, who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],
                         mbarrier=info.name)
@@ -158,8 +176,8 @@ class MbarrierMixin:
     def phase_completed(self, info, phase):
         """A phase completed: copies still in flight that signal this barrier were counted
         into it by expect-tx but have not landed (tx mismatch)."""
-        info.done_vc[phase] = info.phase_vc
-        info.phase_vc = np.zeros(0, np.int64)
+        info.done_vc[phase], info.done_release[phase] = info.phase_vc, info.release_vc
+        info.phase_vc = info.release_vc = np.zeros(0, np.int64)
         info.completed += 1
         self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
@@ -175,11 +193,12 @@ class MbarrierMixin:
         if not info.state.initialized:
             self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)  # the protocol reports it
             return
-        self.mbar_check_init(info, op.agent, op.vc, op.instr, who)
+        self.mbar_check_init(info, op.warp, op.vc, op.instr, who)
         self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
         if nbytes <= 0:
             self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")
         info.copy_loc = op.instr.loc
         info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
+        info.release_vc = join(info.release_vc, op.vc)
         self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)

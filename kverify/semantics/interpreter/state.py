@@ -112,6 +112,7 @@ class Warp:
         self.wgmma_regs: dict = {}  # in-flight wgmma agent -> register names
         self.wgmma_seq = 0
         self.mbar_next: dict = {}
+        self.mbar_inits_seen: list = []  # (own clock, init-only clock) per cluster-barrier wait
         self.last_group_wait = {}
         self.params: dict[str, np.ndarray] = {}  # call-site .param variables, per lane
         self.frames: list = []

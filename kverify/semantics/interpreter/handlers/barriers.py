@@ -1,5 +1,14 @@
 """CTA named barriers (bar/barrier sync, arrive, red; §9.7.13.1) and the cluster barrier
 (barrier.cluster.arrive/wait; §9.7.13 barrier.cluster) on top of their protocol step functions.
+
+Cluster barrier memory semantics: ``barrier.cluster.arrive`` is ``.release`` unless
+``.relaxed`` (no ordering of the arriving thread's prior accesses); ``barrier.cluster.wait`` is
+``.acquire``. A ``fence.mbarrier_init.release.cluster`` is a release fence restricted to the
+thread's prior mbarrier.init operations (§9.7.12.4): followed by an arrive of either
+semantics, it makes those inits visible to the threads whose wait completes that phase
+(release fence, morally strong arrive, acquire wait: §8 release/acquire patterns). That
+ordering covers only the inits, so it travels on its own init-only clock
+(``Warp.mbar_inits_seen``), never in the happens-before clock of data accesses.
 """
 from __future__ import annotations
 
@@ -178,6 +187,8 @@ class ClusterBarrier(SyncObject):
         super().__init__(protocol, state, title)
         self.vc = np.zeros(0, np.int64)  # joined release clocks of the current phase's arrivals
         self.release: dict = {}  # phase -> clock a wait on it acquires
+        self.init_vc = np.zeros(0, np.int64)  # joined fence.mbarrier_init clocks of its arrivals
+        self.init_release: dict = {}  # phase -> init-only clock a wait on it acquires
 
 
 def _cluster_arrive(m, w, ins, bar, cl):
@@ -190,6 +201,10 @@ def _cluster_arrive(m, w, ins, bar, cl):
     if out.violation is None:
         if not relaxed:
             bar.vc = join(bar.vc, w.vc)
+        if w.agent < len(m.mbar_fence_clk) and m.mbar_fence_clk[w.agent]:
+            fenced = np.zeros(w.agent + 1, np.int64)
+            fenced[w.agent] = m.mbar_fence_clk[w.agent]
+            bar.init_vc = join(bar.init_vc, fenced)
         _cluster_completed(m, bar, out, cl, ins.loc)
     w.release_tick()
     yield None
@@ -203,7 +218,8 @@ def _cluster_completed(m, bar, out, cl, loc):
         m.depend(f"{_fmt_loc(loc)}: a warp exited before the cluster barrier completed; when it exits "
                  f"decides which arrivals complete the instance")
     bar.release[done[1]] = bar.vc
-    bar.vc = np.zeros(0, np.int64)
+    bar.init_release[done[1]] = bar.init_vc
+    bar.vc = bar.init_vc = np.zeros(0, np.int64)
 
 
 def cluster_barrier_exit(m, w):
@@ -227,3 +243,7 @@ def _cluster_wait(m, w, ins, bar):
         yield None
         return
     w.vc = join(w.vc, bar.release.get(ph, np.zeros(0, np.int64)))
+    inits = bar.init_release.get(ph)
+    if inits is not None and len(inits):
+        w.mbar_inits_seen.append((w.clock(), inits))
+        w.release_tick()  # uses after this wait have a later own clock than the record

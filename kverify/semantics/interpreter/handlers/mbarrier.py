@@ -1,5 +1,13 @@
 """mbarrier instructions (§9.7.13.15): init, inval, arrive(.expect_tx)/arrive_drop,
 expect_tx/complete_tx, test_wait/try_wait, fed to the mbarrier protocol.
+
+Memory semantics (.sem): an arrive is ``.release`` unless ``.relaxed`` (§9.7.13.15.16:
+``.relaxed`` gives no ordering of the arriving thread's prior accesses), so only a releasing
+arrive adds its clock to the phase's release clock; ``mbarrier.complete_tx`` is ``.relaxed``
+only (``…-mbarrier-complete-tx``) and releases nothing; a test_wait/try_wait is ``.acquire`` unless
+``.relaxed`` (§9.7.13.15.17), so only an acquiring wait that returns True joins the completed
+phase's release clock. The protocol state (counts, phases, observation) and the clock that
+orders phases for schedule robustness take every operation, whatever its semantics.
 """
 from __future__ import annotations
 
@@ -37,11 +45,12 @@ def h_mbar_init(m, w, ins, mask):
             m.depend(f"{_fmt_loc(ins.loc)}: mbarrier.init of {info.name} is not ordered after every earlier use")
         out = m.mbar_step(info, MB.Init(int(count[lane])), ins, who)
         if out.violation is None:
+            info.lifetime += 1
             info.observers, info.pending_waits, info.pending_expect = {}, {}, {}
             info.init = (w.agent, w.clock(), m.loc_id(ins.loc), True)
             info.init_loc = ins.loc
-            info.phase_vc = np.zeros(0, np.int64)
-            info.done_vc = {}
+            info.phase_vc = info.release_vc = np.zeros(0, np.int64)
+            info.done_vc, info.done_release = {}, {}
     # the init is a generic-proxy write of the barrier object
     region, offs = m.resolve(w, space, addrs, mask, 8)
     m.access(w, ins, region, offs, 8, mask, "write")
@@ -81,7 +90,7 @@ def h_mbar_arrive(m, w, ins, mask):
         cta, info = m.mbar_at(w, space, addr, ins)
         remote = _remote(m, w, space, addr)
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         if remote:
             m.mbar_check_remote_init(info, ins, who)
         if "expect_tx" in mods:
@@ -92,6 +101,8 @@ def h_mbar_arrive(m, w, ins, mask):
                             no_complete="noComplete" in mods, drop=drop, remote=remote)
         m.mbar_order(info, "arrive", w.agent, w.vc, ins)
         info.phase_vc = join(info.phase_vc, w.vc)
+        if "relaxed" not in mods:
+            info.release_vc = join(info.release_vc, w.vc)
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
         if "expect_tx" in mods:
@@ -114,7 +125,7 @@ def h_mbar_tx(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         cmd = MB.ExpectTx(int(tx[lane])) if expect else MB.CompleteTx(int(tx[lane]))
         m.mbar_order(info, "expect" if expect else "complete-tx", w.agent, w.vc, ins)
         if expect:
@@ -134,6 +145,7 @@ def _mbar_wait(m, w, ins, mask):
     space = space_of(ins)
     ops = ins.operands
     parity_form = "parity" in ins.mods
+    acquire = "relaxed" not in ins.mods
     addrs = m.addr_values(w, ops[1])
     arg = np.broadcast_to(np.asarray(m.val(w, ops[2], 64), U64), (32,))
     lanes = np.flatnonzero(mask)
@@ -149,16 +161,16 @@ def _mbar_wait(m, w, ins, mask):
     for lane, info, a, remote in targets:
         seen.setdefault(info.key, (lane, info, a, remote))
     plans = []
-    for key, (lane, info, a, remote) in seen.items():
+    for lane, info, a, remote in seen.values():
         who = m._thread(w, lane)
-        m.mbar_check_init(info, w.agent, w.vc, ins, who)
+        m.mbar_check_init(info, w, w.vc, ins, who)
         if not info.state.initialized:  # the protocol reports the wait
             m.mbar_step(info, MB.TestWait(parity=a & 1) if parity_form else MB.TestWait(state_phase=a), ins, who)
             plans.append(None)
             continue
         if parity_form:
             q = a & 1
-            named, v = MB.waited_phase(info.state, q, w.mbar_next.get(key))
+            named, v = MB.waited_phase(info.state, q, w.mbar_next.get(info.waiter_key))
             if v is not None:
                 m.report(v.rule, f"{who} on mbarrier {info.name} {v.message}", [ins.loc], mbarrier=info.name,
                          phase=v.detail("phase"))
@@ -186,9 +198,10 @@ def _mbar_wait(m, w, ins, mask):
             ph = named if named is not None else (info.state.phase - 1)
             if q is not None and named is None:
                 ph = info.state.phase - 1
-            w.mbar_next[info.key] = ph + 1
+            w.mbar_next[info.waiter_key] = ph + 1
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
-            w.vc = join(w.vc, info.done_vc.get(ph, np.zeros(0, np.int64)))
+            if acquire:
+                w.vc = join(w.vc, info.done_release.get(ph, np.zeros(0, np.int64)))
         return ok
 
     plans = [p for p in plans if p is not None]
