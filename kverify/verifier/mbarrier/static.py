@@ -32,7 +32,7 @@ import z3
 
 from kverify.semantics.memory_model.protocols import mbarrier as MB
 
-from kverify.symbolic import MBARRIER, Env, Unsupported, mk_and, sync_of
+from kverify.symbolic import MBARRIER, TRUE, Env, Unsupported, mk_and, sync_of
 from kverify.verifier.report import Location, Obligation
 
 from .sites import MbarExecutor
@@ -75,6 +75,7 @@ class _Checker:
         self.module, self.kernel, self.launch = module, kernel, launch
         self.timeout_s, self.t0 = timeout_s, t0
         self.deadline = t0 + timeout_s
+        self.memo = {}
 
     # ------------------------------------------------------------------ solver
     def solve(self, fs):
@@ -157,92 +158,256 @@ class _Checker:
             return mk_and(lim, kk < info.trip)
         return lim
 
+    # ------------------------------------------------------------------ site relations
+    def seq(self, s):
+        return self.ex.seq.get(id(s.instr), -1)
+
+    @staticmethod
+    def same_iteration(s, t):
+        return tuple(str(k) for _, k in s.loops) == tuple(str(k) for _, k in t.loops)
+
+    def ranges(self, loops):
+        return mk_and(*[self.in_range(i, k, k) for i, k in loops])
+
+    def renamed(self, s, *terms):
+        """``terms`` of site ``s`` with its loop counters renamed (another iteration), and the
+        range condition of the renamed counters."""
+        subs = [(k, z3.BitVec(f"{k}~other", 64)) for _, k in s.loops]
+        rng = mk_and(*[self.in_range(i, k, kk) for (i, k), (_, kk) in zip(s.loops, subs)])
+        return [z3.substitute(t, *subs) if subs else t for t in terms], rng
+
+    def may_alias(self, w, s):
+        """Site ``s`` may name the barrier of ``w`` in some iteration of each."""
+        if s.addr is None:
+            return True
+        key = ("alias", id(w), id(s))
+        if key not in self.memo:
+            (a,), rng = self.renamed(s, s.addr)
+            self.memo[key] = self.solve([self.ranges(w.loops), rng, w.addr == a])[0] != "unsat"
+        return self.memo[key]
+
+    def may_share_thread(self, w, s):
+        """Some thread may execute both ``w`` and ``s`` (in any iterations)."""
+        key = ("share", id(w), id(s))
+        if key not in self.memo:
+            (pc,), rng = self.renamed(s, s.pc)
+            self.memo[key] = self.solve([self.ranges(w.loops), rng, w.pc, pc])[0] != "unsat"
+        return self.memo[key]
+
+    def every_waiter_runs(self, w, s):
+        """Every thread executing ``w`` executes ``s`` in the same iteration."""
+        r, _ = self.prove(mk_and(self.ranges(w.loops), w.pc), s.pc)
+        return r == "proved"
+
+    def role(self, w):
+        """(phase offset, why) of the parity wait ``w``: its n-th use (0-based) of a barrier must
+        wait for the completion of phase ``n - offset`` -- offset 0 when the phase it waits for is
+        completed by its own round (the consumer of a fill), 1 for the producer's pass-through
+        (its first wait names the phase before phase 0, which a fresh barrier counts as
+        complete); (None, reason) when the role is not recognized."""
+        L = self.loc
+        signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
+        on_b = [s for s in signals if self.may_alias(w, s)]
+        tx = [s for s in on_b if s.kind == "copy" or s.tx is not None]
+        if tx:
+            return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
+                       f"copies / expect-tx ({L(tx[0].instr)})")
+        arrs = [s for s in on_b if s.kind == "arrive"]
+        if not arrs:
+            return None, "no arrive or copy can complete a phase of the barrier it waits on"
+        own = [s for s in arrs if self.same_iteration(s, w) and self.seq(s) < self.seq(w)
+               and self.solve([self.ranges(w.loops), w.pc, s.pc])[0] != "unsat"]
+        if own:
+            return 0, (f"the waiting threads take part in the phase: they arrive on the barrier at "
+                       f"{L(own[0].instr)} before the wait")
+        mixed = [s for s in arrs if self.may_share_thread(w, s)]
+        if mixed:
+            return None, (f"the waiting threads may also arrive on the barrier at {L(mixed[0].instr)} (neither "
+                          "an own arrival before the wait nor another role's)")
+        after = [s for s in signals if self.same_iteration(s, w) and self.seq(s) > self.seq(w)
+                 and not self.may_alias(w, s) and self.every_waiter_runs(w, s)]
+        fill = [s for s in after if s.kind == "copy" or s.tx is not None]
+        if fill:
+            return 1, (f"producer's pass-through: the waiting thread fills the partner barrier at "
+                       f"{L(fill[0].instr)} after the wait, and the phases it waits for are released by "
+                       f"another role ({L(arrs[0].instr)})")
+        rel = [s for s in after if s.kind == "arrive"]
+        if rel:
+            first = min(self.seq(s) for s in rel)
+            ks = tuple(str(k) for _, k in w.loops)
+            writes = [a for a in self.ex.accesses if a.space == "shared" and a.writes
+                      and tuple(str(k) for _, k in a.loops) == ks and self.seq(w) < a.seq < first
+                      and self.prove(mk_and(self.ranges(w.loops), w.pc), a.pc)[0] == "proved"]
+            if writes:
+                return 1, (f"producer's pass-through: the waiting threads write shared memory at "
+                           f"{L(writes[0].instr)} and then arrive on the partner barrier at {L(rel[0].instr)}, "
+                           f"and the phases they wait for are released by another role ({L(arrs[0].instr)})")
+            return 0, (f"consumer: the waiting threads write no shared memory before they arrive on the partner "
+                       f"barrier at {L(rel[0].instr)}; the phases they wait for come from another role "
+                       f"({L(arrs[0].instr)})")
+        return 0, (f"consumer: the phases it waits for come from another role ({L(arrs[0].instr)}) and the "
+                   "waiting threads release nothing after the wait")
+
+    def earlier_uses(self, w):
+        """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason)."""
+        n = 0
+        for v in self.sites:
+            if v is w or v.kind != "wait" or not self.may_alias(w, v) or not self.may_share_thread(w, v):
+                continue
+            if w.loops or v.loops:
+                if not w.loops and self.seq(v) > self.seq(w):
+                    continue
+                return None, (f"the same threads also wait on that barrier at {self.loc(v.instr)}: uses are "
+                              "counted per wait site only")
+            if self.seq(v) > self.seq(w):
+                continue
+            same = self.prove(TRUE, v.addr == w.addr)[0] == "proved" if v.addr is not None else False
+            if not same or not self.every_waiter_runs(w, v):
+                return None, (f"cannot count the earlier wait at {self.loc(v.instr)} as a use of the same barrier "
+                              "by the same threads")
+            n += 1
+        return n, None
+
     # ------------------------------------------------------------------ parity
     def parity(self):
+        """Each wait names the phase its use of the barrier must wait for: the first use the
+        phase given by the waiting role (see ``role``), and every later use of the barrier the
+        next phase (the parity flips between uses ``d`` iterations apart)."""
         t0 = time.perf_counter()
         waits = [s for s in self.sites if s.kind == "wait"]
         proved, unknown = [], []
         for w in waits:
-            if not w.loops:
-                continue  # a single use: nothing to flip
             if not w.instr.blocking:
                 unknown.append((w, "the wait is not a recognized blocking retry loop"))
                 continue
             if w.parity is None or w.addr is None:
                 unknown.append((w, w.note or "barrier address or parity not understood"))
                 continue
-            info, k = w.loops[-1]
-            variant = self.ex.loop_syms.get(id(info), set())
-            used = self.syms(w.addr, w.parity)
-            if used & variant:
-                unknown.append((w, "the barrier address or parity depends on a value the loop summary "
-                                "does not track (" + ", ".join(sorted(used & variant))[:120] + ")"))
+            if len(w.loops) > 1:
+                unknown.append((w, "the wait is inside nested loops: the phase a barrier is in when an outer "
+                                "iteration starts is not tracked"))
                 continue
-            pc_ok = not (self.syms(w.pc) & variant)
-            a, p = w.addr, w.parity
-            d_found = None
-            for d in range(1, MAX_REUSE + 1):
-                kd = k + d
-                hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, kd),
-                             *( [w.pc, self.shift(w.pc, k, d)] if pc_ok else []))
-                r, _ = self.prove(hyp, self.shift(a, k, d) == a)
-                if r == "proved":
-                    d_found = d
-                    break
-            if d_found is None:
-                unknown.append((w, f"no reuse distance of the barrier address within {MAX_REUSE} iterations "
-                                "was proved"))
+            off, case = self.role(w)
+            if off is None:
+                unknown.append((w, f"cannot tell which phase its first use waits for: {case}"))
                 continue
-            d = d_found
-            # no earlier reuse
-            bad = False
-            for d2 in range(1, d):
-                hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, k + d2))
-                r, _ = self.prove(hyp, self.shift(a, k, d2) != a)
-                if r != "proved":
-                    bad = True
-                    break
-            if bad:
-                unknown.append((w, f"the barrier address repeats every {d} iterations but not only then"))
+            uses, why = self.earlier_uses(w)
+            if uses is None:
+                unknown.append((w, why))
                 continue
-            hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, k + d),
-                         *([w.pc, self.shift(w.pc, k, d)] if pc_ok else []))
-            goal = (self.shift(p, k, d) & 1) != (p & 1)
-            r, m = self.prove(hyp, goal)
-            if r == "proved":
-                proved.append((w, d))
-                continue
-            if r == "unknown":
-                unknown.append((w, "solver gave no answer (timeout)"))
-                continue
-            k0 = m.eval(k, model_completion=True).as_long()
-            approx = (self.syms(hyp, goal) & self.env.approx) - {str(k)}
-            reached = info.exact or self.reached(info, k, w, k0, d)
-            cex = {"rule": "mbarrier.parity", "loop": info.name, "reuse_distance": d,
-                   "iterations": [k0, k0 + d],
-                   "barrier_address": m.eval(a, model_completion=True).as_long(),
-                   "parity": [m.eval(p & 1, model_completion=True).as_long(),
-                              m.eval(self.shift(p, k, d) & 1, model_completion=True).as_long()],
-                   "location": str(self.loc(w.instr))}
-            if approx or not reached:
-                why = ("values the encoding approximates" if approx else
-                       f"iteration {k0 + d} of loop {info.name} is not known to be reached")
-                unknown.append((w, f"parity may not flip (iterations {k0} and {k0 + d}), but the "
-                                f"counterexample involves {why}"))
-                continue
-            msg = (f"mbarrier.try_wait.parity at {self.loc(w.instr)} waits on the barrier at shared address "
-                   f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse "
-                   f"distance {d}) with the same parity {cex['parity'][0]}: the second wait names an "
-                   "already completed phase (or two phases ahead)")
-            return _ob("parity", "violated", msg, t0, [self.loc(w.instr)], cex, "mbarrier.parity")
+            res = self.parity_straight(w, off, case, uses) if not w.loops else self.parity_loop(w, off, case)
+            if res[0] == "violated":
+                return _ob("parity", "violated", res[1], t0, [self.loc(w.instr)], res[2], "mbarrier.parity")
+            (proved if res[0] == "proved" else unknown).append((w, res[1]))
         if unknown:
             w, why = unknown[0]
             return _ob("parity", "unknown", f"{self.loc(w.instr)}: {why}", t0, [self.loc(w.instr)])
         if not proved:
-            return _ob("parity", "proved", "no parity wait inside a loop", t0)
-        desc = "; ".join(f"{self.loc(w.instr)} (reuse distance {d})" for w, d in proved)
-        return _ob("parity", "proved", f"parity flips between consecutive uses of each barrier, for all "
-                   f"iterations: {desc}", t0, [self.loc(w.instr) for w, _ in proved])
+            return _ob("parity", "proved", "no parity wait", t0)
+        desc = "; ".join(f"{self.loc(w.instr)}: {d}" for w, d in proved)
+        return _ob("parity", "proved", "each wait names the phase its use of the barrier waits for (first use and "
+                   f"every later one): {desc}", t0, [self.loc(w.instr) for w, _ in proved])
+
+    def parity_straight(self, w, off, case, uses):
+        want = (uses + off) & 1
+        p = w.parity
+        r, m = self.prove(w.pc, (p & 1) == want)
+        if r == "proved":
+            return "proved", f"use {uses} waits on parity {want} ({case})"
+        if r == "unknown":
+            return "unknown", "solver gave no answer (timeout)"
+        if self.syms(w.pc, p) & self.env.approx:
+            return "unknown", "the parity may differ from the phase it must name, but only for approximated values"
+        addr = m.eval(w.addr, model_completion=True).as_long()
+        cex = {"rule": "mbarrier.parity", "use": uses, "parity": 1 - want, "expected_parity": want,
+               "barrier_address": addr, "location": str(self.loc(w.instr)), "role": case}
+        return "violated", (f"mbarrier.try_wait.parity at {self.loc(w.instr)} is use {uses} of the barrier at shared "
+                            f"address {addr:#x} and names parity {1 - want}, but it must wait on parity {want} "
+                            f"({case})" + self.consequence(1 - want, off, uses)), cex
+
+    @staticmethod
+    def consequence(p, off, use):
+        if off == 0 and use == 0 and p == 1:
+            return ": on a fresh barrier (phase 0 in progress) parity 1 returns at once, before the phase completes"
+        if off == 0:
+            return ": the wait returns before the phase it must wait for completes"
+        return ": the wait waits for a phase one ahead of the one released for it (a hang)"
+
+    def parity_loop(self, w, off, case):
+        info, k = w.loops[-1]
+        variant = self.ex.loop_syms.get(id(info), set())
+        used = self.syms(w.addr, w.parity)
+        if used & variant:
+            return "unknown", ("the barrier address or parity depends on a value the loop summary does not track ("
+                               + ", ".join(sorted(used & variant))[:120] + ")")
+        j = z3.BitVec(f"{k}~earlier", 64)
+        if self.syms(w.pc) & variant or str(k) in self.syms(w.pc) and self.prove(mk_and(self.in_range(info, k, k), z3.ULT(j, k), w.pc),
+                                                   z3.substitute(w.pc, (k, j)))[0] != "proved":
+            return "unknown", (f"the wait may skip an iteration of loop {info.name} before one it runs in: its "
+                               "uses of a barrier are not counted by the iteration")
+        a, p = w.addr, w.parity
+        d_found = None
+        for d in range(1, MAX_REUSE + 1):
+            hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, k + d), w.pc)
+            r, _ = self.prove(hyp, self.shift(a, k, d) == a)
+            if r == "proved":
+                d_found = d
+                break
+        if d_found is None:
+            return "unknown", f"no reuse distance of the barrier address within {MAX_REUSE} iterations was proved"
+        d = d_found
+        for d2 in range(1, d):
+            hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, k + d2))
+            r, _ = self.prove(hyp, self.shift(a, k, d2) != a)
+            if r != "proved":
+                return "unknown", f"the barrier address repeats every {d} iterations but not only then"
+        # the first use of each barrier: iterations 0 .. d-1
+        hyp = mk_and(self.in_range(info, k, k), z3.ULT(k, z3.BitVecVal(d, 64)), w.pc)
+        r, m = self.prove(hyp, (p & 1) == off)
+        if r == "unknown":
+            return "unknown", "solver gave no answer (timeout)"
+        if r == "cex":
+            k0 = m.eval(k, model_completion=True).as_long()
+            approx = (self.syms(hyp, p) & self.env.approx) - {str(k)}
+            if approx or not (info.exact or self.reached(info, k, w, 0, k0)):
+                why = ("values the encoding approximates" if approx else
+                       f"iteration {k0} of loop {info.name} is not known to be reached")
+                return "unknown", (f"the first use (iteration {k0}) may name parity {1 - off}, but the "
+                                   f"counterexample involves {why}")
+            addr = m.eval(a, model_completion=True).as_long()
+            cex = {"rule": "mbarrier.parity", "loop": info.name, "reuse_distance": d, "iterations": [k0],
+                   "use": 0, "barrier_address": addr, "parity": [1 - off], "expected_parity": off,
+                   "location": str(self.loc(w.instr)), "role": case}
+            return "violated", (f"mbarrier.try_wait.parity at {self.loc(w.instr)} in iteration {k0} of loop "
+                                f"{info.name} is the first use of the barrier at shared address {addr:#x} (reuse "
+                                f"distance {d}) and names parity {1 - off}, but it must wait on parity {off} "
+                                f"({case})" + self.consequence(1 - off, off, 0)), cex
+        hyp = mk_and(self.in_range(info, k, k), self.in_range(info, k, k + d), w.pc, self.shift(w.pc, k, d))
+        goal = (self.shift(p, k, d) & 1) != (p & 1)
+        r, m = self.prove(hyp, goal)
+        if r == "proved":
+            return "proved", (f"first use parity {off} ({case}), flipping every {d} iterations of loop "
+                              f"{info.name}")
+        if r == "unknown":
+            return "unknown", "solver gave no answer (timeout)"
+        k0 = m.eval(k, model_completion=True).as_long()
+        approx = (self.syms(hyp, goal) & self.env.approx) - {str(k)}
+        reached = info.exact or self.reached(info, k, w, k0, d)
+        cex = {"rule": "mbarrier.parity", "loop": info.name, "reuse_distance": d,
+               "iterations": [k0, k0 + d],
+               "barrier_address": m.eval(a, model_completion=True).as_long(),
+               "parity": [m.eval(p & 1, model_completion=True).as_long(),
+                          m.eval(self.shift(p, k, d) & 1, model_completion=True).as_long()],
+               "location": str(self.loc(w.instr)), "role": case}
+        if approx or not reached:
+            why = ("values the encoding approximates" if approx else
+                   f"iteration {k0 + d} of loop {info.name} is not known to be reached")
+            return "unknown", (f"parity may not flip (iterations {k0} and {k0 + d}), but the counterexample "
+                               f"involves {why}")
+        return "violated", (f"mbarrier.try_wait.parity at {self.loc(w.instr)} waits on the barrier at shared address "
+                            f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse "
+                            f"distance {d}) with the same parity {cex['parity'][0]}: the second wait names an "
+                            "already completed phase (or two phases ahead)"), cex
 
     def reached(self, info, k, w, k0, d):
         """Iterations k0..k0+d of ``info`` run whenever iteration k0's site runs."""
