@@ -488,84 +488,131 @@ class _Checker:
         r, _ = self.prove(hyp, a != b)
         return "different" if r == "proved" else None
 
+    # ------------------------------------------------------------------ phases
+    def separated(self, s, t, hyp):
+        """True when a wait on the barrier of ``s`` lies between ``s`` and ``t`` (same iteration,
+        same barrier) in the program order of the threads executing the later one -- the two
+        then belong to different phases; None when that cannot be decided."""
+        first, last = sorted((s, t), key=self.seq)
+        for v in self.sites:
+            if v.kind != "wait" or not self.same_iteration(v, s) or not self.seq(first) < self.seq(v) < self.seq(last):
+                continue
+            m = self.matches(v.addr, s.addr, hyp) if v.addr is not None else None
+            if m == "different":
+                continue
+            if m is None:
+                return None
+            r, _ = self.prove(mk_and(hyp, last.pc), v.pc)
+            if r == "proved":
+                return True
+            if self.solve([hyp, last.pc, v.pc])[0] != "unsat":
+                return None
+        return False
+
+    def phase_mates(self, e, cands, hyp):
+        """The sites of ``cands`` that signal the same barrier as ``e`` in the same phase (same
+        iteration, no wait on it between them), or (None, site) for one that cannot be decided."""
+        mine = []
+        for c in cands:
+            if not self.same_iteration(c, e):
+                continue
+            if c.addr is None:
+                return None, c
+            m = self.matches(c.addr, e.addr, hyp)
+            if m is None:
+                return None, c
+            if m == "different":
+                continue
+            sep = self.separated(e, c, hyp) if c is not e else False
+            if sep is None:
+                return None, c
+            if not sep:
+                mine.append(c)
+        return mine, None
+
     # ------------------------------------------------------------------ tx bytes
     def tx(self):
+        """Per phase: the expect-tx bytes posted on a barrier equal the bytes its copies of the
+        same phase deliver (same iteration, no wait on the barrier between them)."""
         t0 = time.perf_counter()
+        L = self.loc
         exps = [s for s in self.sites if s.tx is not None and s.kind in ("arrive", "expect_tx")]
         copies = [s for s in self.sites if s.kind == "copy"]
         if not exps and not copies:
             return _ob("tx bytes", "proved", "no expect-tx and no copy signalling an mbarrier", t0)
-        used = set()
+        used, done = set(), set()
         proved = []
         for e in exps:
+            if id(e) in done:
+                continue
             if e.addr is None:
-                return _ob("tx bytes", "unknown", f"{self.loc(e.instr)}: barrier address not understood", t0,
-                           [self.loc(e.instr)])
-            ne, re_ = self.count_threads(e.pc)
-            if ne is None:
-                return _ob("tx bytes", "unknown", f"{self.loc(e.instr)}: cannot count the threads posting "
-                           f"expect-tx ({re_})", t0, [self.loc(e.instr)])
-            mine = []
-            for c in copies:
-                if tuple(k for _, k in c.loops) != tuple(k for _, k in e.loops):
-                    continue
-                if c.addr is None:
-                    return _ob("tx bytes", "unknown", f"{self.loc(c.instr)}: barrier address not understood",
-                               t0, [self.loc(c.instr)])
-                hyp = mk_and(*[self.in_range(i, k, k) for i, k in e.loops])
-                m = self.matches(c.addr, e.addr, hyp)
-                if m is None:
-                    return _ob("tx bytes", "unknown", f"cannot decide whether {self.loc(c.instr)} signals the "
-                               f"barrier of {self.loc(e.instr)}", t0, [self.loc(c.instr), self.loc(e.instr)])
-                if m == "same":
-                    mine.append(c)
+                return _ob("tx bytes", "unknown", f"{L(e.instr)}: barrier address not understood", t0, [L(e.instr)])
+            hyp = self.ranges(e.loops)
+            group, bad = self.phase_mates(e, exps, hyp)
+            mine, bad2 = self.phase_mates(e, copies, hyp) if group is not None else (None, bad)
+            if group is None or mine is None:
+                c = bad or bad2
+                return _ob("tx bytes", "unknown", f"cannot decide whether {L(c.instr)} signals the barrier of "
+                           f"{L(e.instr)} in the same phase", t0, [L(c.instr), L(e.instr)])
+            done.update(id(x) for x in group)
+            want, re_ = z3.BitVecVal(0, 32), None
+            for x in group:
+                ne, rx = self.count_threads(x.pc)
+                if ne is None:
+                    return _ob("tx bytes", "unknown", f"{L(x.instr)}: cannot count the threads posting "
+                               f"expect-tx ({rx})", t0, [L(x.instr)])
+                if ne and re_ is not None and self.prove(hyp, rx == re_)[0] != "proved":
+                    return _ob("tx bytes", "unknown", f"{L(x.instr)} and {L(e.instr)} may run in different "
+                               "iterations or paths", t0, [L(x.instr), L(e.instr)])
+                re_ = rx if ne and re_ is None else re_
+                want = want + x.tx * ne
             total = z3.BitVecVal(0, 32)
             for c in mine:
                 used.add(id(c))
                 if c.size is None:
-                    return _ob("tx bytes", "unknown", f"{self.loc(c.instr)}: copy size unknown "
-                               f"({c.size_reason or 'size operand not understood'})", t0, [self.loc(c.instr)])
+                    return _ob("tx bytes", "unknown", f"{L(c.instr)}: copy size unknown "
+                               f"({c.size_reason or 'size operand not understood'})", t0, [L(c.instr)])
                 nc, rc = self.count_threads(c.pc)
                 if nc is None:
-                    return _ob("tx bytes", "unknown", f"{self.loc(c.instr)}: cannot count the issuing threads "
-                               f"({rc})", t0, [self.loc(c.instr)])
-                if nc and ne:
-                    r, _ = self.prove(mk_and(*[self.in_range(i, k, k) for i, k in e.loops]), rc == re_)
+                    return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads "
+                               f"({rc})", t0, [L(c.instr)])
+                if nc and re_ is not None:
+                    r, _ = self.prove(hyp, rc == re_)
                     if r != "proved":
-                        return _ob("tx bytes", "unknown", f"{self.loc(c.instr)} and {self.loc(e.instr)} may run "
-                                   "in different iterations or paths", t0, [self.loc(c.instr), self.loc(e.instr)])
+                        return _ob("tx bytes", "unknown", f"{L(c.instr)} and {L(e.instr)} may run "
+                                   "in different iterations or paths", t0, [L(c.instr), L(e.instr)])
                 total = total + c.size * nc
-            want = e.tx * ne
-            hyp = mk_and(*[self.in_range(i, k, k) for i, k in e.loops], re_ if re_ is not None else z3.BoolVal(True))
-            r, m = self.prove(hyp, want == total)
+            hyp2 = mk_and(hyp, re_ if re_ is not None else z3.BoolVal(True))
+            r, m = self.prove(hyp2, want == total)
             if r == "proved":
-                proved.append(e)
+                proved.append(group)
                 continue
             if r == "unknown":
-                return _ob("tx bytes", "unknown", f"{self.loc(e.instr)}: solver gave no answer", t0, [self.loc(e.instr)])
-            approx = self.syms(want, total, hyp) & self.env.approx
+                return _ob("tx bytes", "unknown", f"{L(e.instr)}: solver gave no answer", t0, [L(e.instr)])
+            approx = self.syms(want, total, hyp2) & self.env.approx
             exp_v = m.eval(want, model_completion=True).as_long()
             got_v = m.eval(total, model_completion=True).as_long()
             if approx:
-                return _ob("tx bytes", "unknown", f"{self.loc(e.instr)}: expected bytes may differ from the copied "
-                           "bytes, but only for approximated values", t0, [self.loc(e.instr)])
+                return _ob("tx bytes", "unknown", f"{L(e.instr)}: expected bytes may differ from the copied "
+                           "bytes, but only for approximated values", t0, [L(e.instr)])
             its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in e.loops}
             cex = {"rule": "mbarrier.tx-mismatch", "expected_bytes": exp_v, "copied_bytes": got_v,
                    "iterations": its, "barrier_address": m.eval(e.addr, model_completion=True).as_long(),
-                   "copies": [str(self.loc(c.instr)) for c in mine], "location": str(self.loc(e.instr))}
-            msg = (f"{self.loc(e.instr)} announces {exp_v} tx bytes on the barrier at shared address "
-                   f"{cex['barrier_address']:#x} but the copies signalling it in the same iteration deliver "
-                   f"{got_v} ({', '.join(cex['copies']) or 'none'})" + (f"; iterations {its}" if its else ""))
-            return _ob("tx bytes", "violated", msg, t0, [self.loc(e.instr)] + [self.loc(c.instr) for c in mine],
+                   "copies": [str(L(c.instr)) for c in mine], "location": str(L(e.instr))}
+            msg = (f"{', '.join(str(L(x.instr)) for x in group)} announce{'s' if len(group) == 1 else ''} {exp_v} "
+                   f"tx bytes on the barrier at shared address {cex['barrier_address']:#x} but the copies "
+                   f"signalling it in the same phase deliver {got_v} ({', '.join(cex['copies']) or 'none'})"
+                   + (f"; iterations {its}" if its else ""))
+            return _ob("tx bytes", "violated", msg, t0, [L(x.instr) for x in group] + [L(c.instr) for c in mine],
                        cex, "mbarrier.tx-mismatch")
         left = [c for c in copies if id(c) not in used]
         if left:
             c = left[0]
-            return _ob("tx bytes", "unknown", f"{self.loc(c.instr)}: no expect-tx on its barrier in the same "
-                       "iteration (expect-tx in another iteration or role is not modelled)", t0, [self.loc(c.instr)])
-        return _ob("tx bytes", "proved", "expected tx bytes equal the bytes of the copies signalling each barrier, "
-                   "for all iterations: " + ", ".join(str(self.loc(e.instr)) for e in proved), t0,
-                   [self.loc(e.instr) for e in proved])
+            return _ob("tx bytes", "unknown", f"{L(c.instr)}: no expect-tx on its barrier in the same phase "
+                       "(expect-tx in another iteration or role is not modelled)", t0, [L(c.instr)])
+        return _ob("tx bytes", "proved", "in each phase the expected tx bytes equal the bytes of that phase's copies, "
+                   "for all iterations: " + "; ".join(" + ".join(str(L(x.instr)) for x in g) for g in proved), t0,
+                   [L(x.instr) for g in proved for x in g])
 
     # ------------------------------------------------------------------ arrivals
     def arrivals(self):
@@ -587,7 +634,8 @@ class _Checker:
             if i.addr is None or i.count is None or i.loops:
                 return _ob("arrivals", "unknown", f"{self.loc(i.instr)}: init address/count not understood or "
                            "init inside a loop", t0, [self.loc(i.instr)])
-        done = []
+        done, grouped = [], set()
+        counted = {}
         for a in arrs:
             if a.note:
                 return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: {a.note} (other CTAs' arrivals are "
@@ -601,7 +649,35 @@ class _Checker:
                            t0, [self.loc(a.instr)])
             if n == 0:
                 continue
+            counted[id(a)] = n
+        for a in arrs:
+            if id(a) not in counted or id(a) in grouped:
+                continue
+            n = counted[id(a)]
+            _, res = self.count_threads(a.pc)
             hyp = mk_and(*[self.in_range(i, k, k) for i, k in a.loops], res)
+            mates, b = self.phase_mates(a, [b for b in arrs if b is not a and id(b) in counted], self.ranges(a.loops))
+            if mates is None:
+                return _ob("arrivals", "unknown", f"cannot decide whether {self.loc(b.instr)} and "
+                           f"{self.loc(a.instr)} arrive on the same barrier in the same phase", t0,
+                           [self.loc(a.instr), self.loc(b.instr)])
+            if mates:
+                group = [a] + mates
+                grouped.update(id(x) for x in group)
+                got = sum((x.count * counted[id(x)] for x in group[1:]), a.count * n)
+                init_count = self.init_count(a, inits)
+                if init_count is None:
+                    return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: no mbarrier.init found for its barrier",
+                               t0, [self.loc(a.instr)])
+                r, _ = self.prove(self.ranges(a.loops), got == init_count)
+                where = ", ".join(str(self.loc(x.instr)) for x in group)
+                if r != "proved":
+                    return _ob("arrivals", "unknown", f"arrive sites {where} all arrive on one barrier in the same "
+                               "phase (same iteration, no wait on it between them) and their arrivals together are "
+                               "not proved to be its init count: more than one phase per wait is not modelled", t0,
+                               [self.loc(x.instr) for x in group])
+                done.append((a, f"{'+'.join(str(counted[id(x)]) for x in group)} (sites {where})"))
+                continue
             cands = []
             for i in inits:
                 r, _ = self.solve([hyp, a.addr == i.addr])
@@ -610,10 +686,7 @@ class _Checker:
             if not cands:
                 return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: no mbarrier.init found for its barrier", t0,
                            [self.loc(a.instr)])
-            # init count of the barrier a(k) points to
-            init_count = cands[-1].count
-            for i in reversed(cands[:-1]):
-                init_count = z3.If(a.addr == i.addr, i.count, init_count)
+            init_count = self.init_count(a, cands)
             got = a.count * n
             r, m = self.prove(hyp, got == init_count)
             if r == "proved":
@@ -638,6 +711,23 @@ class _Checker:
                       "the phase cannot complete from these arrivals"))
             locs = [self.loc(init_site.instr), self.loc(a.instr)]
             return _ob("arrivals", "violated", msg, t0, locs, cex, rule)
-        return _ob("arrivals", "proved", "each arrive instruction instance brings as many arrivals as its barrier's "
-                   "init count (one phase per instance): " + ", ".join(f"{self.loc(a.instr)} x{n}" for a, n in done),
+        for w in (s for s in self.sites if s.kind == "wait" and s.addr is not None):
+            if not any(self.may_alias(w, x) for x in self.sites if x.kind in ("arrive", "copy", "other")):
+                return _ob("arrivals", "unknown", f"{self.loc(w.instr)} waits on a barrier no arrive instruction or "
+                           "copy of the kernel can complete a phase of (its waits pass only a fresh barrier's "
+                           "phase before phase 0)", t0, [self.loc(w.instr)])
+        return _ob("arrivals", "proved", "in each phase the arrivals on a barrier equal its init count (the arrive "
+                   "sites of one iteration with no wait on the barrier between them form one phase): " + ", ".join(f"{self.loc(a.instr)} x{n}" for a, n in done),
                    t0, [self.loc(a.instr) for a, _ in done])
+
+    def init_count(self, a, inits):
+        """The init count of the barrier ``a.addr`` names, among the barriers of ``inits``
+        (the last candidate when no other matches); None without one."""
+        hyp = self.ranges(a.loops)
+        cands = [i for i in inits if self.solve([hyp, a.addr == i.addr])[0] != "unsat"]
+        if not cands:
+            return None
+        count = cands[-1].count
+        for i in reversed(cands[:-1]):
+            count = z3.If(a.addr == i.addr, i.count, count)
+        return count
