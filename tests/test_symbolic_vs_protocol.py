@@ -113,7 +113,7 @@ def verdicts(**kw):
     module = parse_ptx(program(**kw), "gen.ptx")
     kernel = module.kernel("gen")
     spec = LaunchSpec.from_dict(SPEC)
-    static = {o.title.split(": ", 1)[1]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
+    static = {o.title.split(": ", 1)[1].split(" (")[0]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
     return static, run_kernel(module, kernel, spec)
 
 
@@ -192,7 +192,7 @@ def test_first_wait_on_parity_one_is_violated(stages):
 def test_first_wait_on_parity_zero_is_proved_with_its_role():
     module = parse_ptx(program(n_init=1, stages=3, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=6,
                                parity="phase"), "gen.ptx")
-    obs = {o.title.split(": ", 1)[1]: o for o in check_mbarrier(module, module.kernel("gen"),
+    obs = {o.title.split(": ", 1)[1].split(" (")[0]: o for o in check_mbarrier(module, module.kernel("gen"),
                                                                    LaunchSpec.from_dict(SPEC), timeout_s=20)}
     assert obs["parity"].status == "proved"
     assert "first use parity 0 (consumer of the fill" in obs["parity"].message

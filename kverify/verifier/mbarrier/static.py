@@ -1,24 +1,28 @@
 """Static mbarrier conformance by SMT, for all loop iterations and trip counts.
 
-Owns the obligations "mbarrier conformance: parity", "mbarrier conformance: tx bytes" and
-"mbarrier conformance: arrivals" (checker ``mbarrier``). One symbolic thread runs the
-kernel body (:mod:`kverify.verifier.mbarrier.sites`, built on :mod:`kverify.symbolic`) with
-loop iteration counters ``k``; every mbarrier instruction and every copy signalling an
-mbarrier is a site with its barrier address ``a(k)`` and its terms. Then, with z3:
+Owns the obligations "mbarrier conformance: parity (initial phase and alternation)",
+"... tx bytes (per phase)" and "... arrivals (per phase)" (checker ``mbarrier``). One symbolic
+thread runs the kernel body (:mod:`kverify.verifier.mbarrier.sites`, built on
+:mod:`kverify.symbolic`) with loop iteration counters ``k``; every mbarrier instruction and
+every copy signalling an mbarrier is a site with its barrier address ``a(k)`` and its terms.
+Then, with z3:
 
 * parity (rule ``mbarrier.parity``, §9.7.13.15.4 phase, §9.7.13.15.16 test_wait/try_wait):
-  for a parity wait inside a loop, the reuse distance ``d`` is the smallest ``d`` in
-  1..64 with ``a(k+d) == a(k)`` for all ``k`` (and ``a(k+d') != a(k)`` for ``d' < d``);
-  the parity must flip between the uses: ``p(k+d) != p(k)`` whenever both iterations run;
+  the n-th use of a barrier by a wait site names phase ``n - offset``, the offset given by
+  the waiting role (0: its round completes the phase -- copies / expect-tx on it, or the
+  waiting threads arrive on it first, or another role releases it to a reader; 1: the
+  producer's pass-through on a fresh barrier, its threads filling a partner barrier after the
+  wait). Straight-line waits count the earlier ones; in a loop, with the reuse distance
+  ``d`` (smallest ``d`` in 1..64 with ``a(k+d) == a(k)`` and ``a(k+d') != a(k)`` for
+  ``d' < d``), iterations ``0 .. d-1`` name parity ``offset`` and ``p(k+d) != p(k)``;
 * tx bytes (rule ``mbarrier.tx-mismatch``, §9.7.13.15.11 expect-tx / complete-tx,
-  §9.7.9.25.4.1, §9.7.9.27): for each ``arrive.expect_tx`` / ``expect_tx`` the bytes the
-  copies signalling the same barrier in the same iteration deliver -- size times the
-  number of issuing threads -- equal the announced bytes times the number of announcing
-  threads;
-* arrivals (rule ``mbarrier.arrival-overflow``, §9.7.13.15.13 arrive-on): each arrive
-  instruction instance is executed by as many threads (one per warp under
-  ``elect.sync``, one under a lane/thread guard, whole warps otherwise; counted over the
-  launch's block) as the init count of its barrier.
+  §9.7.9.25.4.1, §9.7.9.27): per phase of a barrier (one iteration, no wait on it between
+  the sites) the bytes the copies deliver -- size times the issuing threads -- equal the
+  announced bytes times the announcing threads;
+* arrivals (rule ``mbarrier.arrival-overflow``, §9.7.13.15.13 arrive-on, §9.7.13.15.9 init):
+  per phase the arrive sites bring (one per warp under ``elect.sync``, one under a
+  lane/thread guard, whole warps otherwise; counted over the launch's block) as many
+  arrivals as the init count of their barrier, and every barrier waited on can be arrived on.
 
 Verdicts follow DESIGN.md decision 6: proved only for what was checked, violated with a
 counterexample (iterations, barrier address, source line), unknown with the reason.
@@ -38,12 +42,13 @@ from kverify.verifier.report import Location, Obligation
 from .sites import MbarExecutor
 
 MAX_REUSE = 64
-IDS = ("parity", "tx bytes", "arrivals")
-RULES = {"parity": MB.PARITY.id, "tx bytes": MB.TX_MISMATCH.id, "arrivals": MB.ARRIVAL_OVERFLOW.id}
+#: obligation -> what its title says it proves (``mbarrier conformance: <that>``)
+TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx bytes (per phase)",
+          "arrivals": "arrivals (per phase)"}
 
 
 def _ob(what, status, msg, t0, locs=(), cex=None, rule=None):
-    return Obligation(f"mbarrier conformance: {what}", "mbarrier", status, msg, None, list(locs), cex,
+    return Obligation(f"mbarrier conformance: {TITLES[what]}", "mbarrier", status, msg, None, list(locs), cex,
                       time.perf_counter() - t0, rule if status == "violated" else None)
 
 
@@ -67,7 +72,7 @@ def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) ->
         why = f"solver error: {e}"
     except Exception as e:  # noqa: BLE001 - fail closed
         why = f"internal error in the static mbarrier checker ({type(e).__name__}: {e})"
-    return [_ob(w, "unknown", why, t0) for w in IDS]
+    return [_ob(w, "unknown", why, t0) for w in TITLES]
 
 
 class _Checker:
@@ -297,7 +302,7 @@ class _Checker:
                 continue
             res = self.parity_straight(w, off, case, uses) if not w.loops else self.parity_loop(w, off, case)
             if res[0] == "violated":
-                return _ob("parity", "violated", res[1], t0, [self.loc(w.instr)], res[2], "mbarrier.parity")
+                return _ob("parity", "violated", res[1], t0, [self.loc(w.instr)], res[2], MB.PARITY.id)
             (proved if res[0] == "proved" else unknown).append((w, res[1]))
         if unknown:
             w, why = unknown[0]
@@ -319,7 +324,7 @@ class _Checker:
         if self.syms(w.pc, p) & self.env.approx:
             return "unknown", "the parity may differ from the phase it must name, but only for approximated values"
         addr = m.eval(w.addr, model_completion=True).as_long()
-        cex = {"rule": "mbarrier.parity", "use": uses, "parity": 1 - want, "expected_parity": want,
+        cex = {"rule": MB.PARITY.id, "use": uses, "parity": 1 - want, "expected_parity": want,
                "barrier_address": addr, "location": str(self.loc(w.instr)), "role": case}
         return "violated", (f"mbarrier.try_wait.parity at {self.loc(w.instr)} is use {uses} of the barrier at shared "
                             f"address {addr:#x} and names parity {1 - want}, but it must wait on parity {want} "
@@ -375,7 +380,7 @@ class _Checker:
                 return "unknown", (f"the first use (iteration {k0}) may name parity {1 - off}, but the "
                                    f"counterexample involves {why}")
             addr = m.eval(a, model_completion=True).as_long()
-            cex = {"rule": "mbarrier.parity", "loop": info.name, "reuse_distance": d, "iterations": [k0],
+            cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d, "iterations": [k0],
                    "use": 0, "barrier_address": addr, "parity": [1 - off], "expected_parity": off,
                    "location": str(self.loc(w.instr)), "role": case}
             return "violated", (f"mbarrier.try_wait.parity at {self.loc(w.instr)} in iteration {k0} of loop "
@@ -393,7 +398,7 @@ class _Checker:
         k0 = m.eval(k, model_completion=True).as_long()
         approx = (self.syms(hyp, goal) & self.env.approx) - {str(k)}
         reached = info.exact or self.reached(info, k, w, k0, d)
-        cex = {"rule": "mbarrier.parity", "loop": info.name, "reuse_distance": d,
+        cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d,
                "iterations": [k0, k0 + d],
                "barrier_address": m.eval(a, model_completion=True).as_long(),
                "parity": [m.eval(p & 1, model_completion=True).as_long(),
@@ -596,7 +601,7 @@ class _Checker:
                 return _ob("tx bytes", "unknown", f"{L(e.instr)}: expected bytes may differ from the copied "
                            "bytes, but only for approximated values", t0, [L(e.instr)])
             its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in e.loops}
-            cex = {"rule": "mbarrier.tx-mismatch", "expected_bytes": exp_v, "copied_bytes": got_v,
+            cex = {"rule": MB.TX_MISMATCH.id, "expected_bytes": exp_v, "copied_bytes": got_v,
                    "iterations": its, "barrier_address": m.eval(e.addr, model_completion=True).as_long(),
                    "copies": [str(L(c.instr)) for c in mine], "location": str(L(e.instr))}
             msg = (f"{', '.join(str(L(x.instr)) for x in group)} announce{'s' if len(group) == 1 else ''} {exp_v} "
@@ -604,7 +609,7 @@ class _Checker:
                    f"signalling it in the same phase deliver {got_v} ({', '.join(cex['copies']) or 'none'})"
                    + (f"; iterations {its}" if its else ""))
             return _ob("tx bytes", "violated", msg, t0, [L(x.instr) for x in group] + [L(c.instr) for c in mine],
-                       cex, "mbarrier.tx-mismatch")
+                       cex, MB.TX_MISMATCH.id)
         left = [c for c in copies if id(c) not in used]
         if left:
             c = left[0]
@@ -702,7 +707,7 @@ class _Checker:
             addr = m.eval(a.addr, model_completion=True).as_long()
             init_site = next((i for i in cands if m.eval(a.addr == i.addr, model_completion=True)), cands[-1])
             its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in a.loops}
-            rule = "mbarrier.arrival-overflow" if gotv > want else "deadlock"
+            rule = MB.ARRIVAL_OVERFLOW.id if gotv > want else "deadlock"
             cex = {"rule": rule, "arrivals": gotv, "init_count": want, "barrier_address": addr,
                    "iterations": its, "location": str(self.loc(a.instr)), "init": str(self.loc(init_site.instr))}
             msg = (f"{gotv} threads execute {self.loc(a.instr)} per instance, arriving on the barrier at shared "
