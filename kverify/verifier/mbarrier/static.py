@@ -259,13 +259,12 @@ class _Checker:
         for v in self.sites:
             if v is w or v.kind != "wait" or not self.may_alias(w, v) or not self.may_share_thread(w, v):
                 continue
+            shared_loop = {str(k) for _, k in v.loops} & {str(k) for _, k in w.loops}
+            if self.seq(v) > self.seq(w) and not shared_loop:
+                continue  # after every use of w
             if w.loops or v.loops:
-                if not w.loops and self.seq(v) > self.seq(w):
-                    continue
                 return None, (f"the same threads also wait on that barrier at {self.loc(v.instr)}: uses are "
                               "counted per wait site only")
-            if self.seq(v) > self.seq(w):
-                continue
             same = self.prove(TRUE, v.addr == w.addr)[0] == "proved" if v.addr is not None else False
             if not same or not self.every_waiter_runs(w, v):
                 return None, (f"cannot count the earlier wait at {self.loc(v.instr)} as a use of the same barrier "
@@ -286,7 +285,8 @@ class _Checker:
                 unknown.append((w, "the wait is not a recognized blocking retry loop"))
                 continue
             if w.parity is None or w.addr is None:
-                unknown.append((w, w.note or "barrier address or parity not understood"))
+                unknown.append((w, f"{w.note}: the phase it names is not checked statically" if w.note
+                                else "barrier address or parity not understood"))
                 continue
             if len(w.loops) > 1:
                 unknown.append((w, "the wait is inside nested loops: the phase a barrier is in when an outer "
