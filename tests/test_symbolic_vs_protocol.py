@@ -183,10 +183,18 @@ def test_each_seeded_mismatch_is_found_by_both(change, what):
 def test_first_wait_on_parity_one_is_violated(stages):
     """A consumer whose first wait names parity 1 passes the fresh barrier at once and runs
     ahead of the copies: the static check alone reports it, at the wait, in iteration 0."""
-    static, run = verdicts(n_init=1, stages=stages, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64,
-                           iters=2 * stages, parity="phase", parity0=1)
+    kw = dict(n_init=1, stages=stages, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=2 * stages,
+              parity="phase", parity0=1)
+    static, run = verdicts(**kw)
     assert static["parity"] == "violated"
     assert not disagreements(static, run), (static, sorted(run.rules()))
+    ptx = program(**kw)
+    module = parse_ptx(ptx, "gen.ptx")
+    ob = check_mbarrier(module, module.kernel("gen"), LaunchSpec.from_dict(SPEC), timeout_s=20)[0]
+    wait_line = next(i for i, ln in enumerate(ptx.splitlines(), 1) if "mbarrier.try_wait" in ln)
+    assert ob.rule == "mbarrier.parity" and [l.line for l in ob.locations] == [wait_line]
+    assert ob.counterexample["iterations"][0] < stages and ob.counterexample["expected_parity"] == 0
+    assert "first use" in ob.message and "returns at once" in ob.message
 
 
 def test_first_wait_on_parity_zero_is_proved_with_its_role():
