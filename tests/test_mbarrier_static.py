@@ -27,8 +27,11 @@ def _check(fam, file, launch_patch=None):
     t = time.perf_counter()
     obs = check_mbarrier(module, v["kernel"], LaunchSpec.from_dict(launch))
     dt = time.perf_counter() - t
-    assert all(o.checker == "mbarrier" and o.title.startswith("mbarrier conformance: ") for o in obs)
-    return {o.title.split(": ", 1)[1]: o for o in obs}, v, dt
+    assert [o.title for o in obs] == ["mbarrier conformance: parity (initial phase and alternation)",
+                                      "mbarrier conformance: tx bytes (per phase)",
+                                      "mbarrier conformance: arrivals (per phase)"]
+    assert all(o.checker == "mbarrier" for o in obs)
+    return {o.title.split(": ", 1)[1].split(" (")[0]: o for o in obs}, v, dt
 
 
 @pytest.mark.parametrize("fam, file", [
@@ -83,7 +86,7 @@ def test_tensor_copy_without_tensor_maps_is_unknown_not_proved():
     v = _variant("triton", "tma_matmul.ptx")
     module = load_module(str(ZOO / "triton" / "tma_matmul.ptx"))
     spec = replace(LaunchSpec.from_dict(v["launch"]), tensormaps={})
-    obs = {o.title.split(": ", 1)[1]: o for o in check_mbarrier(module, v["kernel"], spec)}
+    obs = {o.title.split(": ", 1)[1].split(" (")[0]: o for o in check_mbarrier(module, v["kernel"], spec)}
     assert obs["tx bytes"].status == "unknown" and "tensor map" in obs["tx bytes"].message
 
 
@@ -93,3 +96,168 @@ def test_cost_does_not_grow_with_the_trip_count():
     b, _, t64 = _check("bulk_pipeline", "bulk_pipeline.cu", {"iters": 64})
     assert all(o.status == "proved" for o in list(a.values()) + list(b.values()))
     assert t64 < 3 * t8 + 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels of our own for the documented limits: straight-line phases, a producer / consumer ring
+# with plain arrives, a flip that starts at the wrong stage, nested loops.
+
+HEAD = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+.reqntid 64, 1, 1
+{
+\t.reg .pred \t%p<8>;
+\t.reg .b32 \t%r<48>;
+\t.reg .b64 \t%rd<8>;
+\t.shared .align 128 .b8 stage[1024];
+\t.shared .align 8 .b8 full[16];
+\t.shared .align 8 .b8 empty[16];
+\tld.param.u64 \t%rd1, [k_param_0];
+\tcvta.to.global.u64 \t%rd2, %rd1;
+\tmov.u32 \t%r1, %tid.x;
+\tmov.u32 \t%r2, full;
+\tmov.u32 \t%r3, empty;
+\tmov.u32 \t%r4, stage;
+\tsetp.ne.s32 \t%p1, %r1, 0;
+\t@%p1 bra \t$L_init_done;
+\tmov.u32 \t%r5, {count};
+\tmbarrier.init.shared::cta.b64 [%r2], %r5;
+\tadd.u32 \t%r6, %r2, 8;
+\tmbarrier.init.shared::cta.b64 [%r6], %r5;
+\tmbarrier.init.shared::cta.b64 [%r3], %r5;
+\tadd.u32 \t%r6, %r3, 8;
+\tmbarrier.init.shared::cta.b64 [%r6], %r5;
+\tfence.mbarrier_init.release.cluster;
+$L_init_done:
+\tbar.sync \t0;
+\tand.b32 \t%r7, %r1, 31;
+\tshr.u32 \t%r8, %r1, 5;
+"""
+
+
+def wait(label, addr, parity):
+    return (f"\t{{\n\t.reg .pred p;\n\t{label}:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [{addr}], {parity};\n"
+            f"\t@!p bra {label};\n\t}}\n")
+
+
+def two_phases(p0=0, p1=1, copy1=32):
+    """Thread 0 posts expect-tx and copies 64 bytes, every thread waits with parity ``p0``; then
+    a second phase on the same barrier: expect-tx 32, a copy of ``copy1`` bytes, waits with
+    parity ``p1``."""
+    body = ""
+    for i, (n, c, p) in enumerate(((64, 64, p0), (32, copy1, p1))):
+        body += (f"\t@%p1 bra \t$L_skip{i};\n\tmov.u32 \t%r9, {n};\n\tmov.u32 \t%r11, {c};\n"
+                 "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], %r9;\n"
+                 f"\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd2], %r11, [%r2];\n"
+                 f"$L_skip{i}:\n" + wait(f"W{i}", "%r2", p))
+    return HEAD.replace("{count}", "1") + body + "\tret;\n}\n"
+
+
+def ring(consumer_arrives_on="%r15", first=1, nested=False, iters=4):
+    """Warp 0 fills stage[k % 2] with generic stores and arrives on full[k % 2] after waiting
+    empty[k % 2] with parity ``((k / 2) & 1) ^ first``; warp 1 waits full[k % 2] with parity
+    ``(k / 2) & 1``, reads the stage and arrives on ``consumer_arrives_on`` (empty[k % 2]:
+    %r15, full[k % 2]: %r16). With ``nested``, both loops run inside an outer loop of 3 tiles
+    and restart ``k`` at 0 each tile."""
+    def role(name, wait_on, par, action, arrive_on):
+        return (f"\tmov.u32 \t%r10, 0;\n$L_{name}:\n"
+                "\trem.u32 \t%r13, %r10, 2;\n\tshl.b32 \t%r14, %r13, 3;\n"
+                "\tadd.u32 \t%r15, %r3, %r14;\n\tadd.u32 \t%r16, %r2, %r14;\n"
+                "\tdiv.u32 \t%r12, %r10, 2;\n\tand.b32 \t%r12, %r12, 1;\n"
+                f"\txor.b32 \t%r17, %r12, {first};\n"
+                + wait(f"W_{name}", wait_on, par) +
+                "\tshl.b32 \t%r18, %r13, 7;\n\tshl.b32 \t%r19, %r7, 2;\n\tadd.u32 \t%r20, %r18, %r19;\n"
+                "\tadd.u32 \t%r20, %r20, %r4;\n" + action +
+                f"\tmbarrier.arrive.shared::cta.b64 \t%rd3, [{arrive_on}];\n"
+                f"\tadd.s32 \t%r10, %r10, 1;\n\tsetp.lt.s32 \t%p3, %r10, {iters};\n\t@%p3 bra \t$L_{name};\n")
+    prod = role("p", "%r15", "%r17", "\tst.shared.u32 \t[%r20], %r10;\n", "%r16")
+    cons = role("c", "%r16", "%r12", "\tld.shared.u32 \t%r21, [%r20];\n", consumer_arrives_on)
+    body = "\tsetp.ne.s32 \t%p2, %r8, 0;\n\t@%p2 bra \t$L_consumer;\n"
+    if nested:
+        prod = f"\tmov.u32 \t%r30, 0;\n$L_tp:\n{prod}\tadd.s32 \t%r30, %r30, 1;\n\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tp;\n"
+        cons = f"\tmov.u32 \t%r30, 0;\n$L_tc:\n{cons}\tadd.s32 \t%r30, %r30, 1;\n\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tc;\n"
+    body += prod + "\tbra.uni \t$L_done;\n$L_consumer:\n" + cons + "$L_done:\n\tret;\n}\n"
+    return HEAD.replace("{count}", "32") + body
+
+
+OWN_SPEC = {"kernel": "k", "grid": [1, 1, 1], "block": [64, 1, 1],
+            "buffers": {"k_param_0": {"dtype": "uint8", "shape": [1024]}}}
+
+
+def _own(ptx):
+    from kverify.semantics.ir import parse_ptx
+
+    module = parse_ptx(ptx, "own.ptx")
+    obs = check_mbarrier(module, module.kernel("k"), LaunchSpec.from_dict(OWN_SPEC), timeout_s=20)
+    return {o.title.split(": ", 1)[1].split(" (")[0]: o for o in obs}
+
+
+def test_two_straight_line_phases_on_one_barrier_are_proved_per_phase():
+    obs = _own(two_phases())
+    assert {k: o.status for k, o in obs.items()} == {"parity": "proved", "tx bytes": "proved",
+                                                     "arrivals": "proved"}
+    assert "use 1 waits on parity 1" in obs["parity"].message
+
+
+def test_straight_line_tx_bytes_of_each_phase_are_matched_with_that_phase_only():
+    obs = _own(two_phases(copy1=48))  # expect-tx 32 in phase 1, copy 48
+    assert obs["tx bytes"].status == "violated"
+    assert obs["tx bytes"].counterexample["expected_bytes"] == 32
+    assert obs["tx bytes"].counterexample["copied_bytes"] == 48
+
+
+@pytest.mark.parametrize("p0, p1, use", [(1, 0, 0), (0, 0, 1)])
+def test_a_straight_line_wait_on_the_wrong_phase_is_violated(p0, p1, use):
+    obs = _own(two_phases(p0, p1))
+    ob = obs["parity"]
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity"
+    assert ob.counterexample["use"] == use and ob.counterexample["expected_parity"] == use
+    assert obs["tx bytes"].status == "proved" and obs["arrivals"].status == "proved"
+
+
+def test_ring_with_generic_stores_is_proved_with_the_producer_pass_through():
+    obs = _own(ring())
+    assert {k: o.status for k, o in obs.items()} == {"parity": "proved", "tx bytes": "proved",
+                                                     "arrivals": "proved"}
+    assert "first use parity 1 (producer's pass-through: the waiting threads write shared memory" \
+        in obs["parity"].message
+    assert "first use parity 0 (consumer" in obs["parity"].message
+
+
+def test_producer_that_waits_for_a_release_before_its_first_fill_is_violated():
+    obs = _own(ring(first=0))  # the producer's first wait names phase 0 of the empty barrier: a hang
+    ob = obs["parity"]
+    assert ob.status == "violated" and ob.counterexample["iterations"] == [0]
+    assert ob.counterexample["expected_parity"] == 1
+
+
+def test_two_arrive_sites_on_one_barrier_and_none_on_its_partner_is_not_proved():
+    obs = _own(ring(consumer_arrives_on="%r16"))  # the consumer releases full[s] instead of empty[s]
+    assert obs["arrivals"].status == "unknown"
+    assert "no arrive instruction or copy" in obs["arrivals"].message
+    assert obs["parity"].status == "unknown"
+
+
+def test_waits_in_nested_loops_are_unknown_not_proved():
+    obs = _own(ring(nested=True))
+    assert obs["parity"].status == "unknown" and "nested loops" in obs["parity"].message
+
+
+def test_a_flip_that_starts_at_the_wrong_stage_is_violated():
+    from test_symbolic_vs_protocol import SPEC, program
+    from kverify.semantics.ir import parse_ptx
+
+    ptx = program(n_init=1, stages=3, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=6, parity="phase")
+    ptx = ptx.replace("div.u32 \t%r12, %r10, 3;", "add.u32 \t%r12, %r10, 1;\n\tdiv.u32 \t%r12, %r12, 3;")
+    module = parse_ptx(ptx, "gen.ptx")
+    obs = {o.title.split(": ", 1)[1].split(" (")[0]: o for o in check_mbarrier(module, module.kernel("gen"),
+                                                                   LaunchSpec.from_dict(SPEC), timeout_s=20)}
+    ob = obs["parity"]
+    assert ob.status == "violated" and ob.counterexample["iterations"] == [2]
+    wait_line = next(i for i, ln in enumerate(ptx.splitlines(), 1) if "mbarrier.try_wait" in ln)
+    assert ob.locations[0].line == wait_line

@@ -20,8 +20,8 @@ wait for the phase they name (the parity obligation). Once the checker reports a
 the run's later findings can be consequences of it (a wait that does not wait lets the next
 iteration's arrivals land on a pending phase), so the first bullet is not asserted for the
 other obligations of a kernel with a violated one. The initial parity is 0 in the generated
-programs: a first wait on parity 1 is the known unsound case pinned by
-``test_first_wait_on_parity_one_is_not_proved`` (xfail).
+programs except in ``test_first_wait_on_parity_one_is_violated``, where the first wait names
+parity 1 and returns at once on the fresh barrier.
 """
 import time
 
@@ -113,7 +113,7 @@ def verdicts(**kw):
     module = parse_ptx(program(**kw), "gen.ptx")
     kernel = module.kernel("gen")
     spec = LaunchSpec.from_dict(SPEC)
-    static = {o.title.split(": ", 1)[1]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
+    static = {o.title.split(": ", 1)[1].split(" (")[0]: o.status for o in check_mbarrier(module, kernel, spec, timeout_s=20)}
     return static, run_kernel(module, kernel, spec)
 
 
@@ -179,15 +179,31 @@ def test_each_seeded_mismatch_is_found_by_both(change, what):
     assert run.rules() & {RULES[what], "deadlock"}
 
 
-@pytest.mark.xfail(strict=True, reason="unsound: the parity obligation checks that the parity flips "
-                   "between consecutive uses of a barrier, not that the first wait names phase 0; a "
-                   "first wait on parity 1 returns at once (the phase before the current one counts as "
-                   "complete), so consumers run ahead of the copies: the run finds arrival-overflow and "
-                   "tx-mismatch while all three obligations are proved")
-def test_first_wait_on_parity_one_is_not_proved():
-    static, run = verdicts(n_init=1, stages=1, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=3,
-                           parity="phase", parity0=1)
+@pytest.mark.parametrize("stages", [1, 3])
+def test_first_wait_on_parity_one_is_violated(stages):
+    """A consumer whose first wait names parity 1 passes the fresh barrier at once and runs
+    ahead of the copies: the static check alone reports it, at the wait, in iteration 0."""
+    kw = dict(n_init=1, stages=stages, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=2 * stages,
+              parity="phase", parity0=1)
+    static, run = verdicts(**kw)
+    assert static["parity"] == "violated"
     assert not disagreements(static, run), (static, sorted(run.rules()))
+    ptx = program(**kw)
+    module = parse_ptx(ptx, "gen.ptx")
+    ob = check_mbarrier(module, module.kernel("gen"), LaunchSpec.from_dict(SPEC), timeout_s=20)[0]
+    wait_line = next(i for i, ln in enumerate(ptx.splitlines(), 1) if "mbarrier.try_wait" in ln)
+    assert ob.rule == "mbarrier.parity" and [l.line for l in ob.locations] == [wait_line]
+    assert ob.counterexample["iterations"][0] < stages and ob.counterexample["expected_parity"] == 0
+    assert "first use" in ob.message and "returns at once" in ob.message
+
+
+def test_first_wait_on_parity_zero_is_proved_with_its_role():
+    module = parse_ptx(program(n_init=1, stages=3, arrivers=1, tx_bytes=64, issuers=1, copy_bytes=64, iters=6,
+                               parity="phase"), "gen.ptx")
+    obs = {o.title.split(": ", 1)[1].split(" (")[0]: o for o in check_mbarrier(module, module.kernel("gen"),
+                                                                   LaunchSpec.from_dict(SPEC), timeout_s=20)}
+    assert obs["parity"].status == "proved"
+    assert "first use parity 0 (consumer of the fill" in obs["parity"].message
 
 
 def test_the_property_runs_in_bounded_time():
