@@ -212,12 +212,11 @@ class _Checker:
         complete); (None, reason) when the role is not recognized."""
         L = self.loc
         signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
-        on_b = [s for s in signals if self.may_alias(w, s)]
-        tx = [s for s in on_b if s.kind == "copy" or s.tx is not None]
-        if tx:
+        tx = next((s for s in signals if (s.kind == "copy" or s.tx is not None) and self.may_alias(w, s)), None)
+        if tx is not None:
             return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
-                       f"copies / expect-tx ({L(tx[0].instr)})")
-        arrs = [s for s in on_b if s.kind == "arrive"]
+                       f"copies / expect-tx ({L(tx.instr)})")
+        arrs = [s for s in signals if s.kind == "arrive" and self.may_alias(w, s)]
         if not arrs:
             return None, "no arrive or copy can complete a phase of the barrier it waits on"
         own = [s for s in arrs if self.same_iteration(s, w) and self.seq(s) < self.seq(w)
