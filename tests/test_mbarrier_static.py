@@ -179,8 +179,10 @@ def ring(consumer_arrives_on="%r15", first=1, nested=False, iters=4):
     cons = role("c", "%r16", "%r12", "\tld.shared.u32 \t%r21, [%r20];\n", consumer_arrives_on)
     body = "\tsetp.ne.s32 \t%p2, %r8, 0;\n\t@%p2 bra \t$L_consumer;\n"
     if nested:
-        prod = f"\tmov.u32 \t%r30, 0;\n$L_tp:\n{prod}\tadd.s32 \t%r30, %r30, 1;\n\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tp;\n"
-        cons = f"\tmov.u32 \t%r30, 0;\n$L_tc:\n{cons}\tadd.s32 \t%r30, %r30, 1;\n\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tc;\n"
+        prod = (f"\tmov.u32 \t%r30, 0;\n$L_tp:\n{prod}\tadd.s32 \t%r30, %r30, 1;\n"
+                f"\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tp;\n")
+        cons = (f"\tmov.u32 \t%r30, 0;\n$L_tc:\n{cons}\tadd.s32 \t%r30, %r30, 1;\n"
+                f"\tsetp.lt.s32 \t%p4, %r30, 3;\n\t@%p4 bra \t$L_tc;\n")
     body += prod + "\tbra.uni \t$L_done;\n$L_consumer:\n" + cons + "$L_done:\n\tret;\n}\n"
     return HEAD.replace("{count}", "32") + body
 

@@ -61,7 +61,8 @@ FAMILIES = (
     ("memory safety", "memory", ("bounds", "uninitialized", "trap")),
 )
 RACE_TITLES = ("race-free: shared", "race-free: global")
-MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity (initial phase and alternation)", "mbarrier conformance: tx bytes (per phase)",
+MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity (initial phase and alternation)",
+                          "mbarrier conformance: tx bytes (per phase)",
                           "mbarrier conformance: arrivals (per phase)")
 #: Title prefix of the per-resource mbarrier obligations ("mbarrier conformance: full[0..2]").
 RESOURCE_PREFIX = "mbarrier conformance: "

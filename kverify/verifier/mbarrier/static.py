@@ -212,12 +212,11 @@ class _Checker:
         complete); (None, reason) when the role is not recognized."""
         L = self.loc
         signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
-        on_b = [s for s in signals if self.may_alias(w, s)]
-        tx = [s for s in on_b if s.kind == "copy" or s.tx is not None]
-        if tx:
+        tx = next((s for s in signals if (s.kind == "copy" or s.tx is not None) and self.may_alias(w, s)), None)
+        if tx is not None:
             return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
-                       f"copies / expect-tx ({L(tx[0].instr)})")
-        arrs = [s for s in on_b if s.kind == "arrive"]
+                       f"copies / expect-tx ({L(tx.instr)})")
+        arrs = [s for s in signals if s.kind == "arrive" and self.may_alias(w, s)]
         if not arrs:
             return None, "no arrive or copy can complete a phase of the barrier it waits on"
         own = [s for s in arrs if self.same_iteration(s, w) and self.seq(s) < self.seq(w)
@@ -346,8 +345,9 @@ class _Checker:
             return "unknown", ("the barrier address or parity depends on a value the loop summary does not track ("
                                + ", ".join(sorted(used & variant))[:120] + ")")
         j = z3.BitVec(f"{k}~earlier", 64)
-        if self.syms(w.pc) & variant or str(k) in self.syms(w.pc) and self.prove(mk_and(self.in_range(info, k, k), z3.ULT(j, k), w.pc),
-                                                   z3.substitute(w.pc, (k, j)))[0] != "proved":
+        earlier = mk_and(self.in_range(info, k, k), z3.ULT(j, k), w.pc)  # ran in every iteration before
+        if self.syms(w.pc) & variant or (str(k) in self.syms(w.pc)
+                                         and self.prove(earlier, z3.substitute(w.pc, (k, j)))[0] != "proved"):
             return "unknown", (f"the wait may skip an iteration of loop {info.name} before one it runs in: its "
                                "uses of a barrier are not counted by the iteration")
         a, p = w.addr, w.parity
@@ -698,7 +698,8 @@ class _Checker:
                 done.append((a, n))
                 continue
             if r == "unknown":
-                return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: solver gave no answer", t0, [self.loc(a.instr)])
+                return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: solver gave no answer", t0,
+                           [self.loc(a.instr)])
             if self.syms(got, init_count, hyp) & self.env.approx:
                 return _ob("arrivals", "unknown", f"{self.loc(a.instr)}: arrivals may differ from the init count "
                            "only for approximated values", t0, [self.loc(a.instr)])
@@ -722,7 +723,8 @@ class _Checker:
                            "copy of the kernel can complete a phase of (its waits pass only a fresh barrier's "
                            "phase before phase 0)", t0, [self.loc(w.instr)])
         return _ob("arrivals", "proved", "in each phase the arrivals on a barrier equal its init count (the arrive "
-                   "sites of one iteration with no wait on the barrier between them form one phase): " + ", ".join(f"{self.loc(a.instr)} x{n}" for a, n in done),
+                   "sites of one iteration with no wait on the barrier between them form one phase): "
+                   + ", ".join(f"{self.loc(a.instr)} x{n}" for a, n in done),
                    t0, [self.loc(a.instr) for a, _ in done])
 
     def init_count(self, a, inits):
