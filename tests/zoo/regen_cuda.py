@@ -40,6 +40,7 @@ FAMILIES = [
     "scan",
     "device_func",
     "stencil",
+    "scope",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -328,7 +328,31 @@ class _Checker:
             msg += "; assuming " + "; ".join(notes)
         if space == "global":
             msg += "; distinct pointer parameters are assumed not to alias"
-        return Obligation(oid, "races", "proved", msg)
+        return Obligation(oid, "races", "proved", msg, self.scope())
+
+    def scope(self) -> str:
+        """What a proof covers: the launch's grid and block (or every one), the argument
+        values given (only those) or all values of the others, and every schedule."""
+        env = self.env
+        buffers = {x.region for x in self.ex.accesses}
+        given, free, pointers = [], [], []
+        for term, p in env.params.values():
+            key = p.source_name or p.name
+            if key in env.param_values:
+                given.append(f"{key}={env.param_values[key]}")
+            elif f"param:{key}" in buffers:
+                pointers.append(key)
+            else:
+                free.append(key)
+        parts = list(env.scope)
+        if given:
+            parts.append(f"for {', '.join(given)} only")
+        if free:
+            parts.append(f"all values of {', '.join(free)}")
+        if pointers:
+            parts.append(f"any addresses of {', '.join(pointers)}")
+        parts.append("every schedule (two arbitrary distinct threads)")
+        return "; ".join(parts)
 
     def search(self, space, accs, bacc, counted, deadline, first=False):
         """All pairs (a, b) in program order, one query per ``a`` over its candidates.
@@ -369,7 +393,7 @@ class _Checker:
                     return out
                 m1 = self.confirm(cons, f, m, deadline, base)
                 if m1 is not None:
-                    out["race"] = (a, bb, m1)
+                    out["race"] = (a, bb, self.small_grid(cons, f, m1, deadline, base))
                     return out
                 out["maybe"].append((a, bb, "approx"))
                 cands = [x for x in cands if x is not hit]
@@ -445,6 +469,18 @@ class _Checker:
         if big and self.is_exact(constraints, f, model, deadline, base):
             return model
         return None
+
+    def small_grid(self, constraints, f, model, deadline, base):
+        """A real race's model with the fewest CTAs among a few bounds, where the grid is
+        symbolic (a counterexample a person can launch), else ``model``."""
+        grid = [n for n in self.env.nctaid if not z3.is_bv_value(n)]
+        if not grid or all(model.eval(n, model_completion=True).as_long() <= 4 for n in grid):
+            return model
+        for bound in (2, 4, 16, 256):
+            r, m = self.solve(list(constraints) + [f] + [z3.ULE(n, bound) for n in grid], deadline, base=base)
+            if r == "sat" and self.is_exact(constraints, f, m, deadline, base):
+                return m
+        return model
 
     def is_exact(self, constraints, f, model, deadline, base=()):
         """Does ``f`` hold for every value of the approximated symbols once the exact ones
@@ -526,7 +562,8 @@ class _Checker:
             if key in env.param_values:
                 params[key] = env.param_values[key]
             elif f"param:{key}" not in buffers:  # a buffer's base address is arbitrary
-                params[key] = val(term)
+                v, w = val(term), term.size()
+                params[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
         kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
                  ("write", "read"): "write-read"}
         ka = "write" if a.writes else "read"
@@ -545,6 +582,10 @@ class _Checker:
             msg += "different CTAs (never ordered by bar.sync)"
         else:
             msg += f"same barrier interval {accesses[0]['barrier_interval']}"
+        g, bl = ce["grid"], ce["block"]
+        msg += f"; grid {g[0]}x{g[1]}x{g[2]}, block {bl[0]}x{bl[1]}x{bl[2]}"
+        if params:
+            msg += ", " + ", ".join(f"{k}={v}" for k, v in params.items())
         if divergent:
             msg += "; a barrier may also be divergent (barrier.divergence)"
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
