@@ -15,7 +15,6 @@ import pytest
 
 from conftest import ZOO
 from kverify.launch import LaunchSpec, from_flags
-from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.ir import load_module
 from kverify.verifier.check import check_kernel
 from kverify.verifier.races import check_races
@@ -108,3 +107,36 @@ def test_odd_stride_twin_is_proved_for_all_strides():
     ob = _races("strided_scatter", LaunchSpec.from_dict(launch))["race-free: global"]
     assert ob.status == "proved"
     assert "all values of stride" in ob.bound
+
+
+# ---------------------------------------------------------------- item 5: bounds by provenance
+
+
+def _check(stem, file):
+    m = load_module(str(SCOPE / f"{stem}.ptx"))
+    spec = LaunchSpec.from_dict(_manifest_launch(file))
+    rep = check_kernel(m, m.kernels[0], spec, budget=2, timeout_s=30)
+    return rep, {o.title: o for o in rep.obligations}
+
+
+@pytest.mark.parametrize("stem, line", [("shift_right__past_end", 10), ("smem_halo__past_tile", 16)])
+def test_overflow_into_the_neighbouring_allocation_is_bounds(stem, line):
+    rep, obs = _check(stem, f"{stem}.cu")
+    ob = obs["memory safety"]
+    assert rep.verdict == "violated"
+    assert ob.status == "violated" and ob.rule == "bounds"
+    assert {l.line for l in ob.locations} == {line}
+    assert "0 bytes past the end of" in ob.message
+
+
+@pytest.mark.parametrize("stem", ["shift_right", "smem_halo"])
+def test_correct_twins_are_in_bounds(stem):
+    rep, obs = _check(stem, f"{stem}.cu")
+    assert obs["memory safety"].status == "bounded"
+    assert rep.verdict == "verified"
+
+
+def test_buffers_are_placed_past_a_red_zone():
+    from kverify.launch.layout import RED_ZONE, next_buffer
+
+    assert next_buffer(0, 4096) >= 4096 + RED_ZONE
