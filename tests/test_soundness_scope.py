@@ -140,3 +140,37 @@ def test_buffers_are_placed_past_a_red_zone():
     from kverify.launch.layout import RED_ZONE, next_buffer
 
     assert next_buffer(0, 4096) >= 4096 + RED_ZONE
+
+
+# ---------------------------------------------------------------- item 1, SMT side: __syncwarp
+
+WARP = ZOO.parent / "data" / "warp_sync"
+
+
+def _warp_races(path, launch):
+    m = load_module(str(path))
+    return {o.title: o for o in check_races(m, m.kernels[0], launch, timeout_s=30)}
+
+
+@pytest.mark.parametrize("launch", [None, LaunchSpec.from_dict({"grid": [2], "block": [64]})])
+def test_warp_tree_ordered_by_syncwarp_is_proved(launch):
+    ob = _warp_races(SCOPE / "warp_tree.ptx", launch)["race-free: shared"]
+    assert ob.status == "proved", ob.message
+    assert "every schedule" in ob.bound
+
+
+def test_warp_tree_without_syncwarp_between_steps_is_violated():
+    ob = _warp_races(WARP / "warp_tree__no_syncwarp.ptx", None)["race-free: shared"]
+    assert ob.status == "violated" and ob.rule == "race.shared"
+    assert {l.line for l in ob.locations} == {14}
+    a, b = ob.counterexample["threads"]
+    assert a["tid"][0] // 32 == b["tid"][0] // 32  # two lanes of one warp
+    assert "no __syncwarp between them" in ob.message
+
+
+def test_syncwarp_does_not_order_two_warps():
+    ob = _warp_races(WARP / "warp_swap__cross_warp.ptx", None)["race-free: shared"]
+    assert ob.status == "violated" and ob.rule == "race.shared"
+    assert {l.line for l in ob.locations} == {10, 12}
+    a, b = ob.counterexample["threads"]
+    assert a["tid"][0] // 32 != b["tid"][0] // 32
