@@ -40,9 +40,10 @@ and grid (the launch's, or every grid when none was given), the argument values 
 for or "all values of" the free ones, and every schedule.
 
 PTX ISA (9.0): §9.7.13.1 bar/barrier (barrier 0 is ``__syncthreads``; it orders memory
-among the participating threads), §9.7.13.2 bar.warp.sync (among the lanes of the mask), §8 memory consistency model (a data race is two
-conflicting accesses, not both morally strong, unordered by happens-before), atom and red
-in §9.7.13. docs/races.md describes the encoding and what it does not model.
+among the participating threads), §9.7.13.2 bar.warp.sync (among the lanes of the mask),
+§8 memory consistency model (a data race is two conflicting accesses, not both morally
+strong, unordered by happens-before), atom and red in §9.7.13. docs/races.md describes
+the encoding and what it does not model.
 """
 from __future__ import annotations
 
