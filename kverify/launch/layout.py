@@ -23,6 +23,11 @@ WINDOW_SIZE = 1 << 40
 CTA_SHIFT = 24
 CTA_MASK = (1 << CTA_SHIFT) - 1
 BUFFER_ALIGN = 256  # launch buffers start on this boundary of the global image
+#: unmapped bytes after every global buffer and global variable (and, in the interpreter, after
+#: every shared variable): an overflow of up to this many bytes lands in no allocation and
+#: faults as ``bounds`` instead of reading or writing the neighbour (see docs/races.md)
+RED_ZONE = 1024
+SHARED_RED_ZONE = 256  # the same after every shared variable (shared memory is small)
 TMAP_MAGIC = 0x4B564D41_50000000  # tag written into by-value tensor-map params
 
 
@@ -31,8 +36,8 @@ def align_up(x: int, a: int) -> int:
 
 
 def next_buffer(off: int, nbytes: int) -> int:
-    """Offset of the buffer placed after one of ``nbytes`` at ``off``."""
-    return align_up(off + max(nbytes, 1), BUFFER_ALIGN)
+    """Offset of the buffer placed after one of ``nbytes`` at ``off``, past a red zone."""
+    return align_up(off + max(nbytes, 1) + RED_ZONE, BUFFER_ALIGN)
 
 
 def param_offsets(kernel) -> tuple[dict, int]:

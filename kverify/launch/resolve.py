@@ -3,7 +3,9 @@
 A launch comes as a launch JSON file, a zoo ``manifest.json`` (the variant whose file has
 the stem of the kernel file; the kernel name breaks ties), inline JSON text, a dict, or
 ``--grid/--block/--arg`` (or a GPUVerify test header, or the kernel's ``.reqntid``). With
-none given, the ``manifest.json`` next to the kernel file is used.
+none given, the ``manifest.json`` next to the kernel file is used. A launch without a grid
+runs one CTA and is marked ``grid_assumed``: a proof over it is symbolic in the grid (or says
+the grid it assumed), never a proof for one CTA presented as one for every grid.
 
 Any of them may be a *template*: an integer in ``grid``, ``block``, ``cluster``,
 ``dynamic_smem``, ``args`` or a buffer's or tensor map's ``shape``/``box``/``strides`` may be
@@ -236,8 +238,10 @@ def from_flags(kernel, file: str, grid: str | None = None, block: str | None = N
     b = dims(block, "--block", file) if block else (hdr[0] if hdr else list(kernel.block_dim or []))
     if not b:
         raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, 0, 0)
-    g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else [1])
+    g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else None)
     values = dict(arg_value(a) for a in args or ())
+    # without a grid the run uses one CTA and the spec says the grid was assumed
+    # (``LaunchSpec.grid_assumed``): the SMT checkers then stay symbolic in it
     return LaunchSpec.from_dict({"kernel": kernel.name, "grid": g, "block": b, "args": values}, "<command line>")
 
 

@@ -51,6 +51,7 @@ class LaunchSpec:
     outputs: tuple = ()
     dynamic_smem: int = 0
     path: str = "<launch>"
+    grid_assumed: bool = False  # no grid was given: (1, 1, 1) runs, proofs must not rest on it
 
     @property
     def threads_per_block(self) -> int:
@@ -78,7 +79,7 @@ class LaunchSpec:
         return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
                           dict(d.get("args") or {}), buffers, tensormaps, tuple(d.get("outputs") or ()),
-                          int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path)
+                          int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None)
 
     def to_dict(self) -> dict:
         """The JSON form ``from_dict`` reads."""

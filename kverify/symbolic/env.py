@@ -36,11 +36,11 @@ class Env:
         self.assumptions: list = []  # human-readable
         self.uf_decls: dict = {}
         # --- dims
+        self.scope: list = []  # what a proof over this Env covers, human-readable
         if launch is not None:
             self.ntid = tuple(z3.BitVecVal(v, 32) for v in launch.block)
-            self.nctaid = tuple(z3.BitVecVal(v, 32) for v in launch.grid)
             self.block = tuple(launch.block)
-            self.grid = tuple(launch.grid)
+            self.scope.append(f"block {_dims(launch.block)} (the launch's)")
         else:
             bd = kernel.block_dim
             if bd is not None:
@@ -48,6 +48,7 @@ class Env:
                 self.block = tuple(bd)
                 src = ".reqntid" if kernel.directive("reqntid") else ".maxntid (__launch_bounds__)"
                 self.assumptions.append(f"block {bd[0]}x{bd[1]}x{bd[2]} from {src}")
+                self.scope.append(f"block {_dims(bd)} (from {src})")
             else:
                 self.ntid = tuple(z3.BitVec(f"ntid.{d}", 32) for d in "xyz")
                 self.block = None
@@ -57,6 +58,12 @@ class Env:
                 x, y, zz = self.ntid
                 self.shared_constraints.append((z3.ULE(x * y * zz, 1024), keys(x, y, zz)))
                 self.assumptions.append("block size symbolic (no launch spec, no .reqntid)")
+                self.scope.append("every block size (at most 1024 threads)")
+        if launch is not None and not launch.grid_assumed:
+            self.nctaid = tuple(z3.BitVecVal(v, 32) for v in launch.grid)
+            self.grid = tuple(launch.grid)
+            self.scope.append(f"grid {_dims(launch.grid)} only (the launch's)")
+        else:
             # grid symbolic; a dimension the kernel never reads is 1 (launching more CTAs
             # along it only repeats the work: a launch error, not a kernel property), and
             # the global thread index along each dimension fits in a signed 32-bit int
@@ -69,11 +76,10 @@ class Env:
                     continue
                 fits = z3.ULE(z3.ZeroExt(32, v) * z3.ZeroExt(32, n), (1 << 31) - 1)
                 self.shared_constraints.append((z3.And(z3.UGE(v, 1), z3.ULE(v, m), fits), keys(v)))
-            self.assumptions.append("grid symbolic (no launch spec): "
-                                    + (", ".join(f"gridDim.{d}" for d in "xyz" if d in used)
-                                       or "no dimension")
-                                    + " read by the kernel, the others 1; gridDim*blockDim < 2^31 "
-                                    "along each dimension")
+            dims_read = ", ".join(f"gridDim.{d}" for d in "xyz" if d in used) or "no dimension"
+            self.assumptions.append(f"grid symbolic (no grid given): {dims_read} read by the kernel, the "
+                                    "others 1; gridDim*blockDim < 2^31 along each dimension")
+            self.scope.append(f"every grid ({dims_read} read by the kernel, the others 1)")
         self.tid = tuple(self.fresh(f"tid.{d}", 32) for d in "xyz")
         self.ctaid = tuple(self.fresh(f"ctaid.{d}", 32) for d in "xyz")
         for t, n in zip(self.tid, self.ntid):
@@ -179,6 +185,10 @@ class Env:
             return {"%lanemask_eq": eq, "%lanemask_lt": eq - 1, "%lanemask_le": (eq - 1) | eq,
                     "%lanemask_gt": ~((eq - 1) | eq), "%lanemask_ge": ~(eq - 1)}[base]
         return None  # any other special register reads as an approximate value
+
+
+def _dims(d) -> str:
+    return "x".join(str(v) for v in d)
 
 
 def _grid_dims_read(kernel) -> set:

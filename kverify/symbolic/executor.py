@@ -58,7 +58,9 @@ class Executor(LoopSummaries, Instructions):
         self.unknown_region_write = False
         self.seq = {}
         self.widths = {}
-        self.barrier_count = 0
+        self.barrier_count = 0  # barriers of any kind seen so far (loops compare it)
+        self.cta_barrier_count = 0  # bar.sync 0 only
+        self.warp_barriers = False  # a full-mask bar.warp.sync was counted
         self.elect_sites = 0
         self._closed_forms: dict = {}
         for d in self.kernel.regs:

@@ -23,10 +23,11 @@ ASYNC_ORDERING = frozenset({
     "fence.proxy.async", "fence.proxy.tensormap", "setmaxnreg",
 })
 #: ``sync`` effects that may order accesses but that the barrier-interval model does not
-#: count: a race found while one is present is unknown, not violated
+#: count: a race found while one is present is unknown, not violated (``bar.warp.sync`` with
+#: a constant full mask is counted, as a barrier of the warp's lanes)
 UNCOUNTED_ORDERING = {
     "fence": "a memory fence (with flag synchronization)",
-    "bar.warp.sync": "__syncwarp",
+    "bar.warp.sync": "__syncwarp with a partial or register mask",
     "cluster.barrier": "a cluster barrier",
 }
 #: ``sync`` effects with nothing to order among a CTA's generic-proxy accesses

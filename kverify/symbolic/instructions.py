@@ -1,14 +1,15 @@
 """Instruction semantics of the symbolic per-thread engine: what one instruction does to
 thread A's state -- value semantics over the Z3 domain (``kverify.semantics.values``),
 memory accesses recorded as ``Access`` (space, mode, strength, byte address, width, path
-condition, epoch), ``bar.sync 0`` as a barrier instance that advances the epoch, exits,
+condition, epoch), ``bar.sync 0`` as a barrier instance that advances the epoch (and a
+full-mask ``bar.warp.sync`` as one of the warp's lanes, see ``records.CTA_BARRIER_STEP``), exits,
 ``elect.sync`` and pure calls. What the engine does not model leaves a *reason* (the
 obligation cannot be proved) and, where it may order accesses, an unmodelled-ordering note
 (a race found cannot be claimed). Which rows take which path is read from the op table
 (:mod:`kverify.symbolic.families`).
 
 PTX ISA (9.0): ld, st (§9.7.9.8, §9.7.9.10), atom, red (§9.7.13.5, §9.7.13.6),
-§9.7.13.1 bar/barrier, §9.7.13.9 elect.sync, §9.7.12 call/ret/exit/trap; §8 memory
+§9.7.13.1 bar/barrier, §9.7.13.2 bar.warp.sync, §9.7.13.9 elect.sync, §9.7.12 call/ret/exit/trap; §8 memory
 consistency model (morally strong accesses).
 """
 from __future__ import annotations
@@ -21,8 +22,8 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float
 
 from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
-                       is_atomic, is_barrier, is_unmodelled_memory)
-from .records import Access, State, SyncSite
+                       is_atomic, is_barrier, is_unmodelled_memory, operand)
+from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, State, SyncSite
 from .terms import TRUE, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 _D = Z3Domain()
@@ -69,6 +70,8 @@ class Instructions:
             return self.barrier(ins, st, guard)
         if row.effect == "memory":
             return self.memory(ins, st, guard)
+        if row.sync == "bar.warp.sync" and _full_mask(operand(ins, "membermask")):
+            return self.warp_barrier(ins, st, guard)
         if row.sync in UNCOUNTED_ORDERING:
             self.unmodelled(f"{UNCOUNTED_ORDERING[row.sync]} ({ins.opcode} at {where(ins)})")
             return st
@@ -369,10 +372,21 @@ class Instructions:
                 return st
         if kind == "red":
             self.havoc_dests(st, ins, guard, "bar")
+        self.cta_barrier_count += 1
+        return self._count_barrier(ins, st, guard, "cta", CTA_BARRIER_STEP)
+
+    def warp_barrier(self, ins: Instr, st: State, guard) -> State:
+        """``bar.warp.sync`` with every lane in the mask (``__syncwarp()``, §9.7.13.2): a
+        barrier of the 32 lanes of the warp, counted like ``bar.sync`` but ordering only
+        threads of one warp."""
+        self.warp_barriers = True
+        return self._count_barrier(ins, st, guard, "warp", WARP_BARRIER_STEP)
+
+    def _count_barrier(self, ins: Instr, st: State, guard, scope: str, step: int) -> State:
         pc = mk_and(st.pc, guard)
-        self.syncs.append(SyncSite("barrier", ins, ins.loc, pc, st.exited, TRUE, tuple(self.loop_stack)))
+        self.syncs.append(SyncSite("barrier", ins, ins.loc, pc, st.exited, TRUE, tuple(self.loop_stack), scope))
         self.barrier_count += 1
-        one = z3.BitVecVal(1, 64)
+        one = z3.BitVecVal(step, 64)
         epoch = z3.simplify(st.epoch + one) if is_true(guard) else mk_ite(guard, st.epoch + one, st.epoch)
         return State(st.pc, st.regs, epoch, st.exited)
 
@@ -426,3 +440,8 @@ class Instructions:
                     return st
         self.note_once("calls to functions without memory accesses or barriers are treated as pure")
         return st
+
+
+def _full_mask(mask) -> bool:
+    """A ``membermask`` naming all 32 lanes (``__syncwarp()``'s ``0xffffffff``, or ``-1``)."""
+    return isinstance(mask, Imm) and isinstance(mask.value, int) and mask.value & 0xFFFFFFFF == 0xFFFFFFFF

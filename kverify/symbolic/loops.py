@@ -185,7 +185,7 @@ class LoopSummaries:
         marks = {key: len(v) for key, v in self.pending.items()}
         amark, smark = len(self.accesses), len(self.syncs)
         cmark = len(self.env.constraints_a)
-        bc_before = self.barrier_count
+        bc_before, cta_before = self.barrier_count, self.cta_barrier_count
         self.loop_stack.append((info, k))
         head = State(head_pc, dict(regs), eh, st.exited)
         end = self.stmts(lp.body, head, (id(lp), "body"))
@@ -245,7 +245,7 @@ class LoopSummaries:
             del self.env.constraints_a[cmark:]
             for key, lst in self.pending.items():
                 del lst[marks.get(key, 0):]
-            self.barrier_count = bc_before
+            self.barrier_count, self.cta_barrier_count = bc_before, cta_before
             return ("retry", sorted(set(bad_ivs)), bad_trip, bad_regions)
         # --- barriers per iteration
         c_vals = set()
@@ -272,15 +272,17 @@ class LoopSummaries:
             a.epoch = z3.simplify(z3.substitute(a.epoch, *sub))
         if self.barrier_count != bc_before:
             # loop decisions must be uniform for the barrier intervals inside to line up
+            # (across the warp when the loop holds warp barriers only)
+            scope = "cta" if self.cta_barrier_count != cta_before else "warp"
             for c in conts:
                 self.syncs.append(SyncSite("loop-continue", None, lp.loc, c.pc, c.exited, head_pc,
-                                           tuple(self.loop_stack) + ((info, k),)))
+                                           tuple(self.loop_stack) + ((info, k),), scope))
             for key, m in leaving:
                 for s in self.pending[key][m:]:
                     self.syncs.append(SyncSite("loop-exit", None, lp.loc, s.pc, s.exited, head_pc,
-                                               tuple(self.loop_stack) + ((info, k),)))
+                                               tuple(self.loop_stack) + ((info, k),), scope))
             self.syncs.append(SyncSite("loop-exit", None, lp.loc, end.pc, end.exited, head_pc,
-                                       tuple(self.loop_stack) + ((info, k),)))
+                                       tuple(self.loop_stack) + ((info, k),), scope))
         for key, m in leaving:
             lst = self.pending[key]
             for i in range(m, len(lst)):

@@ -13,6 +13,15 @@ from kverify.semantics.ir.nodes import Instr
 from .terms import FALSE
 
 
+#: The epoch packs two counts: CTA barriers (``bar.sync 0``) in its low 32 bits and warp
+#: barriers (``bar.warp.sync`` with every lane in the mask) in its high 32 bits. Two threads
+#: of one warp are in one interval when the whole epoch is equal; two threads of different
+#: warps of one CTA when the low half is. A kernel without warp barriers has the plain count
+#: of CTA barriers; with them, counts are exact below 2^32 barriers of each kind.
+CTA_BARRIER_STEP = 1
+WARP_BARRIER_STEP = 1 << 32
+
+
 @dataclass
 class Access:
     """One memory access of thread A: its terms are rewritten in place once the executor
@@ -39,8 +48,8 @@ class Access:
 @dataclass
 class SyncSite:
     """A barrier instance, or a decision (continue / leave) of a loop that contains one;
-    their conditions must be uniform across the CTA for barrier intervals to mean
-    anything."""
+    their conditions must be uniform across the CTA (across the warp, for warp barriers
+    only) for barrier intervals to mean anything."""
 
     kind: str  # barrier | loop-continue | loop-exit
     instr: Instr | None
@@ -49,6 +58,7 @@ class SyncSite:
     exited: object
     head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration
     loops: tuple
+    scope: str = "cta"  # whose threads must agree on it: "cta" (bar.sync) or "warp" (bar.warp.sync)
 
 
 @dataclass

@@ -139,8 +139,8 @@ def _sized_buffers(module, kernel, spec, timeout_s):
 
     from .races.extents import buffer_extents
 
-    try:
-        sized, unsized = buffer_extents(module, kernel, spec, timeout_s)
+    try:  # sized for the grid the interpreter runs, even where the SMT checkers assume none
+        sized, unsized = buffer_extents(module, kernel, replace(spec, grid_assumed=False), timeout_s)
     except Exception as e:  # noqa: BLE001 - optional: without sizes the run reports the missing values
         return spec, {}, {"*": f"internal error ({type(e).__name__}: {e})"}
     if not sized or unsized:

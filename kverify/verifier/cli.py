@@ -213,8 +213,8 @@ def cmd_check(args) -> int:
                     print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
                     for line in rest:
                         print(f"            {line}")
-                if o.status == "bounded" and o.bound and o.bound != shown:
-                    print(f"            bound: {o.bound}")
+                if o.status in ("bounded", "proved") and o.bound and o.bound != shown:
+                    print(f"            {'bound' if o.status == 'bounded' else 'scope'}: {o.bound}")
                 shown = o.bound if o.status == "bounded" else None
                 if o.counterexample and o.counterexample.get("replay"):
                     print(f"            replay: {o.counterexample['replay']}")

@@ -43,6 +43,7 @@ FAMILIES = [
     "warp_reduce_smem",
     "proxy_waw",
     "flag_handoff",
+    "scope",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -26,7 +26,7 @@ import numpy as np
 
 from kverify.launch import (LaunchSpec, arg_bits, dtypes, input_array, lookup, param_key, param_offsets, random_array,
                             spec_seed)
-from kverify.launch.layout import TMAP_MAGIC, next_buffer
+from kverify.launch.layout import SHARED_RED_ZONE, TMAP_MAGIC, next_buffer
 from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
@@ -175,7 +175,7 @@ class Machine(MbarrierMixin):
                     arr[j * esz:(j + 1) * esz] = np.frombuffer(int(x & low_mask(8 * esz)).to_bytes(esz, "little"), np.uint8)
             allocs.append((v.name, off, arr))
             self.gvar_addr[v.name] = GLOBAL_BASE + off
-            off = align_up(off + size, 256)
+            off = next_buffer(off, size)
         self.gmem = Region("global", "global", off)
         for name, start, arr in allocs:
             raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
@@ -237,7 +237,7 @@ class Machine(MbarrierMixin):
                 continue
             soff = align_up(soff, v.align or max(v.type.bits // 8, 1))
             self.smem_vars[v.name] = (soff, v.size)
-            soff += v.size
+            soff += v.size + SHARED_RED_ZONE  # an overflow lands in no variable: bounds
         if dyn:
             soff = align_up(soff, 1024)
             for v in dyn:
@@ -553,7 +553,7 @@ class Machine(MbarrierMixin):
             if not ok.all():
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside every "
-                            f"allocation", lane, int(addrs[lane]))
+                            f"allocation{self.gmem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
             return self.gmem, offs
         if space in ("shared", "shared::cta", "shared::cluster"):
             rank = addrs >> CTA_SHIFT
@@ -570,8 +570,8 @@ class Machine(MbarrierMixin):
             ok = cta.smem.in_bounds(offs, nbytes) | ~lanes_mask
             if not ok.all():
                 lane = int(np.flatnonzero(~ok)[0])
-                raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside the "
-                            f"{self.smem_size}-byte shared memory", lane, int(addrs[lane]))
+                raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside every "
+                            f"shared variable{cta.smem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
             return cta.smem, offs
         if space == "local":
             return "local", addrs

@@ -41,7 +41,9 @@ def store_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int, vals: np.ndarra
 
 
 class Region:
-    """A byte image with its race shadow and the allocations (name, start, size) in it."""
+    """A byte image with its race shadow and the allocations (name, start, size) in it; an
+    access is in bounds only inside one allocation (global buffers and variables, shared
+    variables)."""
 
     def __init__(self, name: str, space: str, size: int, dense_agents=None):
         self.name, self.space = name, space
@@ -56,9 +58,21 @@ class Region:
                 return f"{name}+{off - start}" if off != start else name
         return f"{self.space}+{off:#x}"
 
+    def nearest(self, off: int) -> str:
+        """Where an out-of-bounds offset lies relative to the allocations: `` (N bytes past
+        the end of NAME)`` for the closest one below it, else ``""``."""
+        below = [(start + size, name) for name, start, size in self.allocs if start + size <= off]
+        if not below:
+            return ""
+        end, name = max(below)
+        return f" ({off - end} bytes past the end of {name})"
+
     def in_bounds(self, offs: np.ndarray, nbytes: int) -> np.ndarray:
+        """Per offset: do the ``nbytes`` lie inside one allocation? Allocations are separated
+        by red zones (``kverify.launch.layout.RED_ZONE``), so an overflow of one buffer or
+        shared variable that would land in its neighbour lands in no allocation instead."""
         offs = np.asarray(offs, np.int64)
-        if self.space != "global":
+        if not self.allocs:
             return (offs >= 0) & (offs + nbytes <= self.size)
         if getattr(self, "_spans", (None, -1))[1] != len(self.allocs):
             order = sorted((start, start + size) for _, start, size in self.allocs)

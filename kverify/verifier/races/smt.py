@@ -1,4 +1,5 @@
-"""SMT race freedom with the two-thread reduction, for kernels ordered by ``bar.sync 0``.
+"""SMT race freedom with the two-thread reduction, for kernels ordered by ``bar.sync 0`` and
+full-mask ``bar.warp.sync`` (``__syncwarp()``).
 
 Owns: the race obligations "race-free: shared" and "race-free: global". Following
 GPUVerify and Faial, two arbitrary *distinct* symbolic threads A and B run the same
@@ -8,7 +9,9 @@ one writes, we ask z3 whether
 
     pc_a(A) and pc_b(B)                      both accesses execute
     and bytes[a] overlap bytes[b]            same memory (same buffer for global)
-    and same barrier interval                epoch_a(A) == epoch_b(B) (same CTA)
+    and same barrier interval                epoch_a(A) == epoch_b(B) (same CTA; the CTA-barrier
+                                             count for two warps, also the warp-barrier count
+                                             for two lanes of one warp)
     and A != B                               shared: same CTA, different tid;
                                              global: any two threads of the grid, where
                                              threads of different CTAs are never ordered
@@ -32,10 +35,15 @@ re-run with no barrier ordering at all, and a race found only then gives ``unkno
 divergent barrier is undefined behaviour for ``bar.sync``, reported by
 ``barrier.divergence``) -- a divergent barrier is never taken as ordering for a proof.
 
+Every proof states its scope in the obligation's ``bound`` (``_Checker.scope``): the block
+and grid (the launch's, or every grid when none was given), the argument values it holds
+for or "all values of" the free ones, and every schedule.
+
 PTX ISA (9.0): §9.7.13.1 bar/barrier (barrier 0 is ``__syncthreads``; it orders memory
-among the participating threads), §8 memory consistency model (a data race is two
-conflicting accesses, not both morally strong, unordered by happens-before), atom and red
-in §9.7.13. docs/races.md describes the encoding and what it does not model.
+among the participating threads), §9.7.13.2 bar.warp.sync (among the lanes of the mask),
+§8 memory consistency model (a data race is two conflicting accesses, not both morally
+strong, unordered by happens-before), atom and red in §9.7.13. docs/races.md describes
+the encoding and what it does not model.
 """
 from __future__ import annotations
 
@@ -145,6 +153,8 @@ class _Checker:
                     self.k_const[str(k)] = k
         self.cta_ne = mk_or(*[self.b(c) != c for c in env.ctaid])
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
+        warp = z3.LShR(env.linear_tid(), 5)
+        self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
         # barrier uniformity
         divergent = self.divergent_sites(deadline)
         out = []
@@ -252,7 +262,8 @@ class _Checker:
                 continue
             keq = [self.b(k) == k for _, k in s.loops]
             f = [s.pc, self.b(s.head_pc), mk_not(self.b(s.pc)), mk_not(self.b(s.exited))]
-            r, _ = self.solve(self.same_cta() + [self.tid_ne] + keq + f, deadline,
+            group = [self.same_warp] if s.scope == "warp" else []  # a warp barrier: its lanes agree
+            r, _ = self.solve(self.same_cta() + group + [self.tid_ne] + keq + f, deadline,
                               want_model=False, base=self.base())
             if r != "unsat":
                 out.append(s)
@@ -328,7 +339,31 @@ class _Checker:
             msg += "; assuming " + "; ".join(notes)
         if space == "global":
             msg += "; distinct pointer parameters are assumed not to alias"
-        return Obligation(oid, "races", "proved", msg)
+        return Obligation(oid, "races", "proved", msg, self.scope())
+
+    def scope(self) -> str:
+        """What a proof covers: the launch's grid and block (or every one), the argument
+        values given (only those) or all values of the others, and every schedule."""
+        env = self.env
+        buffers = {x.region for x in self.ex.accesses}
+        given, free, pointers = [], [], []
+        for term, p in env.params.values():
+            key = p.source_name or p.name
+            if key in env.param_values:
+                given.append(f"{key}={env.param_values[key]}")
+            elif f"param:{key}" in buffers:
+                pointers.append(key)
+            else:
+                free.append(key)
+        parts = list(env.scope)
+        if given:
+            parts.append(f"for {', '.join(given)} only")
+        if free:
+            parts.append(f"all values of {', '.join(free)}")
+        if pointers:
+            parts.append(f"any addresses of {', '.join(pointers)}")
+        parts.append("every schedule (two arbitrary distinct threads)")
+        return "; ".join(parts)
 
     def search(self, space, accs, bacc, counted, deadline, first=False):
         """All pairs (a, b) in program order, one query per ``a`` over its candidates.
@@ -369,7 +404,7 @@ class _Checker:
                     return out
                 m1 = self.confirm(cons, f, m, deadline, base)
                 if m1 is not None:
-                    out["race"] = (a, bb, m1)
+                    out["race"] = (a, bb, self.small_grid(cons, f, m1, deadline, base))
                     return out
                 out["maybe"].append((a, bb, "approx"))
                 cands = [x for x in cands if x is not hit]
@@ -404,11 +439,7 @@ class _Checker:
         overlap = mk_or(z3.ULT(d1, z3.BitVecVal(wa, w)), z3.ULT(d2, z3.BitVecVal(wb, w)))
         conc = TRUE
         if counted:
-            ea, eb = a.epoch, b.epoch
-            if z3.is_bv_value(ea) and z3.is_bv_value(eb):
-                same = z3.BoolVal(ea.as_long() == eb.as_long())
-            else:
-                same = ea == eb
+            same = self.same_interval(a.epoch, b.epoch)
             if space == "shared" or single_cta:
                 if is_false(same):
                     return None
@@ -416,6 +447,21 @@ class _Checker:
             else:
                 conc = mk_or(cta_ne, same)
         return mk_and(b.pc, overlap, conc, *extra)
+
+    def same_interval(self, ea, eb):
+        """Two accesses of one CTA in one barrier interval: the same number of CTA barriers
+        before them (the epoch's low half) and, for two lanes of one warp when the kernel
+        has warp barriers, the same number of warp barriers too (the whole epoch, see
+        ``kverify.symbolic.records.CTA_BARRIER_STEP``)."""
+        if z3.is_bv_value(ea) and z3.is_bv_value(eb):
+            x, y = ea.as_long(), eb.as_long()
+            same_all, same_cta = z3.BoolVal(x == y), z3.BoolVal((x - y) & 0xFFFFFFFF == 0)
+        else:
+            same_all = ea == eb
+            same_cta = z3.Extract(31, 0, ea) == z3.Extract(31, 0, eb)
+        if not self.ex.warp_barriers or is_false(same_cta) or is_true(same_all):
+            return same_all  # (an equal epoch has an equal low half)
+        return mk_or(same_all, mk_and(mk_not(self.same_warp), same_cta))
 
     # ------------------------------------------------------------------ exactness
     def confirm(self, constraints, f, model, deadline, base):
@@ -445,6 +491,18 @@ class _Checker:
         if big and self.is_exact(constraints, f, model, deadline, base):
             return model
         return None
+
+    def small_grid(self, constraints, f, model, deadline, base):
+        """A real race's model with the fewest CTAs among a few bounds, where the grid is
+        symbolic (a counterexample a person can launch), else ``model``."""
+        grid = [n for n in self.env.nctaid if not z3.is_bv_value(n)]
+        if not grid or all(model.eval(n, model_completion=True).as_long() <= 4 for n in grid):
+            return model
+        for bound in (2, 4, 16, 256):
+            r, m = self.solve(list(constraints) + [f] + [z3.ULE(n, bound) for n in grid], deadline, base=base)
+            if r == "sat" and self.is_exact(constraints, f, m, deadline, base):
+                return m
+        return model
 
     def is_exact(self, constraints, f, model, deadline, base=()):
         """Does ``f`` hold for every value of the approximated symbols once the exact ones
@@ -506,6 +564,9 @@ class _Checker:
                  "ptx_line": acc.instr.loc.ptx_line, "bytes": acc.width,
                  "iterations": {info.name: val(k) for info, k in terms.loops},
                  "barrier_interval": val(terms.epoch)}
+            if self.ex.warp_barriers:
+                d["barrier_interval"] &= 0xFFFFFFFF
+                d["warp_barriers_before"] = val(terms.epoch) >> 32
             if space == "shared":
                 var, off = env.shared_var_at(addr)
                 d.update({"address": addr, "variable": var, "offset": off})
@@ -526,7 +587,8 @@ class _Checker:
             if key in env.param_values:
                 params[key] = env.param_values[key]
             elif f"param:{key}" not in buffers:  # a buffer's base address is arbitrary
-                params[key] = val(term)
+                v, w = val(term), term.size()
+                params[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
         kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
                  ("write", "read"): "write-read"}
         ka = "write" if a.writes else "read"
@@ -545,6 +607,13 @@ class _Checker:
             msg += "different CTAs (never ordered by bar.sync)"
         else:
             msg += f"same barrier interval {accesses[0]['barrier_interval']}"
+            if self.ex.warp_barriers and z3.is_true(m.eval(self.same_warp, model_completion=True)):
+                msg += (f", one warp with no __syncwarp between them "
+                        f"({accesses[0]['warp_barriers_before']} before each)")
+        g, bl = ce["grid"], ce["block"]
+        msg += f"; grid {g[0]}x{g[1]}x{g[2]}, block {bl[0]}x{bl[1]}x{bl[2]}"
+        if params:
+            msg += ", " + ", ".join(f"{k}={v}" for k, v in params.items())
         if divergent:
             msg += "; a barrier may also be divergent (barrier.divergence)"
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],

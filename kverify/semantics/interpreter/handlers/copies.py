@@ -78,13 +78,13 @@ def h_cp_async(m, w, ins, mask):
     writes, reads, moves = [], [], []
     for lane in lanes:
         n = int(size[lane])
-        try:
+        sn = min(int(src_size[lane]), n) if src_size is not None else n
+        try:  # only the src-size bytes are read: a zero-fill lane's source is never accessed
             dreg, doff = _resolve1(m, w, ins, "shared", int(dst[lane]), n)
-            sreg, soff = _resolve1(m, w, ins, "global", int(src[lane]), n)
+            sreg, soff = _resolve1(m, w, ins, "global", int(src[lane]), sn) if sn else (None, 0)
         except Fault as f:
             fault(m, w, ins, f)
             continue
-        sn = min(int(src_size[lane]), n) if src_size is not None else n
         writes.append((dreg, _bytes_idx(doff, n)))
         if sn:
             reads.append((sreg, _bytes_idx(soff, sn)))
@@ -95,7 +95,8 @@ def h_cp_async(m, w, ins, mask):
     def action():
         for dreg, doff, sreg, soff, n, sn in moves:
             dreg.data[doff:doff + n] = 0
-            dreg.data[doff:doff + sn] = sreg.data[soff:soff + sn]
+            if sn:
+                dreg.data[doff:doff + sn] = sreg.data[soff:soff + sn]
 
     writes = _merge(writes)
     reads = _merge(reads)
@@ -107,14 +108,14 @@ def h_cp_async(m, w, ins, mask):
 def _cp_async_uniform(m, w, ins, dst, src, mask, lanes, n, src_size):
     """``cp.async`` whose lanes all copy ``n`` bytes: resolved for all lanes at once; ``None``
     when an address faults (the per-lane path then reports the lane)."""
-    try:
+    sn = min(src_size, n) if src_size is not None else n
+    try:  # only the src-size bytes are read
         dreg, doffs = m.resolve(w, "shared", dst, mask, n)
-        sreg, soffs = m.resolve(w, "global", src, mask, n)
+        sreg, soffs = m.resolve(w, "global", src, mask, sn) if sn else (dreg, doffs)
     except Fault:
         return None
     if not isinstance(dreg, Region) or not isinstance(sreg, Region):
         raise Unsupported(f"{ins.opcode}: operand outside shared/global memory", ins)
-    sn = min(src_size, n) if src_size is not None else n
     dsts = np.asarray(doffs, np.int64)[lanes]
     srcs = np.asarray(soffs, np.int64)[lanes]
     widx = (dsts[:, None] + np.arange(n)).reshape(-1)
