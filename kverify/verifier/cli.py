@@ -292,7 +292,7 @@ def _add_equiv(sub):
     s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real",
                    help="floating-point model of the comparison (default real)")
     s.add_argument("--shapes", help="arg values to instantiate both launches with: NAME=V1,V2[;NAME=...]")
-    s.add_argument("--timeout", type=float, default=60.0, help="solver timeout per shape, seconds")
+    s.add_argument("--timeout", type=float, default=60.0, help="solver budget per shape in solver seconds (z3 resource units, S x 5,000,000)")
     s.add_argument("--kernel", help="candidate kernel name")
     s.add_argument("--ref-kernel", help="reference kernel name")
     s.add_argument("--tests", type=int, default=8, help="hypothesis examples when no proof goes through")
@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
     s.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a scalar parameter value")
     s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
-    s.add_argument("--timeout", type=float, default=10.0, help="SMT timeout per obligation, seconds")
+    s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
+                   "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
     s.add_argument("--arch", default="sm_90a")
     s.add_argument("-D", dest="defines", action="append", default=[])

@@ -36,6 +36,7 @@ import z3
 
 from kverify.semantics.memory_model.protocols import mbarrier as MB
 
+from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic import MBARRIER, TRUE, Env, Unsupported, mk_and, sync_of
 from kverify.verifier.report import Location, Obligation
 
@@ -79,16 +80,14 @@ class _Checker:
     def __init__(self, module, kernel, launch, timeout_s, t0):
         self.module, self.kernel, self.launch = module, kernel, launch
         self.timeout_s, self.t0 = timeout_s, t0
-        self.deadline = t0 + timeout_s
+        self.budget = SolverBudget(timeout_s)  # solver work, not wall-clock time (symbolic/budget.py)
         self.memo = {}
 
     # ------------------------------------------------------------------ solver
     def solve(self, fs):
-        left = self.deadline - time.perf_counter()
-        if left <= 0:
+        if self.budget.exhausted():
             return "unknown", None
         s = z3.Solver()
-        s.set("timeout", max(1, int(min(left, self.timeout_s) * 1000)))
         s.add(*fs)
         # only the constraints on symbols the query mentions (transitively): the others are
         # satisfiable on their own
@@ -102,7 +101,7 @@ class _Checker:
                     keep[j] = changed = True
                     names |= self.syms(c)
         s.add(*[c for (c, _), kp in zip(base, keep) if kp])
-        r = s.check()
+        r = self.budget.check(s)
         if r == z3.sat:
             return "sat", s.model()
         return ("unsat", None) if r == z3.unsat else ("unknown", None)
@@ -146,7 +145,7 @@ class _Checker:
         out = []
         for what, fn in (("parity", self.parity), ("tx bytes", self.tx), ("arrivals", self.arrivals)):
             t = time.perf_counter()
-            self.deadline = t + self.timeout_s  # each obligation has its own solver time
+            self.budget.restart()  # each obligation has its own solver budget
             ob = fn()
             ob.time_s = time.perf_counter() - t
             out.append(ob)
@@ -319,7 +318,7 @@ class _Checker:
         if r == "proved":
             return "proved", f"use {uses} waits on parity {want} ({case})"
         if r == "unknown":
-            return "unknown", "solver gave no answer (timeout)"
+            return "unknown", f"solver gave no answer within its budget ({self.budget.seconds:g} solver seconds)"
         if self.syms(w.pc, p) & self.env.approx:
             return "unknown", "the parity may differ from the phase it must name, but only for approximated values"
         addr = m.eval(w.addr, model_completion=True).as_long()
@@ -370,7 +369,7 @@ class _Checker:
         hyp = mk_and(self.in_range(info, k, k), z3.ULT(k, z3.BitVecVal(d, 64)), w.pc)
         r, m = self.prove(hyp, (p & 1) == off)
         if r == "unknown":
-            return "unknown", "solver gave no answer (timeout)"
+            return "unknown", f"solver gave no answer within its budget ({self.budget.seconds:g} solver seconds)"
         if r == "cex":
             k0 = m.eval(k, model_completion=True).as_long()
             approx = (self.syms(hyp, p) & self.env.approx) - {str(k)}
@@ -394,7 +393,7 @@ class _Checker:
             return "proved", (f"first use parity {off} ({case}), flipping every {d} iterations of loop "
                               f"{info.name}")
         if r == "unknown":
-            return "unknown", "solver gave no answer (timeout)"
+            return "unknown", f"solver gave no answer within its budget ({self.budget.seconds:g} solver seconds)"
         k0 = m.eval(k, model_completion=True).as_long()
         approx = (self.syms(hyp, goal) & self.env.approx) - {str(k)}
         reached = info.exact or self.reached(info, k, w, k0, d)

@@ -19,6 +19,7 @@ import z3
 from kverify.launch import dtypes, lookup, param_key
 from kverify.semantics.ir.nodes import Sym
 from kverify.semantics.ir.visit import names_of, reachable_instructions
+from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic import Env, Executor, Unsupported, outside_classic_model
 
 LIMIT = 1 << 28  # bytes per inferred buffer
@@ -43,9 +44,8 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
 
     def check_a(f):
         s = z3.Solver()
-        s.set("timeout", int(timeout_s * 1000))
         s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
-        r = s.check()
+        r = SolverBudget(timeout_s).check(s)
         if r == z3.sat:
             return "sat", s.model()
         return ("unsat" if r == z3.unsat else "unknown"), None
@@ -79,11 +79,11 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         bad = _solve(base + reach + [a.pc, z3.Or(off < 0, z3.UGT(off, LIMIT))], timeout_s)
         if bad != "unsat":
             why[name] = (f"offsets of {a.instr.opcode} (line {a.instr.loc.line or a.instr.loc.ptx_line}) are not "
-                         f"bounded to [0, {LIMIT}) by the launch" if bad == "sat" else "solver timeout")
+                         f"bounded to [0, {LIMIT}) by the launch" if bad == "sat" else "solver budget spent")
             continue
         end = _maximize(base + reach + [a.pc], off + a.width, timeout_s, quantified=bool(reach))
         if end is None:
-            why[name] = "solver timeout"
+            why[name] = "solver budget spent"
             continue
         ends[name] = max(ends.get(name, 0), end)
         dt = next((d for d in map(dtypes.of_ptx, a.instr.types()) if d is not None), None)
@@ -109,9 +109,8 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
 
 def _solve(fs, timeout_s):
     s = z3.Solver()
-    s.set("timeout", int(timeout_s * 1000))
     s.add(*fs)
-    r = s.check()
+    r = SolverBudget(timeout_s).check(s)
     return "sat" if r == z3.sat else "unsat" if r == z3.unsat else "unknown"
 
 
@@ -130,10 +129,9 @@ def _maximize(fs, term, timeout_s, quantified=False):
             lo, hi = (mid, hi) if r == "sat" else (lo, mid - 1)
         return lo
     o = z3.Optimize()
-    o.set("timeout", int(timeout_s * 1000))
     o.add(*fs)
     h = o.maximize(term)
-    r = o.check()
+    r = SolverBudget(timeout_s).check(o)
     if r == z3.unsat:
         return 0
     if r != z3.sat:

@@ -55,6 +55,7 @@ from kverify.semantics.memory_model.execution import RACE_GLOBAL, RACE_SHARED
 
 from kverify.verifier.report import Location, Obligation
 
+from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic import (TRUE, Env, Executor, Substitution, Unsupported, is_atomic, is_false, is_true,
                               mk_and, mk_not, mk_or, outside_classic_model)
 
@@ -100,20 +101,18 @@ class _Checker:
         self._sym_keep: list = []
 
     # ------------------------------------------------------------------ solver
-    def solve(self, constraints, deadline, want_model=True, base=()):
+    def solve(self, constraints, budget, want_model=True, base=()):
         """Check ``constraints`` together with those of ``base`` that share a symbol with
         them (transitively): the rest are satisfiable on their own (ranges, loop-exit
         axioms of other loops) and only cost bit-blasting."""
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        if budget.exhausted():
             return "unknown", None
         s = z3.Solver()
-        s.set("timeout", max(1, int(min(left, self.timeout_s) * 1000)))
         s.add(*constraints)
         if base:
             s.add(*self.relevant(base, constraints))
         self.queries += 1
-        r = s.check()
+        r = budget.check(s)
         if r == z3.sat:
             return "sat", (s.model() if want_model else None)
         if r == z3.unsat:
@@ -135,10 +134,10 @@ class _Checker:
                    "mbarriers and wgmma are outside the classic barrier-interval race check")
             return [_unknown(sp, why, self.t0, [Location.of(i.loc, self.module.path)]) for sp in SPACES]
         env = self.env = Env(self.module, kernel, self.launch)
-        deadline = self.t0 + self.timeout_s * 2
+        budget = SolverBudget(self.timeout_s * 2)
 
         def check_a(f):
-            return self.solve([f], deadline, base=env.shared_constraints + env.constraints_a)
+            return self.solve([f], budget, base=env.shared_constraints + env.constraints_a)
 
         ex = self.ex = Executor(env, check_a)
         ex.run()
@@ -156,11 +155,11 @@ class _Checker:
         warp = z3.LShR(env.linear_tid(), 5)
         self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
         # barrier uniformity
-        divergent = self.divergent_sites(deadline)
+        divergent = self.divergent_sites(budget)
         out = []
         for space in SPACES:
             t = time.perf_counter()
-            ob = self.check_space(space, divergent, t + self.timeout_s)
+            ob = self.check_space(space, divergent, SolverBudget(self.timeout_s))
             ob.time_s = time.perf_counter() - t
             out.append(ob)
         # the shared work (execution, uniformity) is charged to the first obligation
@@ -253,7 +252,7 @@ class _Checker:
         return env.shared_constraints + env.constraints_a + self.base_b
 
     # ------------------------------------------------------------------ uniformity
-    def divergent_sites(self, deadline):
+    def divergent_sites(self, budget):
         out = []
         for s in self.ex.syncs:
             if s.kind == "barrier" and is_true(s.pc):
@@ -263,14 +262,14 @@ class _Checker:
             keq = [self.b(k) == k for _, k in s.loops]
             f = [s.pc, self.b(s.head_pc), mk_not(self.b(s.pc)), mk_not(self.b(s.exited))]
             group = [self.same_warp] if s.scope == "warp" else []  # a warp barrier: its lanes agree
-            r, _ = self.solve(self.same_cta() + group + [self.tid_ne] + keq + f, deadline,
+            r, _ = self.solve(self.same_cta() + group + [self.tid_ne] + keq + f, budget,
                               want_model=False, base=self.base())
             if r != "unsat":
                 out.append(s)
         return out
 
     # ------------------------------------------------------------------ pairs
-    def check_space(self, space, divergent, deadline):
+    def check_space(self, space, divergent, budget):
         ex, env = self.ex, self.env
         accs = [a for a in ex.accesses if a.space == space and not is_false(a.pc)]
         accs.sort(key=lambda a: a.seq)
@@ -288,7 +287,7 @@ class _Checker:
             return Obligation(oid, "races", "proved", msg)
         bacc = {id(a): self._b_access(a) for a in accs}
         # 1. barrier intervals counted (the hardware's matching of the n-th barriers)
-        found = self.search(space, accs, bacc, True, deadline)
+        found = self.search(space, accs, bacc, True, budget)
         pairs_checked, maybe, undecided = found["pairs"], found["maybe"], found["undecided"]
         if found["race"] is not None:
             a, bb, m1 = found["race"]
@@ -298,7 +297,7 @@ class _Checker:
         elif divergent and not maybe and not undecided:
             # 2. a barrier may diverge: intervals are then undefined, so nothing may rest on
             # them -- any race without ordering leaves the question open
-            loose = self.search(space, accs, bacc, False, deadline, first=True)
+            loose = self.search(space, accs, bacc, False, budget, first=True)
             if loose["race"] is not None or loose["maybe"]:
                 a, bb, _ = loose["race"] or loose["maybe"][0]
                 maybe.append((a, bb, "divergent"))
@@ -324,7 +323,8 @@ class _Checker:
                                "values the encoding over-approximates (loaded data, floating point, "
                                "loop registers)")
             for a, bb in undecided[:3]:
-                why.append(f"solver timeout on {a.mode} at {_where(a.instr, self.module)} against "
+                why.append(f"solver budget ({self.timeout_s:g} solver seconds) spent on {a.mode} at "
+                           f"{_where(a.instr, self.module)} against "
                            f"{bb.mode} at {_where(bb.instr, self.module)}")
             locs = []
             for a, bb, _ in maybe[:1]:
@@ -365,7 +365,7 @@ class _Checker:
         parts.append("every schedule (two arbitrary distinct threads)")
         return "; ".join(parts)
 
-    def search(self, space, accs, bacc, counted, deadline, first=False):
+    def search(self, space, accs, bacc, counted, budget, first=False):
         """All pairs (a, b) in program order, one query per ``a`` over its candidates.
         Returns the first race that is real (``race``: a, b, model), the possible races
         that rest on approximated values (``maybe``), and the undecided pairs. With
@@ -391,7 +391,7 @@ class _Checker:
             while cands:
                 out["pairs"] += len(cands)
                 cons = distinct + [a.pc]
-                r, m = self.solve(cons + [mk_or(*[f for _, f in cands])], deadline, base=base)
+                r, m = self.solve(cons + [mk_or(*[f for _, f in cands])], budget, base=base)
                 if r == "unsat":
                     break
                 if r == "unknown":
@@ -402,9 +402,9 @@ class _Checker:
                 if first:
                     out["race"] = (a, bb, m)
                     return out
-                m1 = self.confirm(cons, f, m, deadline, base)
+                m1 = self.confirm(cons, f, m, budget, base)
                 if m1 is not None:
-                    out["race"] = (a, bb, self.small_grid(cons, f, m1, deadline, base))
+                    out["race"] = (a, bb, self.small_grid(cons, f, m1, budget, base))
                     return out
                 out["maybe"].append((a, bb, "approx"))
                 cands = [x for x in cands if x is not hit]
@@ -464,7 +464,7 @@ class _Checker:
         return mk_or(same_all, mk_and(mk_not(self.same_warp), same_cta))
 
     # ------------------------------------------------------------------ exactness
-    def confirm(self, constraints, f, model, deadline, base):
+    def confirm(self, constraints, f, model, budget, base):
         """A model of ``f`` that is a real race (see ``is_exact``), or None. When the first
         model is not, iteration counters of loops without an exact trip count are bounded
         so that the iterations can be shown to be reached."""
@@ -473,7 +473,7 @@ class _Checker:
             syms |= self.symbols(c)
         ks = [self.k_const[n] for n in sorted(syms) if n in self.loop_of_k]
         big = any(model.eval(k, model_completion=True).as_long() > REACH_SMALL for k in ks)
-        if not big and self.is_exact(constraints, f, model, deadline, base):
+        if not big and self.is_exact(constraints, f, model, budget, base):
             return model
         if not ks:
             return None
@@ -484,27 +484,27 @@ class _Checker:
             small.append(z3.ULE(k, REACH_SMALL))
             small += [z3.Implies(z3.ULT(j, k), z3.substitute(cont, (k, z3.BitVecVal(j, 64))))
                       for j in range(REACH_SMALL)]
-        r, m2 = self.solve(list(constraints) + [f] + small, deadline, base=base)
-        if r == "sat" and self.is_exact(constraints, f, m2, deadline, base):
+        r, m2 = self.solve(list(constraints) + [f] + small, budget, base=base)
+        if r == "sat" and self.is_exact(constraints, f, m2, budget, base):
             return m2
         # small iterations only make the counterexample easier to read
-        if big and self.is_exact(constraints, f, model, deadline, base):
+        if big and self.is_exact(constraints, f, model, budget, base):
             return model
         return None
 
-    def small_grid(self, constraints, f, model, deadline, base):
+    def small_grid(self, constraints, f, model, budget, base):
         """A real race's model with the fewest CTAs among a few bounds, where the grid is
         symbolic (a counterexample a person can launch), else ``model``."""
         grid = [n for n in self.env.nctaid if not z3.is_bv_value(n)]
         if not grid or all(model.eval(n, model_completion=True).as_long() <= 4 for n in grid):
             return model
         for bound in (2, 4, 16, 256):
-            r, m = self.solve(list(constraints) + [f] + [z3.ULE(n, bound) for n in grid], deadline, base=base)
-            if r == "sat" and self.is_exact(constraints, f, m, deadline, base):
+            r, m = self.solve(list(constraints) + [f] + [z3.ULE(n, bound) for n in grid], budget, base=base)
+            if r == "sat" and self.is_exact(constraints, f, m, budget, base):
                 return m
         return model
 
-    def is_exact(self, constraints, f, model, deadline, base=()):
+    def is_exact(self, constraints, f, model, budget, base=()):
         """Does ``f`` hold for every value of the approximated symbols once the exact ones
         (threads, parameters, iteration counters, input data, elect choices) are fixed to
         the model's values?"""
@@ -539,7 +539,7 @@ class _Checker:
             if z3.is_app(e):
                 todo.extend(e.children())
         constraints = constraints + self.relevant(base, pins + [f])
-        r, _ = self.solve(list(constraints) + pins + [mk_not(f)], deadline, want_model=False)
+        r, _ = self.solve(list(constraints) + pins + [mk_not(f)], budget, want_model=False)
         return r == "unsat"
 
     # ------------------------------------------------------------------ counterexample

@@ -1,0 +1,69 @@
+"""Solver limits that do not depend on the machine. A verdict must come out the same on a
+loaded machine as on an idle one, so every solver query is bounded by a ``SolverBudget``: a
+number of z3 resource units (z3's ``rlimit``, which counts the solver's own work), written
+for users in *solver seconds* — ``--timeout S`` is ``S * RLIMIT_PER_SECOND`` units, about S
+seconds of z3 on the 2-core x86 machine the benchmarks name. A budget is spent across the
+queries of one obligation (``restart`` gives the next obligation its own).
+
+A wall-clock backstop of ``BACKSTOP`` times the budget's seconds guards against work z3 does
+not meter; a query stopped by it is the only answer that can depend on load, and
+``backstop_hit`` says so.
+"""
+from __future__ import annotations
+
+import time
+
+import z3
+
+#: z3 resource units per solver second (measured on the benchmark machine: the zoo's heaviest
+#: proofs run at 2-4 million units per second of z3 time).
+RLIMIT_PER_SECOND = 5_000_000
+BACKSTOP = 10
+
+
+def _count() -> int:
+    """z3's cumulative resource count in this process (a trivial query costs 2 units)."""
+    s = z3.Solver()
+    s.check()
+    return s.statistics().get_key_value("rlimit count")
+
+
+class SolverBudget:
+    """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
+    left and charges what it used."""
+
+    def __init__(self, seconds: float):
+        self.seconds = max(float(seconds), 0.001)
+        self.units = int(self.seconds * RLIMIT_PER_SECOND)
+        self.restart()
+
+    def restart(self) -> "SolverBudget":
+        self.spent = 0
+        self.backstop_hit = False
+        self._t0 = time.perf_counter()
+        return self
+
+    @property
+    def left(self) -> int:
+        return self.units - self.spent
+
+    def exhausted(self) -> bool:
+        return self.left <= 0 or self.backstop_hit
+
+    def check(self, s, *assumptions):
+        """``s.check(*assumptions)`` for a ``z3.Solver`` or ``z3.Optimize``, limited to the units
+        left; ``z3.unknown`` at once when none are."""
+        if self.exhausted():
+            return z3.unknown
+        wall_left = BACKSTOP * self.seconds - (time.perf_counter() - self._t0)
+        if wall_left <= 0:
+            self.backstop_hit = True
+            return z3.unknown
+        s.set("rlimit", max(1, self.left))
+        s.set("timeout", max(1, int(wall_left * 1000)))
+        before = _count()
+        r = s.check(*assumptions)
+        self.spent += _count() - before
+        if r == z3.unknown and "timeout" in s.reason_unknown() and self.left > 0:
+            self.backstop_hit = True
+        return r

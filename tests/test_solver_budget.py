@@ -1,0 +1,62 @@
+"""Solver limits are z3 resource units, not seconds: the same query spends (about) the same
+units every time — what z3 already holds from earlier queries moves the count by a few
+percent, the machine's load does not — and the SMT checks give the same verdicts while other
+processes keep the CPU busy."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import z3
+
+from kverify.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
+from kverify.verifier.mbarrier.static import check_mbarrier
+from kverify.verifier.races.smt import check_races
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def _query():
+    x, y, z = z3.BitVecs("x y z", 32)
+    s = z3.Solver()
+    s.add(x * y * z == 0x12345679, z3.UGT(x, 1), z3.UGT(y, 1), z3.UGT(z, 1), x * x + y == z * 3)
+    return s
+
+
+def test_a_query_spends_about_the_same_units_every_time_and_a_small_budget_stops_it():
+    spent = []
+    for _ in range(3):
+        b = SolverBudget(10)
+        assert b.check(_query()) == z3.unsat
+        spent.append(b.spent)
+    assert 0 < min(spent) and max(spent) < 1.1 * min(spent) < 10 * RLIMIT_PER_SECOND
+    tiny = SolverBudget(spent[0] / 4 / RLIMIT_PER_SECOND)
+    assert tiny.check(_query()) == z3.unknown and tiny.exhausted() and not tiny.backstop_hit
+    assert tiny.check(_query()) == z3.unknown  # nothing left
+
+
+def _verdicts():
+    out = {}
+    for fam, file in (("reduce_smem", "reduce_smem.ptx"), ("reduce_smem", "reduce_smem__missing_sync.ptx"),
+                      ("bulk_pipeline", "bulk_pipeline.ptx"), ("bulk_pipeline", "bulk_pipeline__wrong_parity.ptx")):
+        mf = json.loads((ZOO / fam / "manifest.json").read_text())
+        v = next(v for v in mf["variants"] if v["file"].replace(".cu", ".ptx") == file)
+        m = load_module(str(ZOO / fam / file))
+        spec = LaunchSpec.from_dict(v["launch"])
+        obs = check_races(m, v["kernel"], spec) + check_mbarrier(m, v["kernel"], spec)
+        out[file] = [(o.id, o.status, o.rule) for o in obs]
+    return out
+
+
+def test_verdicts_do_not_change_under_cpu_load():
+    quiet = _verdicts()
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded = _verdicts()
+    finally:
+        for p in burners:
+            p.kill()
+    assert loaded == quiet
+    assert quiet["reduce_smem__missing_sync.ptx"][0][1] == "violated"
