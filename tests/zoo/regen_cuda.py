@@ -40,6 +40,9 @@ FAMILIES = [
     "scan",
     "device_func",
     "stencil",
+    "work_steal",
+    "spin_flag",
+    "early_exit",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')
