@@ -15,27 +15,29 @@ from kverify.semantics.ir import load_module
 from kverify.verifier.check import check_kernel
 
 
-def _variant(family, kernel, **args):
+def _variant(family, kernel, like=None, **args):
+    """``tests/zoo/<family>/<kernel>.ptx`` and the launch of manifest variant ``like`` (default
+    ``kernel``) with ``args`` changed. spin_flag.cu and spin_flag_backoff.cu are not in the
+    manifest: the correct handshake's flag is still reported as a race (issue 12, item 9),
+    and the counting poll runs to the step budget."""
     for v in json.loads((ZOO / family / "manifest.json").read_text())["variants"]:
-        if v["kernel"] == kernel:
-            launch = dict(v["launch"], args=dict(v["launch"]["args"], **args))
-            return ZOO / family / v["file"].replace(".cu", ".ptx"), launch
-    raise KeyError(kernel)
+        if v["kernel"] == (like or kernel):
+            launch = dict(v["launch"], kernel=kernel, args=dict(v["launch"]["args"], **args))
+            return ZOO / family / f"{kernel}.ptx", launch
+    raise KeyError(like or kernel)
 
 
-def _check(family, kernel, **args):
-    path, launch = _variant(family, kernel, **args)
+def _check(family, kernel, like=None, **args):
+    path, launch = _variant(family, kernel, like, **args)
     m = load_module(str(path))
-    k = m.kernel()  # the one entry of the file (a mangled name)
-    rep = check_kernel(m, k, LaunchSpec.from_dict(launch), budget=16, timeout_s=10.0)
+    rep = check_kernel(m, m.kernel(kernel), LaunchSpec.from_dict(launch), budget=16, timeout_s=10.0)
     return {o.title: o for o in rep.obligations}
 
 
-def _run(family, kernel, path=None, like=None, **kw):
-    """Run ``kernel`` of ``family`` (or the file ``path`` under the launch of variant ``like``)."""
-    p, launch = _variant(family, like or kernel)
-    m = load_module(str(path or p))
-    return run_kernel(m, m.kernel(), LaunchSpec.from_dict(dict(launch, kernel=kernel)), **kw)
+def _run(family, kernel, like=None, **kw):
+    path, launch = _variant(family, kernel, like)
+    m = load_module(str(path))
+    return run_kernel(m, m.kernel(kernel), LaunchSpec.from_dict(launch), **kw)
 
 
 def test_work_steal_seeded_race_needs_a_second_warp_and_is_found():
@@ -67,12 +69,12 @@ def test_used_atomic_is_a_scheduling_point_and_a_dependence():
 
 def test_spin_wait_on_a_flag_set_by_another_warp_ends_in_seconds():
     t0 = time.perf_counter()
-    r = _run("spin_flag", "spin_flag")
+    r = _run("spin_flag", "spin_flag", like="spin_flag_never")
     assert time.perf_counter() - t0 < 30
     assert r.status == "complete"
     assert (r.outputs["out"] == r.inputs["in"] + 1).all()
     assert any("spins until another agent writes" in d for d in r.dependence)
-    ob = _check("spin_flag", "spin_flag")
+    ob = _check("spin_flag", "spin_flag", like="spin_flag_never")
     assert ob["deadlock-free"].status != "violated"
 
 
@@ -87,8 +89,7 @@ def test_spin_on_a_flag_never_set_is_a_deadlock_at_the_loop():
 
 
 def test_counting_poll_yields_for_fairness_and_ends_at_the_step_budget():
-    path = ZOO / "spin_flag" / "spin_flag_backoff.ptx"
-    r = _run("spin_flag", "spin_flag_backoff", path=path, like="spin_flag_never", max_steps=20_000)
+    r = _run("spin_flag", "spin_flag_backoff", like="spin_flag_never", max_steps=20_000)
     assert r.status == "incomplete"
     assert r.reason == "budget: 20000 warp-instructions, a loop may spin forever"
     assert any("another agent's writes may decide when it ends" in d for d in r.dependence)

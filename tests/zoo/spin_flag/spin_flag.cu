@@ -2,7 +2,7 @@
 // flag; warp 0 spins until it sees the flag, fences and reads the data.
 __device__ volatile int ready = 0;
 
-__global__ void spin_flag(const int* in, int* data, int* out) {
+extern "C" __global__ void spin_flag(const int* in, int* data, int* out) {
   unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 1) {
     data[lane] = in[lane] + 1;

@@ -3,7 +3,7 @@
 // set only for an input the launch never gives, so the spin never ends.
 __device__ volatile int ready = 0;
 
-__global__ void spin_flag_backoff(const int* in, int* data, int* out) {
+extern "C" __global__ void spin_flag_backoff(const int* in, int* data, int* out) {
   unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 1) {
     data[lane] = in[lane] + 1;

@@ -2,7 +2,7 @@
 // warp 0 spins forever.
 __device__ volatile int ready = 0;
 
-__global__ void spin_flag_never(const int* in, int* data, int* out) {
+extern "C" __global__ void spin_flag_never(const int* in, int* data, int* out) {
   unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 1) {
     data[lane] = in[lane] + 1;

@@ -5,7 +5,7 @@
 
 __device__ unsigned int next_tile = 0;
 
-__global__ void work_steal(const float* in, float* out, unsigned int ntiles) {
+extern "C" __global__ void work_steal(const float* in, float* out, unsigned int ntiles) {
   __shared__ float stage[WARPS][32];
   unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   while (true) {
