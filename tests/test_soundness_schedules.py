@@ -110,3 +110,11 @@ def test_run_that_reaches_the_barrier_is_verified():
     for title in ("named-barrier conformance", "deadlock-free", "memory safety"):
         assert ob[title].status == "bounded", ob[title]
     assert all(o.status != "violated" and o.status != "unknown" for o in ob.values())
+
+
+def test_spin_that_only_another_cluster_could_end_is_incomplete_not_a_deadlock():
+    path, launch = _variant("spin_flag", "spin_flag_never")
+    m = load_module(str(path))
+    r = run_kernel(m, m.kernel("spin_flag_never"), LaunchSpec.from_dict(dict(launch, grid=[2, 1, 1])))
+    assert r.status == "incomplete" and "deadlock" not in r.rules()
+    assert "only a CTA of another cluster could still write it" in r.reason

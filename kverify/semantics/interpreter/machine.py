@@ -329,6 +329,7 @@ class Machine(MbarrierMixin):
             raise KernelError(f"launch spec: grid {spec.grid} is not a multiple of cluster {spec.cluster}",
                               spec.path, 1, 1)
         nwarps = (self.threads_per_block + 31) // 32
+        self._clusters = (gx // cx) * (gy // cy) * (gz // cz)
         try:
             for z0 in range(0, gz, cz):
                 for y0 in range(0, gy, cy):
@@ -372,7 +373,12 @@ class Machine(MbarrierMixin):
                 runnable = [w for w in warps if not w.done and w.wait is not None and w.wait.kind == "yield"]
             if not runnable and not ops:
                 blocked = [w for w in warps if not w.done]
-                if blocked:
+                if blocked and self._clusters > 1 and all(w.wait is not None and w.wait.kind == "spin"
+                                                          for w in blocked):
+                    self.status = "incomplete"
+                    self.reason = (f"{blocked[0].describe()} {blocked[0].wait.describe()}; only a CTA of another "
+                                   f"cluster could still write it, and clusters run one after another here")
+                elif blocked:
                     report_deadlock(self, blocked)
                 return
             choice = self.sched.choose(runnable, ops, current)
