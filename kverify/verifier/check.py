@@ -66,6 +66,23 @@ MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity (initial phase and alter
                           "mbarrier conformance: arrivals (per phase)")
 #: Title prefix of the per-resource mbarrier obligations ("mbarrier conformance: full[0..2]").
 RESOURCE_PREFIX = "mbarrier conformance: "
+#: ``sync`` effects of the asynchronous machinery besides ``async``-effect rows: group
+#: commits and waits, proxy fences, wgmma fences.
+ASYNC_SYNC = frozenset({"wgmma.fence", "wgmma.commit", "wgmma.wait", "fence.proxy.async", "fence.proxy.alias",
+                        "fence.proxy.tensormap", "cp.async.commit", "cp.async.wait", "cp.async.wait_all",
+                        "bulk.commit", "bulk.wait", "cp.async.mbarrier.arrive"})
+#: ``sync`` effects that can block a warp (what a deadlock is made of).
+BLOCKING_SYNC = frozenset({"bar", "bar.warp.sync", "cluster.barrier", "mbarrier.wait", "cp.async.wait",
+                           "cp.async.wait_all", "bulk.wait", "wgmma.wait"})
+#: The synchronization instructions (op-table rows) an interpreter obligation's mechanism is
+#: about: when the kernel has some and the runs executed none, the obligation was not
+#: exercised and is ``unknown`` (a run that returns before every barrier checks no barrier).
+EXERCISED_BY = {
+    "race-free: async": lambda row: row.effect == "async" or row.sync in ASYNC_SYNC,
+    "mbarrier conformance": lambda row: row.sync in MBARRIER_SYNC,
+    "named-barrier conformance": lambda row: row.sync in ("bar", "cluster.barrier"),
+    "deadlock-free": lambda row: row.sync in BLOCKING_SYNC,
+}
 #: Obligations that are vacuous when the kernel has no operation of the kind in the value.
 VACUOUS_WITHOUT = {"race-free: async": "async", "mbarrier conformance": "mbarrier"}
 
@@ -89,10 +106,7 @@ def _uses(module, kernel) -> set:
             out.add("unknown")
             continue
         sync = i.row.sync or ""
-        if effect == "async" or sync in ("wgmma.fence", "wgmma.commit", "wgmma.wait", "fence.proxy.async",
-                                         "fence.proxy.alias", "fence.proxy.tensormap", "cp.async.commit",
-                                         "cp.async.wait", "cp.async.wait_all", "bulk.commit", "bulk.wait",
-                                         "cp.async.mbarrier.arrive"):
+        if effect == "async" or sync in ASYNC_SYNC:
             out.add("async")
         if sync in MBARRIER_SYNC:
             out.add("mbarrier")
@@ -234,7 +248,7 @@ def _interpreter(ctx):
     dt = time.perf_counter() - t0
     g, b = spec.grid, spec.block
     launch = f"grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}"
-    if schedule_independent(module, kernel):
+    if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
     elif r.schedules_total is None:
         explored = (f"{launch}, its inputs; the deterministic schedule only (it already violates "
@@ -243,8 +257,9 @@ def _interpreter(ctx):
         explored = (f"{launch}, its inputs; every schedule (one run: happens-before fixes how each barrier, "
                     f"mbarrier phase and atomic is matched)")
     else:
-        explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules (deterministic + "
-                    f"single deviations at synchronization points)")
+        explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules with at most one "
+                    f"deviation from the deterministic one at a scheduling point (not every schedule: "
+                    f"{r.dependence[0] if r.dependence else 'the first run does not fix every synchronization match'})")
     if sized:
         explored += "; buffers sized to the kernel's accesses: " + ", ".join(
             f"{k} {b['dtype']}[{b['shape'][0]}]" for k, b in sized.items())
@@ -290,6 +305,7 @@ def _interpreter(ctx):
         else:
             out.append(Obligation(title, checker, "bounded", "no violation on any explored schedule",
                                   explored, [], None, dt))
+    out = [_exercised(o, r, module, kernel, path) for o in out]
     # one obligation per mbarrier resource (an array of barriers, or one barrier)
     base = next(o for o in out if o.title == "mbarrier conformance")
     if r.mbarriers:
@@ -315,6 +331,21 @@ def _interpreter(ctx):
         for title in MBARRIER_STATIC_TITLES:
             out.append(Obligation(title, "mbarrier", "bounded", "no violation in the run", base.bound, [], None, dt))
     return out
+
+
+def _exercised(o, r, module, kernel, path):
+    """``o``, or ``unknown`` when the kernel has synchronization instructions that ``o`` is
+    about (``EXERCISED_BY``) and no run executed any of them."""
+    about = EXERCISED_BY.get(o.title)
+    if about is None or o.status != "bounded":
+        return o
+    mine = [i for i in reachable_instructions(module, kernel) if i.row is not None and about(i.row)]
+    if not mine or any(id(i) in r.executed for i in mine):
+        return o
+    where = ", ".join(f"{i.opcode} (line {i.loc.line or f'ptx {i.loc.ptx_line}'})" for i in mine[:6])
+    more = f" and {len(mine) - 6} more" if len(mine) > 6 else ""
+    return Obligation(o.title, o.checker, "unknown", f"not exercised: the run executed none of {where}{more}",
+                      o.bound, [Location.of(i.loc, path) for i in mine[:4]], None, o.time_s)
 
 
 RANK = {"violated": 0, "proved": 1, "bounded": 3, "unknown": 4}

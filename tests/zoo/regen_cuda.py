@@ -44,6 +44,9 @@ FAMILIES = [
     "proxy_waw",
     "flag_handoff",
     "scope",
+    "work_steal",
+    "spin_flag",
+    "early_exit",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

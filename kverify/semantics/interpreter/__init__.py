@@ -51,6 +51,7 @@ class RunResult:
     # the schedules explored need not cover (never for lanes of one warp: they step together)
     strong_unordered: list = field(default_factory=list)
     robust: bool = False  # the first run completed cleanly and stands for every schedule
+    executed: dict = field(default_factory=dict)  # id(Instr) -> synchronization Instr some run executed
     mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
 
     @property
@@ -66,7 +67,7 @@ def _machine(module, kernel, spec, inputs, scheduler, max_steps, check):
 
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
-               seed: int = 0, budget: int = 32, max_steps: int = 20_000_000, check: bool = True,
+               seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
                replay: dict | None = None, reduce: bool = True, settle: bool = False) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
@@ -96,7 +97,9 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     if schedule == "random":
         total = None
     robust = status == "complete" and not findings and not m.dependence
-    if schedule == "exhaustive" and status in ("complete", "deadlock") and schedule_independent(module, kernel):
+    executed = dict(m.executed)
+    if schedule == "exhaustive" and status in ("complete", "deadlock") and not m.dependence and \
+            schedule_independent(module, kernel):
         total = runs  # every schedule gives the same happens-before relation and barrier matching
     elif schedule == "exhaustive" and robust and reduce:
         total = runs  # happens-before fixes how every synchronization operation is matched (Machine.mbar_order)
@@ -110,18 +113,19 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
+            executed.update(r.executed)
             for k, f in r.findings.items():
                 if k not in findings:
                     f.details["schedule"] = f"replay {format_replay({dev[0]: dev[1]})}"
                     findings[k] = f
             if r.status == "deadlock" and status == "complete":
                 status, reason = "deadlock", r.reason + f" (schedule replay {format_replay({dev[0]: dev[1]})})"
-            if r.status in ("unsupported",):
+            if r.status in ("unsupported", "incomplete"):
                 status, reason = r.status, r.reason
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
-                     shadow_dropped=dropped, strong_unordered=unordered)
+                     shadow_dropped=dropped, strong_unordered=unordered, executed=executed)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}
@@ -130,8 +134,9 @@ INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}
 def schedule_independent(module, kernel) -> bool:
     """True when the kernel synchronizes only through CTA-wide ``bar.sync``/``barrier.sync``
     without a thread count (plus warp collectives, fences and ``red``): then which warps
-    form each barrier instance follows from program order alone, no operation's value
-    depends on the interleaving, and one schedule stands for all of them."""
+    form each barrier instance follows from program order alone. One schedule stands for
+    all of them only when, besides, the run recorded no schedule dependence (no spin loop,
+    no timer read, no reader the race shadow dropped): ``run_kernel`` asks both."""
     from kverify.semantics.ir.visit import callee_of, reachable_instructions
 
     for i in reachable_instructions(module, kernel):

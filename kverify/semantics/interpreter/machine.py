@@ -11,10 +11,16 @@ scheduler chooses. Instructions run through the handler table of ``handlers`` (o
 per instruction family), given to the machine. Every memory access is checked against the happens-before shadow of
 ``hb``; findings carry the stable rule ids of DESIGN.md.
 
-A warp yields to the scheduler at every synchronization instruction; it yields a ``Wait``
-when it cannot proceed (barrier, mbarrier phase, group wait). CTAs of different clusters
-run one cluster after another (they share only global memory, whose races do not depend
-on that order under happens-before).
+A warp yields to the scheduler at every synchronization instruction, at every atomic whose
+returned value is used (another warp could have been first), at every warp-collective
+exchange (shuffle, vote, match, redux, elect), at a loop back-edge where it spins (the
+iteration left its registers and live lanes exactly as they were: only another agent's
+write can end the loop) and, for fairness, every ``FAIR_ITERATIONS`` iterations of one
+loop. It yields a ``Wait`` when it cannot proceed (barrier, mbarrier phase, group wait; a
+spin until another agent writes memory or steps a synchronization object). A run ends
+after ``max_steps`` warp-instructions (status ``incomplete``: a loop may spin forever).
+CTAs of different clusters run one cluster after another (they share only global memory,
+whose races do not depend on that order under happens-before).
 
 PTX ISA sections: §9.7 instruction semantics through ``kverify.semantics.values``; §9.7.13.1 bar;
 §9.7.13.15 mbarrier; §9.7.9.25 cp.async / cp.async.bulk(.tensor); §9.7.15 wgmma;
@@ -47,7 +53,48 @@ from .mbarriers import MbarrierMixin
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
 from .specials import SPECIALS, TIMING_SPECIALS
-from .state import CTA, U64, RunFinding, StepBudget, Warp, low_mask
+from .state import CTA, U64, RunFinding, StepBudget, Wait, Warp, low_mask
+
+
+#: Warp-collective exchanges (op-table ``collective``) that are scheduling points.
+WARP_EXCHANGES = ("shuffle", "vote", "match", "reduce", "elect")
+#: Iterations of one loop after which a warp yields to the others (``Machine._fair``).
+FAIR_ITERATIONS = 256
+#: Op-table effects of synchronization instructions besides rows with a ``sync`` column.
+SYNC_EFFECTS = ("sync", "async")
+
+
+def _atomic_result_used(m, ins) -> bool:
+    """An ``atom`` (a memory row defining a result from an updated location) whose result is
+    read afterwards: its value says which agent was first."""
+    row = ins.row
+    if not (row.effect == "memory" and row.operands and row.operands[0].access == "def"
+            and any(o.access == "update" for o in row.operands)):
+        return False
+    if m.unread_atomics is None:
+        from kverify.semantics.ir.visit import unread_atomic_results
+
+        m.unread_atomics = unread_atomic_results(m.module, m.kernel)
+    return not (isinstance(ins.operands[0], Sink) or getattr(ins.operands[0], "name", None) in m.unread_atomics)
+
+
+def _polled(stmts):
+    """The first memory or synchronization instruction of a loop's body: what a spin polls."""
+    for st in stmts:
+        if type(st) is Instr and st.row.effect in ("memory",) + SYNC_EFFECTS:
+            return st
+        for sub in (getattr(st, "body", ()), getattr(st, "then", ()), getattr(st, "orelse", ())):
+            found = _polled(sub or ())
+            if found is not None:
+                return found
+    return None
+
+
+def _progress(w, cur, out):
+    """What a loop iteration could have changed for the warp: its registers and lane masks.
+    Equal at two consecutive back-edges, the warp repeats itself until memory changes."""
+    return (cur.tobytes(), out.tobytes(), w.returned.tobytes(),
+            tuple((k, v.tobytes()) for k, v in w.regs.items()))
 
 
 # --------------------------------------------------------------------------- machine
@@ -56,7 +103,7 @@ from .state import CTA, U64, RunFinding, StepBudget, Warp, low_mask
 class Machine(MbarrierMixin):
     """One launch under one schedule; ``handlers`` maps op-table mnemonics to handlers."""
 
-    def __init__(self, module, kernel, spec: LaunchSpec, inputs: dict, scheduler, max_steps=20_000_000,
+    def __init__(self, module, kernel, spec: LaunchSpec, inputs: dict, scheduler, max_steps=500_000,
                  check_races=True, handlers=HANDLERS):
         self.handlers = handlers
         self.module, self.kernel, self.spec = module, kernel, spec
@@ -81,6 +128,10 @@ class Machine(MbarrierMixin):
         self.shadow_dropped: list[str] = []  # writes the race shadow could not check against every reader
         self.strong_unordered: list[str] = []  # morally strong conflicting accesses no happens-before orders
         self.unread_atomics = None
+        self.yields: dict = {}  # id(Instr) -> whether it is a scheduling point (``_yields``)
+        self.changes = 0  # memory writes and synchronization-object steps: a spinning warp resumes when this moves
+        self.turns = 0  # scheduler choices so far: a warp that yielded for fairness resumes when this moves
+        self.executed: dict = {}  # id(Instr) -> synchronization Instr a warp executed
         self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
         self.reg_width = RegisterWidths(module)
@@ -124,6 +175,7 @@ class Machine(MbarrierMixin):
             out = cont
         obj.state = out.state
         obj.version += 1
+        self.changes += 1
         return out
 
     def dropped_reader(self, reason: str):
@@ -286,6 +338,7 @@ class Machine(MbarrierMixin):
             raise KernelError(f"launch spec: grid {spec.grid} is not a multiple of cluster {spec.cluster}",
                               spec.path, 1, 1)
         nwarps = (self.threads_per_block + 31) // 32
+        self._clusters = (gx // cx) * (gy // cy) * (gz // cz)
         try:
             for z0 in range(0, gz, cz):
                 for y0 in range(0, gy, cy):
@@ -314,7 +367,7 @@ class Machine(MbarrierMixin):
             self.reason = f"{_fmt_loc(loc)}: {e}" if loc else str(e)
         except StepBudget:
             self.status = "incomplete"
-            self.reason = f"step budget of {self.max_steps} warp-instructions exhausted"
+            self.reason = f"budget: {self.max_steps} warp-instructions, a loop may spin forever"
         return self
 
     def _run_cluster(self, ctas):
@@ -325,12 +378,20 @@ class Machine(MbarrierMixin):
         while True:
             runnable = [w for w in warps if not w.done and (w.wait is None or w.wait.ready())]
             ops = [op for op in self.inflight if op.enabled()]
+            if not runnable and not ops:  # a warp that yielded for fairness runs when none else can
+                runnable = [w for w in warps if not w.done and w.wait is not None and w.wait.kind == "yield"]
             if not runnable and not ops:
                 blocked = [w for w in warps if not w.done]
-                if blocked:
+                if blocked and self._clusters > 1 and all(w.wait is not None and w.wait.kind == "spin"
+                                                          for w in blocked):
+                    self.status = "incomplete"
+                    self.reason = (f"{blocked[0].describe()} {blocked[0].wait.describe()}; only a CTA of another "
+                                   f"cluster could still write it, and clusters run one after another here")
+                elif blocked:
                     report_deadlock(self, blocked)
                 return
             choice = self.sched.choose(runnable, ops, current)
+            self.turns += 1
             if isinstance(choice, Warp):
                 w = choice
                 current = w
@@ -389,9 +450,13 @@ class Machine(MbarrierMixin):
                 if h is None or not s.supported:
                     raise Unsupported(f"unsupported instruction {s.opcode}", s)
                 self.thread_steps += int(np.count_nonzero(m))
+                if s.row.sync is not None or s.row.effect in SYNC_EFFECTS:
+                    self.executed[id(s)] = s
                 r = h(self, w, s, m)
                 if r is not None:
                     yield from r
+                elif self._yields(s):
+                    yield None
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)
@@ -408,6 +473,7 @@ class Machine(MbarrierMixin):
                 out = np.zeros(32, bool)
                 cur = mask
                 w.iters.append([s.loc, 0])
+                before = None
                 while cur.any():
                     w.cont[s.label] = np.zeros(32, bool)
                     w.brk[s.label] = np.zeros(32, bool)
@@ -415,6 +481,14 @@ class Machine(MbarrierMixin):
                     out |= fall | w.brk.pop(s.label)
                     cur = w.cont.pop(s.label) & w.live
                     w.iters[-1][1] += 1
+                    if cur.any():
+                        now = _progress(w, cur, out)
+                        if now == before:
+                            yield self._spin(w, s)
+                            now = None
+                        elif w.iters[-1][1] % FAIR_ITERATIONS == 0:
+                            yield self._fair(w, s)
+                        before = now
                 w.iters.pop()
                 mask = out & w.live
             elif t is Block:
@@ -428,6 +502,41 @@ class Machine(MbarrierMixin):
                 w.cont[s.label] |= mask
                 return np.zeros(32, bool)
         return mask
+
+    def _yields(self, ins) -> bool:
+        """Whether ``ins`` is a scheduling point although its handler does not block: an
+        atomic whose returned value is used, or a warp-collective exchange."""
+        y = self.yields.get(id(ins))
+        if y is None:
+            row = ins.row
+            y = row.collective in WARP_EXCHANGES or _atomic_result_used(self, ins)
+            self.yields[id(ins)] = y
+        return y
+
+    def _fair(self, w, loop):
+        """The ``Wait`` of a warp every ``FAIR_ITERATIONS`` iterations of one loop: it resumes
+        once another warp or operation has had a turn (or at once when none can), so a loop
+        that waits on another agent's write while changing its own registers (a counter, a
+        backoff) cannot starve that agent. A loop that reads memory makes the run
+        schedule-dependent: how many iterations it takes may depend on the other agents."""
+        seen = self.turns
+        line = _fmt_loc(loop.loc)
+        polled = _polled(loop.body)
+        if polled is not None and polled.row.effect == "memory":
+            self.depend(f"{line}: a loop that reads memory ran {w.iters[-1][1]} iterations: another "
+                        f"agent's writes may decide when it ends")
+        return Wait("yield", lambda: self.turns != seen, lambda: f"yields in the loop at {line}", polled)
+
+    def _spin(self, w, loop):
+        """The ``Wait`` of a warp whose loop iteration changed nothing it can see: it resumes
+        once another agent has written memory or stepped a synchronization object, so the
+        write that ends the spin gets its chance; if none can come, the cluster deadlocks."""
+        seen = self.changes
+        line = _fmt_loc(loop.loc)
+        self.depend(f"{line}: a loop spins until another agent writes: how long it spins, and what it "
+                    f"reads when it stops, depend on the schedule")
+        return Wait("spin", lambda: self.changes != seen,
+                    lambda: f"spins in the loop at {line}: no other agent writes what it polls", _polled(loop.body))
 
     def param_store(self, w, name):
         """Per-lane storage (lanes x bytes) and base offset of the call-site or function
@@ -592,6 +701,8 @@ class Machine(MbarrierMixin):
         a strong ld/st); a strong write with a release pattern leaves its release clock, a
         strong read acquires the release clocks it observes (at once when it acquires, else at
         the warp's next acquiring fence)."""
+        if kind != "read":
+            self.changes += 1
         if not self.check or not isinstance(region, Region):
             return
         lanes = np.flatnonzero(m)
@@ -647,6 +758,7 @@ class Machine(MbarrierMixin):
         """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
         not race with each other); the run stands for every order of the atomics only when
         they commute and no returned value is used."""
+        self.changes += 1
         lanes = np.flatnonzero(m)
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
         sh = region.shadow
@@ -663,12 +775,7 @@ class Machine(MbarrierMixin):
                 w.vc = join(w.vc, observed)
             else:
                 w.acq_pending = observed if w.acq_pending is None else join(w.acq_pending, observed)
-        if self.unread_atomics is None:
-            from kverify.semantics.ir.visit import unread_atomic_results
-
-            self.unread_atomics = unread_atomic_results(self.module, self.kernel)
-        used = ins.row.operands[0].access == "def" and not (isinstance(ins.operands[0], Sink) or
-                                         getattr(ins.operands[0], "name", None) in self.unread_atomics)
+        used = _atomic_result_used(self, ins)
         commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
         if used or not commutes or mixed:
             why = ("its returned value is used" if used else f"{op}.{ty} atomics do not commute bit for bit"

@@ -1,9 +1,11 @@
 """Schedulers: who runs next at each scheduling point of the interpreter.
 
 A scheduling point is a synchronization instruction of a warp (barrier, mbarrier operation,
-fence, async issue, group wait) or the completion of an asynchronous operation; memory
-accesses between two points commute under the happens-before race check, so only these
-points are interleaved (the partial-order reduction the interpreter relies on).
+fence, async issue, group wait), an atomic whose returned value is used, a warp-collective
+exchange, a spinning or long-running loop's back-edge (``Machine._spin``/``_fair``) or the
+completion of an asynchronous operation; memory accesses between two points commute under
+the happens-before race check, so only these points are interleaved (the partial-order
+reduction the interpreter relies on).
 
 * ``Deterministic``: the current warp runs until it blocks, then the next runnable warp in
   index order; asynchronous operations complete as late as possible (only when no warp can
