@@ -166,3 +166,33 @@ extern "C" __global__ void k(const int *in, int *out, int sync) {
     assert any("lanes of one warp" in u for u in r.strong_unordered) and not r.robust
     r = _cu_run(tmp_path, src, "k", [1, 1, 1], [32, 1, 1], {"sync": 1}, buffers)
     assert r.findings == [] and r.strong_unordered == []
+
+
+ORDERED_AFTER_READERS = """
+extern "C" __global__ void k(int *x, int *out) {
+    if (threadIdx.x % 32 == 0)
+        out[threadIdx.x / 32] = x[0];
+    __syncthreads();
+    if (threadIdx.x == 0)
+        x[0] = 7;
+}
+"""
+
+
+@needs_nvcc
+def test_check_is_not_bounded_when_the_shadow_dropped_a_reader_a_write_needed(tmp_path):
+    # 24 warps read x[0] (more unordered readers than the shadow keeps), then a barrier orders
+    # the write after all of them: no race, but the run checked the write against only some
+    # of the readers, so race freedom in global memory is unknown, not bounded
+    from kverify.verifier.check import check_kernel
+
+    path = tmp_path / "k.cu"
+    path.write_text(ORDERED_AFTER_READERS)
+    m = load_module(str(path))
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [1, 1, 1], "block": [768, 1, 1],
+                                 "buffers": {"x": {"dtype": "int32", "shape": [1]},
+                                             "out": {"dtype": "int32", "shape": [24]}}, "outputs": []})
+    rep = check_kernel(m, m.kernel("k"), spec, smt=False, path=str(path))
+    g = next(o for o in rep.obligations if o.id == "race.global")
+    assert g.status == "unknown" and g.message.startswith("race check incomplete: ")
+    assert rep.verdict == "inconclusive"

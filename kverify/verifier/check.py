@@ -306,6 +306,10 @@ def _interpreter(ctx):
             out.append(Obligation(title, checker, "bounded", "no violation on any explored schedule",
                                   explored, [], None, dt))
     out = [_exercised(o, r, module, kernel, path) for o in out]
+    if r.shadow_dropped:  # a write was checked against only some of the earlier readers
+        out = [Obligation(o.title, o.checker, "unknown", f"race check incomplete: {r.shadow_dropped[0]}", o.bound,
+                          o.locations, None, o.time_s) if o.title in RACE_TITLES and o.status in ("bounded", "unknown") else o
+               for o in out]
     # one obligation per mbarrier resource (an array of barriers, or one barrier)
     base = next(o for o in out if o.title == "mbarrier conformance")
     if r.mbarriers:
