@@ -67,3 +67,38 @@ def arg_bits(v, tyname: str) -> int:
     if tyname == "f64" and isinstance(v, int):
         return int(np.float64(v).view(np.uint64))
     return int(v)
+
+
+def shared_layout(module, kernel, dynamic_smem: int, red_zone: int = SHARED_RED_ZONE) -> tuple[dict, int]:
+    """Where each shared variable of ``kernel`` lives: ``({name: (offset, size)}, total bytes)``.
+    Static variables in declaration order (module scope first) at their alignment, each
+    followed by ``red_zone`` bytes that belong to no variable (an overflow then lands nowhere);
+    dynamic shared memory (``extern`` variables) last, 1024-aligned, ``dynamic_smem`` bytes."""
+    out, off, dyn = {}, 0, []
+    for v in list(module.vars) + list(kernel.vars):
+        if v.space != "shared":
+            continue
+        if v.extern:
+            dyn.append(v)
+            continue
+        off = align_up(off, v.align or max(v.type.bits // 8, 1))
+        out[v.name] = (off, v.size)
+        off += v.size + red_zone
+    if dyn:
+        off = align_up(off, 1024)
+        for v in dyn:
+            out[v.name] = (off, dynamic_smem)
+        off += dynamic_smem
+    return out, off
+
+
+def local_layout(kernel) -> tuple[dict, int]:
+    """Where each local variable of ``kernel`` lives in a thread's frame: ``({name: (offset,
+    size)}, frame bytes)``."""
+    out, off = {}, 0
+    for v in kernel.vars:
+        if v.space == "local":
+            off = align_up(off, v.align or 8)
+            out[v.name] = (off, v.size)
+            off += v.size
+    return out, off

@@ -32,7 +32,7 @@ import numpy as np
 
 from kverify.launch import (LaunchSpec, arg_bits, dtypes, input_array, lookup, param_key, param_offsets, random_array,
                             spec_seed)
-from kverify.launch.layout import SHARED_RED_ZONE, TMAP_MAGIC, next_buffer
+from kverify.launch.layout import TMAP_MAGIC, local_layout, next_buffer, shared_layout
 from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
@@ -277,32 +277,9 @@ class Machine(MbarrierMixin):
         if missing:
             raise KernelError(f"launch spec: no value for parameter(s) {', '.join(missing)} of {kernel.name} "
                               f"(give them in \"args\", \"buffers\" or \"tensormaps\")", spec.path, 1, 1)
-        # shared memory layout (static variables, then dynamic shared memory)
-        self.smem_vars = {}
-        soff = 0
-        dyn = []
-        for v in list(self.module.vars) + list(kernel.vars):
-            if v.space != "shared":
-                continue
-            if v.extern:
-                dyn.append(v)
-                continue
-            soff = align_up(soff, v.align or max(v.type.bits // 8, 1))
-            self.smem_vars[v.name] = (soff, v.size)
-            soff += v.size + SHARED_RED_ZONE  # an overflow lands in no variable: bounds
-        if dyn:
-            soff = align_up(soff, 1024)
-            for v in dyn:
-                self.smem_vars[v.name] = (soff, spec.dynamic_smem)
-            soff += spec.dynamic_smem
-        self.smem_size = soff
-        self.local_vars = {}
-        loff = 0
-        for v in kernel.vars:
-            if v.space == "local":
-                loff = align_up(loff, v.align or 8)
-                self.local_vars[v.name] = (loff, v.size)
-                loff += v.size
+        # shared memory layout (static variables with red zones, then dynamic shared memory)
+        self.smem_vars, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem)
+        self.local_vars, loff = local_layout(kernel)
         self.local_size = loff
         self.const_vars = {}
         cdata = []

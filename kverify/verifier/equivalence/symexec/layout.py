@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
-from kverify.launch.layout import GLOBAL_BASE, align_up, next_buffer
+from kverify.launch.layout import GLOBAL_BASE, align_up, local_layout, next_buffer, shared_layout
 from kverify.semantics.ir.errors import Unsupported
 
 
@@ -71,29 +71,10 @@ class Layout:
             value &= (1 << (8 * size)) - 1
             for j in range(size):
                 self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
-        self.smem_vars = {}
-        soff = 0
-        dyn = []
-        for v in list(self.module.vars) + list(kernel.vars):
-            if v.space != "shared":
-                continue
-            if v.extern:
-                dyn.append(v)
-                continue
-            soff = align_up(soff, v.align or max(v.type.bits // 8, 1))
-            self.smem_vars[v.name] = soff
-            soff += v.size
-        if dyn:
-            soff = align_up(soff, 1024)
-            for v in dyn:
-                self.smem_vars[v.name] = soff
-        self.local_vars = {}
-        loff = 0
-        for v in kernel.vars:
-            if v.space == "local":
-                loff = align_up(loff, v.align or 8)
-                self.local_vars[v.name] = loff
-                loff += v.size
+        # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check bounds
+        smem, _ = shared_layout(self.module, kernel, 0, red_zone=0)
+        self.smem_vars = {name: off for name, (off, _) in smem.items()}
+        self.local_vars = {name: off for name, (off, _) in local_layout(kernel)[0].items()}
         self.const_bytes = {}
         self.const_vars = {}
         coff = 0
