@@ -1,0 +1,320 @@
+"""The facts the static mbarrier obligations (:mod:`.parity`, :mod:`.tx`, :mod:`.arrivals`)
+are built from: the symbolic run's sites (:mod:`.sites`), a budgeted solver, and the relations
+between sites -- aliasing, iterations, the waiting role, earlier uses of a barrier, how many
+threads reach a site, which sites share a phase."""
+from __future__ import annotations
+
+import time
+
+import z3
+
+from kverify.symbolic import TRUE, Env, mk_and
+from kverify.symbolic.budget import SolverBudget
+from kverify.verifier.report import Location, Obligation
+
+from .sites import MbarExecutor
+
+MAX_REUSE = 64
+#: obligation -> what its title says it proves (``mbarrier conformance: <that>``)
+TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx bytes (per phase)",
+          "arrivals": "arrivals (per phase)"}
+
+
+def ob(what, status, msg, t0, locs=(), cex=None, rule=None):
+    return Obligation(f"mbarrier conformance: {TITLES[what]}", "mbarrier", status, msg, None, list(locs), cex,
+                      time.perf_counter() - t0, rule if status == "violated" else None)
+
+
+class Facts:
+    """One kernel's mbarrier sites (from a symbolic run of one thread) and the relations
+    the obligations ask about; every solver query goes through ``solve`` and its budget."""
+
+    def __init__(self, module, kernel, launch, timeout_s, t0):
+        self.module, self.kernel, self.launch = module, kernel, launch
+        self.timeout_s, self.t0 = timeout_s, t0
+        self.budget = SolverBudget(timeout_s)  # solver work, not wall-clock time (symbolic/budget.py)
+        self.memo = {}
+
+    # ------------------------------------------------------------------ solver
+    def solve(self, fs):
+        if self.budget.exhausted():
+            return "unknown", None
+        s = z3.Solver()
+        s.add(*fs)
+        # only the constraints on symbols the query mentions (transitively): the others are
+        # satisfiable on their own
+        names = self.syms(*fs)
+        base = list(self.env.shared_constraints) + list(self.env.constraints_a)
+        keep, changed = [False] * len(base), True
+        while changed:
+            changed = False
+            for j, (c, keys) in enumerate(base):
+                if not keep[j] and keys & names:
+                    keep[j] = changed = True
+                    names |= self.syms(c)
+        s.add(*[c for (c, _), kp in zip(base, keep) if kp])
+        r = self.budget.check(s)
+        if r == z3.sat:
+            return "sat", s.model()
+        return ("unsat", None) if r == z3.unsat else ("unknown", None)
+
+    def prove(self, hyp, goal):
+        """'proved' | ('cex', model) | 'unknown'."""
+        r, m = self.solve([hyp, z3.Not(goal)])
+        if r == "unsat":
+            return "proved", None
+        return ("cex", m) if r == "sat" else ("unknown", None)
+
+    def syms(self, *es):
+        out = set()
+        todo = [e for e in es if e is not None]
+        seen = set()
+        while todo:
+            x = todo.pop()
+            if x.get_id() in seen:
+                continue
+            seen.add(x.get_id())
+            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                out.add(str(x))
+            elif z3.is_app(x):
+                todo.extend(x.children())
+        return out
+
+    def loc(self, ins):
+        return Location.of(ins.loc, self.module.path)
+
+    def prepare(self):
+        """Run the kernel body symbolically: every mbarrier site with its terms."""
+        env = self.env = Env(self.module, self.kernel, self.launch)
+
+        def check_a(f):
+            return self.solve([f])
+
+        ex = self.ex = MbarExecutor(env, check_a, self.launch)
+        ex.run()
+        self.sites = ex.sites
+        return self
+
+    def shift(self, e, k, d):
+        return z3.substitute(e, (k, k + d))
+
+    def in_range(self, info, k, kk):
+        """iteration kk of the loop exists (as far as the summary says)."""
+        lim = z3.ULT(kk, z3.BitVecVal(1 << 31, 64))
+        if info.trip is not None:
+            return mk_and(lim, kk < info.trip)
+        return lim
+
+    # ------------------------------------------------------------------ site relations
+    def seq(self, s):
+        return self.ex.seq.get(id(s.instr), -1)
+
+    @staticmethod
+    def same_iteration(s, t):
+        return tuple(str(k) for _, k in s.loops) == tuple(str(k) for _, k in t.loops)
+
+    def ranges(self, loops):
+        return mk_and(*[self.in_range(i, k, k) for i, k in loops])
+
+    def renamed(self, s, *terms):
+        """``terms`` of site ``s`` with its loop counters renamed (another iteration), and the
+        range condition of the renamed counters."""
+        subs = [(k, z3.BitVec(f"{k}~other", 64)) for _, k in s.loops]
+        rng = mk_and(*[self.in_range(i, k, kk) for (i, k), (_, kk) in zip(s.loops, subs)])
+        return [z3.substitute(t, *subs) if subs else t for t in terms], rng
+
+    def may_alias(self, w, s):
+        """Site ``s`` may name the barrier of ``w`` in some iteration of each."""
+        if s.addr is None:
+            return True
+        key = ("alias", id(w), id(s))
+        if key not in self.memo:
+            (a,), rng = self.renamed(s, s.addr)
+            self.memo[key] = self.solve([self.ranges(w.loops), rng, w.addr == a])[0] != "unsat"
+        return self.memo[key]
+
+    def may_share_thread(self, w, s):
+        """Some thread may execute both ``w`` and ``s`` (in any iterations)."""
+        key = ("share", id(w), id(s))
+        if key not in self.memo:
+            (pc,), rng = self.renamed(s, s.pc)
+            self.memo[key] = self.solve([self.ranges(w.loops), rng, w.pc, pc])[0] != "unsat"
+        return self.memo[key]
+
+    def every_waiter_runs(self, w, s):
+        """Every thread executing ``w`` executes ``s`` in the same iteration."""
+        r, _ = self.prove(mk_and(self.ranges(w.loops), w.pc), s.pc)
+        return r == "proved"
+
+    def role(self, w):
+        """(phase offset, why) of the parity wait ``w``: its n-th use (0-based) of a barrier must
+        wait for the completion of phase ``n - offset`` -- offset 0 when the phase it waits for is
+        completed by its own round (the consumer of a fill), 1 for the producer's pass-through
+        (its first wait names the phase before phase 0, which a fresh barrier counts as
+        complete); (None, reason) when the role is not recognized."""
+        L = self.loc
+        signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
+        tx = next((s for s in signals if (s.kind == "copy" or s.tx is not None) and self.may_alias(w, s)), None)
+        if tx is not None:
+            return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
+                       f"copies / expect-tx ({L(tx.instr)})")
+        arrs = [s for s in signals if s.kind == "arrive" and self.may_alias(w, s)]
+        if not arrs:
+            return None, "no arrive or copy can complete a phase of the barrier it waits on"
+        own = [s for s in arrs if self.same_iteration(s, w) and self.seq(s) < self.seq(w)
+               and self.solve([self.ranges(w.loops), w.pc, s.pc])[0] != "unsat"]
+        if own:
+            return 0, (f"the waiting threads take part in the phase: they arrive on the barrier at "
+                       f"{L(own[0].instr)} before the wait")
+        mixed = [s for s in arrs if self.may_share_thread(w, s)]
+        if mixed:
+            return None, (f"the waiting threads may also arrive on the barrier at {L(mixed[0].instr)} (neither "
+                          "an own arrival before the wait nor another role's)")
+        after = [s for s in signals if self.same_iteration(s, w) and self.seq(s) > self.seq(w)
+                 and not self.may_alias(w, s) and self.every_waiter_runs(w, s)]
+        fill = [s for s in after if s.kind == "copy" or s.tx is not None]
+        if fill:
+            return 1, (f"producer's pass-through: the waiting thread fills the partner barrier at "
+                       f"{L(fill[0].instr)} after the wait, and the phases it waits for are released by "
+                       f"another role ({L(arrs[0].instr)})")
+        rel = [s for s in after if s.kind == "arrive"]
+        if rel:
+            first = min(self.seq(s) for s in rel)
+            ks = tuple(str(k) for _, k in w.loops)
+            writes = [a for a in self.ex.accesses if a.space == "shared" and a.writes
+                      and tuple(str(k) for _, k in a.loops) == ks and self.seq(w) < a.seq < first
+                      and self.prove(mk_and(self.ranges(w.loops), w.pc), a.pc)[0] == "proved"]
+            if writes:
+                return 1, (f"producer's pass-through: the waiting threads write shared memory at "
+                           f"{L(writes[0].instr)} and then arrive on the partner barrier at {L(rel[0].instr)}, "
+                           f"and the phases they wait for are released by another role ({L(arrs[0].instr)})")
+            return 0, (f"consumer: the waiting threads write no shared memory before they arrive on the partner "
+                       f"barrier at {L(rel[0].instr)}; the phases they wait for come from another role "
+                       f"({L(arrs[0].instr)})")
+        return 0, (f"consumer: the phases it waits for come from another role ({L(arrs[0].instr)}) and the "
+                   "waiting threads release nothing after the wait")
+
+    def earlier_uses(self, w):
+        """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason)."""
+        n = 0
+        for v in self.sites:
+            if v is w or v.kind != "wait" or not self.may_alias(w, v) or not self.may_share_thread(w, v):
+                continue
+            shared_loop = {str(k) for _, k in v.loops} & {str(k) for _, k in w.loops}
+            if self.seq(v) > self.seq(w) and not shared_loop:
+                continue  # after every use of w
+            if w.loops or v.loops:
+                return None, (f"the same threads also wait on that barrier at {self.loc(v.instr)}: uses are "
+                              "counted per wait site only")
+            same = self.prove(TRUE, v.addr == w.addr)[0] == "proved" if v.addr is not None else False
+            if not same or not self.every_waiter_runs(w, v):
+                return None, (f"cannot count the earlier wait at {self.loc(v.instr)} as a use of the same barrier "
+                              "by the same threads")
+            n += 1
+        return n, None
+
+    # ------------------------------------------------------------------ thread counting
+    def count_threads(self, pc):
+        """(number of threads of a CTA executing an instance, residue condition) or
+        (None, reason)."""
+        env = self.env
+        if env.block is None:
+            return None, "block size unknown"
+        bx, by, bz = env.block
+        n = bx * by * bz
+        if n > 1024:
+            return None, "block too large"
+        elects = []
+        todo, seen = [pc], set()
+        while todo:
+            x = todo.pop()
+            if x.get_id() in seen:
+                continue
+            seen.add(x.get_id())
+            if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED \
+                    and x.decl().name().startswith("elect"):
+                elects.append(x)
+                continue
+            if z3.is_app(x):
+                todo.extend(x.children())
+        tid = env.tid
+        residue, per = None, []
+        for t in range(n):
+            x, y, zz = t % bx, (t // bx) % by, t // (bx * by)
+            lane = t & 31
+            subs = [(tid[0], z3.BitVecVal(x, 32)), (tid[1], z3.BitVecVal(y, 32)), (tid[2], z3.BitVecVal(zz, 32))]
+            lead = [(e, z3.BitVecVal(lane, 32)) for e in elects]
+            v = z3.simplify(z3.substitute(pc, *(subs + lead)))
+            if elects:
+                nl = [(e, z3.BitVecVal((lane + 1) & 31, 32)) for e in elects]
+                v2 = z3.simplify(z3.substitute(pc, *(subs + nl)))
+                if not z3.is_false(v2):
+                    return None, "an elect.sync guard combined with a lane-dependent condition"
+            if z3.is_false(v):
+                per.append(False)
+                continue
+            if residue is None:
+                residue = v
+            elif not residue.eq(v):
+                return None, "the threads executing it are not determined by the thread index alone"
+            per.append(True)
+        if elects:
+            cnt = 0
+            for w0 in range(0, n, 32):
+                lanes = per[w0:w0 + 32]
+                if all(lanes):
+                    cnt += 1
+                elif any(lanes):
+                    return None, "an elect.sync guard on part of a warp"
+            return cnt, residue
+        return sum(per), residue
+
+    def matches(self, a, b, hyp):
+        """'same' / 'different' / None for two barrier addresses (terms of one iteration)."""
+        r, _ = self.prove(hyp, a == b)
+        if r == "proved":
+            return "same"
+        r, _ = self.prove(hyp, a != b)
+        return "different" if r == "proved" else None
+
+    # ------------------------------------------------------------------ phases
+    def separated(self, s, t, hyp):
+        """True when a wait on the barrier of ``s`` lies between ``s`` and ``t`` (same iteration,
+        same barrier) in the program order of the threads executing the later one -- the two
+        then belong to different phases; None when that cannot be decided."""
+        first, last = sorted((s, t), key=self.seq)
+        for v in self.sites:
+            if v.kind != "wait" or not self.same_iteration(v, s) or not self.seq(first) < self.seq(v) < self.seq(last):
+                continue
+            m = self.matches(v.addr, s.addr, hyp) if v.addr is not None else None
+            if m == "different":
+                continue
+            if m is None:
+                return None
+            r, _ = self.prove(mk_and(hyp, last.pc), v.pc)
+            if r == "proved":
+                return True
+            if self.solve([hyp, last.pc, v.pc])[0] != "unsat":
+                return None
+        return False
+
+    def phase_mates(self, e, cands, hyp):
+        """The sites of ``cands`` that signal the same barrier as ``e`` in the same phase (same
+        iteration, no wait on it between them), or (None, site) for one that cannot be decided."""
+        mine = []
+        for c in cands:
+            if not self.same_iteration(c, e):
+                continue
+            if c.addr is None:
+                return None, c
+            m = self.matches(c.addr, e.addr, hyp)
+            if m is None:
+                return None, c
+            if m == "different":
+                continue
+            sep = self.separated(e, c, hyp) if c is not e else False
+            if sep is None:
+                return None, c
+            if not sep:
+                mine.append(c)
+        return mine, None

@@ -1,0 +1,169 @@
+"""The parity obligation (rule ``mbarrier.parity``): see :mod:`.static`."""
+from __future__ import annotations
+
+import time
+
+import z3
+
+from kverify.semantics.memory_model.protocols import mbarrier as MB
+from kverify.symbolic import mk_and
+from kverify.verifier.report import Obligation
+
+from .facts import MAX_REUSE, Facts, ob as _ob
+
+
+def check(chk: Facts) -> Obligation:
+    """Each wait names the phase its use of the barrier must wait for: the first use the
+    phase given by the waiting role (see ``role``), and every later use of the barrier the
+    next phase (the parity flips between uses ``d`` iterations apart)."""
+    t0 = time.perf_counter()
+    waits = [s for s in chk.sites if s.kind == "wait"]
+    proved, unknown = [], []
+    for w in waits:
+        if not w.instr.blocking:
+            unknown.append((w, "the wait is not a recognized blocking retry loop"))
+            continue
+        if w.parity is None or w.addr is None:
+            unknown.append((w, f"{w.note}: the phase it names is not checked statically" if w.note
+                            else "barrier address or parity not understood"))
+            continue
+        if len(w.loops) > 1:
+            unknown.append((w, "the wait is inside nested loops: the phase a barrier is in when an outer "
+                            "iteration starts is not tracked"))
+            continue
+        off, case = chk.role(w)
+        if off is None:
+            unknown.append((w, f"cannot tell which phase its first use waits for: {case}"))
+            continue
+        uses, why = chk.earlier_uses(w)
+        if uses is None:
+            unknown.append((w, why))
+            continue
+        res = _straight(chk, w, off, case, uses) if not w.loops else _loop(chk, w, off, case)
+        if res[0] == "violated":
+            return _ob("parity", "violated", res[1], t0, [chk.loc(w.instr)], res[2], MB.PARITY.id)
+        (proved if res[0] == "proved" else unknown).append((w, res[1]))
+    if unknown:
+        w, why = unknown[0]
+        return _ob("parity", "unknown", f"{chk.loc(w.instr)}: {why}", t0, [chk.loc(w.instr)])
+    if not proved:
+        return _ob("parity", "proved", "no parity wait", t0)
+    desc = "; ".join(f"{chk.loc(w.instr)}: {d}" for w, d in proved)
+    return _ob("parity", "proved", "each wait names the phase its use of the barrier waits for (first use and "
+               f"every later one): {desc}", t0, [chk.loc(w.instr) for w, _ in proved])
+
+def _straight(chk, w, off, case, uses):
+    want = (uses + off) & 1
+    p = w.parity
+    r, m = chk.prove(w.pc, (p & 1) == want)
+    if r == "proved":
+        return "proved", f"use {uses} waits on parity {want} ({case})"
+    if r == "unknown":
+        return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
+    if chk.syms(w.pc, p) & chk.env.approx:
+        return "unknown", "the parity may differ from the phase it must name, but only for approximated values"
+    addr = m.eval(w.addr, model_completion=True).as_long()
+    cex = {"rule": MB.PARITY.id, "use": uses, "parity": 1 - want, "expected_parity": want,
+           "barrier_address": addr, "location": str(chk.loc(w.instr)), "role": case}
+    return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} is use {uses} of the barrier at shared "
+                        f"address {addr:#x} and names parity {1 - want}, but it must wait on parity {want} "
+                        f"({case})" + _consequence(1 - want, off, uses)), cex
+
+def _consequence(p, off, use):
+    if off == 0 and use == 0 and p == 1:
+        return ": on a fresh barrier (phase 0 in progress) parity 1 returns at once, before the phase completes"
+    if off == 0:
+        return ": the wait returns before the phase it must wait for completes"
+    return ": the wait waits for a phase one ahead of the one released for it (a hang)"
+
+def _loop(chk, w, off, case):
+    info, k = w.loops[-1]
+    variant = chk.ex.loop_syms.get(id(info), set())
+    used = chk.syms(w.addr, w.parity)
+    if used & variant:
+        return "unknown", ("the barrier address or parity depends on a value the loop summary does not track ("
+                           + ", ".join(sorted(used & variant))[:120] + ")")
+    j = z3.BitVec(f"{k}~earlier", 64)
+    earlier = mk_and(chk.in_range(info, k, k), z3.ULT(j, k), w.pc)  # ran in every iteration before
+    if chk.syms(w.pc) & variant or (str(k) in chk.syms(w.pc)
+                                     and chk.prove(earlier, z3.substitute(w.pc, (k, j)))[0] != "proved"):
+        return "unknown", (f"the wait may skip an iteration of loop {info.name} before one it runs in: its "
+                           "uses of a barrier are not counted by the iteration")
+    a, p = w.addr, w.parity
+    d_found = None
+    for d in range(1, MAX_REUSE + 1):
+        hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d), w.pc)
+        r, _ = chk.prove(hyp, chk.shift(a, k, d) == a)
+        if r == "proved":
+            d_found = d
+            break
+    if d_found is None:
+        return "unknown", f"no reuse distance of the barrier address within {MAX_REUSE} iterations was proved"
+    d = d_found
+    for d2 in range(1, d):
+        hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d2))
+        r, _ = chk.prove(hyp, chk.shift(a, k, d2) != a)
+        if r != "proved":
+            return "unknown", f"the barrier address repeats every {d} iterations but not only then"
+    # the first use of each barrier: iterations 0 .. d-1
+    hyp = mk_and(chk.in_range(info, k, k), z3.ULT(k, z3.BitVecVal(d, 64)), w.pc)
+    r, m = chk.prove(hyp, (p & 1) == off)
+    if r == "unknown":
+        return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
+    if r == "cex":
+        k0 = m.eval(k, model_completion=True).as_long()
+        approx = (chk.syms(hyp, p) & chk.env.approx) - {str(k)}
+        if approx or not (info.exact or _reached(chk, info, k, w, 0, k0)):
+            why = ("values the encoding approximates" if approx else
+                   f"iteration {k0} of loop {info.name} is not known to be reached")
+            return "unknown", (f"the first use (iteration {k0}) may name parity {1 - off}, but the "
+                               f"counterexample involves {why}")
+        addr = m.eval(a, model_completion=True).as_long()
+        cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d, "iterations": [k0],
+               "use": 0, "barrier_address": addr, "parity": [1 - off], "expected_parity": off,
+               "location": str(chk.loc(w.instr)), "role": case}
+        return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration {k0} of loop "
+                            f"{info.name} is the first use of the barrier at shared address {addr:#x} (reuse "
+                            f"distance {d}) and names parity {1 - off}, but it must wait on parity {off} "
+                            f"({case})" + _consequence(1 - off, off, 0)), cex
+    hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d), w.pc, chk.shift(w.pc, k, d))
+    goal = (chk.shift(p, k, d) & 1) != (p & 1)
+    r, m = chk.prove(hyp, goal)
+    if r == "proved":
+        return "proved", (f"first use parity {off} ({case}), flipping every {d} iterations of loop "
+                          f"{info.name}")
+    if r == "unknown":
+        return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
+    k0 = m.eval(k, model_completion=True).as_long()
+    approx = (chk.syms(hyp, goal) & chk.env.approx) - {str(k)}
+    reached = info.exact or _reached(chk, info, k, w, k0, d)
+    cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d,
+           "iterations": [k0, k0 + d],
+           "barrier_address": m.eval(a, model_completion=True).as_long(),
+           "parity": [m.eval(p & 1, model_completion=True).as_long(),
+                      m.eval(chk.shift(p, k, d) & 1, model_completion=True).as_long()],
+           "location": str(chk.loc(w.instr)), "role": case}
+    if approx or not reached:
+        why = ("values the encoding approximates" if approx else
+               f"iteration {k0 + d} of loop {info.name} is not known to be reached")
+        return "unknown", (f"parity may not flip (iterations {k0} and {k0 + d}), but the counterexample "
+                           f"involves {why}")
+    return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} waits on the barrier at shared address "
+                        f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse "
+                        f"distance {d}) with the same parity {cex['parity'][0]}: the second wait names an "
+                        "already completed phase (or two phases ahead)"), cex
+
+def _reached(chk, info, k, w, k0, d):
+    """Iterations k0..k0+d of ``info`` run whenever iteration k0's site runs."""
+    if info.cont_pc is None:
+        return False
+    variant = chk.ex.loop_syms.get(id(info), set())
+    if chk.syms(info.cont_pc) & variant:
+        return False
+    k0v = z3.BitVecVal(k0, 64)
+    goal = mk_and(*[z3.substitute(info.cont_pc, (k, z3.BitVecVal(k0 + j, 64))) for j in range(d)])
+    r, _ = chk.prove(z3.substitute(w.pc, (k, k0v)), goal)
+    if r != "proved":
+        return False
+    r, _ = chk.solve([z3.substitute(w.pc, (k, k0v))])
+    return r == "sat"

@@ -1,0 +1,96 @@
+"""The tx-bytes obligation (rule ``mbarrier.tx-mismatch``): see :mod:`.static`."""
+from __future__ import annotations
+
+import time
+
+import z3
+
+from kverify.semantics.memory_model.protocols import mbarrier as MB
+from kverify.symbolic import mk_and
+from kverify.verifier.report import Obligation
+
+from .facts import Facts, ob as _ob
+
+
+def check(chk: Facts) -> Obligation:
+    """Per phase: the expect-tx bytes posted on a barrier equal the bytes its copies of the
+    same phase deliver (same iteration, no wait on the barrier between them)."""
+    t0 = time.perf_counter()
+    L = chk.loc
+    exps = [s for s in chk.sites if s.tx is not None and s.kind in ("arrive", "expect_tx")]
+    copies = [s for s in chk.sites if s.kind == "copy"]
+    if not exps and not copies:
+        return _ob("tx bytes", "proved", "no expect-tx and no copy signalling an mbarrier", t0)
+    used, done = set(), set()
+    proved = []
+    for e in exps:
+        if id(e) in done:
+            continue
+        if e.addr is None:
+            return _ob("tx bytes", "unknown", f"{L(e.instr)}: barrier address not understood", t0, [L(e.instr)])
+        hyp = chk.ranges(e.loops)
+        group, bad = chk.phase_mates(e, exps, hyp)
+        mine, bad2 = chk.phase_mates(e, copies, hyp) if group is not None else (None, bad)
+        if group is None or mine is None:
+            c = bad or bad2
+            return _ob("tx bytes", "unknown", f"cannot decide whether {L(c.instr)} signals the barrier of "
+                       f"{L(e.instr)} in the same phase", t0, [L(c.instr), L(e.instr)])
+        done.update(id(x) for x in group)
+        want, re_ = z3.BitVecVal(0, 32), None
+        for x in group:
+            ne, rx = chk.count_threads(x.pc)
+            if ne is None:
+                return _ob("tx bytes", "unknown", f"{L(x.instr)}: cannot count the threads posting "
+                           f"expect-tx ({rx})", t0, [L(x.instr)])
+            if ne and re_ is not None and chk.prove(hyp, rx == re_)[0] != "proved":
+                return _ob("tx bytes", "unknown", f"{L(x.instr)} and {L(e.instr)} may run in different "
+                           "iterations or paths", t0, [L(x.instr), L(e.instr)])
+            re_ = rx if ne and re_ is None else re_
+            want = want + x.tx * ne
+        total = z3.BitVecVal(0, 32)
+        for c in mine:
+            used.add(id(c))
+            if c.size is None:
+                return _ob("tx bytes", "unknown", f"{L(c.instr)}: copy size unknown "
+                           f"({c.size_reason or 'size operand not understood'})", t0, [L(c.instr)])
+            nc, rc = chk.count_threads(c.pc)
+            if nc is None:
+                return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads "
+                           f"({rc})", t0, [L(c.instr)])
+            if nc and re_ is not None:
+                r, _ = chk.prove(hyp, rc == re_)
+                if r != "proved":
+                    return _ob("tx bytes", "unknown", f"{L(c.instr)} and {L(e.instr)} may run "
+                               "in different iterations or paths", t0, [L(c.instr), L(e.instr)])
+            total = total + c.size * nc
+        hyp2 = mk_and(hyp, re_ if re_ is not None else z3.BoolVal(True))
+        r, m = chk.prove(hyp2, want == total)
+        if r == "proved":
+            proved.append(group)
+            continue
+        if r == "unknown":
+            return _ob("tx bytes", "unknown", f"{L(e.instr)}: solver gave no answer", t0, [L(e.instr)])
+        approx = chk.syms(want, total, hyp2) & chk.env.approx
+        exp_v = m.eval(want, model_completion=True).as_long()
+        got_v = m.eval(total, model_completion=True).as_long()
+        if approx:
+            return _ob("tx bytes", "unknown", f"{L(e.instr)}: expected bytes may differ from the copied "
+                       "bytes, but only for approximated values", t0, [L(e.instr)])
+        its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in e.loops}
+        cex = {"rule": MB.TX_MISMATCH.id, "expected_bytes": exp_v, "copied_bytes": got_v,
+               "iterations": its, "barrier_address": m.eval(e.addr, model_completion=True).as_long(),
+               "copies": [str(L(c.instr)) for c in mine], "location": str(L(e.instr))}
+        msg = (f"{', '.join(str(L(x.instr)) for x in group)} announce{'s' if len(group) == 1 else ''} {exp_v} "
+               f"tx bytes on the barrier at shared address {cex['barrier_address']:#x} but the copies "
+               f"signalling it in the same phase deliver {got_v} ({', '.join(cex['copies']) or 'none'})"
+               + (f"; iterations {its}" if its else ""))
+        return _ob("tx bytes", "violated", msg, t0, [L(x.instr) for x in group] + [L(c.instr) for c in mine],
+                   cex, MB.TX_MISMATCH.id)
+    left = [c for c in copies if id(c) not in used]
+    if left:
+        c = left[0]
+        return _ob("tx bytes", "unknown", f"{L(c.instr)}: no expect-tx on its barrier in the same phase "
+                   "(expect-tx in another iteration or role is not modelled)", t0, [L(c.instr)])
+    return _ob("tx bytes", "proved", "in each phase the expected tx bytes equal the bytes of that phase's copies, "
+               "for all iterations: " + "; ".join(" + ".join(str(L(x.instr)) for x in g) for g in proved), t0,
+               [L(x.instr) for g in proved for x in g])
