@@ -9,6 +9,7 @@ import pytest
 from conftest import ZOO
 from kverify.launch import LaunchSpec, arg_bits, dtype, from_flags, instantiate, param_offsets, random_array, resolve
 from kverify.launch.dtypes import DTYPES, of_ptx
+from kverify.launch.resolve import arg_value
 from kverify.semantics.ir import KernelError, load_module
 
 VADD = ZOO / "vadd"
@@ -153,9 +154,9 @@ def test_resolver_errors_are_file_line_col(tmp_path):
 
 def test_grid_block_and_args_flags_give_a_launch(tmp_path):
     k = load_module(str(VADD / "vadd.ptx")).kernel()
-    s = from_flags(k, str(VADD / "vadd.ptx"), grid="4", block="256", args=["n=1000", "alpha=2.5", "mask=0x10"])
-    assert s == LaunchSpec("vadd", (4, 1, 1), (256, 1, 1), (1, 1, 1), {"n": 1000, "alpha": 2.5, "mask": 16},
-                           path="<command line>")
+    s = from_flags(k, str(VADD / "vadd.ptx"), grid="4", block="256", args=["n=1000"])
+    assert s == LaunchSpec("vadd", (4, 1, 1), (256, 1, 1), (1, 1, 1), {"n": 1000}, path="<command line>")
+    assert arg_value("alpha=2.5") == ("alpha", 2.5) and arg_value("mask=0x10") == ("mask", 16)
     assert from_flags(k, str(VADD / "vadd.ptx")) is None  # no flags: the zoo manifest next to it
     lone = tmp_path / "vadd.ptx"
     lone.write_text((VADD / "vadd.ptx").read_text())

@@ -82,6 +82,26 @@ def test_check_without_a_grid_is_not_verified_for_the_fourth_cta_race():
     assert rep.verdict == "violated" and ob.status == "violated" and ob.rule == "race.global"
 
 
+def test_interpreter_bound_says_the_grid_was_assumed():
+    m = load_module(str(SCOPE / "grid_slots.ptx"))
+    k = m.kernels[0]
+    rep = check_kernel(m, k, from_flags(k, str(SCOPE / "x.ptx"), None, "64"), budget=2, timeout_s=30, smt=False)
+    ob = {o.title: o for o in rep.obligations}["deadlock-free"]
+    assert ob.status == "bounded"
+    assert ob.bound.startswith("grid 1x1x1 (assumed: the launch gives no grid), block 64x1x1, its inputs;")
+
+
+def test_an_arg_name_the_kernel_does_not_have_is_an_error_listing_the_parameters():
+    from kverify.semantics.ir import KernelError
+
+    k = load_module(str(SCOPE / "grid_slots.ptx")).kernels[0]
+    with pytest.raises(KernelError) as e:
+        from_flags(k, str(SCOPE / "x.ptx"), "4", "64", ["n=1000"])
+    assert str(e.value) == ("<command line>:1:1: --arg n: grid_slots has no parameter of that name (parameters: "
+                            "in (grid_slots_param_0), slots (grid_slots_param_1); a position 0..1 also works)")
+    assert from_flags(k, str(SCOPE / "x.ptx"), "4", "64", ["1=7"]).args == {"1": 7}
+
+
 # ---------------------------------------------------------------- item 7: argument values
 
 

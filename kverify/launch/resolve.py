@@ -240,6 +240,12 @@ def from_flags(kernel, file: str, grid: str | None = None, block: str | None = N
         raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, 0, 0)
     g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else None)
     values = dict(arg_value(a) for a in args or ())
+    known = {k for i, p in enumerate(kernel.params) for k in (p.source_name, p.name, str(i)) if k is not None}
+    for name in values:
+        if name not in known:
+            names = ", ".join(f"{p.source_name} ({p.name})" if p.source_name else p.name for p in kernel.params)
+            raise KernelError(f"--arg {name}: {kernel.name} has no parameter of that name (parameters: {names}; "
+                              f"a position 0..{len(kernel.params) - 1} also works)", "<command line>", 1, 1)
     # without a grid the run uses one CTA and the spec says the grid was assumed
     # (``LaunchSpec.grid_assumed``): the SMT checkers then stay symbolic in it
     return LaunchSpec.from_dict({"kernel": kernel.name, "grid": g, "block": b, "args": values}, "<command line>")

@@ -247,7 +247,8 @@ def _interpreter(ctx):
         raise NotApplicable(f"not checked: the launch gives no values for the interpreter ({why})") from None
     dt = time.perf_counter() - t0
     g, b = spec.grid, spec.block
-    launch = f"grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}"
+    launch = f"grid {g[0]}x{g[1]}x{g[2]}{' (assumed: the launch gives no grid)' if spec.grid_assumed else ''}, " \
+        f"block {b[0]}x{b[1]}x{b[2]}"
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
     elif r.schedules_total is None:
