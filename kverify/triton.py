@@ -29,9 +29,24 @@ def _prepare(call):
     from kverify.launch.triton import name_params
     from kverify.semantics.ir import load_module
 
-    path = kernel_file(call.ptx, call.name)
+    path = kernel_file(_relative_files(call.ptx), call.name)
     module, k = name_params(load_module(path), call.name, call.names)
     return module, k, path, LaunchSpec.from_dict(call.launch, "<triton>")
+
+
+def _relative_files(ptx: str) -> str:
+    """``ptx`` with ``.file`` paths under the working directory made relative to it (what
+    findings then print)."""
+    import os
+    import re
+
+    cwd = os.getcwd() + os.sep
+
+    def rel(m):
+        path = m.group(2)
+        return f'{m.group(1)}"{os.path.relpath(path)}"' if path.startswith(cwd) else m.group(0)
+
+    return re.sub(r'^(\s*\.file\s+\d+\s+)"([^"]*)"', rel, ptx, flags=re.M)
 
 
 def check(kernel, grid, *args, budget: int = 16, timeout: float = 10.0, smt: bool = True, **kwargs):
