@@ -31,7 +31,8 @@ def _violated(rep, oid, rule, line):
     assert rep.verdict == "violated", str(rep)
     o = rep.obligation(oid)
     assert (o.status, o.rule) == ("violated", rule), str(rep)
-    assert (o.locations[0].path, o.locations[0].line) == (KFILE, line), str(rep)
+    assert (os.path.abspath(o.locations[0].path), o.locations[0].line) == (KFILE, line), str(rep)
+    assert not os.path.isabs(o.locations[0].path)  # relative to the working directory
     assert any(f.rule == rule and f.locations[0].line == line for f in rep.findings) or oid.startswith("race")
 
 
@@ -171,5 +172,7 @@ def test_placeholders_and_bad_calls():
     assert call.launch["buffers"]["in_ptr"] == {"dtype": "float32", "shape": [6, 100]}
     with pytest.raises(KernelError, match="Keyword argument nope was specified but unrecognised"):
         kverify.triton.compile(K.softmax_kernel, (6,), out, x, 100, 100, 100, BLOCK=128, nope=1)
+    with pytest.raises(KernelError, match=r"triton_kernels.py:\d+:1: softmax_kernel: .*missing"):
+        kverify.triton.compile(K.softmax_kernel, (6,), out, x, BLOCK=128)
     with pytest.raises(KernelError, match="takes a @triton.jit function"):
         kverify.triton.check(lambda: None, (1,))
