@@ -176,3 +176,17 @@ def test_placeholders_and_bad_calls():
         kverify.triton.compile(K.softmax_kernel, (6,), out, x, BLOCK=128)
     with pytest.raises(KernelError, match="takes a @triton.jit function"):
         kverify.triton.check(lambda: None, (1,))
+
+
+def test_triton_kernel_whose_given_flag_skips_every_barrier_is_never_verified():
+    x, out = torch.randn(4, 100), torch.empty(4, 100)
+    off = torch.tensor([0], dtype=torch.int32)
+    rep = kverify.triton.check(K.guarded_softmax_kernel, (4,), off, out, x, 100, BLOCK=128)
+    assert rep.verdict == "inconclusive"
+    for oid in ("barrier.named", "deadlock"):
+        o = rep.obligation(oid)
+        assert o.status == "unknown" and o.message.startswith("not exercised: the run executed none of bar.sync")
+    assert rep.inputs["flag_ptr"] is off
+    rep = kverify.triton.check(K.guarded_softmax_kernel, (4,), torch.tensor([1], dtype=torch.int32), out, x, 100,
+                               BLOCK=128)
+    assert rep.verdict == "verified"

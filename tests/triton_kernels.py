@@ -162,3 +162,14 @@ def bug_line(jit_fn) -> int:
     hits = [start + i for i, line in enumerate(lines) if "# seeded bug" in line]
     assert len(hits) == 1, hits
     return hits[0]
+
+
+@triton.jit
+def guarded_softmax_kernel(flag_ptr, out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr):
+    if tl.load(flag_ptr) == 0:  # every program returns before the reduction's barriers
+        return
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    num = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
