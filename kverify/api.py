@@ -205,7 +205,31 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
         given = {**(given or {}), **inputs}
     extra = _assume_option(assume, check_kernel)
     rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, **extra)
-    return Report([rep], "check", given)
+    return Report([replay_with_inputs(rep, given)], "check", given)
+
+
+def replay_with_inputs(rep, inputs):
+    """``rep`` with ``--inputs FILE.npz`` added to every replay command when the run used given
+    buffer contents (written once to the cache), so that the replay runs on the same data."""
+    if not inputs:
+        return rep
+    import io
+
+    import numpy as np
+
+    from kverify.launch.args import to_numpy
+
+    buf = io.BytesIO()
+    np.savez(buf, **{k: to_numpy(v) for k, v in inputs.items()})
+    data = buf.getvalue()
+    p = _cache_dir() / f"inputs-{hashlib.sha256(data).hexdigest()[:16]}.npz"
+    if not p.exists():
+        p.write_bytes(data)
+    for o in rep.obligations:
+        cex = o.counterexample
+        if cex and cex.get("replay") and "--inputs" not in cex["replay"]:
+            cex["replay"] += f" --inputs {p}"
+    return rep
 
 
 def _assume_option(assume, fn) -> dict:

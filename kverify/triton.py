@@ -31,7 +31,13 @@ def _prepare(call):
 
     path = kernel_file(_relative_files(call.ptx), call.name)
     module, k = name_params(load_module(path), call.name, call.names)
-    return module, k, path, LaunchSpec.from_dict(call.launch, "<triton>")
+    # the launch is keyed by PTX parameter names, so that a replay command on the PTX file (which
+    # knows no Python names) binds the same way; findings still print the Python names
+    ptx = {n: p.name for n, p in zip(call.names, k.params)}
+    launch = dict(call.launch)
+    for sect in ("args", "buffers", "tensormaps"):
+        launch[sect] = {ptx.get(key, key): v for key, v in (launch.get(sect) or {}).items()}
+    return module, k, path, LaunchSpec.from_dict(launch, "<triton>"), ptx
 
 
 def _relative_files(ptx: str) -> str:
@@ -53,13 +59,14 @@ def check(kernel, grid, *args, budget: int = 16, timeout: float = 10.0, smt: boo
     """``kverify.check`` of ``kernel[grid](*args, **kwargs)``: a ``kverify.Report``. ``kwargs``
     are the call's constexprs and compile options (``num_warps``, ``num_stages``, ...);
     ``budget``/``timeout``/``smt`` are ``kverify check``'s ``--budget``/``--timeout``/``--no-smt``."""
-    from kverify.api import Report
+    from kverify.api import Report, replay_with_inputs
     from kverify.verifier.check import check_kernel
 
     call = compile(kernel, grid, *args, **kwargs)
-    module, k, path, spec = _prepare(call)
+    module, k, path, spec, ptx = _prepare(call)
     rep = check_kernel(module, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path,
                        inputs=call.inputs or None)
+    rep = replay_with_inputs(rep, {ptx.get(n, n): v for n, v in call.inputs.items()})
     return Report([rep], "check", call.inputs)
 
 
@@ -69,5 +76,5 @@ def run(kernel, grid, *args, schedule: str = "deterministic", seed: int = 0, bud
     from kverify.semantics.interpreter import run_kernel
 
     call = compile(kernel, grid, *args, **kwargs)
-    module, k, _, spec = _prepare(call)
+    module, k, _, spec, _ = _prepare(call)
     return run_kernel(module, k, spec, inputs=call.inputs or None, schedule=schedule, seed=seed, budget=budget)

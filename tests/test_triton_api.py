@@ -190,3 +190,19 @@ def test_triton_kernel_whose_given_flag_skips_every_barrier_is_never_verified():
     rep = kverify.triton.check(K.guarded_softmax_kernel, (4,), torch.tensor([1], dtype=torch.int32), out, x, 100,
                                BLOCK=128)
     assert rep.verdict == "verified"
+
+
+def test_replay_command_runs_on_the_given_inputs():
+    import shlex
+    import subprocess
+    import sys
+
+    rep = _softmax(K.softmax_kernel__mask_off_by_one)
+    replay = rep.obligation("memory").counterexample["replay"]
+    assert " --inputs " in replay
+    argv = shlex.split(replay)
+    assert argv[:2] == ["kverify", "run"]
+    r = subprocess.run([sys.executable, "-m", "kverify", *argv[1:]], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "bounds: " in r.stdout and f"{os.path.relpath(KFILE)}:{K.bug_line(K.softmax_kernel__mask_off_by_one)}" \
+        in r.stdout

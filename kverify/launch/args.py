@@ -97,3 +97,18 @@ def bind(kernel, args, path: str = "<args>"):
             raise KernelError(f"argument {name}: cannot pass a {type(v).__name__} (tensors, numpy arrays, "
                               f"kverify.Tensor, scalars and None are accepted)", path, 1, 1)
     return scalars, buffers, inputs
+
+
+def to_numpy(value):
+    """A numpy array with the contents of a CPU torch tensor (bfloat16 as its bit patterns) or
+    an array-like."""
+    import numpy as np
+
+    if hasattr(value, "detach"):
+        t = value.detach().cpu().contiguous()
+        if str(t.dtype) == "torch.bfloat16":
+            import torch
+
+            t = t.view(torch.int16)
+        return t.numpy()
+    return np.asarray(value)
