@@ -101,6 +101,11 @@ def test_softmax_with_an_off_by_one_mask_reads_past_the_input():
     rep = _softmax(K.softmax_kernel__mask_off_by_one)
     _violated(rep, "memory", "bounds", K.bug_line(K.softmax_kernel__mask_off_by_one))
     assert "past the end of in_ptr" in rep.obligation("memory").message
+    res = [r for r in rep.to_sarif()["runs"][0]["results"] if r["ruleId"] == "bounds"]
+    assert len(res) == 1
+    loc = res[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == os.path.relpath(KFILE)
+    assert loc["region"]["startLine"] == K.bug_line(K.softmax_kernel__mask_off_by_one)
 
 
 # ----------------------------------------------------------------------------- tl.dot matmul, num_stages=3
