@@ -161,3 +161,13 @@ def test_equiv_through_the_api():
                         grid=(1, 1), block=(16, 16), args=(t(16, 16), t(16, 16), t(16, 16), 16, 16, 16))
     assert rep.verdict == "verified", str(rep.to_json())
     assert rep.obligations[0].status == "proved"
+
+
+def test_assumptions_are_checked_against_the_concrete_arguments():
+    t = kverify.Tensor
+    args = (np.array([10], np.int32), t(256), t(256), 5)
+    assert kverify.check(EARLY, grid=2, block=128, args=args, assume="threshold > 0 and threshold < 8").ok
+    with pytest.raises(KernelError, match=r"break the assumption 'threshold % 2 == 0' \(threshold=5\)"):
+        kverify.check(EARLY, grid=2, block=128, args=args, assume=["threshold > 0", "threshold % 2 == 0"])
+    with pytest.raises(KernelError, match="nope has no concrete value"):
+        kverify.check(EARLY, grid=2, block=128, args=args, assume="nope > 0")
