@@ -16,6 +16,7 @@ def softmax(out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr):
     tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
 
 
-x = torch.randn(4, 100)
-out = torch.empty_like(x)
-print(kverify.triton.check(softmax, (4,), out, x, 100, BLOCK=128))
+if __name__ == "__main__":
+    x = torch.randn(4, 100)
+    out = torch.empty_like(x)
+    print(kverify.triton.check(softmax, (4,), out, x, 100, BLOCK=128))

@@ -211,3 +211,31 @@ def test_replay_command_runs_on_the_given_inputs():
     assert r.returncode == 1, r.stdout + r.stderr
     assert "bounds: " in r.stdout and f"{os.path.relpath(KFILE)}:{K.bug_line(K.softmax_kernel__mask_off_by_one)}" \
         in r.stdout
+
+
+@pytest.mark.slow
+def test_check_triton_from_the_command_line():
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(KFILE))
+
+    def cli(*a):
+        return subprocess.run([sys.executable, "-m", "kverify", "check", "--triton", *a], cwd=root,
+                              capture_output=True, text=True, timeout=300)
+
+    spec = "tests/triton_kernels.py:softmax_kernel__mask_off_by_one"
+    args = ["--grid", "6", "--arg", "out_ptr=6x100:fp32", "--arg", "in_ptr=6x100:float32", "--arg", "in_stride=100",
+            "--arg", "out_stride=100", "--arg", "n_cols=100", "--arg", "BLOCK=128"]
+    r = cli(spec, *args)
+    line = K.bug_line(K.softmax_kernel__mask_off_by_one)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "violated  memory safety" in r.stdout and f"tests/triton_kernels.py:{line}:" in r.stdout
+    r = cli("tests/triton_kernels.py:softmax_kernel", *args, "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    import json
+
+    assert json.loads(r.stdout)["verdict"] == "verified"
+    r = cli("tests/triton_kernels.py:softmax_kernel", "--grid", "6", "--arg", "n_cols=100")
+    assert r.returncode == 2
+    assert "softmax_kernel: no --arg for out_ptr, in_ptr, in_stride, out_stride, BLOCK" in r.stderr

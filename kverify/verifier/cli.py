@@ -189,6 +189,10 @@ def cmd_check(args) -> int:
 
     reports = []
     inputs = _npz_inputs(args.inputs) if args.inputs else None
+    if args.triton:  # FILE.py:KERNEL call sites (kverify/triton_cli.py)
+        from kverify.triton_cli import check_triton
+
+        reports, args.files = check_triton(args), []
     for f in args.files:
         ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
                                 kernel=args.kernel)
@@ -336,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
+    s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
+                   "for sm_90a; --arg NAME=VALUE or NAME=SHAPE:DTYPE gives each parameter, constexpr and option")
     s.add_argument("--arch", default="sm_90a")
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
