@@ -13,3 +13,19 @@ try:
     __version__ = _version("kverify")
 except PackageNotFoundError:  # a checkout that is not installed
     __version__ = "0+unknown"
+
+#: the Python API (``kverify/api.py``), imported on first use so that ``import kverify`` stays cheap
+_API = {"check", "run", "equiv", "Tensor", "Report"}
+__all__ = sorted(_API | {"triton", "__version__"})
+
+
+def __getattr__(name):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    if name == "triton":  # kverify.triton: the Triton call site (imports triton when used)
+        import importlib
+
+        return importlib.import_module(".triton", __name__)
+    raise AttributeError(f"module 'kverify' has no attribute {name!r}")

@@ -181,6 +181,7 @@ class Context:
     smt: bool = True
     uses: set = field(default_factory=set)
     findings: list = field(default_factory=list)  # the interpreter's findings, for the report
+    inputs: dict | None = None  # initial buffer contents given by the caller (else seeded random)
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,8 @@ def _interpreter(ctx):
     spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
     t0 = time.perf_counter()
     try:
-        r = run_kernel(module, kernel, spec, schedule="exhaustive", budget=ctx.budget, settle=True)
+        r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
+                       settle=True)
     except KernelError as e:
         if "no value for parameter" not in str(e):
             raise
@@ -388,11 +390,12 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
-                 smt: bool = True, path: str | None = None, checkers=None) -> KernelReport:
+                 smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
-    combine their evidence into one obligation per title."""
+    combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
+    or CPU torch tensor) are the interpreter's initial buffer contents; others are random."""
     path = path or module.path
-    ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel))
+    ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs)
     rep = KernelReport(kernel.name, path or "?")
     order, evidence = [], {}
     for c in (CHECKERS if checkers is None else checkers):

@@ -188,6 +188,11 @@ def cmd_check(args) -> int:
     from .report import exit_code, report_json
 
     reports = []
+    inputs = _npz_inputs(args.inputs) if args.inputs else None
+    if args.triton:  # FILE.py:KERNEL call sites (kverify/triton_cli.py)
+        from kverify.triton_cli import check_triton
+
+        reports, args.files = check_triton(args), []
     for f in args.files:
         ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
                                 kernel=args.kernel)
@@ -198,26 +203,13 @@ def cmd_check(args) -> int:
             if spec is None:
                 spec, _ = _launch_for(ns, k.name)
             reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                        smt=not args.no_smt, path=f))
+                                        smt=not args.no_smt, path=f, inputs=inputs))
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:
-        for rep in reports:
-            print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
-            shown = None  # a bound is printed once for consecutive obligations that share it
-            for o in rep.obligations:
-                where = f"  {o.locations[0]}" if o.locations else ""
-                print(f"  {o.status:9} {o.title:34} {o.time_s:6.2f}s{where}")
-                if o.status in ("violated", "unknown"):
-                    first, *rest = o.message.splitlines() or [""]
-                    print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
-                    for line in rest:
-                        print(f"            {line}")
-                if o.status in ("bounded", "proved") and o.bound and o.bound != shown:
-                    print(f"            {'bound' if o.status == 'bounded' else 'scope'}: {o.bound}")
-                shown = o.bound if o.status == "bounded" else None
-                if o.counterexample and o.counterexample.get("replay"):
-                    print(f"            replay: {o.counterexample['replay']}")
+        from .text import check_text
+
+        sys.stdout.write(check_text(reports))
     return exit_code(reports)
 
 
@@ -346,6 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
+                   "keyed by buffer or parameter name; others get seeded random contents)")
+    s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
+                   "for sm_90a; --arg NAME=VALUE or NAME=SHAPE:DTYPE gives each parameter, constexpr and option")
     s.add_argument("--arch", default="sm_90a")
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
