@@ -5,9 +5,14 @@ the bug (tests/triton_kernels.py). Compiled by Triton for sm_90a without a GPU."
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
+
+# a cache of this run's own: Triton keys its cache by source, not path, so a kernel compiled
+# from another checkout would carry that checkout's file names into the findings
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kverify-test-triton-")
 
 triton = pytest.importorskip("triton", reason="kverify.triton needs triton (pip install 'kverify[triton]')")
 torch = pytest.importorskip("torch", reason="the Triton call sites pass torch tensors (pip install torch)")
