@@ -41,14 +41,94 @@ def _load(args):
     return load_module(args.file, **opts)
 
 
+def _kernel(m, name, file):
+    """The kernel ``name`` of module ``m`` (its PTX name, or its C++ name or the C++ name's
+    base when that picks one), or the only entry when ``name`` is None; a missing or
+    ambiguous name is bad input at ``file:1:1`` listing the kernels."""
+    from kverify.names import demangle
+
+    entries = [k for k in m.kernels if k.is_entry]
+    listed = ", ".join(k.name for k in entries) or "none"
+    if name is None:
+        if len(entries) == 1:
+            return entries[0]
+        raise KernelError(f"the module has {len(entries)} kernels ({listed}); name one with --kernel", file, 1, 1)
+    for k in m.kernels:
+        if k.name == name:
+            return k
+    hits = [k for k in entries if name in (demangle(k.name), demangle(k.name).split("(")[0])]
+    if len(hits) == 1:
+        return hits[0]
+    raise KernelError(f"no kernel {name!r} in this module (kernels: {listed})", file, 1, 1)
+
+
+def display_path(path, ptx_path=None) -> str:
+    """A location's path as a user can open it: relative to the working directory when it
+    resolves to a file under it (as given, relative to the working directory, or relative
+    to the PTX file's directory, where nvcc's ``.file`` names point, or by its base name in
+    that directory), absolute when it resolves elsewhere, as given when it resolves to no
+    file."""
+    import os
+
+    if not path:
+        return ptx_path or "<input>"
+    tries = [path]
+    if ptx_path:  # next to the PTX: as named there, or by its base name (a PTX file moved with its source)
+        here = os.path.dirname(ptx_path)
+        tries += ([] if os.path.isabs(path) else [os.path.join(here, path)]) + [
+            os.path.join(here, os.path.basename(path))]
+    for t in tries:
+        if os.path.isfile(t):
+            full = os.path.abspath(t)
+            rel = os.path.relpath(full)
+            return full if rel.startswith(os.pardir) else rel
+    return path
+
+
+def diagnostic(rule, message, loc, ptx_path) -> list[str]:
+    """A finding as linter lines: ``path:line:col: SEVERITY[rule]: message (ptx N)`` (the
+    severity from the rule registry), the message's further lines indented below."""
+    from kverify.rules import RULES
+
+    sev = RULES[rule].severity if rule in RULES else "error"
+    first, *rest = (message or "").splitlines() or [""]
+    if loc is None:
+        head = f"{ptx_path}:1:1"
+        ptx = ""
+    else:
+        path = display_path(loc.path if hasattr(loc, "path") else loc.file, ptx_path)
+        col = getattr(loc, "column", None) or getattr(loc, "col", 0)
+        head = f"{path}:{loc.line or loc.ptx_line or 1}:{col or 1}"
+        ptx = f" (ptx {loc.ptx_line})" if loc.ptx_line and not (loc.line == loc.ptx_line and path.endswith(
+            ".ptx")) and loc.line else ""
+    return [f"{head}: {sev}[{rule}]: {first}{ptx}"] + [f"    {line}" for line in rest]
+
+
+def report_diagnostics(rep) -> list[str]:
+    """The linter lines of one kernel report: a bad input's ``file:line:col: error:
+    message``; else one line per violated obligation (in the order of the obligation table)
+    and one per finding no such line already says (the interpreter's further findings)."""
+    if rep.error:
+        loc = rep.error_location
+        head = f"{display_path(loc.path) if loc else rep.path}:{(loc.line if loc else 0) or 1}:{(loc.column if loc else 0) or 1}"
+        return [f"{head}: error: {rep.error}"]
+    out, said = [], set()
+    items = [(o.rule, o.message, o.locations) for o in rep.obligations if o.status == "violated" and o.rule]
+    items += [(f.rule, f.message, f.locations) for f in rep.findings]
+    for rule, message, locs in items:
+        key = (rule, message)
+        if key in said:
+            continue
+        said.add(key)
+        out += diagnostic(rule, message, locs[0] if locs else None, rep.path)
+    return out
+
+
 def cmd_show(args) -> int:
     m = _load(args)
     src = source_lines(m) if not args.no_source else None
     if args.kernel:
-        try:
-            k = m.kernel(args.kernel)
-        except KeyError as e:
-            raise KernelError(e.args[0], args.file, 0, 0) from None
+        k = _kernel(m, args.kernel, args.file)
         text = print_kernel(m, k, with_locs=not args.no_loc, source_lines=src)
     else:
         text = print_module(m, with_locs=not args.no_loc, source_lines=src)
@@ -103,11 +183,12 @@ def cmd_run(args) -> int:
     from kverify.semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
     from kverify.semantics.interpreter.scheduler import parse_replay
 
+    from kverify.names import demangle
+
+    from .report import Namer
+
     m = _load(args)
-    try:
-        k = m.kernel(args.kernel)
-    except KeyError as e:
-        raise KernelError(e.args[0], args.file, 0, 0) from None
+    k = _kernel(m, args.kernel, args.file)
     spec, manifest_ref = _launch_for(args, k.name)
     ref = args.ref or manifest_ref
     inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
@@ -128,21 +209,28 @@ def cmd_run(args) -> int:
         mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
     explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
                 else f"{r.schedules_run} schedule(s)")
+    namer = Namer(m, {v.partition("+")[0]: 8 for v in r.mbarriers or ()})
+    named = [namer.message(f.message, f.locs, f.details) for f in r.findings]
     if args.format == "json":
-        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "status": r.status,
+        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "display_name": demangle(k.name),
+               "status": r.status,
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
                "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
                "steps": r.steps, "time_s": round(r.time_s, 4),
-               "findings": [{"rule": f.rule, "message": f.message, "count": f.count,
+               "findings": [{"rule": f.rule, "message": text, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
                                             "ptx_line": l.ptx_line} for l in f.locs],
+                             "objects": objects,
                              "details": {k2: v for k2, v in f.details.items() if _jsonable(v)}}
-                            for f in r.findings],
+                            for f, (text, objects) in zip(r.findings, named)],
                "reference": ref, "mismatches": mismatches}
         print(json.dumps(out, indent=2))
     else:
         g, b = spec.grid, spec.block
-        print(f"kverify run {args.file}: kernel {k.name}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
+        for f, (text, _) in zip(r.findings, named):
+            for line in diagnostic(f.rule, text, f.locs[0] if f.locs else None, args.file):
+                print(line)
+        print(f"kverify run {args.file}: kernel {demangle(k.name)}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
               f"schedule {r.schedule}")
         print(f"status: {r.status}{' (' + r.reason + ')' if r.reason else ''}; {explored}, "
               f"{r.steps} warp-instructions, {r.time_s:.2f} s")
@@ -155,10 +243,10 @@ def cmd_run(args) -> int:
                 print(f"    {d}")
         if not r.findings:
             print("findings: none")
-        for f in r.findings:
+        for f, (text, _) in zip(r.findings, named):
             locs = ", ".join(where(l, detail=True) for l in f.locs)
             print(f"{f.rule}: {locs}")
-            for line in f.message.splitlines():
+            for line in text.splitlines():
                 print(f"    {line}")
             sch = f.details.get("schedule", "")
             if sch.startswith("replay "):
@@ -180,44 +268,71 @@ def cmd_run(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """Each file and kernel is checked on its own: a bad file (or launch, or kernel name) is
+    that entry's ``error`` and the others are still reported; the exit code is the worst.
+    Text output: the linter lines of every report first (``report_diagnostics``), then one
+    table per kernel, one row per obligation."""
     import json
+    import os
 
     from kverify.launch import from_flags
 
     from .check import check_kernel
-    from .report import exit_code, report_json
+    from .report import KernelReport, Location, exit_code, report_json
 
     reports = []
     for f in args.files:
         ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
                                 kernel=args.kernel)
-        m = _load(ns)
-        kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        try:
+            m = _load(ns)
+            kernels = [_kernel(m, args.kernel, f)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        except KernelError as e:
+            reports.append(KernelReport(args.kernel or "", f, error=e.message,
+                                        error_location=Location(e.file, e.line, e.col)))
+            continue
         for k in kernels:
-            spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
-            if spec is None:
-                spec, _ = _launch_for(ns, k.name)
-            reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                        smt=not args.no_smt, path=f))
+            try:
+                spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
+                if spec is None:
+                    spec, _ = _launch_for(ns, k.name)
+                reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                            smt=not args.no_smt, path=f))
+            except KernelError as e:
+                reports.append(KernelReport(k.name, f, error=e.message,
+                                            error_location=Location(e.file, e.line, e.col)))
+            except (KeyboardInterrupt, RecursionError):
+                raise
+            except Exception as e:  # a bug in kverify: this kernel has no verdict, the others do
+                if os.environ.get("KVERIFY_DEBUG"):
+                    raise
+                reports.append(KernelReport(k.name, f, error=f"internal error: {type(e).__name__}: {e} (no verdict; "
+                                            "KVERIFY_DEBUG=1 shows the traceback)", internal=True))
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
-    else:
-        for rep in reports:
-            print(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
-            shown = None  # a bound is printed once for consecutive obligations that share it
-            for o in rep.obligations:
-                where = f"  {o.locations[0]}" if o.locations else ""
-                print(f"  {o.status:9} {o.title:34} {o.time_s:6.2f}s{where}")
-                if o.status in ("violated", "unknown"):
-                    first, *rest = o.message.splitlines() or [""]
-                    print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
-                    for line in rest:
-                        print(f"            {line}")
-                if o.status in ("bounded", "proved") and o.bound and o.bound != shown:
-                    print(f"            {'bound' if o.status == 'bounded' else 'scope'}: {o.bound}")
-                shown = o.bound if o.status == "bounded" else None
-                if o.counterexample and o.counterexample.get("replay"):
-                    print(f"            replay: {o.counterexample['replay']}")
+        return exit_code(reports)
+    for rep in reports:
+        for line in report_diagnostics(rep):
+            print(line)
+    for rep in reports:
+        if rep.error:
+            print(f"{rep.path}: {'kernel ' + rep.display_name + ': ' if rep.name else ''}{rep.verdict.upper()}")
+            continue
+        print(f"{rep.path}: kernel {rep.display_name}: {rep.verdict.upper()}")
+        shown = None  # a bound is printed once for consecutive obligations that share it
+        for o in rep.obligations:
+            where = f"  {o.locations[0]}" if o.locations else ""
+            print(f"  {o.status:9} {o.title:34} {o.time_s:6.2f}s{where}")
+            if o.status in ("violated", "unknown"):
+                first, *rest = o.message.splitlines() or [""]
+                print(f"            {(o.rule + ': ') if o.rule else ''}{first}")
+                for line in rest:
+                    print(f"            {line}")
+            if o.status in ("bounded", "proved") and o.bound and o.bound != shown:
+                print(f"            {'bound' if o.status == 'bounded' else 'scope'}: {o.bound}")
+            shown = o.bound if o.status == "bounded" else None
+            if o.counterexample and o.counterexample.get("replay"):
+                print(f"            replay: {o.counterexample['replay']}")
     return exit_code(reports)
 
 
