@@ -161,6 +161,24 @@ def test_a_violated_file_next_to_a_bad_one_exits_2(tmp_path, capsys):
     assert rc == 2 and "kernel reduce_smem: VIOLATED" in out and "error[race.shared]" in out
 
 
+def test_a_crash_on_one_kernel_is_inconclusive_for_it_alone(monkeypatch, capsys):
+    from kverify.verifier import check
+
+    real = check.check_kernel
+
+    def flaky(m, k, spec, **kw):
+        if k.name == "vadd":
+            raise RuntimeError("boom")
+        return real(m, k, spec, **kw)
+
+    monkeypatch.setattr(check, "check_kernel", flaky)
+    rc = main(["check", "tests/zoo/vadd/vadd.ptx", "tests/zoo/reduce_smem/reduce_smem.ptx", "--format", "json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 3
+    assert [k["verdict"] for k in rep["kernels"]] == ["inconclusive", "verified"]
+    assert rep["kernels"][0]["error"].startswith("internal error: RuntimeError: boom (no verdict;")
+
+
 def test_parse_keeps_going_past_a_bad_file(tmp_path, capsys):
     bad = _bad(tmp_path)
     assert main(["parse", str(bad), "tests/zoo/vadd/vadd.ptx"]) == 2
