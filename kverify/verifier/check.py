@@ -37,7 +37,6 @@ exhausted"), never clean. A launch without buffers gets them sized to the kernel
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -48,7 +47,9 @@ from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
 from kverify.semantics.ir.visit import reachable_instructions
 
-from .report import Finding, KernelReport, Location, Obligation
+from kverify.names import short_name
+
+from .report import Finding, KernelReport, Location, Namer, Obligation
 
 #: The interpreter's obligation families: title, checker name in the report, rule ids.
 FAMILIES = (
@@ -113,16 +114,6 @@ def _uses(module, kernel) -> set:
     return out
 
 
-def _demangle_local(var: str) -> str:
-    """``_ZZ13bulk_pipelineE4full`` (a function-local static) -> ``full``."""
-    m = re.match(r"_ZZ(\d+)", var)
-    if not m:
-        return var
-    rest = var[m.end() + int(m.group(1)):]
-    m2 = re.match(r"E(\d+)", rest)
-    return rest[m2.end():m2.end() + int(m2.group(1))] if m2 else var
-
-
 def _mbarrier_resources(objs: dict) -> list:
     """Group mbarrier objects (``var`` or ``var+offset``) by variable: ``[(label, {objs})]``,
     ``full[0..2]`` for an array of 8-byte barriers at the variable's start."""
@@ -133,7 +124,7 @@ def _mbarrier_resources(objs: dict) -> list:
     out = []
     for var, items in groups.items():
         offs = sorted(x for x, _ in items)
-        name = _demangle_local(var)
+        name = short_name(var)
         if offs[0] == 0 and all(x % 8 == 0 for x in offs):
             idx = [x // 8 for x in offs]
             contiguous = idx == list(range(idx[0], idx[-1] + 1))
@@ -182,6 +173,7 @@ class Context:
     uses: set = field(default_factory=set)
     findings: list = field(default_factory=list)  # the interpreter's findings, for the report
     inputs: dict | None = None  # initial buffer contents given by the caller (else seeded random)
+    mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
 
 
 @dataclass(frozen=True)
@@ -315,6 +307,7 @@ def _interpreter(ctx):
                for o in out]
     # one obligation per mbarrier resource (an array of barriers, or one barrier)
     base = next(o for o in out if o.title == "mbarrier conformance")
+    ctx.mbarrier_vars = {o.partition("+")[0] for o in r.mbarriers or ()}
     if r.mbarriers:
         for label, objs in _mbarrier_resources(r.mbarriers):
             title = RESOURCE_PREFIX + label
@@ -425,7 +418,10 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         kind = VACUOUS_WITHOUT.get(title)
         rep.obligations.append(combine(title, evidence[title], kind is not None and kind not in ctx.uses
                                        and not unknown_ops))
-    return rep
+    try:  # names are presentation: a failure to name leaves the PTX names, never changes a verdict
+        return Namer(module, {v: 8 for v in ctx.mbarrier_vars}).name_report(rep)
+    except Exception:  # noqa: BLE001
+        return rep
 
 
 def _report_order(title):

@@ -14,6 +14,8 @@ from kverify.semantics.ir import KernelError, load_module, print_kernel, print_m
 from kverify.semantics.ir.visit import instructions
 from kverify.semantics.ir.nodes import where
 
+from .text import diagnostic
+
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
@@ -41,14 +43,38 @@ def _load(args):
     return load_module(args.file, **opts)
 
 
+def _kernel(m, name, file):
+    """The kernel ``name`` of module ``m`` (its PTX name, or its C++ name or the C++ name's
+    base when that picks one), or the only entry when ``name`` is None; a missing or
+    ambiguous name is bad input at ``file:1:1`` listing the kernels."""
+    from kverify.names import demangle
+
+    entries = [k for k in m.kernels if k.is_entry]
+    listed = ", ".join(k.name for k in entries) or "none"
+    if name is None:
+        if len(entries) == 1:
+            return entries[0]
+        raise KernelError(f"the module has {len(entries)} kernels ({listed}); name one with --kernel", file, 1, 1)
+    for k in m.kernels:
+        if k.name == name:
+            return k
+    hits = [k for k in entries if name in (demangle(k.name), demangle(k.name).split("(")[0])]
+    if len(hits) == 1:
+        return hits[0]
+    raise KernelError(f"no kernel {name!r} in this module (kernels: {listed})", file, 1, 1)
+
+
+
+
+
+
+
+
 def cmd_show(args) -> int:
     m = _load(args)
     src = source_lines(m) if not args.no_source else None
     if args.kernel:
-        try:
-            k = m.kernel(args.kernel)
-        except KeyError as e:
-            raise KernelError(e.args[0], args.file, 0, 0) from None
+        k = _kernel(m, args.kernel, args.file)
         text = print_kernel(m, k, with_locs=not args.no_loc, source_lines=src)
     else:
         text = print_module(m, with_locs=not args.no_loc, source_lines=src)
@@ -103,11 +129,12 @@ def cmd_run(args) -> int:
     from kverify.semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
     from kverify.semantics.interpreter.scheduler import parse_replay
 
+    from kverify.names import demangle
+
+    from .report import Namer
+
     m = _load(args)
-    try:
-        k = m.kernel(args.kernel)
-    except KeyError as e:
-        raise KernelError(e.args[0], args.file, 0, 0) from None
+    k = _kernel(m, args.kernel, args.file)
     spec, manifest_ref = _launch_for(args, k.name)
     ref = args.ref or manifest_ref
     inputs = _npz_inputs(args.inputs) if getattr(args, "inputs", None) else None
@@ -128,21 +155,28 @@ def cmd_run(args) -> int:
         mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
     explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
                 else f"{r.schedules_run} schedule(s)")
+    namer = Namer(m, {v.partition("+")[0]: 8 for v in r.mbarriers or ()})
+    named = [namer.message(f.message, f.locs, f.details) for f in r.findings]
     if args.format == "json":
-        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "status": r.status,
+        out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "display_name": demangle(k.name),
+               "status": r.status,
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
                "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
                "steps": r.steps, "time_s": round(r.time_s, 4),
-               "findings": [{"rule": f.rule, "message": f.message, "count": f.count,
+               "findings": [{"rule": f.rule, "message": text, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
                                             "ptx_line": l.ptx_line} for l in f.locs],
+                             "objects": objects,
                              "details": {k2: v for k2, v in f.details.items() if _jsonable(v)}}
-                            for f in r.findings],
+                            for f, (text, objects) in zip(r.findings, named)],
                "reference": ref, "mismatches": mismatches}
         print(json.dumps(out, indent=2))
     else:
         g, b = spec.grid, spec.block
-        print(f"kverify run {args.file}: kernel {k.name}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
+        for f, (text, _) in zip(r.findings, named):
+            for line in diagnostic(f.rule, text, f.locs[0] if f.locs else None, args.file):
+                print(line)
+        print(f"kverify run {args.file}: kernel {demangle(k.name)}, grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}, "
               f"schedule {r.schedule}")
         print(f"status: {r.status}{' (' + r.reason + ')' if r.reason else ''}; {explored}, "
               f"{r.steps} warp-instructions, {r.time_s:.2f} s")
@@ -155,10 +189,10 @@ def cmd_run(args) -> int:
                 print(f"    {d}")
         if not r.findings:
             print("findings: none")
-        for f in r.findings:
+        for f, (text, _) in zip(r.findings, named):
             locs = ", ".join(where(l, detail=True) for l in f.locs)
             print(f"{f.rule}: {locs}")
-            for line in f.message.splitlines():
+            for line in text.splitlines():
                 print(f"    {line}")
             sch = f.details.get("schedule", "")
             if sch.startswith("replay "):
@@ -180,12 +214,17 @@ def cmd_run(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """Each file and kernel is checked on its own: a bad file (or launch, or kernel name) is
+    that entry's ``error`` and the others are still reported; the exit code is the worst.
+    Text output: the linter lines of every report first (``report_diagnostics``), then one
+    table per kernel, one row per obligation."""
     import json
+    import os
 
     from kverify.launch import from_flags
 
     from .check import check_kernel
-    from .report import exit_code, report_json
+    from .report import KernelReport, Location, exit_code, report_json
 
     reports = []
     inputs = _npz_inputs(args.inputs) if args.inputs else None
@@ -196,14 +235,30 @@ def cmd_check(args) -> int:
     for f in args.files:
         ns = argparse.Namespace(file=f, arch=args.arch, defines=args.defines, launch=args.launch,
                                 kernel=args.kernel)
-        m = _load(ns)
-        kernels = [m.kernel(args.kernel)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        try:
+            m = _load(ns)
+            kernels = [_kernel(m, args.kernel, f)] if args.kernel else [k for k in m.kernels if k.is_entry]
+        except KernelError as e:
+            reports.append(KernelReport(args.kernel or "", f, error=e.message,
+                                        error_location=Location(e.file, e.line, e.col)))
+            continue
         for k in kernels:
-            spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
-            if spec is None:
-                spec, _ = _launch_for(ns, k.name)
-            reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                        smt=not args.no_smt, path=f, inputs=inputs))
+            try:
+                spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
+                if spec is None:
+                    spec, _ = _launch_for(ns, k.name)
+                reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                            smt=not args.no_smt, path=f, inputs=inputs))
+            except KernelError as e:
+                reports.append(KernelReport(k.name, f, error=e.message,
+                                            error_location=Location(e.file, e.line, e.col)))
+            except (KeyboardInterrupt, RecursionError):
+                raise
+            except Exception as e:  # a bug in kverify: this kernel has no verdict, the others do
+                if os.environ.get("KVERIFY_DEBUG"):
+                    raise
+                reports.append(KernelReport(k.name, f, error=f"internal error: {type(e).__name__}: {e} (no verdict; "
+                                            "KVERIFY_DEBUG=1 shows the traceback)", internal=True))
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kverify import names
 from kverify.rules import rule as registered
 from kverify.semantics.ir.nodes import Loc, where
 
@@ -86,13 +87,14 @@ class Finding:
     message: str
     locations: list = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    objects: list = field(default_factory=list)  # names.rewrite: the objects the message names
 
     def __post_init__(self):
         registered(self.rule)
 
     def to_json(self) -> dict:
         d = {"rule": self.rule, "message": self.message,
-             "locations": [asdict(l) for l in self.locations]}
+             "locations": [asdict(l) for l in self.locations], "objects": self.objects}
         if self.details:
             d["details"] = self.details
         return d
@@ -109,6 +111,7 @@ class Obligation:
     counterexample: dict | None = None
     time_s: float = 0.0
     rule: str | None = None
+    objects: list = field(default_factory=list)  # names.rewrite: the objects the message names
 
     def __post_init__(self):
         assert self.status in STATUSES, self.status
@@ -123,7 +126,8 @@ class Obligation:
         return {"id": self.id, "title": self.title, "checker": self.checker, "status": self.status,
                 "bound": self.bound, "message": self.message, "rule": self.rule,
                 "locations": [asdict(l) for l in self.locations],
-                "counterexample": self.counterexample, "time_s": round(self.time_s, 4)}
+                "objects": self.objects, "counterexample": self.counterexample,
+                "time_s": round(self.time_s, 4)}
 
 
 def kernel_verdict(obligations) -> str:
@@ -141,19 +145,81 @@ class KernelReport:
     path: str
     obligations: list = field(default_factory=list)
     findings: list = field(default_factory=list)
-    error: str | None = None
+    error: str | None = None  # bad input (verdict error, exit 2)
+    error_location: Location | None = None
+    internal: bool = False  # ``error`` is a failure of kverify, not of the input: inconclusive
 
     @property
     def verdict(self) -> str:
-        return "error" if self.error else kernel_verdict(self.obligations)
+        if self.error:
+            return "inconclusive" if self.internal else "error"
+        return kernel_verdict(self.obligations)
+
+    @property
+    def display_name(self) -> str:
+        """The kernel's C++ name (``stencil3(const float*, float*, int)``)."""
+        return names.demangle(self.name) if self.name else ""
 
     def to_json(self) -> dict:
-        d = {"name": self.name, "path": self.path, "verdict": self.verdict,
+        d = {"name": self.name, "display_name": self.display_name, "path": self.path, "verdict": self.verdict,
              "obligations": [o.to_json() for o in self.obligations],
              "findings": [f.to_json() for f in self.findings]}
         if self.error:
             d["error"] = self.error
+            d["error_location"] = asdict(self.error_location) if self.error_location else None
         return d
+
+
+class Namer:
+    """How a module's objects and functions are shown in messages (``kverify.names``): its
+    variables with their element sizes, and the access width of each instruction by PTX
+    line (the element size of a ``.b8`` array an access is reported on). ``element_bytes``
+    gives the element size of variables known otherwise (mbarrier arrays: 8 bytes)."""
+
+    def __init__(self, module, element_bytes=None):
+        from kverify.semantics.ir.types import SCALAR_BITS
+        from kverify.semantics.ir.visit import instructions
+
+        self.variables = {}
+        for v in (*module.vars, *(v for k in module.kernels for v in k.vars)):
+            bits = getattr(v.type, "bits", 0)
+            opaque = getattr(v.type, "name", "b8") == "b8"  # nvcc declares every array .b8
+            elem = (element_bytes or {}).get(v.name) or (None if opaque or not bits else bits // 8)
+            self.variables[v.name] = (elem, bool(v.dims))
+        self.width = {}
+        for k in module.kernels:
+            for i in instructions(k.body):
+                t = i.types()
+                if i.loc.ptx_line and t and t[0] in SCALAR_BITS and SCALAR_BITS[t[0]] >= 8:
+                    self.width.setdefault(i.loc.ptx_line, SCALAR_BITS[t[0]] // 8)
+
+    def message(self, text: str, locations=(), details=None) -> tuple[str, list]:
+        """``text`` with its objects named (``names.rewrite``), and those objects. The object
+        the finding's details name (``object``, ``mbarrier``), or else the one variable the
+        message names, takes the width of the access at its first location as element size
+        where its own type gives none."""
+        access = {}
+        ptx_line = locations[0].ptx_line if locations else 0
+        if ptx_line in self.width:
+            named = {str((details or {}).get(key, "")).split("+")[0].split(" ")[0] for key in ("object", "mbarrier")}
+            if not named & set(self.variables):  # else: the one variable the message names
+                mentioned = {o["symbol"] for o in names.rewrite(text, self.variables)[1]}
+                named = mentioned if len(mentioned) == 1 else set()
+            for sym in named & set(self.variables):
+                access[sym] = self.width[ptx_line]
+        return names.rewrite(text, self.variables, access)
+
+    def name_report(self, rep: "KernelReport") -> "KernelReport":
+        """Name the objects in every message of ``rep`` (in place)."""
+        for f in rep.findings:
+            f.message, f.objects = self.message(f.message, f.locations, f.details)
+        for o in rep.obligations:
+            details = (o.counterexample or {}).get("details")
+            o.message, o.objects = self.message(o.message, o.locations, details)
+            if o.counterexample and isinstance(o.counterexample.get("message"), str):
+                o.counterexample = dict(o.counterexample, message=self.message(
+                    o.counterexample["message"], o.locations, details)[0])
+        return rep
 
 
 def report_json(kernels, command: str) -> dict:

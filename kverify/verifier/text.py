@@ -1,15 +1,83 @@
-"""The text ``kverify check`` prints for people: per kernel a verdict line, then one line per
-obligation (status, title, time, first location), the rule and message of every violated or
+"""The text ``kverify check`` and ``kverify run`` print for people: linter lines
+(``path:line:col: severity[rule]: message``) for bad inputs, violated obligations and findings;
+then for ``check`` per kernel a verdict line, then one line per obligation (status, title, time, first location), the rule and message of every violated or
 unknown obligation, each bound once for consecutive obligations that share it, and the replay
 command of a counterexample. ``kverify.Report.__str__`` prints the same text."""
 from __future__ import annotations
 
 
+def display_path(path, ptx_path=None) -> str:
+    """A location's path as a user can open it: relative to the working directory when it
+    resolves to a file under it (as given, relative to the working directory, or relative
+    to the PTX file's directory, where nvcc's ``.file`` names point, or by its base name in
+    that directory), absolute when it resolves elsewhere, as given when it resolves to no
+    file."""
+    import os
+
+    if not path:
+        return ptx_path or "<input>"
+    tries = [path]
+    if ptx_path:  # next to the PTX: as named there, or by its base name (a PTX file moved with its source)
+        here = os.path.dirname(ptx_path)
+        tries += ([] if os.path.isabs(path) else [os.path.join(here, path)]) + [
+            os.path.join(here, os.path.basename(path))]
+    for t in tries:
+        if os.path.isfile(t):
+            full = os.path.abspath(t)
+            rel = os.path.relpath(full)
+            return full if rel.startswith(os.pardir) else rel
+    return path
+
+
+def diagnostic(rule, message, loc, ptx_path) -> list[str]:
+    """A finding as linter lines: ``path:line:col: SEVERITY[rule]: message (ptx N)`` (the
+    severity from the rule registry), the message's further lines indented below."""
+    from kverify.rules import RULES
+
+    sev = RULES[rule].severity if rule in RULES else "error"
+    first, *rest = (message or "").splitlines() or [""]
+    if loc is None:
+        head = f"{ptx_path}:1:1"
+        ptx = ""
+    else:
+        path = display_path(loc.path if hasattr(loc, "path") else loc.file, ptx_path)
+        col = getattr(loc, "column", None) or getattr(loc, "col", 0)
+        head = f"{path}:{loc.line or loc.ptx_line or 1}:{col or 1}"
+        ptx = f" (ptx {loc.ptx_line})" if loc.ptx_line and not (loc.line == loc.ptx_line and path.endswith(
+            ".ptx")) and loc.line else ""
+    return [f"{head}: {sev}[{rule}]: {first}{ptx}"] + [f"    {line}" for line in rest]
+
+
+def report_diagnostics(rep) -> list[str]:
+    """The linter lines of one kernel report: a bad input's ``file:line:col: error:
+    message``; else one line per violated obligation (in the order of the obligation table)
+    and one per finding no such line already says (the interpreter's further findings)."""
+    if rep.error:
+        loc = rep.error_location
+        head = f"{display_path(loc.path) if loc else rep.path}:{(loc.line if loc else 0) or 1}:{(loc.column if loc else 0) or 1}"
+        return [f"{head}: error: {rep.error}"]
+    out, said = [], set()
+    items = [(o.rule, o.message, o.locations) for o in rep.obligations if o.status == "violated" and o.rule]
+    items += [(f.rule, f.message, f.locations) for f in rep.findings]
+    for rule, message, locs in items:
+        key = (rule, message)
+        if key in said:
+            continue
+        said.add(key)
+        out += diagnostic(rule, message, locs[0] if locs else None, rep.path)
+    return out
+
+
 def check_text(reports) -> str:
-    """The text of ``kverify check`` for ``reports`` (``KernelReport``s), newline-terminated."""
-    out = []
+    """The text of ``kverify check`` for ``reports`` (``KernelReport``s), newline-terminated:
+    first every report's linter lines (``report_diagnostics``), then per report its verdict
+    line and obligation table."""
+    out = [line for rep in reports for line in report_diagnostics(rep)]
     for rep in reports:
-        out.append(f"{rep.path}: kernel {rep.name}: {rep.verdict.upper()}")
+        if rep.error:
+            out.append(f"{rep.path}: {'kernel ' + rep.display_name + ': ' if rep.name else ''}{rep.verdict.upper()}")
+            continue
+        out.append(f"{rep.path}: kernel {rep.display_name}: {rep.verdict.upper()}")
         shown = None  # a bound is printed once for consecutive obligations that share it
         for o in rep.obligations:
             where = f"  {o.locations[0]}" if o.locations else ""

@@ -466,6 +466,6 @@ class Module:
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise KeyError(f"no kernel named {name!r} (have: {', '.join(k.name for k in self.kernels)})")
+        raise KeyError(f"no kernel {name!r} in this module (kernels: {', '.join(k.name for k in entries) or 'none'})")
 
     __str__ = _text

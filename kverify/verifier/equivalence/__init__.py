@@ -60,7 +60,7 @@ def load_side(file: str, launch: str | None, overrides: dict, kernel: str | None
     try:
         k = m.kernel(name) if name and any(x.name == name for x in m.kernels) else m.kernel(kernel)
     except KeyError as e:
-        raise KernelError(e.args[0], file, 0, 0) from None
+        raise KernelError(e.args[0], file, 1, 1) from None
     d["kernel"] = k.name
     return Side(file, m, k, LaunchSpec.from_dict(d, lpath), lpath)
 

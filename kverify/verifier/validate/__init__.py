@@ -123,7 +123,7 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
     try:
         kernel = module.kernel(kernel_name)
     except KeyError as e:
-        raise KernelError(e.args[0], file, 0, 0) from None
+        raise KernelError(e.args[0], file, 1, 1) from None
     src = load(launch, file, kernel.name)  # a launch JSON (possibly a template) or a zoo manifest
     template = src.data
     ref = ref or src.reference
