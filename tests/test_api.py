@@ -114,7 +114,8 @@ def test_json_and_text_are_the_command_lines():
     text = _cli("check", RACY, "--launch", manifest).stdout
     strip = lambda s: re.sub(r"\d+\.\d\ds", "T", s)  # noqa: E731
     assert strip(str(rep)) == strip(text)
-    assert str(rep).startswith(f"{RACY}: kernel reduce_smem: VIOLATED\n")
+    assert str(rep).startswith("tests/zoo/reduce_smem/reduce_smem__missing_sync.cu:15:7: error[race.shared]: ")
+    assert f"\n{RACY}: kernel reduce_smem: VIOLATED\n" in str(rep)
 
 
 def test_sarif_has_a_result_per_finding_and_unknown_obligation():
