@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -26,10 +27,32 @@ def zoo_variants():
     return out
 
 
+#: zoo families every zoo-wide sweep runs on in the fast subset (``-m "not slow"``): a kernel
+#: without synchronization objects, a barrier reduction, an mbarrier/bulk-copy pipeline, a TMA
+#: store. The sweep over every other family is marked ``slow``; the full suite (.ci/run)
+#: runs it all.
+FAST_FAMILIES = frozenset({"vadd", "reduce_smem", "bulk_pipeline", "tma_store"})
+_FAMILIES = frozenset(p.name for p in ZOO.iterdir() if p.is_dir())
+
+
+def zoo_family(item):
+    """The zoo family a parametrized test case runs on (``family/file`` or ``family-...`` at
+    the start of its id), else None."""
+    spec = getattr(item, "callspec", None)
+    if spec is None:
+        return None
+    head = re.split(r"[/\-]", spec.id, maxsplit=1)[0]
+    return head if head in _FAMILIES else None
+
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        family = zoo_family(item)
+        if family is not None and family not in FAST_FAMILIES:
+            item.add_marker(pytest.mark.slow)
     try:
         import subprocess
 
