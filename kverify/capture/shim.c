@@ -53,6 +53,7 @@ typedef struct {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int nogpu = 0;
+static int debug = 0;
 static char outdir[4096] = ".";
 static FILE *logf = NULL;
 static int module_count = 0;
@@ -80,6 +81,8 @@ __attribute__((constructor)) static void kv_init(void) {
   const char *d = getenv("KVERIFY_CAPTURE_DIR");
   const char *n = getenv("KVERIFY_CAPTURE_NOGPU");
   nogpu = n && n[0] == '1';
+  const char *g = getenv("KVERIFY_CAPTURE_DEBUG");
+  debug = g && g[0] == '1';
   if (d && *d) snprintf(outdir, sizeof outdir, "%s", d);
 }
 
@@ -868,6 +871,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
     }
     *pfn = NULL;
     if (status) *status = 1;
+    if (debug) fprintf(stderr, "kverify capture (no GPU): driver symbol %s not provided\n", symbol);
     return CUDA_ERROR_NOT_FOUND;
   }
   CUresult (*r)(const char *, void **, int, cuuint64_t, int *) =
@@ -891,6 +895,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
  * LD_PRELOAD definition does not reach: hand out ours for the symbols we interpose. */
 void *dlsym(void *handle, const char *symbol) {
   void *r = rdlsym(handle, symbol);
+  if (debug && symbol[0] == 'c' && symbol[1] == 'u') fprintf(stderr, "kverify capture: dlsym %s -> %p\n", symbol, r);
   if (!r || symbol[0] != 'c' || symbol[1] != 'u' || handle == RTLD_NEXT || handle == RTLD_DEFAULT) return r;
   static const struct { const char *name; int slot; int ptds; } direct[] = {
       {"cuGetProcAddress_v2", S_GETPROC, 0},

@@ -122,8 +122,8 @@ def module_ptx(outdir: Path, module: dict) -> tuple[str | None, str]:
 
 
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*(?:\.align\s+\d+\s+)?)?"
-                    r"([\w$.]+)\s*(?:\[(\d+)\])?")
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.(?!align)\w+\s+)*(?:\.align\s+\d+\s+)?)?"
+                    r"([A-Za-z_$%][\w$]*)\s*(?:\[(\d+)\])?")
 
 
 def ptx_params(ptx: str) -> dict[str, list[dict]]:
