@@ -24,7 +24,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
 if [ "$mode" = record ]; then
-  nvidia-smi -L || true
+  { nvidia-smi -L; nvcc --version | tail -1; } > "$dir/device.txt" || true
   bin=$dir/bin; mkdir -p "$bin"
   nvcc -O2 -o "$bin/host_driver" "$src/host_driver.cpp" -lcuda ||
     nvcc -O2 -o "$bin/host_driver" "$src/host_driver.cpp" -L/usr/local/cuda/lib64/stubs -lcuda
@@ -47,7 +47,9 @@ $py - "$dir" "$here/bench/results/capture.json" <<'PY'
 import json, subprocess, sys, time
 from pathlib import Path
 root, out = Path(sys.argv[1]), Path(sys.argv[2])
-result = {"directory": str(root), "runs": []}
+dev = root / "device.txt"
+result = {"recorded_on": dev.read_text().strip().splitlines() if dev.exists() else None,
+          "checked_with": "kverify check --format json --timeout 60 (this checkout)", "runs": []}
 for name in ("drv", "rt", "cutlass"):
     d = root / name
     if not (d / "index.json").exists():
@@ -62,6 +64,11 @@ for name in ("drv", "rt", "cutlass"):
         rec["params"] = [p.get("kind") for p in l["params"]]
         rec["param_bytes"] = sum(p["size"] for p in l["params"])
         rec["notes"] = l["notes"]
+        fields = {str(p["index"]): [{"offset": f["offset"], "kind": "tensormap" if "tensormap" in f else "pointer",
+                                     "to": (f["tensormap"] if "tensormap" in f else f["pointer"])} for f in p["fields"]]
+                  for p in l["params"] if p.get("fields")}
+        if fields:
+            rec["struct_fields"] = fields
         key = (l["kernel"], tuple(l["grid"]), tuple(l["block"]))
         if l.get("ptx") and key not in seen:
             seen.add(key)
@@ -69,10 +76,10 @@ for name in ("drv", "rt", "cutlass"):
             cmd = [sys.executable, "-m", "kverify", "check", str(d / l["ptx"]), "--kernel", l["kernel"],
                    "--launch", str(d / l["spec"]), "--format", "json", "--timeout", "60"]
             try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
                 rc, so, se = r.returncode, r.stdout, r.stderr
             except subprocess.TimeoutExpired:
-                rc, so, se = None, "", "timed out after 900 s"
+                rc, so, se = None, "", "timed out after 300 s"
             rec["check"] = {"exit": rc, "seconds": round(time.time() - t, 1)}
             try:
                 rep = json.loads(so)

@@ -278,18 +278,20 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
         else:
             info["kind"] = "struct"
             spec["args"][key] = {"bytes": p["hex"]}
-            inside = []
-            for off in range(0, len(raw) - 7, 8):
-                v = int.from_bytes(raw[off:off + 8], "little")
-                a = _find_alloc(allocs, v) if v else None
-                if a:
-                    inside.append({"offset": off, "pointer": alloc_names[(pid, a[0])], "byte_offset": v - a[0],
-                                   "allocation_size": a[1]})
+            inside, in_map = [], set()
             for off in range(0, len(raw) - 127, 64):
                 h = raw[off:off + 128].hex()
                 if h in tmaps:
                     ts, why = _tensormap_spec(tmaps[h], allocs, alloc_names, pid, {})
                     inside.append({"offset": off, "tensormap": ts or why})
+                    in_map.update(range(off, off + 128))
+            for off in range(0, len(raw) - 7, 8):
+                v = int.from_bytes(raw[off:off + 8], "little")
+                a = _find_alloc(allocs, v) if v and off not in in_map else None
+                if a:
+                    inside.append({"offset": off, "pointer": alloc_names[(pid, a[0])], "byte_offset": v - a[0],
+                                   "allocation_size": a[1]})
+            inside.sort(key=lambda f: f["offset"])
             if inside:
                 info["fields"] = inside
         pinfo.append(info)
