@@ -21,6 +21,9 @@ def add_parser(sub):
     s.add_argument("--rebuild", action="store_true", help="rebuild the shim even if the cache has it")
     s.add_argument("--limit", type=int, default=1000, help="write specs for at most N launches (default 1000)")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--print-libdir", action="store_true",
+                   help="build the shim, print the directory where it is libcuda.so (to link a program against "
+                        "for --no-gpu) and exit")
     s.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
     s.set_defaults(func=cmd_capture)
     return s
@@ -31,6 +34,14 @@ def cmd_capture(args) -> int:
     from .run import run
     from .specs import write_specs
 
+    if args.print_libdir:
+        from .build import nogpu_libdir, shim_path
+        try:
+            print(nogpu_libdir(shim_path(args.rebuild)))
+        except BuildError as e:
+            print(f"kverify capture: error: {e}", file=sys.stderr)
+            return 2
+        return 0
     argv = list(args.command)
     if argv and argv[0] == "--":
         argv = argv[1:]

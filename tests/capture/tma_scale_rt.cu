@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <vector>
-#include "tma_scale.cuh"
+#include "tma_scale.cu"
 
 typedef CUresult (*encode_t)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
