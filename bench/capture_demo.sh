@@ -12,7 +12,7 @@
 # Environment: CUTLASS_SOURCE (default: <site-packages>/cutlass_library/source of `pip install
 # nvidia-cutlass==4.2.0.0`), CURAND_INCLUDE (where curand_kernel.h is, when the CUDA toolkit lacks
 # it), GEMM48 (an already built example 48 binary: skips its compilation), PYTHON (default python3),
-# KVERIFY_PYTHONPATH (prepended to PYTHONPATH, a checkout of kverify).
+# KVERIFY_PYTHONPATH (prepended to PYTHONPATH, a checkout of kverify), RESULTS (check's output file).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:?usage: capture_demo.sh record|check DIR}
@@ -43,13 +43,13 @@ if [ "$mode" = record ]; then
 fi
 
 [ "$mode" = check ] || { echo "unknown mode $mode" >&2; exit 2; }
-$py - "$dir" "$here/bench/results/capture.json" <<'PY'
-import json, subprocess, sys, time
+$py - "$dir" "${RESULTS:-$here/bench/results/capture.json}" <<'PY'
+import json, os, subprocess, sys, time
 from pathlib import Path
 root, out = Path(sys.argv[1]), Path(sys.argv[2])
 dev = root / "device.txt"
 result = {"recorded_on": dev.read_text().strip().splitlines() if dev.exists() else None,
-          "checked_with": "kverify check --format json --timeout 60 (this checkout)", "runs": []}
+          "checked_with": "kverify check --format json --timeout 60 from " + (os.environ.get("KVERIFY_PYTHONPATH") or "this checkout"), "runs": []}
 for name in ("drv", "rt", "cutlass"):
     d = root / name
     if not (d / "index.json").exists():

@@ -95,9 +95,10 @@ def test_spec_from_synthetic_records(tmp_path):
     spec = json.loads((tmp_path / "launch_42_0000_k.json").read_text())
     assert spec == {
         "kernel": "k", "grid": [4, 2, 1], "block": [128, 1, 1], "cluster": [2, 1, 1], "dynamic_smem": 1024,
-        "args": {"2": -3, "3": 1.5, "4": {"bytes": (7).to_bytes(8, "little").hex() + (0x7F0000100010).to_bytes(8, "little").hex()},
+        "args": {"2": -3, "3": 1.5, "4": {"struct": {"0": {"u64": 7}, "8": {"ptr": {"buffer": "alloc1", "offset": 16}}}},
                  "5": 12345},
-        "buffers": {"alloc0": {"dtype": "bfloat16", "shape": [2048]}, "1": {"dtype": "uint8", "shape": [768]}},
+        "buffers": {"alloc0": {"dtype": "bfloat16", "shape": [2048]}, "alloc1": {"dtype": "uint8", "shape": [1024]},
+                    "1": {"dtype": "uint8", "shape": [768]}},
         "tensormaps": {"0": {"dtype": "bfloat16", "shape": [64, 32], "box": [8, 16], "strides": [64],
                              "swizzle": "64B", "oob_fill": "zero", "buffer": "alloc0"}},
     }
@@ -109,6 +110,27 @@ def test_spec_from_synthetic_records(tmp_path):
     assert l["params"][4]["fields"] == [{"offset": 8, "pointer": "alloc1", "byte_offset": 16, "allocation_size": 1024}]
     assert "parameter 1: points 256 bytes into alloc1; its buffer is the 768 bytes from there to the allocation's end" in l["notes"]
     assert l["check"].endswith(f"--kernel k --launch {tmp_path / 'launch_42_0000_k.json'}")
+
+
+def test_struct_with_a_tensor_map_inside_is_written_typed_and_a_plain_struct_as_bytes():
+    tm = {"api": "cuTensorMapEncodeTiled", "dtype": 7, "rank": 2, "addr": 0x1000, "dims": [64, 32], "strides": [256],
+          "box": [32, 8], "element_strides": [1, 1], "interleave": 0, "swizzle": 3, "oob_fill": 0}
+    allocs = {0x1000: 8192}
+    names = {(1, 0x1000): "alloc0"}
+    mp = bytes(range(128))
+    raw = (5).to_bytes(4, "little") + bytes(60) + mp + (0x1000 + 64).to_bytes(8, "little") + b"\x01\x02\x03"
+    buffers = {}
+    inside = [{"offset": 64, "tensormap": specs._tensormap_spec(tm, allocs, names, 1, buffers)[0]},
+              {"offset": 192, "pointer": "alloc0", "byte_offset": 64, "allocation_size": 8192}]
+    v = specs._struct_value(raw, inside, buffers, allocs, 1, names)
+    assert v == {"struct": {
+        "0": {"u64": 5},
+        "64": {"tensormap": {"dtype": "float32", "shape": [32, 64], "box": [8, 32], "strides": [256],
+                             "swizzle": "128B", "oob_fill": "zero", "buffer": "alloc0"}},
+        "192": {"ptr": {"buffer": "alloc0", "offset": 64}},
+        "200": {"u16": 0x0201}, "202": {"u8": 3}}}
+    assert buffers == {"alloc0": {"dtype": "float32", "shape": [2048]}}
+    assert specs._struct_value(b"\x01" * 12, [], {}, allocs, 1, names) == {"bytes": "01" * 12}
 
 
 def test_spec_without_ptx_notes_what_is_missing(tmp_path):

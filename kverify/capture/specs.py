@@ -10,8 +10,10 @@ Standard library only (see build.py). Per launch, each parameter becomes:
   covers that allocation);
 - a scalar (``args``) when it is at most 8 bytes, decoded with its PTX type when the module's
   PTX is known (unsigned little-endian otherwise);
-- ``{"bytes": hex}`` otherwise (a by-value struct), with the pointers and tensor maps found
-  inside it listed in the index.
+- otherwise (a by-value struct) ``{"bytes": hex}``, or, when 8-byte aligned words inside it
+  point into allocations or 64-byte aligned runs equal recorded tensor maps, the typed form
+  ``{"struct": {offset: field}}`` with those pointers (into buffers ``allocN``) and tensor maps
+  and the remaining bytes as unsigned fields; the index lists what was found.
 """
 from __future__ import annotations
 
@@ -221,12 +223,53 @@ def _tensormap_spec(tm: dict, allocs, alloc_names, pid, buffers) -> tuple[dict |
     old = buffers.get(name)
     if old is None or old["dtype"] == "uint8":
         buffers[name] = {"dtype": dtype, "shape": [max(size // esize, 1)]}
+    # the driver takes any stride for a dimension of extent 1 (CUTLASS passes 0 for a batch of
+    # one); its value is never used, so give it the packed one, which the launch spec accepts
+    strides = list(tm["strides"])
+    for i, st in enumerate(strides):
+        if st == 0 and tm["dims"][i + 1] == 1:
+            inner = strides[i - 1] if i else esize
+            strides[i] = -(-inner * tm["dims"][i] // 16) * 16
     spec = {"dtype": dtype, "shape": list(reversed(tm["dims"])), "box": list(reversed(tm["box"])),
-            "strides": list(reversed(tm["strides"])), "swizzle": SWIZZLE[tm["swizzle"]],
+            "strides": list(reversed(strides)), "swizzle": SWIZZLE[tm["swizzle"]],
             "oob_fill": OOB.get(tm.get("oob_fill", 0), "zero"), "buffer": name}
     if any(e != 1 for e in tm.get("element_strides") or []):
         spec["elem_strides"] = list(reversed(tm["element_strides"]))
     return spec, None
+
+
+def _struct_value(raw: bytes, inside: list, buffers: dict, allocs, pid, alloc_names) -> dict:
+    """A by-value struct: ``{"bytes": hex}``, or, when pointers or tensor maps were found in it,
+    the typed form ``{"struct": {offset: field}}`` -- the pointers as ``{"ptr": {"buffer": allocN,
+    "offset": n}}`` (each allocation a buffer of its own), the maps as ``{"tensormap": ...}``,
+    every other nonzero byte as an unsigned field of the widest aligned size."""
+    ptrs = [f for f in inside if "pointer" in f]
+    maps = [f for f in inside if isinstance(f.get("tensormap"), dict)]
+    if not ptrs and not maps:
+        return {"bytes": raw.hex()}
+    fields, covered = {}, set()
+    for f in maps:
+        fields[f["offset"]] = {"tensormap": f["tensormap"]}
+        covered.update(range(f["offset"], f["offset"] + 128))
+    for f in ptrs:
+        name = f["pointer"]
+        if name not in buffers:
+            buffers[name] = {"dtype": "uint8", "shape": [max(f["allocation_size"], 1)]}
+        fields[f["offset"]] = {"ptr": {"buffer": name, "offset": f["byte_offset"]} if f["byte_offset"] else name}
+        covered.update(range(f["offset"], f["offset"] + 8))
+    off = 0
+    while off < len(raw):
+        for width, kind in ((8, "u64"), (4, "u32"), (2, "u16"), (1, "u8")):
+            if off % width == 0 and off + width <= len(raw) and not covered.intersection(range(off, off + width)):
+                break
+        else:
+            off += 1
+            continue
+        v = int.from_bytes(raw[off:off + width], "little")
+        if v:
+            fields[off] = {kind: v}
+        off += width
+    return {"struct": {str(k): fields[k] for k in sorted(fields)}}
 
 
 def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries) -> dict:
@@ -277,12 +320,11 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
                 notes.append(f"parameter {i}: 8 bytes in no recorded allocation, taken as an integer")
         else:
             info["kind"] = "struct"
-            spec["args"][key] = {"bytes": p["hex"]}
             inside, in_map = [], set()
             for off in range(0, len(raw) - 127, 64):
                 h = raw[off:off + 128].hex()
                 if h in tmaps:
-                    ts, why = _tensormap_spec(tmaps[h], allocs, alloc_names, pid, {})
+                    ts, why = _tensormap_spec(tmaps[h], allocs, alloc_names, pid, spec["buffers"])
                     inside.append({"offset": off, "tensormap": ts or why})
                     in_map.update(range(off, off + 128))
             for off in range(0, len(raw) - 7, 8):
@@ -294,6 +336,7 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
             inside.sort(key=lambda f: f["offset"])
             if inside:
                 info["fields"] = inside
+            spec["args"][key] = _struct_value(raw, inside, spec["buffers"], allocs, pid, alloc_names)
         pinfo.append(info)
     for key, base, size, addr in pointer_bufs:
         dt = spec["buffers"].get(alloc_names[(pid, base)], {}).get("dtype", "uint8")
