@@ -6,10 +6,9 @@ from .cli import add_parser
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kverify.capture")
-    sub = p.add_subparsers(dest="cmd")
-    add_parser(sub)
-    args = p.parse_args(["capture", *(sys.argv[1:] if argv is None else argv)])
+    s = add_parser(argparse.ArgumentParser().add_subparsers())
+    s.prog = "python -m kverify.capture"
+    args = s.parse_args(sys.argv[1:] if argv is None else argv)
     return args.func(args)
 
 
