@@ -76,7 +76,7 @@ for name in ("drv", "rt", "cutlass"):
             cmd = [sys.executable, "-m", "kverify", "check", str(d / l["ptx"]), "--kernel", l["kernel"],
                    "--launch", str(d / l["spec"]), "--format", "json", "--timeout", "60"]
             try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=root)
                 rc, so, se = r.returncode, r.stdout, r.stderr
             except subprocess.TimeoutExpired:
                 rc, so, se = None, "", "timed out after 300 s"
