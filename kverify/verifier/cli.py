@@ -407,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .validate.cli import add_parser as _add_validate  # kverify validate: GPU runs vs a reference
 
     _add_validate(sub)
+    from kverify.capture.cli import add_parser as _add_capture  # kverify capture: record a program's launches
+
+    _add_capture(sub)
     _add_equiv(sub)
     return p
 

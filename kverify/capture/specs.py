@@ -1,0 +1,365 @@
+"""Turning the shim's records into launch specs (the ``kverify.launch`` JSON form) and an index.
+
+Standard library only (see build.py). Per launch, each parameter becomes:
+
+- a tensor map (``tensormaps``) when it is 128 bytes equal to a map recorded at
+  ``cuTensorMapEncodeTiled``, its global memory a named buffer ``allocN`` (the allocation it
+  points into), its shape, box, strides and swizzle from the encode call;
+- a buffer (``buffers``) when it is 8 bytes equal to an address inside a live allocation, sized
+  from the pointer to the allocation's end, dtype ``uint8`` (or the tensor map's, when a map
+  covers that allocation);
+- a scalar (``args``) when it is at most 8 bytes, decoded with its PTX type when the module's
+  PTX is known (unsigned little-endian otherwise);
+- otherwise (a by-value struct) ``{"bytes": hex}``, or, when 8-byte aligned words inside it
+  point into allocations or 64-byte aligned runs equal recorded tensor maps, the typed form
+  ``{"struct": {offset: field}}`` with those pointers (into buffers ``allocN``) and tensor maps
+  and the remaining bytes as unsigned fields; the index lists what was found.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+SCHEMA = "kverify.capture/1"
+
+#: CUtensorMapDataType -> dtype name of kverify.launch.dtypes (TF32 kinds are stored as float32)
+TMAP_DTYPES = {0: "uint8", 1: "uint16", 2: "uint32", 3: "int32", 4: "uint64", 5: "int64", 6: "float16",
+               7: "float32", 8: "float64", 9: "bfloat16", 10: "float32", 11: "float32", 12: "float32"}
+SWIZZLE = {0: "none", 1: "32B", 2: "64B", 3: "128B"}
+OOB = {0: "zero", 1: "nan"}
+ITEMSIZE = {"uint8": 1, "uint16": 2, "uint32": 4, "int32": 4, "uint64": 8, "int64": 8, "float16": 2,
+            "float32": 4, "float64": 8, "bfloat16": 2}
+
+
+def read_records(outdir: Path) -> list[dict]:
+    recs = []
+    for f in sorted(outdir.glob("records.*.jsonl")):
+        pid = int(f.name.split(".")[1])
+        for line in f.read_text().splitlines():
+            line = line.strip()
+            if line:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:  # a line cut short by a crash
+                    continue
+                r["pid"] = pid
+                recs.append(r)
+    return recs
+
+
+# ---------------------------------------------------------------- PTX from module images
+
+def _fatbin_ptx(data: bytes) -> tuple[str | None, str]:
+    """The embedded PTX of a fatbin when it is stored uncompressed, else ``None`` and why."""
+    if len(data) < 16 or struct.unpack_from("<I", data, 0)[0] != 0xBA55ED50:
+        return None, "not a fatbin"
+    hsize = struct.unpack_from("<H", data, 6)[0]
+    end = hsize + struct.unpack_from("<Q", data, 8)[0]
+    pos, kinds, best = hsize, [], None
+    while pos + 16 <= min(end, len(data)):
+        kind, _ver, ehsize, padded = struct.unpack_from("<HHII", data, pos)
+        if ehsize == 0:
+            break
+        payload = data[pos + ehsize:pos + ehsize + padded]
+        if kind == 1:
+            text = payload.rstrip(b"\0")
+            if b".entry" in text and (b".version" in text[:4096]):
+                try:
+                    t = text.decode()
+                except UnicodeDecodeError:
+                    t = None
+                if t is not None:
+                    arch = re.search(r"\.target\s+sm_(\d+)(a?)", t)
+                    rank = (int(arch.group(1)), arch.group(2)) if arch else (0, "")
+                    if best is None or rank > best[0]:
+                        best = (rank, t)
+            kinds.append("ptx (compressed)" if best is None else "ptx")
+        elif kind == 2:
+            kinds.append("cubin")
+        pos += ehsize + padded
+    if best:
+        return best[1], "fatbin's embedded PTX"
+    return None, f"fatbin holds {', '.join(kinds) or 'nothing readable'}"
+
+
+def _cuobjdump_ptx(path: Path) -> str | None:
+    exe = shutil.which("cuobjdump")
+    if not exe:
+        return None
+    try:
+        r = subprocess.run([exe, "-ptx", str(path)], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0 or ".entry" not in r.stdout:
+        return None
+    # cuobjdump prints one "ptxasOptions"/header block per PTX file; keep the last (highest) one
+    parts = re.split(r"\n(?=\.version\s)", r.stdout)
+    texts = [p[p.index(".version"):] if ".version" in p else p for p in parts if ".entry" in p]
+    return texts[-1] if texts else None
+
+
+def module_ptx(outdir: Path, module: dict) -> tuple[str | None, str]:
+    """(PTX file name in ``outdir`` or None, how it was obtained / why not)."""
+    f = module.get("file")
+    if not f:
+        return None, "module image not recorded"
+    path = outdir / f
+    if module["kind"] == "ptx":
+        return f, "loaded as PTX text"
+    data = path.read_bytes() if path.exists() else b""
+    text, why = (None, "cubin: machine code only, no PTX") if module["kind"] == "cubin" else _fatbin_ptx(data)
+    if text is None and module["kind"] == "fatbin":
+        text = _cuobjdump_ptx(path)
+        if text is not None:
+            why = "fatbin's embedded PTX (cuobjdump)"
+    if text is None:
+        return None, why + "; pass the kernel's PTX to kverify check yourself"
+    name = Path(f).with_suffix(".ptx").name
+    (outdir / name).write_text(text)
+    return name, why
+
+
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.S)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.(?!align)\w+\s+)*(?:\.align\s+\d+\s+)?)?"
+                    r"([A-Za-z_$%][\w$]*)\s*(?:\[(\d+)\])?")
+
+
+def ptx_params(ptx: str) -> dict[str, list[dict]]:
+    """Per ``.entry``: its parameters' names, PTX types and element counts."""
+    out = {}
+    for m in _ENTRY.finditer(ptx):
+        ps = []
+        for p in _PARAM.finditer(m.group(2)):
+            ps.append({"name": p.group(3), "type": p.group(2), "count": int(p.group(4) or 1)})
+        out[m.group(1)] = ps
+    return out
+
+
+def _scalar(raw: bytes, ptype: str | None):
+    if ptype and ptype[0] == "f" and len(raw) in (4, 8):
+        return struct.unpack("<f" if len(raw) == 4 else "<d", raw)[0]
+    v = int.from_bytes(raw, "little", signed=bool(ptype and ptype[0] == "s"))
+    return v
+
+
+# ---------------------------------------------------------------- specs
+
+def _safe(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.-]", "_", name or "unnamed")
+    return s[:80]
+
+
+def write_specs(outdir: Path, command: list[str] | None = None, limit: int = 1000) -> dict:
+    """Reads the records in ``outdir``, writes ``launch_<pid>_<seq>_<kernel>.json`` per launch
+    and ``index.json``; returns the index."""
+    recs = read_records(outdir)
+    modules, ptx_of, ptx_why, entries = {}, {}, {}, {}
+    live: dict[tuple, dict[int, int]] = {}  # pid -> {base: size}
+    alloc_names: dict[tuple, str] = {}
+    tmaps: dict[str, dict] = {}
+    launches, notes = [], []
+    nalloc = 0
+    for r in recs:
+        pid = r["pid"]
+        t = r.get("type")
+        if t == "module":
+            modules[(pid, r["id"])] = r
+        elif t == "alloc":
+            live.setdefault(pid, {})[r["ptr"]] = r["size"]
+            alloc_names[(pid, r["ptr"])] = f"alloc{nalloc}"
+            nalloc += 1
+        elif t == "free":
+            live.get(pid, {}).pop(r["ptr"], None)
+        elif t == "tensormap":
+            tmaps[r["map"]] = r
+        elif t == "launch":
+            if len(launches) >= limit:
+                notes.append(f"launches after the first {limit} not written (--limit)")
+                break
+            launches.append((r, dict(live.get(pid, {}))))
+    index = {"schema": SCHEMA, "command": command, "directory": str(outdir), "launches": [],
+             "modules": [], "tensormaps": len(tmaps), "allocations": nalloc, "notes": sorted(set(notes))}
+    for key, m in sorted(modules.items()):
+        f, why = module_ptx(outdir, m)
+        ptx_of[key], ptx_why[key] = f, why
+        if f:
+            entries[key] = ptx_params((outdir / f).read_text())
+        index["modules"].append({"pid": key[0], "id": key[1], "api": m["api"], "kind": m["kind"],
+                                 "image": m.get("file"), "ptx": f, "ptx_note": why})
+    for r, allocs in launches:
+        index["launches"].append(_launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why,
+                                              entries))
+    (outdir / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    return index
+
+
+def _find_alloc(allocs: dict[int, int], addr: int):
+    for base, size in allocs.items():
+        if base <= addr < base + max(size, 1):
+            return base, size
+    return None
+
+
+def _tensormap_spec(tm: dict, allocs, alloc_names, pid, buffers) -> tuple[dict | None, str | None]:
+    dtype = TMAP_DTYPES.get(tm["dtype"])
+    if dtype is None:
+        return None, f"tensor map data type {tm['dtype']} has no kverify dtype"
+    if tm["api"] != "cuTensorMapEncodeTiled":
+        return None, "im2col tensor maps are not in the launch spec form"
+    if tm["swizzle"] not in SWIZZLE or tm.get("interleave", 0) != 0:
+        return None, f"tensor map swizzle {tm['swizzle']} / interleave {tm.get('interleave')} not in the launch spec form"
+    a = _find_alloc(allocs, tm["addr"])
+    if a is None:
+        return None, f"tensor map's global address {tm['addr']:#x} is in no recorded allocation"
+    base, size = a
+    if tm["addr"] != base:
+        return None, f"tensor map's global address is {tm['addr'] - base} bytes into its allocation"
+    name = alloc_names[(pid, base)]
+    esize = ITEMSIZE[dtype]
+    old = buffers.get(name)
+    if old is None or old["dtype"] == "uint8":
+        buffers[name] = {"dtype": dtype, "shape": [max(size // esize, 1)]}
+    # the driver takes any stride for a dimension of extent 1 (CUTLASS passes 0 for a batch of
+    # one); its value is never used, so give it the packed one, which the launch spec accepts
+    strides = list(tm["strides"])
+    for i, st in enumerate(strides):
+        if st == 0 and tm["dims"][i + 1] == 1:
+            inner = strides[i - 1] if i else esize
+            strides[i] = -(-inner * tm["dims"][i] // 16) * 16
+    spec = {"dtype": dtype, "shape": list(reversed(tm["dims"])), "box": list(reversed(tm["box"])),
+            "strides": list(reversed(strides)), "swizzle": SWIZZLE[tm["swizzle"]],
+            "oob_fill": OOB.get(tm.get("oob_fill", 0), "zero"), "buffer": name}
+    if any(e != 1 for e in tm.get("element_strides") or []):
+        spec["elem_strides"] = list(reversed(tm["element_strides"]))
+    return spec, None
+
+
+def _struct_value(raw: bytes, inside: list, buffers: dict, allocs, pid, alloc_names) -> dict:
+    """A by-value struct: ``{"bytes": hex}``, or, when pointers or tensor maps were found in it,
+    the typed form ``{"struct": {offset: field}}`` -- the pointers as ``{"ptr": {"buffer": allocN,
+    "offset": n}}`` (each allocation a buffer of its own), the maps as ``{"tensormap": ...}``,
+    every other nonzero byte as an unsigned field of the widest aligned size."""
+    ptrs = [f for f in inside if "pointer" in f]
+    maps = [f for f in inside if isinstance(f.get("tensormap"), dict)]
+    if not ptrs and not maps:
+        return {"bytes": raw.hex()}
+    fields, covered = {}, set()
+    for f in maps:
+        fields[f["offset"]] = {"tensormap": f["tensormap"]}
+        covered.update(range(f["offset"], f["offset"] + 128))
+    for f in ptrs:
+        name = f["pointer"]
+        if name not in buffers:
+            buffers[name] = {"dtype": "uint8", "shape": [max(f["allocation_size"], 1)]}
+        fields[f["offset"]] = {"ptr": {"buffer": name, "offset": f["byte_offset"]} if f["byte_offset"] else name}
+        covered.update(range(f["offset"], f["offset"] + 8))
+    off = 0
+    while off < len(raw):
+        for width, kind in ((8, "u64"), (4, "u32"), (2, "u16"), (1, "u8")):
+            if off % width == 0 and off + width <= len(raw) and not covered.intersection(range(off, off + width)):
+                break
+        else:
+            off += 1
+            continue
+        v = int.from_bytes(raw[off:off + width], "little")
+        if v:
+            fields[off] = {kind: v}
+        off += width
+    return {"struct": {str(k): fields[k] for k in sorted(fields)}}
+
+
+def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries) -> dict:
+    pid = r["pid"]
+    name = r.get("name")
+    mkey = (pid, r.get("module", -1))
+    ptx = ptx_of.get(mkey)
+    pparams = (entries.get(mkey) or {}).get(name) if name else None
+    spec = {"kernel": name, "grid": r["grid"], "block": r["block"], "cluster": r["cluster"], "args": {},
+            "buffers": {}, "tensormaps": {}}
+    if r.get("dynamic_smem"):
+        spec["dynamic_smem"] = r["dynamic_smem"]
+    notes, pinfo = [], []
+    if name is None:
+        notes.append("the launched function's name is unknown (no cuFuncGetName and not seen at cuModuleGetFunction)")
+    if r.get("params") is None:
+        notes.append("parameter sizes unknown (no cuFuncGetParamInfo and no PTX): parameters not recorded")
+    pointer_bufs = []
+    for i, p in enumerate(r.get("params") or []):
+        key = str(i)
+        ptype = pparams[i]["type"] if pparams and i < len(pparams) else None
+        info = {"index": i, "offset": p["offset"], "size": p["size"]}
+        if pparams and i < len(pparams):
+            info["ptx_name"] = pparams[i]["name"]
+        raw = bytes.fromhex(p["hex"]) if p.get("hex") else None
+        if raw is None:
+            info["kind"] = "unrecorded"
+            notes.append(f"parameter {i}: bytes not recorded")
+        elif len(raw) == 128 and p["hex"] in tmaps:
+            tm = tmaps[p["hex"]]
+            ts, why = _tensormap_spec(tm, allocs, alloc_names, pid, spec["buffers"])
+            info["kind"] = "tensormap"
+            info["encode"] = {k: tm[k] for k in tm if k not in ("map", "type", "pid")}
+            if ts:
+                spec["tensormaps"][key] = ts
+            else:
+                spec["args"][key] = {"bytes": p["hex"]}
+                notes.append(f"parameter {i}: {why}; given as bytes")
+        elif len(raw) == 8 and (ptype is None or ptype in ("u64", "b64", "s64")) and _find_alloc(allocs, int.from_bytes(raw, "little")):
+            addr = int.from_bytes(raw, "little")
+            base, size = _find_alloc(allocs, addr)
+            info.update(kind="pointer", allocation=alloc_names[(pid, base)], byte_offset=addr - base)
+            pointer_bufs.append((key, base, size, addr))
+        elif len(raw) <= 8:
+            info["kind"] = "scalar"
+            spec["args"][key] = _scalar(raw, ptype)
+            if ptype is None and len(raw) == 8 and int.from_bytes(raw, "little"):
+                notes.append(f"parameter {i}: 8 bytes in no recorded allocation, taken as an integer")
+        else:
+            info["kind"] = "struct"
+            inside, in_map = [], set()
+            for off in range(0, len(raw) - 127, 64):
+                h = raw[off:off + 128].hex()
+                if h in tmaps:
+                    ts, why = _tensormap_spec(tmaps[h], allocs, alloc_names, pid, spec["buffers"])
+                    inside.append({"offset": off, "tensormap": ts or why})
+                    in_map.update(range(off, off + 128))
+            for off in range(0, len(raw) - 7, 8):
+                v = int.from_bytes(raw[off:off + 8], "little")
+                a = _find_alloc(allocs, v) if v and off not in in_map else None
+                if a:
+                    inside.append({"offset": off, "pointer": alloc_names[(pid, a[0])], "byte_offset": v - a[0],
+                                   "allocation_size": a[1]})
+            inside.sort(key=lambda f: f["offset"])
+            if inside:
+                info["fields"] = inside
+            spec["args"][key] = _struct_value(raw, inside, spec["buffers"], allocs, pid, alloc_names)
+        pinfo.append(info)
+    for key, base, size, addr in pointer_bufs:
+        dt = spec["buffers"].get(alloc_names[(pid, base)], {}).get("dtype", "uint8")
+        es = ITEMSIZE.get(dt, 1)
+        n = (base + size - addr) // es
+        spec["buffers"][key] = {"dtype": dt, "shape": [max(n, 1)]}
+        if addr != base:
+            notes.append(f"parameter {key}: points {addr - base} bytes into {alloc_names[(pid, base)]}; "
+                         f"its buffer is the {base + size - addr} bytes from there to the allocation's end")
+    seen_bases = {alloc_names[(pid, b)] for _, b, _, _ in pointer_bufs}
+    shared = [n for n in spec["buffers"] if n.startswith("alloc") and n in seen_bases]
+    if shared:
+        notes.append(f"{', '.join(shared)}: reached both through a pointer parameter and a tensor map; "
+                     "the spec gives them separate buffers (aliasing is not expressed)")
+    if not spec["tensormaps"]:
+        del spec["tensormaps"]
+    fname = f"launch_{pid}_{r['seq']:04d}_{_safe(name)}.json"
+    (outdir / fname).write_text(json.dumps(spec, indent=1) + "\n")
+    m = modules.get(mkey)
+    out = {"seq": r["seq"], "pid": pid, "api": r["api"], "kernel": name, "spec": fname, "ptx": ptx,
+           "ptx_note": ptx_why.get(mkey) if m else "module not recorded (loaded before capture, or by another path)",
+           "grid": r["grid"], "block": r["block"], "cluster": r["cluster"], "dynamic_smem": r.get("dynamic_smem", 0),
+           "param_source": r.get("param_source"), "params": pinfo, "notes": notes}
+    if ptx and name:
+        out["check"] = f"kverify check {outdir / ptx} --kernel {name} --launch {outdir / fname}"
+    return out
