@@ -265,6 +265,7 @@ def _side(body, name):
     return Side(f"{name}.ptx", m, k, LaunchSpec.from_dict(LAUNCH))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["int", "bitexact"])
 def test_symbolic_carry_chain_is_proved_equal_to_64_bit_arithmetic(model):
     r = check_pair(_side(CHAIN + EXTRA, "chain"), _side(WIDE + EXTRA, "wide"), model=model, timeout_s=60)

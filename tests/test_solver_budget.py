@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import z3
 
 from kverify.launch import LaunchSpec
@@ -50,6 +51,7 @@ def _verdicts():
     return out
 
 
+@pytest.mark.slow
 def test_verdicts_do_not_change_under_cpu_load():
     quiet = _verdicts()
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]

@@ -151,6 +151,7 @@ def programs(draw):
     return kw
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
