@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kverify.semantics.ir import KernelError
 
+from . import schema
 from .spec import LaunchSpec
 
 REQUIRED = "--launch SPEC is required (a launch JSON or a zoo manifest.json)"
@@ -189,21 +190,30 @@ def instantiate(template: dict, values: dict | None = None, path: str = "<launch
     if "args" in d or args:
         d["args"] = args
 
-    def each(v, where):
+    def one(x, keys):
+        if isinstance(x, str) and x.strip().isidentifier() and x.strip() not in env and x.strip() not in _FUNCS:
+            # a word that names nothing: a value of the wrong type, not an expression
+            nonneg = keys[0] in ("dynamic_smem", "shared_bytes") or any(k in ("shape", "strides") for k in keys)
+            raise KernelError(f"launch spec: {schema._keypath(keys)}: expected "
+                              f"{'a non-negative' if nonneg else 'a positive'} integer, got {schema._show(x)} "
+                              f"(not an expression over the args and symbols)", path, *schema.locate(path, keys))
+        return evaluate(x, env, schema._keypath(keys), path)
+
+    def each(v, keys):
         if isinstance(v, list):
-            return [evaluate(x, env, f"{where}[{i}]", path) for i, x in enumerate(v)]
-        return evaluate(v, env, where, path)
+            return [one(x, [*keys, i]) for i, x in enumerate(v)]
+        return one(v, keys)
 
     for key in ("grid", "block", "cluster", "dynamic_smem", "shared_bytes"):
         if key in d:
-            d[key] = each(d[key], key)
+            d[key] = each(d[key], [key])
     for sect in ("buffers", "tensormaps"):
         if not isinstance(d.get(sect) or {}, dict):
             continue
         for name, b in (d.get(sect) or {}).items():
             for fld in ("shape", "box", "strides"):
                 if isinstance(b, dict) and fld in b:
-                    b[fld] = each(b[fld], f"{sect}.{name}.{fld}")
+                    b[fld] = each(b[fld], [sect, name, fld])
     return d
 
 
