@@ -8,7 +8,9 @@
      "outputs": ["c"]}
 
 ``args``, ``buffers`` and ``tensormaps`` are keyed by parameter name (CUDA name when the
-source is known, PTX ``.param`` name otherwise) or by zero-based parameter position.
+source is known, PTX ``.param`` name otherwise) or by zero-based parameter position. A
+by-value parameter is an ``args`` entry ``{"bytes": "<hex>"}`` or ``{"struct": {"<offset>":
+FIELD}}`` (``params``). ``from_dict`` checks the whole spec against ``schema`` first.
 """
 from __future__ import annotations
 
