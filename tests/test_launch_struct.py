@@ -105,9 +105,13 @@ def test_raw_bytes_as_a_capture_records_them_run_the_same():
     assert np.all(r.outputs["y"][200:] == -1)
 
 
-def test_smt_race_proof_follows_struct_pointers_and_finds_the_race_through_one():
-    rc, obs = _check_json(COPY, _copy_launch({"struct": FIELDS}), "struct_copy")
+@pytest.mark.parametrize("kernel", ["struct_copy", "struct_copy_gc"])  # ld.param by symbol / through a register
+def test_smt_race_proof_follows_struct_pointers(kernel):
+    rc, obs = _check_json(COPY, _copy_launch({"struct": FIELDS}), kernel)
     assert rc == 0 and obs["race.global"]["status"] == "proved"
+
+
+def test_smt_race_check_finds_the_race_through_a_struct_pointer():
     rc, obs = _check_json(COPY, _copy_launch({"struct": FIELDS}), "struct_copy_race")
     assert rc == 1 and obs["race.global"]["status"] == "violated" and obs["race.global"]["rule"] == "race.global"
 

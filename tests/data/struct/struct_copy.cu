@@ -17,3 +17,12 @@ extern "C" __global__ void struct_copy_race(Args a) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < a.n) a.out[0] = a.in[i] * a.scale;
 }
+
+// struct_copy_gc: the same through a __grid_constant__ struct read by address (generic loads
+// from the parameter, as CUTLASS reads its Params).
+
+extern "C" __global__ void struct_copy_gc(const __grid_constant__ Args a) {
+  const Args* pa = &a;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < pa->n) pa->out[i] = pa->in[i] * pa->scale;
+}
