@@ -122,8 +122,9 @@ def test_pointer_in_raw_bytes_is_not_proved_race_free_by_the_smt_checker():
     rc, obs = _check_json(COPY, _copy_launch({"bytes": hexbytes}), "struct_copy")
     o = obs["race.global"]
     assert o["status"] == "bounded"  # the interpreter's run; the SMT proof could not follow the pointer
-    assert "st.global.f32 at struct_copy.cu:13: the global buffer this address points into cannot be " \
-           "determined" in o["message"]
+    assert "st.global.f32 at struct_copy.cu:13: the address is a pointer read out of by-value parameter a that " \
+           "the launch spec does not give as a struct pointer field (raw bytes, or an offset the walk cannot fix): " \
+           "not followed" in o["message"]
 
 
 def test_tensor_map_inside_a_grid_constant_struct_loads_its_tile():
