@@ -132,7 +132,7 @@ def test_cli_run_bad_launch_is_exit_2(tmp_path, capsys):
     bad.write_text('{"grid": [1], "block": [0]}')
     rc = main(["run", str(ZOO / "vadd" / "vadd.ptx"), "--launch", str(bad)])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith(f"{bad}:1:1: launch spec: block")
+    assert rc == 2 and err.startswith(f"{bad}:1:25: launch spec: block[0]: expected a positive integer (at most 2147483647), got 0")
 
 
 def test_cli_check_verdicts_and_json_schema(capsys):

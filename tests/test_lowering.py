@@ -23,7 +23,10 @@ from kverify.semantics.ir.types import Scalar
 
 from conftest import ZOO, needs_nvcc, zoo_ptx_files, zoo_variants
 
-ZOO_PTX = zoo_ptx_files()
+#: zoo families the lowering does not take yet, with the reason (each has a test of its error)
+NOT_LOWERED = {"struct_params": "by-value struct parameters: .param loads through a register (a "
+                                "__grid_constant__ struct's address) are not lowered"}
+ZOO_PTX = [p for p in zoo_ptx_files() if p.parent.name not in NOT_LOWERED]
 
 
 def _rel(p: Path) -> str:
@@ -57,6 +60,13 @@ class _Built(dict):
 @pytest.fixture(scope="module")
 def built_zoo():
     return _Built()
+
+
+def test_struct_params_family_is_not_lowered_with_a_clear_error():
+    m = load_module(str(ZOO / "struct_params" / "struct_params.ptx"))
+    with pytest.raises(LoweringError) as e:
+        lower_module(m)
+    assert str(e.value).endswith("ld.param.u64: .param access through a register cannot be lowered")
 
 
 def test_zoo_has_kernels_to_lower():
@@ -102,7 +112,7 @@ def test_every_instruction_of_a_zoo_kernel_is_an_inline_asm_statement(built_zoo)
     assert n_asm == n_instr
 
 
-CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"]]
+CORRECT = [(d, v) for d, v in zoo_variants() if v["correct"] and d.name not in NOT_LOWERED]
 
 
 @needs_nvcc
@@ -511,6 +521,8 @@ def _zoo_variant_kernel(fam: Path, v: dict):
 def test_ffi_source_for_every_zoo_variant_from_its_manifest():
     n = 0
     for fam, v in zoo_variants():
+        if fam.name in NOT_LOWERED:
+            continue
         m, k = _zoo_variant_kernel(fam, v)
         spec = spec_from_launch(k, v["launch"])
         src = ffi_source(m, k, spec)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kverify.semantics.ir import KernelError
 
+from . import schema
 from .spec import LaunchSpec
 
 REQUIRED = "--launch SPEC is required (a launch JSON or a zoo manifest.json)"
@@ -118,9 +119,11 @@ def evaluate(expr, env: dict, where: str = "launch", path: str = "<launch>"):
     """Value of a number or an expression string over ``env``."""
     if isinstance(expr, bool) or not isinstance(expr, str):
         return expr
+    if len(expr) > 1000:
+        raise KernelError(f"launch template: expression longer than 1000 characters ({where})", path, 1, 1)
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise KernelError(f"launch template: cannot parse expression {expr!r} ({where})", path, 1, 1) from None
 
     def ev(n):
@@ -146,10 +149,20 @@ def evaluate(expr, env: dict, where: str = "launch", path: str = "<launch>"):
                     raise KernelError(f"launch template: division by zero in {expr!r} ({where})", path, 1, 1) \
                         from None
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS and not n.keywords:
-            return _FUNCS[n.func.id](*[ev(x) for x in n.args])
+            xs = [ev(x) for x in n.args]
+            try:
+                return _FUNCS[n.func.id](*xs)
+            except (TypeError, ValueError, ZeroDivisionError):
+                raise KernelError(f"launch template: {n.func.id} takes two numbers in {expr!r} ({where})", path,
+                                  1, 1) from None
         raise KernelError(f"launch template: unsupported expression {expr!r} ({where})", path, 1, 1)
 
-    v = ev(tree)
+    try:
+        v = ev(tree)
+    except (RecursionError, OverflowError, TypeError, ValueError):
+        raise KernelError(f"launch template: cannot evaluate {expr[:80]!r} ({where})", path, 1, 1) from None
+    if isinstance(v, int) and abs(v) > 1 << 64:
+        raise KernelError(f"launch template: {expr[:80]!r} is out of range ({where})", path, 1, 1)
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
@@ -157,8 +170,15 @@ def instantiate(template: dict, values: dict | None = None, path: str = "<launch
     """A concrete launch dict: ``values`` override the template's ``symbols`` (or, for other
     names, its ``args``), and every expression is evaluated over the symbols and the
     integer args (args given as expressions are evaluated in order and join them)."""
+    if not isinstance(template, dict):
+        return template  # the schema (``LaunchSpec.from_dict``) rejects it
     d = copy.deepcopy({k: v for k, v in template.items() if k not in ("symbols", "fuzz")})
-    symbols = dict(template.get("symbols") or {})
+    symbols = template.get("symbols") or {}
+    if not isinstance(symbols, dict):
+        raise KernelError(f"launch spec: symbols: expected an object, got {symbols!r}"[:200], path, 1, 1)
+    symbols = dict(symbols)
+    if not isinstance(d.get("args") or {}, dict):
+        return d  # the schema rejects it, naming the key
     args = dict(d.get("args") or {})
     for k, v in (values or {}).items():
         (symbols if k in symbols else args)[k] = v
@@ -170,19 +190,30 @@ def instantiate(template: dict, values: dict | None = None, path: str = "<launch
     if "args" in d or args:
         d["args"] = args
 
-    def each(v, where):
+    def one(x, keys):
+        if isinstance(x, str) and x.strip().isidentifier() and x.strip() not in env and x.strip() not in _FUNCS:
+            # a word that names nothing: a value of the wrong type, not an expression
+            nonneg = keys[0] in ("dynamic_smem", "shared_bytes") or any(k in ("shape", "strides") for k in keys)
+            raise KernelError(f"launch spec: {schema._keypath(keys)}: expected "
+                              f"{'a non-negative' if nonneg else 'a positive'} integer, got {schema._show(x)} "
+                              f"(not an expression over the args and symbols)", path, *schema.locate(path, keys))
+        return evaluate(x, env, schema._keypath(keys), path)
+
+    def each(v, keys):
         if isinstance(v, list):
-            return [evaluate(x, env, f"{where}[{i}]", path) for i, x in enumerate(v)]
-        return evaluate(v, env, where, path)
+            return [one(x, [*keys, i]) for i, x in enumerate(v)]
+        return one(v, keys)
 
     for key in ("grid", "block", "cluster", "dynamic_smem", "shared_bytes"):
         if key in d:
-            d[key] = each(d[key], key)
+            d[key] = each(d[key], [key])
     for sect in ("buffers", "tensormaps"):
+        if not isinstance(d.get(sect) or {}, dict):
+            continue
         for name, b in (d.get(sect) or {}).items():
             for fld in ("shape", "box", "strides"):
                 if isinstance(b, dict) and fld in b:
-                    b[fld] = each(b[fld], f"{sect}.{name}.{fld}")
+                    b[fld] = each(b[fld], [sect, name, fld])
     return d
 
 

@@ -8,7 +8,9 @@
      "outputs": ["c"]}
 
 ``args``, ``buffers`` and ``tensormaps`` are keyed by parameter name (CUDA name when the
-source is known, PTX ``.param`` name otherwise) or by zero-based parameter position.
+source is known, PTX ``.param`` name otherwise) or by zero-based parameter position. A
+by-value parameter is an ``args`` entry ``{"bytes": "<hex>"}`` or ``{"struct": {"<offset>":
+FIELD}}`` (``params``). ``from_dict`` checks the whole spec against ``schema`` first.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from kverify.semantics.ir import KernelError
 
-from . import dtypes
+from . import dtypes, schema
 
 
 def _dim3(v, what, path):
@@ -31,12 +33,27 @@ def _dim3(v, what, path):
     return tuple(v) + (1,) * (3 - len(v))
 
 
-def _dtype_name(name, what, path) -> str:
+def _dtype_name(name, what, path, keys=()) -> str:
     """The canonical name of a buffer's or tensor map's dtype spelling."""
     r = dtypes.lookup(name)
     if r is None:
-        raise KernelError(f"launch spec: {what} has unknown dtype {name!r} (valid: {dtypes.names()})", path, 1, 1)
+        raise KernelError(f"launch spec: {what} has unknown dtype {name!r} (valid: {dtypes.names()})", path,
+                          *schema.locate(path, list(keys)))
     return r.name
+
+
+def _struct_dtypes(a, keys, path):
+    """An ``args`` value with the dtypes of the tensor maps of a by-value struct made canonical."""
+    if not (isinstance(a, dict) and "struct" in a):
+        return a
+    fields = {}
+    for off, f in a["struct"].items():
+        if "tensormap" in f:
+            t = f["tensormap"]
+            f = {"tensormap": {**t, "dtype": _dtype_name(t["dtype"], f"{'.'.join(keys)}.struct.{off}.tensormap",
+                                                         path, [*keys, "struct", off, "tensormap", "dtype"])}}
+        fields[off] = f
+    return {"struct": fields}
 
 
 @dataclass(frozen=True)
@@ -66,19 +83,19 @@ class LaunchSpec:
         extra = set(d) - known
         if extra:
             raise KernelError(f"launch spec: unknown key(s) {', '.join(sorted(extra))}", path, 1, 1)
+        schema.check(d, path)  # every key's type and shape, before anything runs
         buffers = {}
         for name, b in (d.get("buffers") or {}).items():
-            if not isinstance(b, dict) or "dtype" not in b or "shape" not in b:
-                raise KernelError(f"launch spec: buffer {name!r} needs dtype and shape", path, 1, 1)
-            buffers[name] = {**b, "dtype": _dtype_name(b["dtype"], f"buffer {name!r}", path)}
+            buffers[name] = {**b, "dtype": _dtype_name(b["dtype"], f"buffer {name!r}", path,
+                                                       ["buffers", name, "dtype"])}
         tensormaps = {}
         for name, t in (d.get("tensormaps") or {}).items():
-            if isinstance(t, dict) and "dtype" in t:
-                t = {**t, "dtype": _dtype_name(t["dtype"], f"tensor map {name!r}", path)}
-            tensormaps[name] = t
+            tensormaps[name] = {**t, "dtype": _dtype_name(t["dtype"], f"tensor map {name!r}", path,
+                                                          ["tensormaps", name, "dtype"])}
+        args = {k: _struct_dtypes(a, ["args", k], path) for k, a in (d.get("args") or {}).items()}
         return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
-                          dict(d.get("args") or {}), buffers, tensormaps, tuple(d.get("outputs") or ()),
+                          args, buffers, tensormaps, tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None)
 
     def to_dict(self) -> dict:

@@ -94,12 +94,20 @@ class Env:
             if p.array:
                 continue
             v = self._launch_arg(i) if launch is not None else None
+            if isinstance(v, dict):  # a by-value parameter given as bytes or struct fields
+                v = None
             if v is not None:
                 bits = _value_bits(v, p.type.name)
                 self.params[p.name] = (z3.BitVecVal(bits, w), p)
                 self.param_values[p.source_name or p.name] = v
             else:
                 self.params[p.name] = (z3.BitVec(p.name, w), p)
+        # --- by-value struct parameters whose fields the launch gives (kverify.launch.params)
+        self.struct_fields: dict = {}  # PTX name -> {offset: field}
+        for i, p in enumerate(kernel.params):
+            v = self._launch_arg(i) if launch is not None else None
+            if isinstance(v, dict) and isinstance(v.get("struct"), dict):
+                self.struct_fields[p.name] = {int(o): f for o, f in v["struct"].items()}
         # --- shared layout (static variables in declaration order, then dynamic)
         self.shared_vars: list = []  # (name, base, size)
         self.shared_base: dict = {}
@@ -118,6 +126,40 @@ class Env:
             off += v.size if not v.extern else 0
         self.global_vars = {v.name for v in tuple(module.vars) + tuple(kernel.vars)
                             if v.space in ("global", "const")}
+
+    def struct_load(self, pname: str, off: int, nbytes: int):
+        """``(value, region)`` of ``nbytes`` loaded at byte ``off`` of the by-value struct
+        parameter ``pname`` from the launch's fields: a scalar's bits (bytes no field covers are
+        zero) as a ``nbytes*8``-bit value, or a pointer field as the symbolic base of the buffer
+        it points into plus its offset (region ``param:<buffer>``, the region of that buffer's
+        own parameter, if it has one). ``None`` when the load is partly a pointer or a tensor map."""
+        from kverify.launch.params import _field_bytes
+        from kverify.launch.schema import SCALAR_KINDS, TENSORMAP_BYTES
+
+        fields = self.struct_fields.get(pname)
+        if fields is None:
+            return None
+        image = bytearray(off + nbytes)
+        for o, f in fields.items():
+            (kind, v), = f.items()
+            width = 8 if kind == "ptr" else TENSORMAP_BYTES if kind == "tensormap" else SCALAR_KINDS[kind][0]
+            if o + width <= off or o >= off + nbytes:
+                continue
+            if kind == "ptr" and o == off and nbytes == 8:
+                name, extra = (v["buffer"], int(v.get("offset", 0))) if isinstance(v, dict) else (v, 0)
+                return self.buffer_base(name) + extra, f"param:{name}"
+            if kind in ("ptr", "tensormap"):
+                return None
+            image[o:o + width] = _field_bytes(kind, v)
+        return z3.BitVecVal(int.from_bytes(bytes(image[off:off + nbytes]), "little"), 8 * nbytes), None
+
+    def buffer_base(self, name: str):
+        """The symbolic global address of launch buffer ``name``: its pointer parameter's term
+        when it has one, else a symbol of its own (the same for both threads)."""
+        for p in self.kernel.params:
+            if (p.source_name or p.name) == name and p.name in self.params and p.type.bits == 64:
+                return self.params[p.name][0]
+        return z3.BitVec(f"buffer.{name}", 64)
 
     def _launch_arg(self, i):
         p = self.kernel.params[i]

@@ -116,6 +116,8 @@ class Executor(LoopSummaries, Instructions):
                 return z3.BitVecVal(self.env.shared_base[op.name] + op.offset, w), "shared"
             if op.name in self.env.params:
                 return self.approx(f"paramaddr.{op.name}", w), None
+            if op.name in self.env.struct_fields:  # the address of a by-value struct parameter
+                return fit(z3.BitVec(f"paramaddr.{op.name}", 64) + op.offset, w), f"pstruct:{op.name}"
             if op.name in self.env.global_vars:
                 base = z3.BitVec(f"gvar.{op.name}", 64)
                 return fit(base + op.offset, w), f"var:{op.name}"

@@ -204,7 +204,13 @@ class Instructions:
 
     @staticmethod
     def region_of(fam, mods, regions):
-        """Pointer provenance: a pointer plus or minus an integer keeps its region."""
+        """Pointer provenance: a pointer plus or minus an integer keeps its region. A value read
+        out of a by-value parameter the walk could not follow (``?struct:``) keeps that mark
+        only through moves and pointer arithmetic on it alone; anywhere else it is no pointer."""
+        if any((r or "").startswith("?struct:") for r in regions):
+            plain = [None if (r or "").startswith("?struct:") else r for r in regions]
+            if any(r is not None for r in plain) or fam not in ("mov", "cvt", "cvta", "add", "sub"):
+                regions = plain
         rs = [r for r in regions if r is not None]
         if not rs:
             return None
@@ -254,6 +260,18 @@ class Instructions:
             base_t, region = self.read(st, addr_op.base, None)
             if base_t is None or z3.is_bool(base_t):
                 base_t, region = self.approx("addr", 64), None
+        if space == "generic" and region is not None and region.startswith("pstruct:") and mode == "read":
+            # a generic load from a __grid_constant__ struct parameter (cvta.param of its address)
+            self.load_param(ins, st, guard)
+            return st
+        if region is not None and region.startswith("?struct:"):
+            self.reason(f"{ins.opcode} at {where(ins)}: the address is a pointer read out of by-value parameter "
+                        f"{region.split(':', 1)[1]} that the launch spec does not give as a struct pointer field "
+                        f"(raw bytes, or an offset the walk cannot fix): not followed", "global")
+            self.havoc_dests(st, ins, guard, op)
+            if mode != "read":
+                self.unknown_region_write = True
+            return st
         if space == "generic":
             if region == "shared":
                 space = "shared"
@@ -281,7 +299,7 @@ class Instructions:
             region = "shared"
         else:
             addr = fit(base_t, 64) + addr_op.offset
-            if region is None or region == "?" or region == "shared":
+            if region is None or region == "?" or region == "shared" or region.startswith("pstruct:"):
                 self.reason(f"{ins.opcode} at {where(ins)}: the global buffer this address points "
                             "into cannot be determined", "global")
                 region = None
@@ -337,7 +355,58 @@ class Instructions:
             region = f"param:{p.source_name or p.name}" if p.type.bits == 64 else None
             self.write(st, d.name, (fit(term, w), region), guard)
             return
+        got = self.struct_field(ins, st, a) if isinstance(d, Reg) and isinstance(a, Addr) else None
+        if got is not None:
+            term, region = got
+            w = self.widths.get(d.name, 32)
+            ty = (ins.types() or ["b32"])[-1]
+            if term.size() < w:
+                term = z3.SignExt(w - term.size(), term) if ty.startswith("s") else z3.ZeroExt(w - term.size(), term)
+            self.write(st, d.name, (fit(term, w), region), guard)
+            return
+        src = self._by_value_source(st, a) if isinstance(a, Addr) else None
+        if src is not None and isinstance(d, Reg):
+            # a value read out of a by-value parameter the walk cannot follow: if it is used as
+            # an address, the access says so (``memory``) instead of a generic "cannot be determined"
+            w = self.widths.get(d.name, 32)
+            self.write(st, d.name, (self.approx(f"param.{d.name}", w), f"?struct:{src}"), guard)
+            return
         self.havoc_dests(st, ins, guard, "param")
+
+    def _by_value_source(self, st: State, a: Addr):
+        """The by-value (``.b8`` array) kernel parameter a ``.param`` address reads from, if any."""
+        if isinstance(a.base, Sym):
+            name = a.base.name
+        elif isinstance(a.base, Reg):
+            _, region = self.read(st, a.base, None)
+            name = region.split(":", 1)[1] if (region or "").startswith("pstruct:") else None
+        else:
+            return None
+        p = next((p for p in self.kernel.params if p.name == name and p.array), None)
+        return (p.source_name or p.name) if p is not None else None
+
+    def struct_field(self, ins: Instr, st: State, a: Addr):
+        """``(value, region)`` of a load from a by-value struct parameter at an offset the
+        walk knows, from the launch's fields (``SymEnv.struct_load``); else ``None`` (the
+        destination is then havocked, and a pointer read that way points nowhere known)."""
+        if isinstance(a.base, Sym):
+            if a.base.name not in self.env.struct_fields:
+                return None
+            name, off = a.base.name, a.base.offset + a.offset
+        else:
+            t, region = self.read(st, a.base, None)
+            if t is None or z3.is_bool(t) or not (region or "").startswith("pstruct:"):
+                return None
+            name = region.split(":", 1)[1]
+            o = z3.simplify(fit(t, 64) - z3.BitVec(f"paramaddr.{name}", 64) + a.offset)
+            if not z3.is_bv_value(o):
+                return None
+            off = o.as_long()
+        ty = (ins.types() or ["b32"])[-1]
+        vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+        if vec != 1 or off < 0:
+            return None
+        return self.env.struct_load(name, off, max(1, SCALAR_BITS.get(ty, 32) // 8))
 
     # ------------------------------------------------------------------ barriers
     def barrier(self, ins: Instr, st: State, guard) -> State:

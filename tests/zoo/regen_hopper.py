@@ -38,6 +38,7 @@ FAMILIES = [
     "relaxed_mbarrier",
     "mbarrier_reinit",
     "mbarrier_init_seq",
+    "struct_params",
 ]
 
 _FILE_DIRECTIVE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

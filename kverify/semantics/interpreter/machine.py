@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kverify.launch import (LaunchSpec, arg_bits, dtypes, input_array, lookup, param_key, param_offsets, random_array,
-                            spec_seed)
-from kverify.launch.layout import TMAP_MAGIC, local_layout, next_buffer, shared_layout
+from kverify.launch import LaunchSpec, input_array, lookup, param_key, random_array, spec_seed
+from kverify.launch.layout import local_layout, next_buffer, shared_layout
+from kverify.launch.params import param_bytes
 from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
@@ -235,48 +235,18 @@ class Machine(MbarrierMixin):
             self.gmem.allocs.append((name, start, raw.size))
             if name in [a for a in spec.buffers] or True:
                 self.buffers[name] = (start, arr.dtype, arr.shape)
-        # kernel parameters
-        self.param_off, poff = param_offsets(kernel)
-        self.param_mem = np.zeros(max(poff, 1), np.uint8)
+        # kernel parameters (kverify.launch.params builds the bytes; tensor maps become TensorMaps here)
+        image = param_bytes(kernel, spec, self.buffers)
+        self.param_off = dict(image.offsets)
+        self.param_mem = image.data
         self.tensormaps = {}
-        missing = []
-        for i, p in enumerate(kernel.params):
-            start, size = self.param_off[p.name]
-            name = param_key(kernel, i)
-            if p.array:
-                t = lookup(spec.tensormaps, kernel, i)
-                if t is None:
-                    missing.append(name)
-                    continue
-                buf = t.get("buffer")
-                if buf not in self.buffers:
-                    raise KernelError(f"launch spec: tensor map {name!r} names buffer {buf!r}, which is not a "
-                                      f"buffer of the launch", spec.path, 1, 1)
-                bstart, bdtype, bshape = self.buffers[buf]
-                t = dict(t)
-                st = t.get("strides")
-                if st is not None and len(st) == len(t.get("shape") or bshape) and st[-1] == 1:
-                    esz = dtypes.itemsize(t["dtype"])
-                    t["strides"] = [int(x) * esz for x in st[:-1]]  # element strides, innermost 1
-                try:
-                    tm = tma.TensorMap.from_spec(t, bshape)
-                except (ValueError, KeyError) as e:
-                    raise KernelError(f"launch spec: tensor map {name!r}: {e}", spec.path, 1, 1) from None
-                self.tensormaps[start] = (tm, bstart, name)
-                self.param_mem[start:start + 8] = np.frombuffer((TMAP_MAGIC | start).to_bytes(8, "little"), np.uint8)
-                continue
-            if name in self.buffers:
-                value = GLOBAL_BASE + self.buffers[name][0]
-            else:
-                v = lookup(spec.args, kernel, i)
-                if v is None:
-                    missing.append(name)
-                    continue
-                value = arg_bits(v, p.type.name)
-            self.param_mem[start:start + size] = np.frombuffer(int(value & low_mask(8 * size)).to_bytes(size, "little"), np.uint8)
-        if missing:
-            raise KernelError(f"launch spec: no value for parameter(s) {', '.join(missing)} of {kernel.name} "
-                              f"(give them in \"args\", \"buffers\" or \"tensormaps\")", spec.path, 1, 1)
+        for off, slot in image.tensormaps.items():
+            bstart, _, bshape = self.buffers[slot.buffer]
+            try:
+                tm = tma.TensorMap.from_spec(slot.spec, bshape)
+            except (ValueError, KeyError, TypeError, OverflowError) as e:
+                raise KernelError(f"launch spec: tensor map {slot.label}: {e}", spec.path, 1, 1) from None
+            self.tensormaps[off] = (tm, bstart, slot.label)
         # shared memory layout (static variables with red zones, then dynamic shared memory)
         self.smem_vars, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem)
         self.local_vars, loff = local_layout(kernel)

@@ -245,18 +245,29 @@ class MbarExecutor(Executor):
 
     # ------------------------------------------------------------------ tensor maps
     def _tensor_bytes(self, ins: Instr):
-        if self.launch is None or not getattr(self.launch, "tensormaps", None):
+        if self.launch is None or not (getattr(self.launch, "tensormaps", None) or any(
+                isinstance(a, dict) and "struct" in a for a in (getattr(self.launch, "args", None) or {}).values())):
             return None, "the copy size comes from a tensor map and no launch spec gives tensor maps"
         if any(m in ins.mods for m in ("im2col", "im2col::w", "im2col::w::128", "tile::gather4")):
             return None, f"{ins.opcode}: only tile mode boxes are modelled"
         src = ins.operands[1]
         if not isinstance(src, Addr):
             return None, "tensor map operand not understood"
-        pname = self._param_of(src.base)
+        pname, poff = self._param_of(src.base, with_offset=True)
         if pname is None:
             return None, "the tensor map operand does not trace back to a kernel parameter"
         idx = next((i for i, p in enumerate(self.kernel.params) if p.name == pname), None)
         tm = lookup(self.launch.tensormaps, self.kernel, idx) if idx is not None else None
+        if tm is not None and (poff not in (0, None) or src.offset):
+            return None, f"the tensor map operand points {poff} bytes into tensor-map parameter {pname}"
+        arg = lookup(self.launch.args, self.kernel, idx) if idx is not None and tm is None else None
+        if isinstance(arg, dict) and isinstance(arg.get("struct"), dict):
+            if poff is None:
+                return None, f"the tensor map's offset in the by-value struct {pname} is not a constant"
+            f = arg["struct"].get(str(poff + src.offset)) or {}
+            tm = f.get("tensormap")
+            if tm is None:
+                return None, f"the launch spec gives no tensor map at offset {poff + src.offset} of struct {pname}"
         if tm is None:
             return None, f"the launch spec gives no tensor map for parameter {pname}"
         box = tm.get("box")
@@ -268,11 +279,19 @@ class MbarExecutor(Executor):
             n *= int(b)
         return z3.BitVecVal(n, 32), ""
 
-    def _param_of(self, op):
+    def _param_of(self, op, with_offset=False):
         """The kernel parameter a register holds the address of (through mov / cvta /
-        ld.param of a unique definition)."""
+        ld.param of a unique definition); with ``with_offset``, ``(name, byte offset into
+        it)``, the offset from ``add`` of constants (``None`` when it is not one)."""
+        name, off = self._param_and_offset(op)
+        if with_offset:
+            return name, off
+        return name
+
+    def _param_and_offset(self, op):
+        off = 0
         if isinstance(op, Sym):
-            return op.name if any(p.name == op.name for p in self.kernel.params) else None
+            return (op.name, op.offset) if any(p.name == op.name for p in self.kernel.params) else (None, None)
         if self._defs is None:
             from kverify.semantics.ir.visit import instructions
 
@@ -290,14 +309,19 @@ class MbarExecutor(Executor):
             row = row_of(i)
             if row is not None and row.semantics in ("mov", "cvta") and len(i.operands) > 1:
                 op = i.operands[1]
+            elif row is not None and row.semantics == "add" and len(i.operands) == 3 and off is not None \
+                    and isinstance(i.operands[2], Imm):
+                op, off = i.operands[1], off + i.operands[2].value
             elif row is not None and row.effect == "memory" and space_of(i) == "param" \
                     and isinstance(i.operands[1], Addr):
-                op = i.operands[1].base
+                op, off = i.operands[1].base, None  # the address held in the parameter, not into it
             else:
-                return None
+                return None, None
             if isinstance(op, Sym):
-                return op.name if any(p.name == op.name for p in self.kernel.params) else None
-        return None
+                if not any(p.name == op.name for p in self.kernel.params):
+                    return None, None
+                return op.name, (off + op.offset if off is not None else None)
+        return None, None
 
 
 def _fit_periodic(seq, w):

@@ -621,10 +621,7 @@ class _Checker:
 
     def _region_base(self, region):
         if region.startswith("param:"):
-            key = region.split(":", 1)[1]
-            for pname, (term, p) in self.env.params.items():
-                if (p.source_name or p.name) == key:
-                    return term
+            return self.env.buffer_base(region.split(":", 1)[1])  # its parameter, or a struct's pointer
         if region.startswith("var:"):
             return z3.BitVec(f"gvar.{region.split(':', 1)[1]}", 64)
         return None

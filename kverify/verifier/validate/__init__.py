@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from kverify.launch import LaunchSpec, dtype, load, lookup, param_key, random_array
+from kverify.launch.params import is_by_value, struct_bytes
 from kverify.semantics.ir import KernelError, load_module
 from kverify.verifier.report import Finding, KernelReport, Location, Obligation
 
@@ -296,8 +297,26 @@ def _params(kernel, spec, names) -> list:
             out.append({"kind": "buffer", "buffer": name})
             continue
         v = lookup(spec.args, kernel, i)
+        if is_by_value(v):
+            out.append({"kind": "bytes", "hex": _by_value_hex(kernel, spec, i, v)})
+            continue
         out.append({"kind": "bytes", "hex": audit.param_blob(v if v is not None else 0, p).hex()})
     return out
+
+
+def _by_value_hex(kernel, spec, i, v) -> str:
+    """The bytes of a by-value parameter given as raw bytes or scalar struct fields; pointers
+    and tensor maps inside a struct need GPU addresses this runner does not yet place."""
+    p = kernel.params[i]
+    if "bytes" in v:
+        raw = bytes.fromhex(v["bytes"].replace(" ", "").removeprefix("0x"))
+        return (raw + bytes(max(0, p.size - len(raw)))).hex()
+    if any(k in ("ptr", "tensormap") for f in v["struct"].values() for k in f):
+        raise KernelError(f"validate: parameter {param_key(kernel, i)}: pointers and tensor maps inside a by-value "
+                          f"struct are not supported by the GPU runner (kverify run / check follow them)",
+                          spec.path, 1, 1)
+    raw, _, _ = struct_bytes(v["struct"], p.size, {}, spec, ["args", param_key(kernel, i), "struct"])
+    return bytes(raw).hex()
 
 
 def _interp_launch(d: dict, spec) -> dict:

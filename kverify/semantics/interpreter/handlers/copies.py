@@ -184,6 +184,8 @@ def h_bulk(m, w, ins, mask):
 def _tmap_of(m, w, ins, a: Addr):
     if isinstance(a.base, Sym):
         off = m.param_off.get(a.base.name, (None,))[0]
+        if off is not None:
+            off += a.offset + a.base.offset  # a tensor map inside a by-value struct
     else:
         v = int(np.broadcast_to(np.asarray(m.reg(w, a.base.name), U64), (32,))[0])
         off = v - PARAM_WINDOW if v >= PARAM_WINDOW else None

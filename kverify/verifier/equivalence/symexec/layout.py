@@ -66,6 +66,8 @@ class Layout:
                 v = lookup(spec.args, kernel, i)
                 if v is None:
                     raise Unsupported(f"launch spec: no value for parameter {key}")
+                if isinstance(v, dict):
+                    raise Unsupported(f"by-value parameter {key} given as bytes or struct fields")
                 value = arg_bits(v, p.type.name)
             size = p.size
             value &= (1 << (8 * size)) - 1

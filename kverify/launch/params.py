@@ -1,0 +1,186 @@
+"""The kernel parameter buffer of a launch: its bytes and where its tensor maps sit (PTX ISA
+§5.1.6 kernel parameters, §5.5.8 tensor maps; the CUDA driver's ``cuLaunchKernel`` copies the
+parameter values into this buffer in declaration order, each at its alignment).
+
+Each parameter comes from the launch spec:
+
+* a pointer parameter whose name is a buffer of the launch: that buffer's global address;
+* a scalar in ``args``: its bits (``layout.arg_bits``), masked to the parameter's size;
+* a ``.b8 x[N]`` parameter named in ``tensormaps``: a tensor map (the interpreter keeps the
+  map's description beside the buffer; the first 8 bytes hold ``TMAP_MAGIC | offset``);
+* a ``.b8 x[N]`` (or any) parameter given in ``args`` as ``{"bytes": "<hex>"}`` (what a
+  launch capture records): those bytes, zero-padded to the parameter's size;
+* or as ``{"struct": {"<offset>": FIELD}}``: typed fields at byte offsets (``schema`` lists
+  them) -- scalars, pointers into named buffers (``{"ptr": "A"}`` or ``{"ptr": {"buffer":
+  "A", "offset": 64}}``, buffers that need no parameter of their own), and tensor maps
+  (64-byte aligned). Bytes no field covers are zero.
+
+A struct that does not fit its parameter, a pointer into a buffer the launch does not have,
+or a tensor map naming one, is a ``KernelError`` (exit 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kverify.semantics.ir import KernelError
+
+from . import dtypes, schema
+from .layout import GLOBAL_BASE, TMAP_MAGIC, arg_bits, param_offsets
+from .spec import LaunchSpec, lookup, param_key
+
+
+@dataclass(frozen=True)
+class TensorMapSlot:
+    """A tensor map in the parameter buffer: its launch-spec form (strides in bytes), the
+    buffer it maps, and a label for messages (``tmap`` or ``p.struct.128``)."""
+
+    spec: dict
+    buffer: str
+    label: str
+
+
+@dataclass(frozen=True)
+class ParamImage:
+    """The bytes of the kernel parameter buffer, each parameter's ``(offset, size)``, the
+    tensor maps by their offset in the buffer, and the pointer fields read out of structs
+    (``{offset: (buffer, byte offset)}``, for the symbolic engine)."""
+
+    data: np.ndarray
+    offsets: dict
+    tensormaps: dict
+    pointers: dict
+
+
+def is_by_value(v) -> bool:
+    """True when an ``args`` value is a by-value parameter (raw bytes or typed fields)."""
+    return isinstance(v, dict) and ("bytes" in v or "struct" in v)
+
+
+def _err(spec: LaunchSpec, keys, msg):
+    return KernelError(f"launch spec: {schema._keypath(keys)}: {msg}", spec.path, *schema.locate(spec.path, keys))
+
+
+def _spec_key(spec: LaunchSpec, kernel, i: int) -> str:
+    """The key of ``args`` under which parameter ``i`` is given (for messages)."""
+    p = kernel.params[i]
+    for key in (p.source_name, p.name, str(i)):
+        if key is not None and key in spec.args:
+            return key
+    return param_key(kernel, i)
+
+
+def tensormap_spec(t: dict, buffers: dict, spec: LaunchSpec, keys) -> TensorMapSlot:
+    """A tensor map's launch-spec form with element strides (innermost 1) turned into byte
+    strides, after checking the buffer it names."""
+    buf = t.get("buffer")
+    if buf not in buffers:
+        raise _err(spec, [*keys, "buffer"], f"tensor map names buffer {buf!r}, which is not a buffer of the launch "
+                   f"(buffers: {', '.join(map(str, buffers)) or 'none'})")
+    t = dict(t)
+    st = t.get("strides")
+    _, _, bshape = buffers[buf]
+    if st is not None and len(st) == len(t.get("shape") or bshape) and st and st[-1] == 1:
+        esz = dtypes.itemsize(t["dtype"])
+        t["strides"] = [int(x) * esz for x in st[:-1]]  # element strides, innermost 1
+    return TensorMapSlot(t, buf, schema._keypath(keys))
+
+
+def _pointer(v, buffers, spec, keys):
+    name, extra = (v["buffer"], int(v.get("offset", 0))) if isinstance(v, dict) else (v, 0)
+    if name not in buffers:
+        raise _err(spec, keys, f"pointer into buffer {name!r}, which is not a buffer of the launch "
+                   f"(buffers: {', '.join(map(str, buffers)) or 'none'}; declare it in \"buffers\")")
+    return name, extra
+
+
+def _field_bytes(kind, v) -> bytes:
+    size, cls = schema.SCALAR_KINDS[kind]
+    if cls == "float":
+        return np.array(v, {2: np.float16, 4: np.float32, 8: np.float64}[size]).tobytes()
+    return int(v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+
+
+def struct_bytes(fields: dict, size: int, buffers: dict, spec: LaunchSpec, keys) -> tuple[bytearray, dict, dict]:
+    """The ``size`` bytes of a by-value struct, its tensor maps ``{offset: TensorMapSlot}``
+    and its pointers ``{offset: (buffer, byte offset)}`` (offsets within the struct)."""
+    out = bytearray(size)
+    tmaps, ptrs = {}, {}
+    for off_s, f in fields.items():
+        off = int(off_s)
+        (kind, v), = f.items()
+        width = 8 if kind == "ptr" else schema.TENSORMAP_BYTES if kind == "tensormap" else schema.SCALAR_KINDS[kind][0]
+        fk = [*keys, off_s]
+        if off + width > size:
+            raise _err(spec, fk, f"a {width}-byte field at offset {off} runs past the parameter's {size} bytes")
+        if kind == "ptr":
+            name, extra = _pointer(v, buffers, spec, [*fk, "ptr"])
+            addr = GLOBAL_BASE + buffers[name][0] + extra
+            out[off:off + 8] = (addr & (2 ** 64 - 1)).to_bytes(8, "little")
+            ptrs[off] = (name, extra)
+        elif kind == "tensormap":
+            tmaps[off] = tensormap_spec(v, buffers, spec, [*fk, "tensormap"])
+        else:
+            out[off:off + width] = _field_bytes(kind, v)
+    return out, tmaps, ptrs
+
+
+def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
+    """The kernel parameter buffer of ``kernel`` under ``spec``, with the launch's buffers
+    placed at ``buffers`` (``{name: (offset in the global image, dtype, shape)}``; a pointer
+    is ``GLOBAL_BASE + offset``)."""
+    offsets, total = param_offsets(kernel)
+    data = np.zeros(max(total, 1), np.uint8)
+    tensormaps, pointers = {}, {}
+    missing = []
+    for i, p in enumerate(kernel.params):
+        start, size = offsets[p.name]
+        name = param_key(kernel, i)
+        t = lookup(spec.tensormaps, kernel, i)
+        v = lookup(spec.args, kernel, i)
+        if t is not None:
+            if size < schema.TENSORMAP_BYTES:
+                raise _err(spec, ["tensormaps", name], f"parameter {name} is {size} bytes, a tensor map takes "
+                           f"{schema.TENSORMAP_BYTES}")
+            tensormaps[start] = tensormap_spec(t, buffers, spec, ["tensormaps", name])
+            data[start:start + 8] = np.frombuffer((TMAP_MAGIC | start).to_bytes(8, "little"), np.uint8)
+            continue
+        if is_by_value(v):
+            keys = ["args", _spec_key(spec, kernel, i)]
+            if "bytes" in v:
+                raw = bytes.fromhex(v["bytes"].replace(" ", "").removeprefix("0x"))
+                if len(raw) > size:
+                    raise _err(spec, [*keys, "bytes"], f"{len(raw)} bytes given for parameter {name} of {size} bytes")
+                data[start:start + len(raw)] = np.frombuffer(raw, np.uint8)
+                continue
+            raw, tms, ptrs = struct_bytes(v["struct"], size, buffers, spec, [*keys, "struct"])
+            data[start:start + size] = np.frombuffer(bytes(raw), np.uint8)
+            for off, slot in tms.items():
+                tensormaps[start + off] = slot
+                data[start + off:start + off + 8] = np.frombuffer((TMAP_MAGIC | (start + off)).to_bytes(8, "little"),
+                                                                  np.uint8)
+            pointers.update({start + off: ptr for off, ptr in ptrs.items()})
+            continue
+        if name in buffers and not p.array:
+            value = GLOBAL_BASE + buffers[name][0]
+        elif v is None:
+            missing.append(name)
+            continue
+        elif p.array:
+            raise _err(spec, ["args", _spec_key(spec, kernel, i)],
+                       f"parameter {name} is a {size}-byte by-value parameter: give it in \"tensormaps\", or as "
+                       f"{{\"bytes\": HEX}} or {{\"struct\": {{OFFSET: FIELD}}}}, got {schema._show(v)}")
+        else:
+            if isinstance(v, str):
+                raise _err(spec, ["args", _spec_key(spec, kernel, i)], f"expected a number, got {schema._show(v)}")
+            value = arg_bits(v, p.type.name)
+        data[start:start + size] = np.frombuffer(int(value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"),
+                                                 np.uint8)
+    if missing:
+        raise KernelError(f"launch spec: no value for parameter(s) {', '.join(missing)} of {kernel.name} "
+                          f"(give them in \"args\", \"buffers\" or \"tensormaps\")", spec.path, 1, 1)
+    return ParamImage(data, offsets, tensormaps, pointers)
+
+
+__all__ = ["ParamImage", "TensorMapSlot", "is_by_value", "param_bytes", "struct_bytes", "tensormap_spec"]

@@ -1,0 +1,364 @@
+"""The schema of a launch spec, checked before anything runs.
+
+``check(d, path)`` walks the spec dict and raises ``KernelError`` at the first value of the
+wrong type or shape, naming its key path (``launch spec: buffers.a.shape[1]: expected a
+non-negative integer, got "abc"``). When the spec came from a JSON file, the error points at
+the offending value's line and column in that file (``locate``); otherwise at line 1.
+
+What it accepts (after template expressions are evaluated, ``resolve.instantiate``):
+
+* ``kernel``: a string or null; ``grid``/``block``/``cluster``: 1 to 3 positive integers
+  (or one integer), grid and block at most ``MAX_DIM`` each;
+* ``args``: an object whose values are integers, floats, booleans, expression strings, or a
+  by-value parameter: ``{"bytes": "<hex>"}`` or ``{"struct": {"<offset>": FIELD, ...}}``
+  with FIELD one of ``{"u8".."u64"|"s8".."s64"|"f16"|"f32"|"f64": number}``,
+  ``{"ptr": "<buffer>"}``, ``{"ptr": {"buffer": "<buffer>", "offset": int}}`` or
+  ``{"tensormap": TENSORMAP}`` (offsets decimal, a tensor map's a multiple of 64, fields
+  not overlapping);
+* ``buffers``: ``{"dtype": str, "shape": [non-negative int, ...]}``, at most
+  ``MAX_BUFFER_BYTES`` in all (dtypes are checked against the dtype table by ``spec``);
+* ``tensormaps``: ``{"dtype", "shape", "box", "buffer", "swizzle", "strides",
+  "elem_strides", "oob_fill", ...}``;
+* ``outputs``: a list of strings; ``dynamic_smem``/``shared_bytes``: a non-negative integer
+  at most ``MAX_SMEM``.
+
+Whether a by-value struct fits its parameter, and whether the buffers it names exist, is
+checked when it is bound to the kernel (``params``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from kverify.semantics.ir import KernelError
+
+#: the most bytes all buffers of one launch may take (the interpreter holds them in memory)
+MAX_BUFFER_BYTES = 1 << 30
+#: the largest grid or block dimension accepted (CUDA's grid x limit is 2**31 - 1)
+MAX_DIM = (1 << 31) - 1
+#: the most dynamic shared memory a launch may ask for (sm_90: 227 KiB per block)
+MAX_SMEM = 227 * 1024
+#: the largest by-value parameter (PTX kernel parameters total at most 32,764 bytes)
+MAX_PARAM_BYTES = 32764
+
+#: scalar field kinds of a struct: name -> (bytes, "int" | "uint" | "float")
+SCALAR_KINDS = {"u8": (1, "uint"), "u16": (2, "uint"), "u32": (4, "uint"), "u64": (8, "uint"),
+                "s8": (1, "int"), "s16": (2, "int"), "s32": (4, "int"), "s64": (8, "int"),
+                "f16": (2, "float"), "f32": (4, "float"), "f64": (8, "float")}
+TENSORMAP_BYTES = 128
+TENSORMAP_ALIGN = 64
+_TENSORMAP_KEYS = {"dtype", "shape", "box", "buffer", "swizzle", "strides", "elem_strides", "oob_fill",
+                   "padding", "elem_type_enum"}
+_DTYPE_BYTES = None
+
+
+def _show(v) -> str:
+    try:
+        s = json.dumps(v)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class _Checker:
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, keys: list, what: str, got=None, show_got=True):
+        raise KernelError(f"launch spec: {_keypath(keys)}: {what}" + (f", got {_show(got)}" if show_got else ""),
+                          self.path, *locate(self.path, keys))
+
+    def obj(self, v, keys):
+        if not isinstance(v, dict):
+            self.fail(keys, "expected an object", v)
+        for k in v:
+            if not isinstance(k, str):
+                self.fail(keys, "keys must be strings", k)
+        return v
+
+    def int_(self, v, keys, lo=0, hi=None, what="a non-negative integer"):
+        if not _is_int(v) or v < lo or (hi is not None and v > hi):
+            self.fail(keys, f"expected {what}", v)
+        return v
+
+    def str_(self, v, keys, what="a string"):
+        if not isinstance(v, str):
+            self.fail(keys, f"expected {what}", v)
+        return v
+
+    def ints(self, v, keys, lo=0, what="a non-negative integer", max_len=8):
+        if not isinstance(v, list):
+            self.fail(keys, f"expected a list of {what.removeprefix('a ').removeprefix('an ')}s", v)
+        if len(v) > max_len:
+            self.fail(keys, f"expected at most {max_len} entries", len(v))
+        for i, x in enumerate(v):
+            self.int_(x, keys + [i], lo, None, what)
+        return v
+
+    def dim3(self, v, keys, hi):
+        if v is None:
+            return
+        if _is_int(v):
+            v = [v]
+            self.int_(v[0], keys, 1, hi, f"a positive integer (at most {hi})")
+            return
+        if not isinstance(v, list) or not 1 <= len(v) <= 3:
+            self.fail(keys, "expected 1 to 3 positive integers", v)
+        for i, x in enumerate(v):
+            self.int_(x, keys + [i], 1, hi, f"a positive integer (at most {hi})")
+
+    # ------------------------------------------------------------------ sections
+    def spec(self, d):
+        if not isinstance(d, dict):
+            raise KernelError(f"launch spec: expected a JSON object, got {_show(d)}", self.path, 1, 1)
+        if d.get("kernel") is not None:
+            self.str_(d["kernel"], ["kernel"])
+        for k, hi in (("grid", MAX_DIM), ("block", MAX_DIM), ("cluster", 16)):
+            self.dim3(d.get(k), [k], hi)
+        if d.get("args") is not None:
+            for name, a in self.obj(d["args"], ["args"]).items():
+                self.arg(a, ["args", name])
+        total = 0
+        if d.get("buffers") is not None:
+            for name, b in self.obj(d["buffers"], ["buffers"]).items():
+                total += self.buffer(b, ["buffers", name])
+                if total > MAX_BUFFER_BYTES:
+                    self.fail(["buffers", name], f"the launch's buffers take more than {MAX_BUFFER_BYTES} bytes "
+                              f"(the most one launch may hold)", show_got=False)
+        if d.get("tensormaps") is not None:
+            for name, t in self.obj(d["tensormaps"], ["tensormaps"]).items():
+                self.tensormap(t, ["tensormaps", name])
+        if d.get("outputs") is not None:
+            o = d["outputs"]
+            if not isinstance(o, list):
+                self.fail(["outputs"], "expected a list of buffer names", o)
+            for i, x in enumerate(o):
+                self.str_(x, ["outputs", i], "a buffer name")
+        for k in ("dynamic_smem", "shared_bytes"):
+            if d.get(k) is not None:
+                self.int_(d[k], [k], 0, MAX_SMEM, f"a non-negative integer (at most {MAX_SMEM})")
+
+    def arg(self, a, keys):
+        if isinstance(a, (bool, int, float, str)):
+            return
+        if not isinstance(a, dict):
+            self.fail(keys, "expected a number, a boolean, an expression string, {\"bytes\": HEX} or "
+                      "{\"struct\": {...}}", a)
+        if set(a) == {"bytes"}:
+            h = a["bytes"]
+            if not isinstance(h, str) or not re.fullmatch(r"(?:0x)?(?:[0-9a-fA-F]{2})*", h.replace(" ", "")):
+                self.fail(keys + ["bytes"], "expected a string of hexadecimal byte pairs", h)
+            if len(h) > 2 * MAX_PARAM_BYTES + 2 + h.count(" "):
+                self.fail(keys + ["bytes"], f"more than {MAX_PARAM_BYTES} bytes", show_got=False)
+            return
+        if set(a) == {"struct"}:
+            self.struct(a["struct"], keys + ["struct"])
+            return
+        self.fail(keys, "expected {\"bytes\": HEX} or {\"struct\": {OFFSET: FIELD, ...}}", a)
+
+    def struct(self, s, keys):
+        self.obj(s, keys)
+        spans = []
+        for off_s, f in s.items():
+            fk = keys + [off_s]
+            if not re.fullmatch(r"[0-9]{1,6}", off_s):
+                self.fail(fk, "a struct field's key is its byte offset, a decimal integer", off_s)
+            off = int(off_s)
+            if off >= MAX_PARAM_BYTES:
+                self.fail(fk, f"offset {off} is past the largest parameter ({MAX_PARAM_BYTES} bytes)",
+                          show_got=False)
+            size = self.field(f, fk, off)
+            spans.append((off, off + size, off_s))
+        spans.sort()
+        for (a0, a1, ak), (b0, b1, bk) in zip(spans, spans[1:]):
+            if b0 < a1:
+                self.fail(keys + [bk], f"field at offset {b0} overlaps the field at offset {a0} "
+                          f"(bytes {a0}..{a1 - 1})", show_got=False)
+
+    def field(self, f, keys, off) -> int:
+        if not isinstance(f, dict) or len(f) != 1:
+            self.fail(keys, "expected one of {KIND: number} (KIND " + "/".join(SCALAR_KINDS) +
+                      "), {\"ptr\": BUFFER}, {\"ptr\": {\"buffer\": BUFFER, \"offset\": N}}, {\"tensormap\": {...}}", f)
+        (kind, v), = f.items()
+        if kind in SCALAR_KINDS:
+            size, cls = SCALAR_KINDS[kind]
+            if cls == "float":
+                if not _is_num(v):
+                    self.fail(keys + [kind], "expected a number", v)
+            else:
+                lo, hi = (-(1 << (8 * size - 1)), (1 << (8 * size)) - 1)
+                if not _is_int(v) or not lo <= v <= hi:
+                    self.fail(keys + [kind], f"expected an integer that fits {kind}", v)
+            if off % size:
+                self.fail(keys, f"a {kind} field must be {size}-byte aligned (offset {off})", show_got=False)
+            return size
+        if kind == "ptr":
+            if isinstance(v, dict):
+                if set(v) - {"buffer", "offset"} or "buffer" not in v:
+                    self.fail(keys + ["ptr"], "expected {\"buffer\": NAME, \"offset\": BYTES}", v)
+                self.str_(v["buffer"], keys + ["ptr", "buffer"], "a buffer name")
+                if "offset" in v:
+                    self.int_(v["offset"], keys + ["ptr", "offset"], -(1 << 40), 1 << 40, "an integer byte offset")
+            else:
+                self.str_(v, keys + ["ptr"], "a buffer name or {\"buffer\": NAME, \"offset\": BYTES}")
+            if off % 8:
+                self.fail(keys, f"a pointer field must be 8-byte aligned (offset {off})", show_got=False)
+            return 8
+        if kind == "tensormap":
+            if off % TENSORMAP_ALIGN:
+                self.fail(keys, f"a tensor map must be {TENSORMAP_ALIGN}-byte aligned (offset {off})",
+                          show_got=False)
+            self.tensormap(v, keys + ["tensormap"])
+            return TENSORMAP_BYTES
+        self.fail(keys, "unknown field kind " + _show(kind) + " (valid: " + ", ".join(list(SCALAR_KINDS) +
+                  ["ptr", "tensormap"]) + ")", show_got=False)
+
+    def buffer(self, b, keys) -> int:
+        self.obj(b, keys)
+        extra = set(b) - {"dtype", "shape"}
+        if extra:
+            self.fail(keys, f"unknown key(s) {', '.join(sorted(extra))} (a buffer has dtype and shape)",
+                      show_got=False)
+        for k in ("dtype", "shape"):
+            if k not in b:
+                self.fail(keys, f"a buffer needs {k}", show_got=False)
+        self.str_(b["dtype"], keys + ["dtype"], "a dtype name")
+        self.ints(b["shape"], keys + ["shape"])
+        n = _itemsize(b["dtype"])
+        for s in b["shape"]:
+            n *= s
+            if n > MAX_BUFFER_BYTES:
+                self.fail(keys + ["shape"], f"the buffer takes more than {MAX_BUFFER_BYTES} bytes", b["shape"])
+        return n
+
+    def tensormap(self, t, keys):
+        self.obj(t, keys)
+        extra = set(t) - _TENSORMAP_KEYS
+        if extra:
+            self.fail(keys, f"unknown key(s) {', '.join(sorted(extra))} (valid: {', '.join(sorted(_TENSORMAP_KEYS))})",
+                      show_got=False)
+        for k in ("dtype", "box", "buffer"):
+            if k not in t:
+                self.fail(keys, f"a tensor map needs {k}", show_got=False)
+        self.str_(t["dtype"], keys + ["dtype"], "a dtype name")
+        self.str_(t["buffer"], keys + ["buffer"], "a buffer name")
+        self.ints(t["box"], keys + ["box"], 1, "a positive integer", 5)
+        if "shape" in t:
+            self.ints(t["shape"], keys + ["shape"], 0, "a non-negative integer", 5)
+        if "strides" in t:
+            self.ints(t["strides"], keys + ["strides"], 0, "a non-negative integer", 5)
+        if "elem_strides" in t:
+            self.ints(t["elem_strides"], keys + ["elem_strides"], 1, "a positive integer", 5)
+        for k in ("swizzle", "oob_fill", "padding"):
+            if k in t and not isinstance(t[k], str):
+                self.fail(keys + [k], "expected a string", t[k])
+
+
+def _itemsize(name) -> int:
+    from . import dtypes
+
+    r = dtypes.lookup(name)
+    return r.itemsize if r is not None else 1
+
+
+def _keypath(keys) -> str:
+    out = ""
+    for k in keys:
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) or re.fullmatch(r"[0-9]+", k):
+            out += ("." if out else "") + k
+        else:
+            out += f"[{json.dumps(k)}]"
+    return out
+
+
+def check(d, path: str = "<launch>") -> None:
+    """Raise ``KernelError`` at the first value of ``d`` the launch-spec schema rejects."""
+    _Checker(path).spec(d)
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def locate(path: str, keys) -> tuple[int, int]:
+    """``(line, column)`` of the value at ``keys`` in the JSON file ``path`` (1-based), the
+    innermost one found, else ``(1, 1)``: a spec given inline or as a dict has no file, a zoo
+    manifest's launch sits under its variant."""
+    try:
+        if path.startswith("<") or len(path) > 4096:
+            return 1, 1
+        text = Path(path).read_text()
+    except (OSError, ValueError):
+        return 1, 1
+    try:
+        return _Locator(text).find(list(keys))
+    except (ValueError, IndexError, RecursionError):
+        return 1, 1
+
+
+class _Locator:
+    """A small JSON scanner that finds where the value at a key path starts."""
+
+    _ws = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.dec = json.JSONDecoder()
+
+    def pos(self, i) -> tuple[int, int]:
+        line = self.text.count("\n", 0, i) + 1
+        return line, i - (self.text.rfind("\n", 0, i) + 1) + 1
+
+    def skip(self, i):
+        return self._ws.match(self.text, i).end()
+
+    def find(self, keys):
+        i = self.skip(0)
+        best = i
+        for k in keys:
+            nxt = self.child(i, k)
+            if nxt is None:
+                break
+            i = best = nxt
+        return self.pos(best)
+
+    def child(self, i, key):
+        t = self.text
+        if t[i] == "{" and isinstance(key, str):
+            i = self.skip(i + 1)
+            while t[i] != "}":
+                k, i = json.decoder.scanstring(t, i + 1)
+                i = self.skip(i)
+                i = self.skip(i + 1)  # ':'
+                if k == key:
+                    return i
+                i = self.skip(self.end(i))
+                if t[i] == ",":
+                    i = self.skip(i + 1)
+            return None
+        if t[i] == "[" and isinstance(key, int):
+            i = self.skip(i + 1)
+            n = 0
+            while t[i] != "]":
+                if n == key:
+                    return i
+                i = self.skip(self.end(i))
+                if t[i] == ",":
+                    i = self.skip(i + 1)
+                n += 1
+            return None
+        return None
+
+    def end(self, i):
+        _, e = self.dec.raw_decode(self.text, i)
+        return e
