@@ -5,8 +5,9 @@ for users in *solver seconds* — ``--timeout S`` is ``S * RLIMIT_PER_SECOND`` u
 seconds of z3 on the 2-core x86 machine the benchmarks name. A budget is spent across the
 queries of one obligation (``restart`` gives the next obligation its own).
 
-A wall-clock backstop of ``BACKSTOP`` times the budget's seconds guards against work z3 does
-not meter; a query stopped by it is the only answer that can depend on load, and
+A wall-clock backstop of ``BACKSTOP`` times the budget's seconds (at least ``BACKSTOP_FLOOR_S``,
+so a small budget on a loaded machine runs out of units, not of time) guards against work z3
+does not meter; a query stopped by it is the only answer that can depend on load, and
 ``backstop_hit`` says so.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import z3
 #: proofs run at 2-4 million units per second of z3 time).
 RLIMIT_PER_SECOND = 5_000_000
 BACKSTOP = 10
+BACKSTOP_FLOOR_S = 30.0
 
 
 def _count() -> int:
@@ -55,7 +57,7 @@ class SolverBudget:
         left; ``z3.unknown`` at once when none are."""
         if self.exhausted():
             return z3.unknown
-        wall_left = BACKSTOP * self.seconds - (time.perf_counter() - self._t0)
+        wall_left = max(BACKSTOP * self.seconds, BACKSTOP_FLOOR_S) - (time.perf_counter() - self._t0)
         if wall_left <= 0:
             self.backstop_hit = True
             return z3.unknown
