@@ -1,0 +1,171 @@
+"""Every memory access of a run against the happens-before shadow (``hb``): race checks
+and records of plain, strong and atomic accesses (§8 memory model: release clocks left by
+strong writes, acquired by strong reads and acquiring fences), uninitialized reads, the
+registers of an in-flight wgmma, and how a race is described. Mixed into ``Machine``."""
+from __future__ import annotations
+
+import numpy as np
+
+from kverify.semantics.ir.nodes import Sink, operand_regs
+from kverify.semantics.ir.nodes import where as _fmt_loc
+from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, UNINITIALIZED
+from kverify.semantics.memory_model.protocols import async_groups as AG
+
+from .hb import ACQUIRING, GENERIC, RELEASING, join, strength, vget
+from .memory import Region
+
+
+def _atomic_result_used(m, ins) -> bool:
+    """An ``atom`` (a memory row defining a result from an updated location) whose result is
+    read afterwards: its value says which agent was first."""
+    row = ins.row
+    if not (row.effect == "memory" and row.operands and row.operands[0].access == "def"
+            and any(o.access == "update" for o in row.operands)):
+        return False
+    if m.unread_atomics is None:
+        from kverify.semantics.ir.visit import unread_atomic_results
+
+        m.unread_atomics = unread_atomic_results(m.module, m.kernel)
+    return not (isinstance(ins.operands[0], Sink) or getattr(ins.operands[0], "name", None) in m.unread_atomics)
+
+
+class AccessMixin:
+    """Shadow checks of ``Machine`` (its ``check``, ``fence_clk``, ``agents``, ``locs``, ``report``,
+    ``depend`` and ``dropped_reader``)."""
+
+    def strength(self, w, ins, atomic=False):
+        """The memory order and scope of an access by warp ``w`` (``hb.strength``)."""
+        cl = w.cta.cluster_ctas
+        return strength(ins.mods, w.cta.ctaid, cl[0].ctaid if cl else w.cta.ctaid, atomic)
+
+    def access(self, w, ins, region, offs, nbytes, m, kind, proxy=GENERIC, agent=None, vc=None, strong=None):
+        """Race-check and record an access of ``region`` (``strong``: its ``hb.Strength``, for
+        a strong ld/st); a strong write with a release pattern leaves its release clock, a
+        strong read acquires the release clocks it observes (at once when it acquires, else at
+        the warp's next acquiring fence)."""
+        if kind != "read":
+            self.changes += 1
+        if not self.check or not isinstance(region, Region):
+            return
+        lanes = np.flatnonzero(m)
+        idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
+        lane_of = np.repeat(lanes, nbytes)
+        agent = w.agent if agent is None else agent
+        vc = w.vc if vc is None else vc
+        sh = region.shadow
+        order = w.lane_order if agent == w.agent else None
+        if kind == "read":
+            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy, order, strong)
+            if sh.uninit is not None and sh.uninit[idx].any():
+                i = int(np.flatnonzero(sh.uninit[idx])[0])
+                self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
+                            f"{region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])}", [ins.loc],
+                            address=int(idx[i]))
+        else:
+            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy, order=order, strong=strong)
+        for c in conf:
+            self._race(w, ins, region, c, kind)
+        loc = self.loc_id(ins.loc)
+        clk = int(vget(vc, np.array([agent]))[0])
+        if kind == "read":
+            if sh.dense:
+                col = w.index if agent == w.agent and w.cta.smem is region else None
+                sh.record_read(idx, agent, clk, loc, lane_of, col, order=order, strong=strong)
+            else:
+                sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc, order=order, strong=strong)
+            if strong is not None and (rel := sh.released(idx, strong)) is not None:
+                if strong.sem in ACQUIRING:
+                    w.vc = join(w.vc, rel)
+                else:
+                    w.acq_pending = rel if w.acq_pending is None else join(w.acq_pending, rel)
+        else:
+            if sh.lossy(idx):
+                self.dropped_reader(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
+                            f"race shadow could not all keep")
+            rel = self._release_clock(w, strong)
+            sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy, order, strong, rel)
+            if strong is not None and strong.sem in RELEASING:
+                w.release_tick()
+
+    @staticmethod
+    def _release_clock(w, strong):
+        """The clock a strong write releases: the warp's own for a releasing write, the one at
+        its last releasing fence for a relaxed one, none for a weak write (§8.8)."""
+        if strong is None:
+            return None
+        return w.vc.copy() if strong.sem in RELEASING else w.fence_rel
+
+    def atomic_access(self, w, ins, region, offs, nbytes, m, op, ty):
+        strong = self.strength(w, ins, atomic=True)
+        """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
+        not race with each other); the run stands for every order of the atomics only when
+        they commute and no returned value is used."""
+        self.changes += 1
+        lanes = np.flatnonzero(m)
+        idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
+        sh = region.shadow
+        if self.check:
+            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True,
+                                    strong=strong):
+                self._race(w, ins, region, c, "atomic")
+        observed = sh.released(idx, strong)
+        mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong, self._release_clock(w, strong))
+        if strong.sem in RELEASING:
+            w.release_tick()
+        if observed is not None:
+            if strong.sem in ACQUIRING:
+                w.vc = join(w.vc, observed)
+            else:
+                w.acq_pending = observed if w.acq_pending is None else join(w.acq_pending, observed)
+        used = _atomic_result_used(self, ins)
+        commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
+        if used or not commutes or mixed:
+            why = ("its returned value is used" if used else f"{op}.{ty} atomics do not commute bit for bit"
+                   if not commutes else "different atomic operations update one location")
+            self.depend(f"{_fmt_loc(ins.loc)}: {ins.op}.{op}: {why}, so the order of atomics matters")
+
+    def _thread(self, w, lane):
+        t = w.index * 32 + int(lane)
+        return f"thread {t} (warp {w.index}, lane {int(lane)}) of {w.cta.describe()}"
+
+    def _race(self, w, ins, region, c, kind):
+        other = self.agents[c.other_agent] if 0 <= c.other_agent < len(self.agents) else "?"
+        if c.other_lane >= 0 and other.startswith("warp "):
+            wi = int(other.split()[1])
+            other = f"thread {wi * 32 + c.other_lane} ({other})"
+        mine = self._thread(w, c.mine_lane) if c.mine_lane >= 0 else w.describe()
+        other_loc = self.locs[c.other_loc] if c.other_loc else None
+        at = "" if " at " in other else f" at {_fmt_loc(other_loc)}"
+        msg = (f"{c.kind}: {kind} of {region.space} {region.owner(c.byte)} by {mine} at {_fmt_loc(ins.loc)} "
+               f"and an access by {other}{at}")
+        if w.iters:
+            msg += f" (iterations {', '.join(str(k) for _, k in w.iters)})"
+        if c.ordering:  # no data race (§8.7), but the outcome depends on the schedule
+            if msg not in self.strong_unordered and len(self.strong_unordered) < 8:
+                self.strong_unordered.append(msg)
+            self.depend(msg)
+            return
+        details = {"address": c.byte, "space": region.space, "object": region.owner(c.byte), "this": mine,
+                   "other": other, "iterations": [k for _, k in w.iters]}
+        locs = [ins.loc, other_loc]
+        if c.rule == RACE_ASYNC_PENDING.id:
+            op = self.ops_by_agent.get(c.other_agent)
+            issuer = op.warp if op is not None else w
+            kind = {"wgmma": "wgmma", "cp.async": "cp_async"}.get(op.kind if op else "", "bulk")
+            l = issuer.last_group_wait.get(kind) or (w.last_group_wait.get("cp_async") if op is None else None)
+            if l is not None:
+                locs.append(l)
+        self.report(c.rule, msg, locs, **details)
+
+    def _check_wgmma_regs(self, w, ins):
+        if ins.row.sync in AG.WGMMA_SYNC:
+            return
+        names = {r.name for op in ins.operands for r in operand_regs(op)}
+        for agent, regs in list(w.wgmma_regs.items()):
+            clash = names & regs
+            if clash:
+                self.report(RACE_ASYNC_PENDING.id,
+                            f"registers {', '.join(sorted(clash)[:4])} of an in-flight wgmma.mma_async accessed "
+                            f"by {w.describe()} before a wgmma.wait_group covering it (§9.7.15.7)",
+                            [ins.loc], registers=sorted(clash))
+                return
