@@ -1,11 +1,13 @@
 """Triton kernels of our own for the API tests (tests/test_triton_api.py): the zoo's three
-(re-defined from tests/zoo/triton/generate.py), and three new ones — a masked row softmax, a
+(imported from tests/zoo/triton/generate.py), and three new ones — a masked row softmax, a
 ``tl.dot`` matmul pipelined with ``num_stages=3`` (cp.async + wgmma on sm_90a) and a TMA
 ``TensorDescriptor`` matmul — each with a seeded-bug twin whose bug line carries the comment
 ``# seeded bug`` (``bug_line`` finds it). Importing this module needs triton."""
 from __future__ import annotations
 
 import inspect
+import sys
+from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -13,56 +15,9 @@ import triton.language as tl
 # ----------------------------------------------------------------------------- the zoo's kernels
 
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-
-
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    pid_m = pid % num_pid_m
-    pid_n = pid // num_pid_m
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_left = K - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
-@triton.jit
-def tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    pid_m = pid % num_pid_m
-    pid_n = pid // num_pid_m
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = a_desc.load([off_m, k * BLOCK_K])
-        b = b_desc.load([k * BLOCK_K, off_n])
-        acc = tl.dot(a, b, acc)
-    c_desc.store([off_m, off_n], acc.to(tl.float16))
+# the zoo's generator defines them (its committed PTX's line info points into that file)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "zoo" / "triton"))
+from generate import add_kernel, matmul_kernel, tma_matmul_kernel  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- masked row softmax
