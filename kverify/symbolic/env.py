@@ -100,6 +100,14 @@ class Env:
                 self.param_values[p.source_name or p.name] = v
             else:
                 self.params[p.name] = (z3.BitVec(p.name, w), p)
+        # --- preconditions over the scalar parameters (``--assume``: ``symbolic.assume``)
+        self.preconditions: list = []  # the expressions, as given
+        from .assume import preconditions
+
+        for expr, c in preconditions(kernel, self.params, getattr(launch, "assume", ()) or ()):
+            syms = [t for t, _ in self.params.values() if not z3.is_bv_value(t)]
+            self.shared_constraints.append((c, keys(*syms)))
+            self.preconditions.append(expr)
         # --- shared layout (static variables in declaration order, then dynamic)
         self.shared_vars: list = []  # (name, base, size)
         self.shared_base: dict = {}

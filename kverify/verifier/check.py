@@ -391,11 +391,22 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
-                 smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None) -> KernelReport:
+                 smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
+                 assume=()) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
-    or CPU torch tensor) are the interpreter's initial buffer contents; others are random."""
+    or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
+    ``assume`` (expressions over the scalar parameters, ``kverify.symbolic.assume``) are
+    preconditions of the symbolic checkers; a bad one, or one the launch's arguments break, is a
+    ``KernelError``."""
     path = path or module.path
+    if assume:
+        from dataclasses import replace
+
+        from kverify.symbolic import Env
+
+        spec = replace(spec, assume=tuple(assume))
+        Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs)
     rep = KernelReport(kernel.name, path or "?")
     order, evidence = [], {}

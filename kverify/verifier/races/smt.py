@@ -360,6 +360,8 @@ class _Checker:
             parts.append(f"for {', '.join(given)} only")
         if free:
             parts.append(f"all values of {', '.join(free)}")
+        if env.preconditions:
+            parts.append("assuming " + " and ".join(env.preconditions))
         if pointers:
             parts.append(f"any addresses of {', '.join(pointers)}")
         parts.append("every schedule (two arbitrary distinct threads)")
