@@ -127,6 +127,20 @@ class Env:
         self.global_vars = {v.name for v in tuple(module.vars) + tuple(kernel.vars)
                             if v.space in ("global", "const")}
 
+    def symbolic_param_values(self, model, accesses=()) -> dict:
+        """The value ``model`` gives each parameter the launch left symbolic (name -> int, signed
+        for ``.s*`` types), leaving out pointers the ``accesses`` address through (a buffer's
+        base address is arbitrary): what a counterexample over symbolic parameters must print."""
+        buffers = {a.region for a in accesses}
+        out = {}
+        for term, p in self.params.values():
+            key = p.source_name or p.name
+            if key in self.param_values or z3.is_bv_value(term) or f"param:{key}" in buffers:
+                continue
+            v, w = model.eval(term, model_completion=True).as_long(), term.size()
+            out[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
+        return out
+
     def _launch_arg(self, i):
         p = self.kernel.params[i]
         args = self.launch.args or {}
