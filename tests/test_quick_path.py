@@ -156,3 +156,16 @@ def test_assumption_arithmetic_is_pythons():
     s = z3.Solver()
     s.add(to_z3("not (a > 1 or a < -1) and -a * 2 + 1 == 3", {"a": z3.BitVec("a", WIDTH)}))
     assert s.check() == z3.sat and s.model()[z3.BitVec("a", WIDTH)].as_signed_long() == -1
+
+
+def test_static_mbarrier_counterexamples_print_the_symbolic_parameters(capsys):
+    # iters left symbolic: the arrivals counterexample names the value the solver chose, and
+    # not the pointer parameters (whose base addresses are arbitrary)
+    rc = main(["check", str(ZOO / "bulk_pipeline" / "bulk_pipeline__wrong_arrival_count.ptx"), "--block", "160",
+               "--format", "json"])
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    o = next(o for o in k["obligations"] if o["id"] == "mbarrier.arrivals")
+    assert rc == 1 and o["status"] == "violated"
+    params = o["counterexample"]["params"]
+    assert set(params) == {"iters"}
+    assert o["message"].endswith(f"; with iters={params['iters']}")

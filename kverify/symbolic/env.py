@@ -127,15 +127,15 @@ class Env:
         self.global_vars = {v.name for v in tuple(module.vars) + tuple(kernel.vars)
                             if v.space in ("global", "const")}
 
-    def symbolic_param_values(self, model, accesses=()) -> dict:
+    def symbolic_param_values(self, model, pointers=()) -> dict:
         """The value ``model`` gives each parameter the launch left symbolic (name -> int, signed
-        for ``.s*`` types), leaving out pointers the ``accesses`` address through (a buffer's
-        base address is arbitrary): what a counterexample over symbolic parameters must print."""
-        buffers = {a.region for a in accesses}
+        for ``.s*`` types), leaving out ``pointers`` (names of parameters used as addresses,
+        ``Executor.address_params``: a buffer's base address is arbitrary): what a
+        counterexample over symbolic parameters must print."""
         out = {}
         for term, p in self.params.values():
             key = p.source_name or p.name
-            if key in self.param_values or z3.is_bv_value(term) or f"param:{key}" in buffers:
+            if key in self.param_values or z3.is_bv_value(term) or key in pointers:
                 continue
             v, w = model.eval(term, model_completion=True).as_long(), term.size()
             out[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v

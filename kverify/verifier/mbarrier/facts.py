@@ -98,7 +98,7 @@ class Facts:
     def with_params(self, msg: str, cex: dict, model):
         """``msg`` and ``cex`` of a counterexample with the values ``model`` gives the parameters
         the launch left symbolic (``Env.symbolic_param_values``), in the text and as ``params``."""
-        vals = self.env.symbolic_param_values(model, self.ex.accesses)
+        vals = self.env.symbolic_param_values(model, self.ex.address_params)
         if not vals:
             return msg, cex
         return (msg + "; with " + ", ".join(f"{k}={v}" for k, v in vals.items()),

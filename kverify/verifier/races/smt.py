@@ -582,7 +582,7 @@ class _Checker:
             return d
 
         accesses = [access(a, "A", a), access(bb, "B", b)]
-        params = {**env.param_values, **env.symbolic_param_values(m, self.ex.accesses)}
+        params = {**env.param_values, **env.symbolic_param_values(m, self.ex.address_params)}
         kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
                  ("write", "read"): "write-read"}
         ka = "write" if a.writes else "read"
