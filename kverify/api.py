@@ -196,16 +196,17 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     symbolic in the grid (as on the command line). ``inputs`` (buffer name -> array) override
     the contents taken from ``args``. ``budget``/``timeout``/``smt`` are ``check``'s
     ``--budget``/``--timeout``/``--no-smt``. ``assume`` (a condition or a list, Python syntax over
-    parameter names: ``"n > 0 and n % 4 == 0"``) is passed to the checkers where they take
-    preconditions; here the launch's concrete arguments must satisfy it (else a ``KernelError``)."""
+    parameter names: ``"n > 0 and n % 4 == 0"``; ``kverify.symbolic.assume``) is ``--assume``:
+    preconditions of the symbolic checkers over the parameters left symbolic; the launch's
+    concrete arguments must satisfy it (else a ``KernelError``)."""
     from kverify.verifier.check import check_kernel
 
     m, k, path = load(kernel, kernel_name, arch, defines)
     spec, given = launch_spec(k, grid, block, args, cluster, dynamic_smem, path, launch)
     if inputs:
         given = {**(given or {}), **inputs}
-    extra = _assume_option(assume, check_kernel, spec, k)
-    rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, **extra)
+    assume = [assume] if isinstance(assume, str) else list(assume or ())
+    rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume)
     return Report([replay_with_inputs(rep, given)], "check", given)
 
 
@@ -231,75 +232,6 @@ def replay_with_inputs(rep, inputs):
         if cex and cex.get("replay") and "--inputs" not in cex["replay"]:
             cex["replay"] += f" --inputs {p}"
     return rep
-
-
-def _assume_option(assume, fn, spec, kernel) -> dict:
-    """``assume=`` (an expression or a list of them over the parameters): given to the checkers
-    where they take preconditions; otherwise each must be decided by the launch's concrete scalar
-    arguments — a false one is an error (the launch breaks the precondition), one over a parameter
-    without a value is an error (nothing here could assume it)."""
-    if not assume:
-        return {}
-    exprs = [assume] if isinstance(assume, str) else list(assume)
-    import inspect
-
-    if "assume" in inspect.signature(fn).parameters:
-        return {"assume": exprs}
-    from kverify.launch import lookup, param_key
-
-    env = {}
-    for i, p in enumerate(kernel.params):
-        v = lookup(spec.args, kernel, i)
-        if isinstance(v, (int, float)):
-            env[param_key(kernel, i)] = env[p.name] = v
-    for e in exprs:
-        if not _holds(e, env):
-            raise KernelError(f"the launch's arguments break the assumption {e!r} "
-                              f"({', '.join(f'{k}={v}' for k, v in env.items() if k in e)})", "<assume>", 1, 1)
-    return {}
-
-
-def _holds(expr: str, env: dict) -> bool:
-    """The value of a Python-syntax condition over ``env`` (names, numbers, + - * // % comparisons,
-    and / or / not)."""
-    import ast
-    import operator as op
-
-    bins = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod}
-    cmps = {ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge, ast.Eq: op.eq, ast.NotEq: op.ne}
-
-    def ev(n):
-        if isinstance(n, ast.Expression):
-            return ev(n.body)
-        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in env:
-                raise KernelError(f"assumption {expr!r}: {n.id} has no concrete value in this launch (and the "
-                                  f"checkers take no symbolic preconditions here)", "<assume>", 1, n.col_offset + 1)
-            return env[n.id]
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.Not)):
-            return -ev(n.operand) if isinstance(n.op, ast.USub) else not ev(n.operand)
-        if isinstance(n, ast.BinOp) and type(n.op) in bins:
-            return bins[type(n.op)](ev(n.left), ev(n.right))
-        if isinstance(n, ast.BoolOp):
-            vals = [ev(v) for v in n.values]
-            return all(vals) if isinstance(n.op, ast.And) else any(vals)
-        if isinstance(n, ast.Compare):
-            left = ev(n.left)
-            for o, c in zip(n.ops, n.comparators):
-                right = ev(c)
-                if type(o) not in cmps or not cmps[type(o)](left, right):
-                    return False
-                left = right
-            return True
-        raise KernelError(f"assumption {expr!r}: unsupported expression", "<assume>", 1, getattr(n, "col_offset", 0) + 1)
-
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError as e:
-        raise KernelError(f"assumption {expr!r}: {e.msg}", "<assume>", 1, e.offset or 1) from None
-    return bool(ev(tree))
 
 
 def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,

@@ -69,6 +69,7 @@ class LaunchSpec:
     dynamic_smem: int = 0
     path: str = "<launch>"
     grid_assumed: bool = False  # no grid was given: (1, 1, 1) runs, proofs must not rest on it
+    assume: tuple = ()  # preconditions over the scalar parameters (``--assume``; ``symbolic.assume``)
 
     @property
     def threads_per_block(self) -> int:

@@ -108,6 +108,14 @@ class Env:
             v = self._launch_arg(i) if launch is not None else None
             if isinstance(v, dict) and isinstance(v.get("struct"), dict):
                 self.struct_fields[p.name] = {int(o): f for o, f in v["struct"].items()}
+        # --- preconditions over the scalar parameters (``--assume``: ``symbolic.assume``)
+        self.preconditions: list = []  # the expressions, as given
+        from .assume import preconditions
+
+        for expr, c in preconditions(kernel, self.params, getattr(launch, "assume", ()) or ()):
+            syms = [t for t, _ in self.params.values() if not z3.is_bv_value(t)]
+            self.shared_constraints.append((c, keys(*syms)))
+            self.preconditions.append(expr)
         # --- shared layout (static variables in declaration order, then dynamic)
         self.shared_vars: list = []  # (name, base, size)
         self.shared_base: dict = {}
@@ -160,6 +168,20 @@ class Env:
             if (p.source_name or p.name) == name and p.name in self.params and p.type.bits == 64:
                 return self.params[p.name][0]
         return z3.BitVec(f"buffer.{name}", 64)
+
+    def symbolic_param_values(self, model, pointers=()) -> dict:
+        """The value ``model`` gives each parameter the launch left symbolic (name -> int, signed
+        for ``.s*`` types), leaving out ``pointers`` (names of parameters used as addresses,
+        ``Executor.address_params``: a buffer's base address is arbitrary): what a
+        counterexample over symbolic parameters must print."""
+        out = {}
+        for term, p in self.params.values():
+            key = p.source_name or p.name
+            if key in self.param_values or z3.is_bv_value(term) or key in pointers:
+                continue
+            v, w = model.eval(term, model_completion=True).as_long(), term.size()
+            out[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
+        return out
 
     def _launch_arg(self, i):
         p = self.kernel.params[i]

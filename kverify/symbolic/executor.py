@@ -55,6 +55,7 @@ class Executor(LoopSummaries, Instructions):
         self.loop_stack: list = []  # (LoopInfo, k)
         self.loads: list = []  # (tag, value, region, width, seq) of global loads
         self.written_regions: set = set()
+        self.address_params: set = set()  # parameters used as an address (pointers): note_address
         self.unknown_region_write = False
         self.seq = {}
         self.widths = {}

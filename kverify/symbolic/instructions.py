@@ -47,9 +47,22 @@ class Instructions:
             return self.async_instr(ins, st, guard)
         return self.plain_instr(ins, st, guard)
 
+    def note_address(self, region):
+        """Remember that the parameter of ``region`` (``param:<name>``) is used as an address:
+        a pointer, whose value a counterexample does not print (``Env.symbolic_param_values``)."""
+        if region and region.startswith("param:"):
+            self.address_params.add(region.split(":", 1)[1])
+
+    def note_operand_addresses(self, ins: Instr, st: State):
+        """``note_address`` for every address operand of ``ins`` (asynchronous copies)."""
+        for op in ins.operands:
+            if isinstance(op, Addr) and op.base is not None:
+                self.note_address(self.read(st, op.base, None)[1])
+
     def async_instr(self, ins: Instr, st: State, guard) -> State:
         """Asynchronous copies, mbarriers, wgmma: not modelled here (an extension point
         for checkers that record them)."""
+        self.note_operand_addresses(ins, st)
         self.reason(f"{ins.opcode} at {where(ins)}: asynchronous copies, mbarriers and "
                     "wgmma are not modelled by the classic race check yet", ordering=True)
         self.havoc_dests(st, ins, guard)
@@ -260,6 +273,7 @@ class Instructions:
             base_t, region = self.read(st, addr_op.base, None)
             if base_t is None or z3.is_bool(base_t):
                 base_t, region = self.approx("addr", 64), None
+        self.note_address(region)
         if space == "generic" and region is not None and region.startswith("pstruct:") and mode == "read":
             # a generic load from a __grid_constant__ struct parameter (cvta.param of its address)
             self.load_param(ins, st, guard)

@@ -32,7 +32,9 @@ happens-before fixes every synchronization match (all schedules equivalent), non
 already violates (the remaining obligations are then ``unknown``), else single deviations
 within the budget; an exploration that used up its budget is ``unknown`` ("budget
 exhausted"), never clean. A launch without buffers gets them sized to the kernel's accesses
-(``races.extents``), and memory safety is then ``unknown``.
+(``races.extents``), and memory safety is then ``vacuous`` (``SIZED_FROM_ACCESSES``: not
+applicable, an out-of-bounds access cannot show) when the run completed without a
+memory-safety finding.
 """
 from __future__ import annotations
 
@@ -86,6 +88,12 @@ EXERCISED_BY = {
 }
 #: Obligations that are vacuous when the kernel has no operation of the kind in the value.
 VACUOUS_WITHOUT = {"race-free: async": "async", "mbarrier conformance": "mbarrier"}
+#: Memory safety when the launch gave no buffers and they were sized to the kernel's own
+#: accesses (``races.extents``): ``vacuous`` with this message, and only when the run completed
+#: without a memory-safety finding (a run that faults is still ``violated``, an incomplete one
+#: ``unknown``).
+SIZED_FROM_ACCESSES = ("not applicable: buffers sized to the kernel's own accesses: an out-of-bounds access "
+                       "cannot show (no trap or uninitialized read on the explored schedules)")
 
 
 def _family(rule: str) -> str:
@@ -283,10 +291,6 @@ def _interpreter(ctx):
         fs = by_family.get(title, [])
         if fs:
             out.append(violated(title, checker, fs[0]))
-        elif title == "memory safety" and sized:
-            out.append(Obligation(title, checker, "unknown", "not checked: the buffers were sized to "
-                                  "the kernel's own accesses, so out-of-bounds accesses cannot show",
-                                  explored, [], None, dt))
         elif r.status == "unsupported":
             out.append(Obligation(title, checker, "unknown", f"not checked: {r.reason}", None, [], None, dt))
         elif r.schedules_total is None:
@@ -297,6 +301,8 @@ def _interpreter(ctx):
                    if r.status == "deadlock" else r.reason or
                    f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules")
             out.append(Obligation(title, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))
+        elif title == "memory safety" and sized:
+            out.append(Obligation(title, checker, "vacuous", SIZED_FROM_ACCESSES, explored, [], None, dt))
         else:
             out.append(Obligation(title, checker, "bounded", "no violation on any explored schedule",
                                   explored, [], None, dt))
@@ -368,6 +374,8 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
     if vacuous:
         checker = evidence[0][1].checker if evidence else "check"
         return Obligation(title, checker, "vacuous", "the kernel has no such operations", None, [], None, 0.0)
+    if "vacuous" in by:  # a checker found nothing this launch can check (``SIZED_FROM_ACCESSES``)
+        return by["vacuous"][0][1]
     if "bounded" in by:
         o = by["bounded"][0][1]
         why = [(c, u) for c, u in by.get("unknown", ()) if u.message]
@@ -383,11 +391,22 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
-                 smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None) -> KernelReport:
+                 smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
+                 assume=()) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
-    or CPU torch tensor) are the interpreter's initial buffer contents; others are random."""
+    or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
+    ``assume`` (expressions over the scalar parameters, ``kverify.symbolic.assume``) are
+    preconditions of the symbolic checkers; a bad one, or one the launch's arguments break, is a
+    ``KernelError``."""
     path = path or module.path
+    if assume:
+        from dataclasses import replace
+
+        from kverify.symbolic import Env
+
+        spec = replace(spec, assume=tuple(assume))
+        Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs)
     rep = KernelReport(kernel.name, path or "?")
     order, evidence = [], {}

@@ -248,7 +248,7 @@ def cmd_check(args) -> int:
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
                 reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                            smt=not args.no_smt, path=f, inputs=inputs))
+                                            smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
             except KernelError as e:
                 reports.append(KernelReport(k.name, f, error=e.message,
                                             error_location=Location(e.file, e.line, e.col)))
@@ -389,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--grid", help="grid X[,Y,Z] (without --launch; parameters stay symbolic)")
     s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
     s.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a scalar parameter value")
+    s.add_argument("--assume", action="append", default=[], metavar="EXPR",
+                   help="a precondition over the scalar parameters for the symbolic checkers (repeatable): "
+                   "'n > 0', 'stride % 2 == 0' (integers, names, + - * // %%, comparisons, and/or/not)")
     s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")

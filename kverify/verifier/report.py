@@ -3,7 +3,8 @@
 One obligation per property and resource, each with a stable dotted id (``race.shared``,
 ``mbarrier.protocol[full[0..2]]``, ``deadlock``; the table ``OBLIGATIONS`` below) next to
 its human title ("race-free: shared"), and a status from the verdict lattice of DESIGN.md
-decision 6: ``vacuous`` (nothing to check: the kernel has no such operations) and ``proved``
+decision 6: ``vacuous`` (not applicable, with the reason: the kernel has no such operations,
+or memory safety on buffers sized to the kernel's own accesses) and ``proved``
 < ``bounded`` < ``unknown`` < ``violated`` (worst wins when a kernel's verdict is formed). A
 kernel is ``verified`` when every obligation is vacuous, proved or bounded, ``violated`` when
 one is violated, ``inconclusive`` otherwise, and ``error`` when it could not be analysed at

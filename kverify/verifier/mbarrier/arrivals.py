@@ -108,6 +108,7 @@ def check(chk: Facts) -> Obligation:
                + ("the surplus arrivals count toward the next phase" if gotv > want else
                   "the phase cannot complete from these arrivals"))
         locs = [chk.loc(init_site.instr), chk.loc(a.instr)]
+        msg, cex = chk.with_params(msg, cex, m)
         return _ob("arrivals", "violated", msg, t0, locs, cex, rule)
     for w in (s for s in chk.sites if s.kind == "wait" and s.addr is not None):
         if not any(chk.may_alias(w, x) for x in chk.sites if x.kind in ("arrive", "copy", "other")):

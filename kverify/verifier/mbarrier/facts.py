@@ -95,6 +95,15 @@ class Facts:
         self.sites = ex.sites
         return self
 
+    def with_params(self, msg: str, cex: dict, model):
+        """``msg`` and ``cex`` of a counterexample with the values ``model`` gives the parameters
+        the launch left symbolic (``Env.symbolic_param_values``), in the text and as ``params``."""
+        vals = self.env.symbolic_param_values(model, self.ex.address_params)
+        if not vals:
+            return msg, cex
+        return (msg + "; with " + ", ".join(f"{k}={v}" for k, v in vals.items()),
+                {**cex, "params": vals})
+
     def shift(self, e, k, d):
         return z3.substitute(e, (k, k + d))
 

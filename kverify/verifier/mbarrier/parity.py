@@ -65,9 +65,10 @@ def _straight(chk, w, off, case, uses):
     addr = m.eval(w.addr, model_completion=True).as_long()
     cex = {"rule": MB.PARITY.id, "use": uses, "parity": 1 - want, "expected_parity": want,
            "barrier_address": addr, "location": str(chk.loc(w.instr)), "role": case}
-    return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} is use {uses} of the barrier at shared "
-                        f"address {addr:#x} and names parity {1 - want}, but it must wait on parity {want} "
-                        f"({case})" + _consequence(1 - want, off, uses)), cex
+    return ("violated",) + chk.with_params(
+        f"mbarrier.try_wait.parity at {chk.loc(w.instr)} is use {uses} of the barrier at shared address {addr:#x} "
+        f"and names parity {1 - want}, but it must wait on parity {want} ({case})"
+        + _consequence(1 - want, off, uses), cex, m)
 
 def _consequence(p, off, use):
     if off == 0 and use == 0 and p == 1:
@@ -122,10 +123,10 @@ def _loop(chk, w, off, case):
         cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d, "iterations": [k0],
                "use": 0, "barrier_address": addr, "parity": [1 - off], "expected_parity": off,
                "location": str(chk.loc(w.instr)), "role": case}
-        return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration {k0} of loop "
-                            f"{info.name} is the first use of the barrier at shared address {addr:#x} (reuse "
-                            f"distance {d}) and names parity {1 - off}, but it must wait on parity {off} "
-                            f"({case})" + _consequence(1 - off, off, 0)), cex
+        return ("violated",) + chk.with_params(
+            f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration {k0} of loop {info.name} is the first "
+            f"use of the barrier at shared address {addr:#x} (reuse distance {d}) and names parity {1 - off}, but "
+            f"it must wait on parity {off} ({case})" + _consequence(1 - off, off, 0), cex, m)
     hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d), w.pc, chk.shift(w.pc, k, d))
     goal = (chk.shift(p, k, d) & 1) != (p & 1)
     r, m = chk.prove(hyp, goal)
@@ -148,10 +149,11 @@ def _loop(chk, w, off, case):
                f"iteration {k0 + d} of loop {info.name} is not known to be reached")
         return "unknown", (f"parity may not flip (iterations {k0} and {k0 + d}), but the counterexample "
                            f"involves {why}")
-    return "violated", (f"mbarrier.try_wait.parity at {chk.loc(w.instr)} waits on the barrier at shared address "
-                        f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse "
-                        f"distance {d}) with the same parity {cex['parity'][0]}: the second wait names an "
-                        "already completed phase (or two phases ahead)"), cex
+    return ("violated",) + chk.with_params(
+        f"mbarrier.try_wait.parity at {chk.loc(w.instr)} waits on the barrier at shared address "
+        f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse distance {d}) "
+        f"with the same parity {cex['parity'][0]}: the second wait names an already completed phase (or two "
+        "phases ahead)", cex, m)
 
 def _reached(chk, info, k, w, k0, d):
     """Iterations k0..k0+d of ``info`` run whenever iteration k0's site runs."""

@@ -240,6 +240,7 @@ class MbarExecutor(Executor):
             site = MbarSite("other", ins, None, pc, loops)
         if site is not None:
             self.sites.append(site)
+        self.note_operand_addresses(ins, st)
         self.havoc_dests(st, ins, guard, ins.op)
         return st
 

@@ -84,6 +84,7 @@ def check(chk: Facts) -> Obligation:
                f"tx bytes on the barrier at shared address {cex['barrier_address']:#x} but the copies "
                f"signalling it in the same phase deliver {got_v} ({', '.join(cex['copies']) or 'none'})"
                + (f"; iterations {its}" if its else ""))
+        msg, cex = chk.with_params(msg, cex, m)
         return _ob("tx bytes", "violated", msg, t0, [L(x.instr) for x in group] + [L(c.instr) for c in mine],
                    cex, MB.TX_MISMATCH.id)
     left = [c for c in copies if id(c) not in used]

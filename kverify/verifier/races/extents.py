@@ -11,18 +11,69 @@ accesses. An offset that can be negative, that depends on a value the encoding c
 (a loaded index) or on an unknown scalar, or that exceeds ``LIMIT`` leaves the buffer
 unsized, with the reason. An iteration of a loop without a trip count (a grid-stride loop)
 counts as reached only when every earlier one took the loop's continue condition.
+
+Asynchronous copies that name their byte count (``cp.async``, ``cp.async.bulk``,
+``cp.reduce.async.bulk``) count as accesses of that many bytes at their global operand.
+Tensor maps (``.param .b8 x[128]``, and a pointer used as a tensor copy's tensor map) are
+not sized: where a tensor lies and its shape are host-side data (``TENSOR_MAP``).
 """
 from __future__ import annotations
 
 import z3
 
 from kverify.launch import dtypes, lookup, param_key
-from kverify.semantics.ir.nodes import Sym
+from kverify.semantics.ir.nodes import Addr, Sym, where
 from kverify.semantics.ir.visit import names_of, reachable_instructions
 from kverify.symbolic.budget import SolverBudget
-from kverify.symbolic import Env, Executor, Unsupported, outside_classic_model
+from kverify.symbolic import Access, Env, Executor, Unsupported, fit, mk_and, operand, outside_classic_model, row_of
+from kverify.symbolic.families import is_async
 
 LIMIT = 1 << 28  # bytes per inferred buffer
+#: Why a tensor-map parameter is not sized (``--grid/--block/--arg`` give no tensor maps).
+TENSOR_MAP = ("a tensor map (its global address, shape, strides and box are host-side data the kernel "
+              "does not show): give it under \"tensormaps\" in a launch spec")
+
+
+class _CopyExecutor(Executor):
+    """The symbolic executor, also recording the global side of asynchronous copies that name
+    their byte count (``cp.async``, ``cp.async.bulk``, ``cp.reduce.async.bulk``: the row's
+    ``size`` operand) as accesses of that many bytes (``sizes``); a global operand of any other
+    asynchronous instruction (a tensor copy's tensor map) leaves its parameter unsized
+    (``unsized``). Mbarrier operations, fences and waits only havoc their destinations:
+    ordering does not matter to how far the addresses reach."""
+
+    def __init__(self, env, check):
+        super().__init__(env, check)
+        self.sizes: dict = {}  # id(Access) -> byte count term (BV64)
+        self.unsized: dict = {}  # param name -> reason
+
+    def async_instr(self, ins, st, guard):
+        row = row_of(ins)
+        size_op = operand(ins, "size")
+        for slot in row.operands if row is not None else ():
+            if slot.name not in ("dst", "src"):
+                continue
+            op = operand(ins, slot.name)
+            if not isinstance(op, Addr) or op.base is None:
+                continue
+            base, region = self.read(st, op.base, None)
+            if base is None or z3.is_bool(base) or not region or not region.startswith("param:"):
+                continue
+            name = region.split(":", 1)[1]
+            size = self.read(st, size_op, None)[0] if size_op is not None else None
+            if size is None or z3.is_bool(size):
+                self.unsized.setdefault(name, f"{ins.opcode} at {where(ins)} names no byte count: {TENSOR_MAP}"
+                                        if size_op is None else f"byte count of {ins.opcode} at {where(ins)} "
+                                        "not understood")
+                continue
+            mode = "read" if slot.name == "src" else "write"
+            acc = Access(self.seq.get(id(ins), -1), ins, "global", mode, False, False, region,
+                         z3.simplify(fit(base, 64) + op.offset), 0, mk_and(st.pc, guard), st.epoch,
+                         tuple(self.loop_stack))
+            self.accesses.append(acc)
+            self.sizes[id(acc)] = z3.ZeroExt(64 - fit(size, 32).size(), fit(size, 32))
+        self.havoc_dests(st, ins, guard)
+        return st
 
 
 
@@ -36,10 +87,18 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         if lookup(launch.args, kernel, i) is not None:
             continue
         wanted[p.source_name or p.name] = param_key(kernel, i)
+    # tensor-map parameters (``.param .b8 x[N]``) the launch leaves out: nothing in the kernel
+    # says what they describe
+    maps = {param_key(kernel, i): TENSOR_MAP for i, p in enumerate(kernel.params)
+            if p.array and lookup(launch.tensormaps or {}, kernel, i) is None
+            and lookup(launch.args, kernel, i) is None and lookup(launch.buffers, kernel, i) is None}
     if not wanted:
-        return {}, {}
-    if any(outside_classic_model(i) for i in reachable_instructions(module, kernel)):
-        return {}, {k: "asynchronous copies: give the buffers in the launch spec" for k in wanted.values()}
+        return {}, maps
+    odd = next((i for i in reachable_instructions(module, kernel) if outside_classic_model(i) and not is_async(i)),
+               None)
+    if odd is not None:
+        return {}, {**maps, **{k: f"{odd.opcode} at {where(odd)}: its memory effect is not modelled: give the "
+                              "buffers in the launch spec" for k in wanted.values()}}
     env = Env(module, kernel, launch)
 
     def check_a(f):
@@ -50,15 +109,15 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
             return "sat", s.model()
         return ("unsat" if r == z3.unsat else "unknown"), None
 
-    ex = Executor(env, check_a)
+    ex = _CopyExecutor(env, check_a)
     try:
         ex.run()
     except Unsupported as e:
-        return {}, {k: f"accesses not summarized ({e})" for k in wanted.values()}
+        return {}, {**maps, **{k: f"accesses not summarized ({e})" for k in wanted.values()}}
     base = [c for c, _ in env.shared_constraints + env.constraints_a]
     ends: dict = {}
     types: dict = {}
-    why: dict = {}
+    why: dict = {n: r for n, r in ex.unsized.items() if n in wanted}
     for a in ex.accesses:
         if a.space != "global" or not a.region or not a.region.startswith("param:"):
             continue
@@ -81,12 +140,19 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
             why[name] = (f"offsets of {a.instr.opcode} (line {a.instr.loc.line or a.instr.loc.ptx_line}) are not "
                          f"bounded to [0, {LIMIT}) by the launch" if bad == "sat" else "solver budget spent")
             continue
-        end = _maximize(base + reach + [a.pc], off + a.width, timeout_s, quantified=bool(reach))
+        width = ex.sizes.get(id(a), a.width)
+        if not isinstance(width, int):  # an asynchronous copy's byte count: bounded like the offset
+            if _solve(base + reach + [a.pc, z3.UGT(width, LIMIT)], timeout_s) != "unsat":
+                why[name] = f"byte count of {a.instr.opcode} (line {a.instr.loc.line or a.instr.loc.ptx_line}) " \
+                            f"not bounded to {LIMIT} by the launch"
+                continue
+        end = _maximize(base + reach + [a.pc], off + width, timeout_s, quantified=bool(reach))
         if end is None:
             why[name] = "solver budget spent"
             continue
         ends[name] = max(ends.get(name, 0), end)
-        dt = next((d for d in map(dtypes.of_ptx, a.instr.types()) if d is not None), None)
+        dt = next((d for d in map(dtypes.of_ptx, a.instr.types()) if d is not None), None) \
+            if id(a) not in ex.sizes else None
         if dt is not None:
             types.setdefault(name, dt.name)
     mentioned = set(names_of([i.operands for i in reachable_instructions(module, kernel)], Sym))
@@ -104,7 +170,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         dt = types.get(name, "uint8")
         esz = dtypes.itemsize(dt)
         out[key] = {"dtype": dt, "shape": [max(1, -(-ends[name] // esz))]}
-    return out, {wanted[n]: r for n, r in why.items() if n in wanted}
+    return out, {**maps, **{wanted[n]: r for n, r in why.items() if n in wanted}}
 
 
 def _solve(fs, timeout_s):

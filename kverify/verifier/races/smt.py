@@ -360,6 +360,8 @@ class _Checker:
             parts.append(f"for {', '.join(given)} only")
         if free:
             parts.append(f"all values of {', '.join(free)}")
+        if env.preconditions:
+            parts.append("assuming " + " and ".join(env.preconditions))
         if pointers:
             parts.append(f"any addresses of {', '.join(pointers)}")
         parts.append("every schedule (two arbitrary distinct threads)")
@@ -580,15 +582,7 @@ class _Checker:
             return d
 
         accesses = [access(a, "A", a), access(bb, "B", b)]
-        params = {}
-        buffers = {x.region for x in self.ex.accesses}
-        for term, p in env.params.values():
-            key = p.source_name or p.name
-            if key in env.param_values:
-                params[key] = env.param_values[key]
-            elif f"param:{key}" not in buffers:  # a buffer's base address is arbitrary
-                v, w = val(term), term.size()
-                params[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
+        params = {**env.param_values, **env.symbolic_param_values(m, self.ex.address_params)}
         kinds = {("write", "write"): "write-write", ("read", "write"): "read-write",
                  ("write", "read"): "write-read"}
         ka = "write" if a.writes else "read"
