@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import z3
 
+from kverify.launch.layout import shared_layout
 from kverify.semantics.ir.nodes import operand_regs
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import instructions
@@ -116,22 +117,17 @@ class Env:
             syms = [t for t, _ in self.params.values() if not z3.is_bv_value(t)]
             self.shared_constraints.append((c, keys(*syms)))
             self.preconditions.append(expr)
-        # --- shared layout (static variables in declaration order, then dynamic)
+        # --- shared layout: the launch's (kverify.launch.layout), without red zones; the size of
+        # dynamic shared memory is unknown (None) when the launch does not give it
+        dyn = launch.dynamic_smem if launch is not None and launch.dynamic_smem else None
+        placed, _ = shared_layout(module, kernel, dyn or 0, red_zone=0)
         self.shared_vars: list = []  # (name, base, size)
         self.shared_base: dict = {}
-        off = 0
-        decls = [v for v in tuple(module.vars) + tuple(kernel.vars) if v.space in ("shared", "shared::cta")]
-        for v in sorted(decls, key=lambda d: d.extern):
-            al = v.align or max(1, v.type.bits // 8)
-            if v.extern:
-                al = max(al, 16)
-            off = (off + al - 1) // al * al
-            size = v.size
-            if v.extern:
-                size = launch.dynamic_smem if launch is not None and launch.dynamic_smem else None
-            self.shared_vars.append((v.name, off, size))
-            self.shared_base[v.name] = off
-            off += v.size if not v.extern else 0
+        for v in tuple(module.vars) + tuple(kernel.vars):
+            if v.name in placed and v.name not in self.shared_base:
+                off, size = placed[v.name]
+                self.shared_vars.append((v.name, off, dyn if v.extern else size))
+                self.shared_base[v.name] = off
         self.global_vars = {v.name for v in tuple(module.vars) + tuple(kernel.vars)
                             if v.space in ("global", "const")}
 
