@@ -37,6 +37,13 @@ from kverify.semantics.ir import KernelError
 MAX_BUFFER_BYTES = 1 << 30
 #: the largest grid or block dimension accepted (CUDA's grid x limit is 2**31 - 1)
 MAX_DIM = (1 << 31) - 1
+#: CUDA's launch limits on sm_90 (CUDA C++ Programming Guide, compute capability 9.0): the
+#: largest block dimensions and threads per block, the largest grid y / z, and the largest
+#: (non-portable) cluster
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID_YZ = 65535
+MAX_CLUSTER_CTAS = 16
 #: the most dynamic shared memory a launch may ask for (sm_90: 227 KiB per block)
 MAX_SMEM = 227 * 1024
 #: the largest by-value parameter (PTX kernel parameters total at most 32,764 bytes)
@@ -116,6 +123,28 @@ class _Checker:
         for i, x in enumerate(v):
             self.int_(x, keys + [i], 1, hi, f"a positive integer (at most {hi})")
 
+    def limits(self, d):
+        """The hardware's limits on a launch's shape (a kernel cannot be launched beyond them)."""
+        def dims(v):
+            v = [v] if _is_int(v) else list(v or [])
+            return v + [1] * (3 - len(v))
+        block, grid, cluster = dims(d.get("block")), dims(d.get("grid")), dims(d.get("cluster"))
+        for i, (n, hi) in enumerate(zip(block, MAX_BLOCK)):
+            if n > hi:
+                self.fail(["block", i], f"a block dimension {'xyz'[i]} is at most {hi} on sm_90", n)
+        if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+            self.fail(["block"], f"a block has at most {MAX_THREADS_PER_BLOCK} threads on sm_90, this one "
+                      f"{block[0] * block[1] * block[2]}", show_got=False)
+        for i in (1, 2):
+            if grid[i] > MAX_GRID_YZ:
+                self.fail(["grid", i], f"grid dimension {'xyz'[i]} is at most {MAX_GRID_YZ}", grid[i])
+        if cluster[0] * cluster[1] * cluster[2] > MAX_CLUSTER_CTAS:
+            self.fail(["cluster"], f"a cluster has at most {MAX_CLUSTER_CTAS} CTAs on sm_90, this one "
+                      f"{cluster[0] * cluster[1] * cluster[2]}", show_got=False)
+        for i, (g, c) in enumerate(zip(grid, cluster)):
+            if g % c:
+                self.fail(["grid", i], f"grid dimension {'xyz'[i]} must be a multiple of the cluster's ({c})", g)
+
     # ------------------------------------------------------------------ sections
     def spec(self, d):
         if not isinstance(d, dict):
@@ -124,6 +153,7 @@ class _Checker:
             self.str_(d["kernel"], ["kernel"])
         for k, hi in (("grid", MAX_DIM), ("block", MAX_DIM), ("cluster", 16)):
             self.dim3(d.get(k), [k], hi)
+        self.limits(d)
         if d.get("args") is not None:
             for name, a in self.obj(d["args"], ["args"]).items():
                 self.arg(a, ["args", name])
