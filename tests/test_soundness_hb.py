@@ -38,6 +38,27 @@ def test_missing_syncwarp_in_a_warp_reduction_races_between_two_named_lanes():
     assert r.findings == [] and r.status == "complete"
 
 
+WARP_MBAR = ZOO.parent / "data" / "warp_mbarrier"
+
+
+@pytest.mark.parametrize("variant, line", [("warp_mbarrier", None), ("warp_mbarrier__relaxed_arrive", 14),
+                                           ("warp_mbarrier__write_after_arrive", 13)])
+def test_lanes_of_one_warp_are_ordered_by_an_mbarrier_phase_only_through_releasing_arrives(variant, line):
+    """A lane's accesses before its (releasing) arrive are ordered before what the lanes of its
+    warp that acquire the phase access after their wait; a .relaxed arrive, or a write after the
+    arrive, is not."""
+    m = load_module(str(WARP_MBAR / f"{variant}.ptx"))
+    spec = LaunchSpec.from_dict({"grid": [1], "block": [32], "buffers": {
+        "in": {"dtype": "float32", "shape": [32]}, "out": {"dtype": "float32", "shape": [32]}}})
+    r = run_kernel(m, m.kernels[0], spec)
+    assert r.status == "complete"
+    races = [f for f in r.findings if f.rule == "race.shared"]
+    if line is None:
+        assert r.findings == []
+    else:
+        assert races and races[0].locs[0].line == line and "between lanes of one warp" in races[0].message
+
+
 @needs_nvcc
 def test_lanes_are_ordered_only_by_a_syncwarp_both_take_part_in(tmp_path):
     src = """

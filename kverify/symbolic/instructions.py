@@ -179,13 +179,17 @@ class Instructions:
             self.havoc_dests(st, ins, guard, fam)
             st.regs.pop("%cc", None)
             return st
+        if fam == "mov" and isinstance(ops[1], VecOp) and isinstance(ops[0], Reg):
+            # a vector pack (mov.b64 %rd, {%r1, %r2}): element 0 in the low bits (§9.7.9.10)
+            ew = SCALAR_BITS[ty] // len(ops[1].elems)
+            parts = [fit(self.read(st, e, ew)[0], ew) for e in ops[1].elems]
+            whole = z3.Concat(*reversed(parts)) if len(parts) > 1 else parts[0]
+            self.write(st, ops[0].name, (whole, None), guard)
+            return st
         if fam == "mov" and len(args) == 1 and isinstance(ops[0], Reg):
             w = 1 if ty == "pred" else SCALAR_BITS[ty]
             self.write(st, ops[0].name, (fit(args[0], w), regions[0]), guard)
             return st
-        if fam == "mov" and isinstance(ops[1], VecOp):
-            ew = SCALAR_BITS[ty] // len(ops[1].elems)
-            args = [fit(self.read(st, e, ew)[0], ew) for e in ops[1].elems]
         if fam == "mov" and isinstance(ops[0], VecOp):
             whole = args[0]
             n = len(ops[0].elems)

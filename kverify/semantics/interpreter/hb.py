@@ -111,7 +111,9 @@ class LaneOrder:
 
     def __init__(self):
         self.now = 0  # warp-synchronizing points so far
-        self.common = np.zeros((32, 32), np.int64)  # [i, j]: the last point lanes i and j shared
+        # [i, j]: the last point after which lane i's earlier accesses are ordered before lane j's
+        # (both passed a warp-synchronizing point, or j acquired i's mbarrier arrive)
+        self.common = np.zeros((32, 32), np.int64)
         self.full = 0  # the last point every lane of the warp took part in
 
     def sync(self, members: np.ndarray, valid: np.ndarray):
@@ -121,6 +123,19 @@ class LaneOrder:
         self.common[np.ix_(s, s)] = self.now
         if not (valid & ~members).any():
             self.full = self.now
+
+    def point(self) -> int:
+        """A new point at which lanes release (an mbarrier arrive): what a lane accessed before
+        it is ordered before what lanes that later acquire it (``acquire``) access."""
+        self.now += 1
+        return self.now
+
+    def acquire(self, points: np.ndarray, lanes: np.ndarray):
+        """Lanes ``lanes`` acquire the release points ``points`` (per lane, 0 for none): each
+        lane ``a``'s accesses before ``points[a]`` are ordered before what ``lanes`` access from
+        now on (one direction only: ``common[earlier, later]``)."""
+        cols = self.common[:, lanes]
+        self.common[:, lanes] = np.maximum(cols, np.asarray(points, np.int64)[:, None])
 
     def unordered(self, earlier, later, since) -> np.ndarray:
         """Whether lane ``earlier``'s access at point count ``since`` and lane ``later``'s

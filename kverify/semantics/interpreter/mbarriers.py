@@ -31,6 +31,10 @@ class MbarInfo(SyncObject):
         self.release_vc = np.zeros(0, np.int64)
         self.done_vc: dict[int, np.ndarray] = {}
         self.done_release: dict[int, np.ndarray] = {}
+        # lanes' releasing arrives of the current phase, per warp: its LaneOrder point of each
+        # lane's arrive (0: none) -- what a lane of the same warp acquires with the phase
+        self.lane_points: dict = {}
+        self.done_lane_points: dict[int, dict] = {}
         self.init = None  # (agent, clock, loc id, fence required)
         self.arrive_locs: dict = {}  # arrive-on instructions seen (ordered set)
         self.arrivers: set = set()  # warps that arrived (or issued copies signalling it)
@@ -178,6 +182,7 @@ class MbarrierMixin:
         into it by expect-tx but have not landed (tx mismatch)."""
         info.done_vc[phase], info.done_release[phase] = info.phase_vc, info.release_vc
         info.phase_vc = info.release_vc = np.zeros(0, np.int64)
+        info.done_lane_points[phase], info.lane_points = info.lane_points, {}
         info.completed += 1
         self._mbar_order_completed(info, phase)
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]

@@ -85,6 +85,7 @@ def h_mbar_arrive(m, w, ins, mask):
     mods = set(ins.mods)
     extra = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,)) if len(ops) > 2 else None
     drop = ins.row.sync == "mbarrier.arrive_drop"
+    point = w.lane_order.point() if "relaxed" not in mods else 0  # the lanes' release point
     for lane in np.flatnonzero(mask):
         addr = int(addrs[lane])
         cta, info = m.mbar_at(w, space, addr, ins)
@@ -103,6 +104,7 @@ def h_mbar_arrive(m, w, ins, mask):
         info.phase_vc = join(info.phase_vc, w.vc)
         if "relaxed" not in mods:
             info.release_vc = join(info.release_vc, w.vc)
+            info.lane_points.setdefault(w, np.zeros(32, np.int64))[lane] = point
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
         if "expect_tx" in mods:
@@ -202,6 +204,9 @@ def _mbar_wait(m, w, ins, mask):
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
             if acquire:
                 w.vc = join(w.vc, info.done_release.get(ph, np.zeros(0, np.int64)))
+                pts = info.done_lane_points.get(ph, {}).get(w)
+                if pts is not None:  # lanes of this warp that arrived: ordered before the waiting lanes
+                    w.lane_order.acquire(pts, lanes)
         return ok
 
     plans = [p for p in plans if p is not None]
