@@ -27,6 +27,11 @@ PROVED = [p for p in PAIRS if p["expect"] == "proved"]
 REFUTED = [p for p in PAIRS if p["expect"] == "refuted"]
 
 
+def _sweep(pairs):
+    """The pairs as parameters: the first two in the fast subset, the others marked slow."""
+    return [pytest.param(p, id=p["name"], marks=() if i < 2 else pytest.mark.slow) for i, p in enumerate(pairs)]
+
+
 def test_the_zoo_lists_eight_proofs_and_six_bugs():
     assert len(PROVED) >= 8 and len(REFUTED) >= 6
     assert {p["bug"] for p in REFUTED} >= {"tail off-by-one", "wrong stride", "missing scale factor",
@@ -34,7 +39,7 @@ def test_the_zoo_lists_eight_proofs_and_six_bugs():
                                             "accumulation in half precision", "a stage index that skips a tile"}
 
 
-@pytest.mark.parametrize("pair", PROVED, ids=lambda p: p["name"])
+@pytest.mark.parametrize("pair", _sweep(PROVED))
 def test_optimized_kernel_is_proved_equivalent_to_its_reference(pair, tmp_path):
     rep, r = _run_pair(pair, tmp_path)
     assert r.verdict == "proved", r.message
@@ -46,7 +51,7 @@ def test_optimized_kernel_is_proved_equivalent_to_its_reference(pair, tmp_path):
     assert r.counterexample is None and r.elements > 0
 
 
-@pytest.mark.parametrize("pair", REFUTED, ids=lambda p: p["name"])
+@pytest.mark.parametrize("pair", _sweep(REFUTED))
 def test_seeded_bug_is_refuted_with_a_replayable_counterexample(pair, tmp_path, capsys):
     rep, r = _run_pair(pair, tmp_path)
     assert r.verdict == "refuted", r.message

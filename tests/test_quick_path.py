@@ -158,6 +158,7 @@ def test_assumption_arithmetic_is_pythons():
     assert s.check() == z3.sat and s.model()[z3.BitVec("a", WIDTH)].as_signed_long() == -1
 
 
+@pytest.mark.slow
 def test_static_mbarrier_counterexamples_print_the_symbolic_parameters(capsys):
     # iters left symbolic: the arrivals counterexample names the value the solver chose, and
     # not the pointer parameters (whose base addresses are arbitrary)

@@ -60,6 +60,7 @@ def test_zoo_add_verifies_and_its_parameters_have_python_names():
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_zoo_matmul_verifies():
     M, N, Kk = 200, 144, 160
     a, b, c = torch.randn(M, Kk).half(), torch.randn(Kk, N).half(), torch.empty(M, N)
@@ -69,6 +70,7 @@ def test_zoo_matmul_verifies():
     assert rep.verdict == "verified", str(rep)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_zoo_tma_matmul_verifies_with_the_compiled_box_and_swizzle():
     M, N, Kk = 256, 256, 384
@@ -149,6 +151,7 @@ def _desc(fn):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_descriptor_matmul_verifies():
     rep = _desc(K.desc_matmul_kernel)
     assert rep.verdict == "verified", str(rep)
@@ -218,6 +221,7 @@ def test_replay_command_runs_on_the_given_inputs():
         in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_check_triton_from_the_command_line():
     import subprocess

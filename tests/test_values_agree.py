@@ -130,10 +130,18 @@ def width_of(spec):
 
 
 # ------------------------------------------------------------------ cases
+_FIRST = set()  # (family, modifiers) with a case in the fast subset already
+
+
 def case(fam, ty, mods, *args):
+    """One agreement case; the first of each family and modifier set runs in the fast subset
+    (``-m "not slow"``), its other types in the full suite."""
     mods = frozenset(mods)
     tys = ty if isinstance(ty, str) else ".".join(ty)
-    return pytest.param(fam, ty, mods, args, id=f"{fam}.{'.'.join(sorted(mods))}.{tys}".replace("..", "."))
+    first = (fam, mods) not in _FIRST
+    _FIRST.add((fam, mods))
+    return pytest.param(fam, ty, mods, args, id=f"{fam}.{'.'.join(sorted(mods))}.{tys}".replace("..", "."),
+                        marks=() if first else pytest.mark.slow)
 
 
 CASES = []
