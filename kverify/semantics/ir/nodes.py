@@ -9,7 +9,7 @@ Every node carries a ``Loc``: the kernel source position when known (CUDA line f
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from .printer import Printer

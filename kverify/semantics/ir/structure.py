@@ -221,7 +221,7 @@ def _simplify(stmts, fall):
         elif isinstance(s, If):
             then = _simplify(list(s.then), f)
             orelse = _simplify(list(s.orelse), f)
-            cond, neg = s.cond, s.negated
+            neg = s.negated
             if not then and orelse:
                 then, orelse, neg = orelse, [], not neg
             if then and orelse and _jumps(then):
