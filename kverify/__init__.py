@@ -16,7 +16,7 @@ except PackageNotFoundError:  # a checkout that is not installed
 
 #: the Python API (``kverify/api.py``), imported on first use so that ``import kverify`` stays cheap
 _API = {"check", "run", "equiv", "Tensor", "Report"}
-__all__ = sorted(_API | {"triton", "__version__"})
+__all__ = sorted(_API | {"capture", "triton", "__version__"})
 
 
 def __getattr__(name):
@@ -24,8 +24,8 @@ def __getattr__(name):
         from . import api
 
         return getattr(api, name)
-    if name == "triton":  # kverify.triton: the Triton call site (imports triton when used)
-        import importlib
+    if name in ("triton", "capture"):  # kverify.triton: the Triton call site (imports triton when used);
+        import importlib                # kverify.capture(): launches recorded by the capture shim
 
-        return importlib.import_module(".triton", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kverify' has no attribute {name!r}")

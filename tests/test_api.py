@@ -128,7 +128,7 @@ def test_sarif_has_a_result_per_finding_and_unknown_obligation():
     res = [r for r in run["results"] if r["ruleId"] == "race.shared"]
     assert len(res) == 1 and res[0]["level"] == "error"
     loc = res[0]["locations"][0]["physicalLocation"]
-    assert loc["artifactLocation"]["uri"] == "reduce_smem__missing_sync.cu"
+    assert loc["artifactLocation"]["uri"] == "tests/zoo/reduce_smem/reduce_smem__missing_sync.cu"
     assert loc["region"] == {"startLine": 15, "startColumn": 7}
     assert run["tool"]["driver"]["rules"][res[0]["ruleIndex"]]["id"] == "race.shared"
     # an inconclusive report: its unknown obligations are notes

@@ -212,3 +212,30 @@ def test_gpu_capture_of_the_runtime_api_program(cache, tmp_path):
     (l,) = [x for x in index["launches"] if x["kernel"] == "tma_scale"]
     assert l["grid"] == [4, 2, 1] and [p["kind"] for p in l["params"]] == ["tensormap", "pointer", "scalar", "scalar"]
     assert l["ptx"] is not None
+
+
+@needs_cc
+@pytest.mark.parametrize("n_grid,second", [((), "grid [2, 1, 1] block [256, 1, 1]: verified"),
+                                            (("1200", "5"), "grid [5, 1, 1] block [256, 1, 1]: violated")])
+def test_capture_context_manager_records_the_launches_of_its_block(cache, tmp_path, n_grid, second):
+    """``with kverify.capture() as cap:`` in a Python program run under ``kverify capture
+    --no-gpu``: the launch before the block is not in ``cap.launches``, the two inside are, with
+    their grids, and each checks from its recorded spec."""
+    out = tmp_path / "cap"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "kverify", "capture", "--no-gpu", "-o", str(out), "--", sys.executable,
+                        str(CAP / "ctx_driver.py"), str(ROOT / "tests" / "zoo" / "vadd" / "vadd.ptx"), *n_grid], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:3] == ["2 launch(es) in the block", "vadd grid [4, 1, 1] block [256, 1, 1]: verified",
+                         f"vadd {second}"]
+    assert len(json.loads((out / "index.json").read_text())["launches"]) == 3  # the program made three
+
+
+def test_capture_context_manager_without_the_shim_says_how_to_run():
+    import kverify
+
+    with pytest.raises(kverify.capture.CaptureError, match=r"kverify capture -- python PROGRAM\.py"):
+        with kverify.capture():
+            pass

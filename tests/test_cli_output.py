@@ -96,6 +96,23 @@ def test_check_prints_a_linter_line_per_finding_then_the_table(capsys):
     assert "tests/zoo/tma_store/tma_store__missing_proxy_fence.ptx: kernel tma_store: VIOLATED" in out
 
 
+def test_json_and_sarif_locations_are_the_paths_the_text_shows(capsys):
+    """nvcc's ``.file`` names only the base name (``stencil__missing_sync.cu``); JSON and SARIF
+    give the path relative to the working directory, as the linter lines do, and JSON keeps the
+    ``.file`` name as ``file``."""
+    from kverify.api import check
+
+    ptx = "tests/zoo/stencil/stencil__missing_sync.ptx"
+    assert main(["check", ptx, "--format", "json"]) == 1
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    (o,) = [o for o in k["obligations"] if o["id"] == "race.shared"]
+    assert o["locations"][0] == {"path": "tests/zoo/stencil/stencil__missing_sync.cu", "line": 22, "column": 5,
+                                 "ptx_line": 86, "file": "stencil__missing_sync.cu"}
+    uris = {l["physicalLocation"]["artifactLocation"]["uri"] for r in check(ptx, launch="tests/zoo/stencil/manifest.json").to_sarif()["runs"][0]["results"]
+            for l in r["locations"]}
+    assert uris == {"tests/zoo/stencil/stencil__missing_sync.cu"}
+
+
 def test_run_prints_the_linter_line_first(capsys):
     rc = main(["run", "tests/zoo/reduce_smem/reduce_smem__missing_sync.ptx", "--launch",
                "tests/zoo/reduce_smem/manifest.json", "--no-ref"])

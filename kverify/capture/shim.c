@@ -86,6 +86,10 @@ __attribute__((constructor)) static void kv_init(void) {
   if (d && *d) snprintf(outdir, sizeof outdir, "%s", d);
 }
 
+/* Found with dlsym(RTLD_DEFAULT) by kverify.capture() (the Python context manager): the shim is
+ * in the process, and its records go to this directory. */
+__attribute__((visibility("default"))) const char *kverify_capture_dir(void) { return outdir; }
+
 static FILE *logfile(void) {
   if (!logf) {
     char p[4200];

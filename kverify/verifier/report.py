@@ -165,10 +165,21 @@ class KernelReport:
         d = {"name": self.name, "display_name": self.display_name, "path": self.path, "verdict": self.verdict,
              "obligations": [o.to_json() for o in self.obligations],
              "findings": [f.to_json() for f in self.findings]}
+        for item in d["obligations"] + d["findings"]:
+            item["locations"] = [self._located(l) for l in item["locations"]]
         if self.error:
             d["error"] = self.error
             d["error_location"] = asdict(self.error_location) if self.error_location else None
         return d
+
+
+    def _located(self, loc: dict) -> dict:
+        """A location as the text shows it: ``path`` resolved as ``text.display_path`` does
+        (relative to the working directory when the file is found, next to the PTX file where
+        nvcc's ``.file`` names point), the name the PTX's ``.file`` gives kept as ``file``."""
+        from kverify.verifier.text import display_path
+
+        return {**loc, "path": display_path(loc["path"], self.path), "file": loc["path"]}
 
 
 class Namer:

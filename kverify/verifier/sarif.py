@@ -11,11 +11,16 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "note": "note"}
 
 
-def _location(loc) -> dict:
+def _location(loc, ptx_path=None) -> dict:
+    """A physical location; its URI is the path as the text shows it (``text.display_path``:
+    relative to the working directory when the file is found)."""
+    from kverify.verifier.text import display_path
+
     region = {"startLine": max(int(loc.line or 0), 1)}
     if loc.column:
         region["startColumn"] = int(loc.column)
-    return {"physicalLocation": {"artifactLocation": {"uri": str(loc.path or "<unknown>")}, "region": region}}
+    uri = display_path(loc.path, ptx_path) if loc.path else "<unknown>"
+    return {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
 
 
 def sarif(reports, version: str = "0+unknown") -> dict:
@@ -43,8 +48,8 @@ def sarif(reports, version: str = "0+unknown") -> dict:
             results.append({"ruleId": f.rule, "ruleIndex": rule_index(f.rule, f.message, "error"),
                             "level": LEVEL.get(r.severity, "error") if r else "error",
                             "message": {"text": f.message},
-                            "locations": [_location(l) for l in f.locations[:1]],
-                            "relatedLocations": [_location(l) for l in f.locations[1:]],
+                            "locations": [_location(l, rep.path) for l in f.locations[:1]],
+                            "relatedLocations": [_location(l, rep.path) for l in f.locations[1:]],
                             "properties": {"kernel": rep.name}})
         for o in rep.obligations:
             if o.status == "violated":
@@ -60,7 +65,7 @@ def sarif(reports, version: str = "0+unknown") -> dict:
                 continue
             results.append({"ruleId": rid, "ruleIndex": rule_index(rid, f"{o.title}: {o.status}", level),
                             "level": level, "message": {"text": f"{o.title}: {o.status}: {o.message}"},
-                            "locations": [_location(l) for l in o.locations[:1]],
+                            "locations": [_location(l, rep.path) for l in o.locations[:1]],
                             "properties": {"kernel": rep.name, "obligation": o.id, "status": o.status}})
     rules = [d for _, d in sorted(used.values(), key=lambda x: x[0])]
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
