@@ -13,7 +13,7 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import CopyOp
 from ..hb import ASYNC
-from ..memory import PARAM_WINDOW, Fault, Region
+from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region
 from ..state import ASYNC_GENERIC, U64
 from .common import SPACE_MODS, registry, yield_once
 from .memory import fault
@@ -145,39 +145,55 @@ def h_cp_async_mbar_arrive(m, w, ins, mask):
     raise Unsupported("cp.async.mbarrier.arrive is not modelled yet", ins)
 
 
+def _multicast(m, w, ins, ops, at, lane, dst, mbar, mods):
+    """The (destination, mbarrier) shared::cluster address pairs of one lane's copy: with
+    ``.multicast::cluster`` one per CTA whose rank is set in the 16-bit ``ctaMask`` operand
+    (``ops[at]``), at the same CTA-relative offsets as ``dst`` and ``mbar`` (PTX ISA §9.7.9.25.4.1
+    and §9.7.9.25.5.1: the data and the mbarrier signal are multicast); else ``dst``/``mbar``
+    themselves."""
+    if "multicast::cluster" not in mods:
+        return [(dst, mbar)]
+    cta_mask = int(np.broadcast_to(np.asarray(m.val(w, ops[at], 16), U64), (32,))[lane]) & 0xFFFF
+    ranks = [r for r in range(16) if cta_mask >> r & 1]
+    if not ranks:
+        return []
+    return [(((r + 1) << CTA_SHIFT) | (dst & CTA_MASK), ((r + 1) << CTA_SHIFT) | (mbar & CTA_MASK)) for r in ranks]
+
+
 @handler("cp.async.bulk")
 def h_bulk(m, w, ins, mask):
     mods = ins.mods
     ops = ins.operands
     dst_sp = mods[0] if mods and mods[0] in SPACE_MODS else None
     src_sp = mods[1] if len(mods) > 1 and mods[1] in SPACE_MODS else None
-    if "multicast::cluster" in mods:
-        raise Unsupported("cp.async.bulk multicast is not modelled", ins)
     dst = m.addr_values(w, ops[0])
     src = m.addr_values(w, ops[1])
     size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
+    to_shared = dst_sp is not None and dst_sp.startswith("shared")
+    mb = m.addr_values(w, ops[3]) if to_shared else None
+    mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
     for lane in np.flatnonzero(mask):
         n = int(size[lane])
-        try:
-            dreg, doff = _resolve1(m, w, ins, dst_sp, int(dst[lane]), n)
-            sreg, soff = _resolve1(m, w, ins, src_sp, int(src[lane]), n)
-        except Fault as f:
-            fault(m, w, ins, f)
-            continue
+        targets = (_multicast(m, w, ins, ops, 4, lane, int(dst[lane]), int(mb[lane]), mods) if to_shared
+                   else [(int(dst[lane]), None)])
+        for d, mbar in targets:
+            try:
+                dreg, doff = _resolve1(m, w, ins, dst_sp, d, n)
+                sreg, soff = _resolve1(m, w, ins, src_sp, int(src[lane]), n)
+            except Fault as f:
+                fault(m, w, ins, f)
+                continue
 
-        def action(dreg=dreg, doff=doff, sreg=sreg, soff=soff, n=n):
-            dreg.data[doff:doff + n] = sreg.data[soff:soff + n]
+            def action(dreg=dreg, doff=doff, sreg=sreg, soff=soff, n=n):
+                dreg.data[doff:doff + n] = sreg.data[soff:soff + n]
 
-        writes = [(dreg, _bytes_idx(doff, n))]
-        reads = [(sreg, _bytes_idx(soff, n))]
-        if dst_sp and dst_sp.startswith("shared"):
-            mb = m.addr_values(w, ops[3])
-            mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
-            key = m.mbar_at(w, mspace, int(mb[lane]), ins)
-            _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=key, nbytes=n)
-        else:
-            op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
-            m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+            writes = [(dreg, _bytes_idx(doff, n))]
+            reads = [(sreg, _bytes_idx(soff, n))]
+            if to_shared:
+                _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=m.mbar_at(w, mspace, mbar, ins), nbytes=n)
+            else:
+                op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
+                m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()
 
 
@@ -201,8 +217,8 @@ def _tmap_of(m, w, ins, a: Addr):
 def h_bulk_tensor(m, w, ins, mask):
     mods = ins.mods
     ops = ins.operands
-    if "multicast::cluster" in mods or "im2col" in mods:
-        raise Unsupported(f"{ins.opcode}: multicast / im2col are not modelled", ins)
+    if "im2col" in mods:
+        raise Unsupported(f"{ins.opcode}: im2col is not modelled", ins)
     spaces = [x for x in mods if x in SPACE_MODS]
     load = spaces and spaces[0].startswith("shared")
     if load:
@@ -220,15 +236,21 @@ def h_bulk_tensor(m, w, ins, mask):
         gidx = (offs[inb][:, None] + np.arange(tm.element_size)).reshape(-1) + gstart
         if load:
             d = int(m.addr_values(w, dst_a)[lane])
-            dreg, doff = _resolve1(m, w, ins, spaces[0], d, nb)
+            mb = int(m.addr_values(w, ops[2])[lane])
+            mspace = "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta"
+            for d, mbar in _multicast(m, w, ins, ops, 3, lane, d, mb, mods):
+                try:
+                    dreg, doff = _resolve1(m, w, ins, spaces[0], d, nb)
+                except Fault as f:
+                    fault(m, w, ins, f)
+                    continue
 
-            def action(dreg=dreg, doff=doff, coords=coords):
-                dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
+                def action(dreg=dreg, doff=doff, coords=coords):
+                    dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
 
-            mb = m.addr_values(w, ops[2])
-            key = m.mbar_at(w, "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta", int(mb[lane]), ins)
-            _copy_op(m, w, ins, ins.op, [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
-                     action, mbar=key, nbytes=nb)
+                key = m.mbar_at(w, mspace, mbar, ins)
+                _copy_op(m, w, ins, ins.op, [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
+                         action, mbar=key, nbytes=nb)
         else:
             s = int(m.addr_values(w, src_a)[lane])
             sreg, soff = _resolve1(m, w, ins, spaces[-1] if spaces else "shared::cta", s, nb)
