@@ -1,0 +1,147 @@
+"""kverify check and NVIDIA compute-sanitizer on the same zoo kernels, in one run, on a GPU machine.
+
+    python bench/sanitizer_side_by_side.py [--out FILE] [--only X.ptx ...] [--part K/N]
+    python bench/sanitizer_side_by_side.py --merge PART.json ... [--out FILE]
+
+(``--part K/N`` runs every N-th variant from the K-th, so that the zoo fits in several calls of a
+time-limited machine; ``--merge`` joins the parts' rows and recomputes the summary.)
+
+Per zoo variant (correct kernels and their seeded-bug twins, the PTX as shipped, the manifest's
+launch): ``kverify check`` (a subprocess, the whole command: parse, SMT, interpreter) timed on this
+machine's CPU, and the kernel run once on the GPU (``kverify validate``'s harness builds the run
+plan) under each of compute-sanitizer's four tools — memcheck, racecheck, synccheck, initcheck —
+timed end to end (each tool is a process that starts the program, as a user runs it). A bug counts
+as found by kverify when ``check`` exits 1, by compute-sanitizer when any tool reports an error;
+on a correct kernel either one reporting is a false alarm. The summary: the median seconds of each
+side, their ratio, and the found / false-alarm counts. Needs a GPU, compute-sanitizer and the
+harness's runtime (torch or cuda-python).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def variants():
+    for m in sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
+        for v in json.loads(m.read_text())["variants"]:
+            ptx = m.parent / (Path(v["file"]).stem + ".ptx")
+            if ptx.exists() and v.get("launch"):
+                yield m, v, ptx
+
+
+def kverify_check(ptx: Path, manifest: Path) -> dict:
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "kverify", "check", str(ptx.relative_to(ROOT)), "--launch",
+                        str(manifest.relative_to(ROOT)), "--format", "json"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                           x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)))
+    s = time.perf_counter() - t0
+    try:
+        rep = json.loads(r.stdout)
+        rules = sorted({o["rule"] for k in rep["kernels"] for o in k["obligations"]
+                        if o["status"] == "violated" and o["rule"]})
+        verdict = rep["verdict"]
+    except (json.JSONDecodeError, KeyError):
+        rules, verdict = [], f"no report (exit {r.returncode}): {r.stderr.strip()[-200:]}"
+    return {"exit": r.returncode, "verdict": verdict, "rules": rules, "s": round(s, 3)}
+
+
+def sanitizer(ptx: Path, manifest: Path, ref: str | None, san: str) -> dict:
+    from kverify.verifier.validate import validate
+    from kverify.verifier.validate.sanitize import run_tool
+
+    t0 = time.perf_counter()
+    v = validate(str(ptx.relative_to(ROOT)), launch=str(manifest.relative_to(ROOT)), ref=ref, trials=1, timeout=30.0)
+    plan_path = Path(v.details["workdir"]) / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    plan["runs"] = plan["runs"][:1]
+    one = plan_path.with_name("plan_one.json")
+    one.write_text(json.dumps(plan))
+    harness_s = time.perf_counter() - t0
+    tools, total = {}, 0.0
+    for tool in TOOLS:
+        t1 = time.perf_counter()
+        r = run_tool(tool, str(one), 300.0, san)
+        dt = time.perf_counter() - t1
+        total += dt
+        tools[tool] = {"status": r["status"], "errors": r["errors"], "first": (r["messages"] or [""])[0][:200],
+                       "s": round(dt, 3)}
+    return {"tools": tools, "s": round(total, 3), "found": any(t["status"] == "findings" for t in tools.values()),
+            "harness_s": round(harness_s, 3), "device": (v.details.get("device") or {}).get("name")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sanitizer_side_by_side.json"))
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--part", default="0/1")
+    ap.add_argument("--merge", nargs="*")
+    a = ap.parse_args(argv)
+    if a.merge:
+        parts = [json.loads(Path(p).read_text()) for p in a.merge]
+        return write(a.out, parts[0]["machine"], [r for p in parts for r in p["kernels"]])
+    from kverify.verifier.validate.sanitize import find_sanitizer
+
+    san = find_sanitizer()
+    if san is None:
+        print("compute-sanitizer not found: this benchmark runs on a GPU machine")
+        return 2
+    rows = []
+    print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6}  {'sanitizer':>10} {'s':>6}")
+    k_part, n_parts = map(int, a.part.split("/"))
+    for i, (m, v, ptx) in enumerate(variants()):
+        if a.only and ptx.name not in a.only or i % n_parts != k_part:
+            continue
+        row = {"kernel": str(ptx.relative_to(ROOT)), "correct": v["correct"], "bug": v.get("bug")}
+        row["kverify"] = kverify_check(ptx, m)
+        try:
+            row["sanitizer"] = sanitizer(ptx, m, v.get("reference"), san)
+        except Exception as e:  # a kernel the harness cannot run is a row, not the end of the benchmark
+            row["sanitizer"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        rows.append(row)
+        k, sz = row["kverify"], row["sanitizer"]
+        print(f"{row['kernel'][-56:]:56} {'' if v['correct'] else 'bug':5} {k['verdict'][:9]:>9} {k['s']:6.2f}  "
+              f"{('found' if sz.get('found') else 'clean') if 'tools' in sz else 'error':>10} "
+              f"{sz.get('s', float('nan')):6.2f}", flush=True)
+    machine = {"host": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+               "gpu": next((r["sanitizer"].get("device") for r in rows if r["sanitizer"].get("device")), None),
+               "sanitizer": san, "tools": list(TOOLS)}
+    return write(a.out, machine, rows)
+
+
+def write(out, machine, rows) -> int:
+    ran = [r for r in rows if "tools" in r["sanitizer"]]
+    kv = statistics.median(r["kverify"]["s"] for r in ran) if ran else None
+    sz = statistics.median(r["sanitizer"]["s"] for r in ran) if ran else None
+    bugs = [r for r in ran if not r["correct"]]
+    good = [r for r in ran if r["correct"]]
+    summary = {
+        "kernels": len(rows), "ran_on_gpu": len(ran),
+        "kverify_median_s": kv, "sanitizer_median_s": sz, "ratio_of_medians": round(sz / kv, 2) if kv else None,
+        "bugs": len(bugs), "bugs_found_kverify": sum(r["kverify"]["exit"] == 1 for r in bugs),
+        "bugs_found_sanitizer": sum(r["sanitizer"]["found"] for r in bugs),
+        "correct": len(good), "false_alarms_kverify": sum(r["kverify"]["exit"] == 1 for r in good),
+        "false_alarms_sanitizer": sum(r["sanitizer"]["found"] for r in good),
+        "inconclusive_kverify": sum(r["kverify"]["exit"] == 3 for r in ran),
+    }
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps({"machine": machine, "summary": summary, "kernels": rows}, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
