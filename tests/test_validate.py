@@ -268,3 +268,20 @@ def test_b4_shape_specialized_kernel_fails_on_fuzzed_tails(tmp_path):
     v = _interp_validate(CHEATS, "fixed_1024", ADD, "ref:add", trials=1, workdir=str(tmp_path))
     assert _status(v, "matches-reference").status == "violated"
     assert "n=" in _status(v, "matches-reference").message
+
+
+def test_the_gpu_worker_finds_the_package_outside_an_editable_install(tmp_path):
+    """The worker runs as ``python -m kverify.verifier.validate.worker`` with ``runner.ROOT`` on
+    its PYTHONPATH: ROOT must hold the ``kverify`` package (an installed copy, not only this
+    checkout), and a process started with only that path imports the worker."""
+    import os
+    import subprocess
+
+    from kverify.verifier.validate import runner
+
+    assert (runner.ROOT / "kverify" / "__init__.py").is_file()
+    env = dict(os.environ, PYTHONPATH=str(runner.ROOT))
+    r = subprocess.run([sys.executable, "-c", "import kverify.verifier.validate.worker, kverify; print(kverify.__file__)"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()).resolve() == runner.ROOT / "kverify" / "__init__.py"
