@@ -112,6 +112,7 @@ def main(argv=None) -> int:
         except Exception as e:  # a kernel the harness cannot run is a row, not the end of the benchmark
             row["sanitizer"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         rows.append(row)
+        write(a.out, {"partial": True}, rows, quiet=True)  # what a killed run leaves is still a result
         k, sz = row["kverify"], row["sanitizer"]
         print(f"{row['kernel'][-56:]:56} {'' if v['correct'] else 'bug':5} {k['verdict'][:9]:>9} {k['s']:6.2f}  "
               f"{('found' if sz.get('found') else 'clean') if 'tools' in sz else 'error':>10} "
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
     return write(a.out, machine, rows)
 
 
-def write(out, machine, rows) -> int:
+def write(out, machine, rows, quiet: bool = False) -> int:
     ran = [r for r in rows if "tools" in r["sanitizer"]]
     kv = statistics.median(r["kverify"]["s"] for r in ran) if ran else None
     sz = statistics.median(r["sanitizer"]["s"] for r in ran) if ran else None
@@ -139,7 +140,8 @@ def write(out, machine, rows) -> int:
     }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps({"machine": machine, "summary": summary, "kernels": rows}, indent=1) + "\n")
-    print(json.dumps(summary, indent=1))
+    if not quiet:
+        print(json.dumps(summary, indent=1))
     return 0
 
 
