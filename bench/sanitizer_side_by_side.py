@@ -12,7 +12,8 @@ machine's CPU, and the kernel run once on the GPU (``kverify validate``'s harnes
 plan) under each of compute-sanitizer's four tools — memcheck, racecheck, synccheck, initcheck —
 timed end to end (each tool is a process that starts the program, as a user runs it). A bug counts
 as found by kverify when ``check`` exits 1, by compute-sanitizer when any tool reports an error;
-on a correct kernel either one reporting is a false alarm. The summary: the median seconds of each
+on a correct kernel either one reporting is a false alarm. A kernel that does not finish on the GPU
+(the harness kills it after 10 s) is a row marked ``hang``, with no sanitizer tool run on it. The summary: the median seconds of each
 side, their ratio, and the found / false-alarm counts. Needs a GPU, compute-sanitizer and the
 harness's runtime (torch or cuda-python).
 """
@@ -64,7 +65,13 @@ def sanitizer(ptx: Path, manifest: Path, ref: str | None, san: str) -> dict:
     from kverify.verifier.validate.sanitize import run_tool
 
     t0 = time.perf_counter()
-    v = validate(str(ptx.relative_to(ROOT)), launch=str(manifest.relative_to(ROOT)), ref=ref, trials=1, timeout=30.0)
+    v = validate(str(ptx.relative_to(ROOT)), launch=str(manifest.relative_to(ROOT)), ref=ref, trials=1, timeout=10.0)
+    term = next((o for o in v.report.obligations if o.id.endswith("terminates")), None)
+    if term is not None and term.status not in ("proved", "bounded"):
+        # the kernel did not finish on the GPU (a hang the harness killed, a trap): the sanitizer
+        # tools would only wait for their timeouts; the row says what the plain run saw
+        return {"tools": {}, "s": round(time.perf_counter() - t0, 3), "found": False, "hang": True,
+                "terminates": f"{term.status}: {term.message[:200]}", "device": (v.details.get("device") or {}).get("name")}
     plan_path = Path(v.details["workdir"]) / "plan.json"
     plan = json.loads(plan_path.read_text())
     plan["runs"] = plan["runs"][:1]
@@ -74,7 +81,7 @@ def sanitizer(ptx: Path, manifest: Path, ref: str | None, san: str) -> dict:
     tools, total = {}, 0.0
     for tool in TOOLS:
         t1 = time.perf_counter()
-        r = run_tool(tool, str(one), 300.0, san)
+        r = run_tool(tool, str(one), 60.0, san)
         dt = time.perf_counter() - t1
         total += dt
         tools[tool] = {"status": r["status"], "errors": r["errors"], "first": (r["messages"] or [""])[0][:200],
@@ -115,7 +122,7 @@ def main(argv=None) -> int:
         write(a.out, {"partial": True}, rows, quiet=True)  # what a killed run leaves is still a result
         k, sz = row["kverify"], row["sanitizer"]
         print(f"{row['kernel'][-56:]:56} {'' if v['correct'] else 'bug':5} {k['verdict'][:9]:>9} {k['s']:6.2f}  "
-              f"{('found' if sz.get('found') else 'clean') if 'tools' in sz else 'error':>10} "
+              f"{('hang' if sz.get('hang') else 'found' if sz.get('found') else 'clean') if 'tools' in sz else 'error':>10} "
               f"{sz.get('s', float('nan')):6.2f}", flush=True)
     machine = {"host": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                "gpu": next((r["sanitizer"].get("device") for r in rows if r["sanitizer"].get("device")), None),
@@ -137,6 +144,7 @@ def write(out, machine, rows, quiet: bool = False) -> int:
         "correct": len(good), "false_alarms_kverify": sum(r["kverify"]["exit"] == 1 for r in good),
         "false_alarms_sanitizer": sum(r["sanitizer"]["found"] for r in good),
         "inconclusive_kverify": sum(r["kverify"]["exit"] == 3 for r in ran),
+        "hangs_on_gpu": sum(bool(r["sanitizer"].get("hang")) for r in ran),
     }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps({"machine": machine, "summary": summary, "kernels": rows}, indent=1) + "\n")
