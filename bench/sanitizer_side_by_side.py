@@ -132,8 +132,9 @@ def main(argv=None) -> int:
 
 def write(out, machine, rows, quiet: bool = False) -> int:
     ran = [r for r in rows if "tools" in r["sanitizer"]]
-    kv = statistics.median(r["kverify"]["s"] for r in ran) if ran else None
-    sz = statistics.median(r["sanitizer"]["s"] for r in ran) if ran else None
+    timed = [r for r in ran if not r["sanitizer"].get("hang")]  # the medians: kernels both sides ran
+    kv = statistics.median(r["kverify"]["s"] for r in timed) if timed else None
+    sz = statistics.median(r["sanitizer"]["s"] for r in timed) if timed else None
     bugs = [r for r in ran if not r["correct"]]
     good = [r for r in ran if r["correct"]]
     summary = {
