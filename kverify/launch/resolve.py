@@ -255,31 +255,98 @@ def arg_value(item: str):
         raise KernelError(f"--arg {name}: not a number: {v!r}", "<command line>", 1, 1) from None
 
 
-def from_flags(kernel, file: str, grid: str | None = None, block: str | None = None, args=()) -> LaunchSpec | None:
-    """A launch from ``--grid/--block/--arg``, a GPUVerify header of a ``.cu`` file, or the
-    kernel's own block size; ``None`` when the zoo manifest next to ``file`` should be used."""
+ARG_FORMS = ("NAME=NUMBER (a scalar), NAME=SHAPE:DTYPE (a buffer: 64x48:f32), or "
+             "NAME=SHAPE:DTYPE:box=BOX[:swizzle=none|32B|64B|128B][:oob=zero|nan] (a tensor map over a buffer of its own: "
+             "64x64:f32:box=32x32)")
+
+
+def arg_item(item: str) -> tuple[str, str, object]:
+    """One ``--arg``: ``(name, "scalar", number)``, ``(name, "buffer", {dtype, shape})`` or
+    ``(name, "tensormap", {dtype, shape, box, swizzle, oob_fill})``. Shapes are outermost first
+    (``64x48``: 64 rows of 48), as in a launch spec."""
+    name, eq, text = item.partition("=")
+    if not eq or not name:
+        raise KernelError(f"--arg expects {ARG_FORMS}; got {item!r}", "<command line>", 1, 1)
+    if ":" not in text:
+        return name, "scalar", arg_value(item)[1]
+    shape, dtype, *opts = text.split(":")
+
+    def dims_of(t, what):
+        if not re.fullmatch(r"\d+(x\d+)*", t):
+            raise KernelError(f"--arg {name}: {what} is N or AxB..., got {t!r} ({ARG_FORMS})", "<command line>", 1, 1)
+        return [int(d) for d in t.split("x")]
+
+    d = {"dtype": dtype, "shape": dims_of(shape, "the shape")}
+    if not opts:
+        return name, "buffer", d
+    tm = dict(d, swizzle="none")
+    for o in opts:
+        key, eq, val = o.partition("=")
+        if key == "box" and eq:
+            tm["box"] = dims_of(val, "the box")
+        elif key == "swizzle" and eq:
+            tm["swizzle"] = val
+        elif key == "oob" and eq:
+            tm["oob_fill"] = val
+        else:
+            raise KernelError(f"--arg {name}: unknown tensor-map option {o!r} ({ARG_FORMS})", "<command line>", 1, 1)
+    if "box" not in tm:
+        raise KernelError(f"--arg {name}: a tensor map needs box=... ({ARG_FORMS})", "<command line>", 1, 1)
+    return name, "tensormap", tm
+
+
+def from_flags(kernel, file: str, grid: str | None = None, block: str | None = None, args=(),
+               cluster: str | None = None, dynamic_smem: int | None = None) -> LaunchSpec | None:
+    """A launch from ``--grid/--block/--cluster/--dynamic-smem/--arg``, a GPUVerify header of a
+    ``.cu`` file, or the kernel's own block size; ``None`` when the zoo manifest next to ``file``
+    should be used. ``--arg`` gives scalars, buffers and tensor maps (``arg_item``); pointer
+    parameters given none are sized from the kernel's accesses by the checkers. The cluster
+    defaults to the kernel's ``.reqnctapercluster``."""
     hdr = gpuverify_header(file) if file.endswith((".cu", ".cuh")) else None
-    if not (grid or block or args or hdr):
+    if not (grid or block or args or hdr or cluster or dynamic_smem):
         if manifest_next_to(file):
             return None
         if kernel.block_dim is None:
             raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
                               f"(or .reqntid / __launch_bounds__ in the kernel)", file, 0, 0)
-        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim)}, "<command line>")
+        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim),
+                                     "cluster": _kernel_cluster(kernel)}, "<command line>")
     b = dims(block, "--block", file) if block else (hdr[0] if hdr else list(kernel.block_dim or []))
     if not b:
         raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, 0, 0)
     g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else None)
-    values = dict(arg_value(a) for a in args or ())
+    c = dims(cluster, "--cluster", file) if cluster else _kernel_cluster(kernel)
+    values, buffers, tensormaps = {}, {}, {}
     known = {k for i, p in enumerate(kernel.params) for k in (p.source_name, p.name, str(i)) if k is not None}
-    for name in values:
+    for item in args or ():
+        name, kind, v = arg_item(item)
         if name not in known:
             names = ", ".join(f"{p.source_name} ({p.name})" if p.source_name else p.name for p in kernel.params)
             raise KernelError(f"--arg {name}: {kernel.name} has no parameter of that name (parameters: {names}; "
                               f"a position 0..{len(kernel.params) - 1} also works)", "<command line>", 1, 1)
+        param = kernel.param(int(name) if name.isdigit() else name)
+        if param.array and kind != "tensormap":  # a .b8 p[N] by-value parameter: a map or a struct
+            raise KernelError(f"--arg {name}: {param.name} is a {param.size}-byte by-value parameter: give a tensor "
+                              f"map (SHAPE:DTYPE:box=BOX) or, for a struct, a launch spec", "<command line>", 1, 1)
+        if kind == "scalar":
+            values[name] = v
+        elif kind == "buffer":
+            buffers[name] = v
+        else:  # the map's global memory: a buffer of its own, named after the parameter
+            buffers[f"{name}_global"] = {"dtype": v["dtype"], "shape": v["shape"]}
+            tensormaps[name] = dict(v, buffer=f"{name}_global")
     # without a grid the run uses one CTA and the spec says the grid was assumed
     # (``LaunchSpec.grid_assumed``): the SMT checkers then stay symbolic in it
-    return LaunchSpec.from_dict({"kernel": kernel.name, "grid": g, "block": b, "args": values}, "<command line>")
+    d = {"kernel": kernel.name, "grid": g, "block": b, "cluster": c, "args": values, "buffers": buffers,
+         "dynamic_smem": int(dynamic_smem or 0)}
+    if tensormaps:
+        d["tensormaps"] = tensormaps
+    return LaunchSpec.from_dict(d, "<command line>")
+
+
+def _kernel_cluster(kernel):
+    v = kernel.directive("reqnctapercluster")
+    return list(v) + [1] * (3 - len(v)) if v else None
 
 
 # --------------------------------------------------------------------------- the resolver

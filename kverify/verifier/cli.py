@@ -244,7 +244,8 @@ def cmd_check(args) -> int:
             continue
         for k in kernels:
             try:
-                spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
+                spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg, args.cluster,
+                                                          args.dynamic_smem)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
                 reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
@@ -388,7 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for each FILE)")
     s.add_argument("--grid", help="grid X[,Y,Z] (without --launch; parameters stay symbolic)")
     s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
-    s.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a scalar parameter value")
+    s.add_argument("--cluster", help="cluster X[,Y,Z] (without --launch; default: .reqnctapercluster)")
+    s.add_argument("--dynamic-smem", type=int, metavar="BYTES", help="dynamic shared memory of the launch")
+    s.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="a parameter: NAME=NUMBER (a scalar), NAME=SHAPE:DTYPE (a buffer: 64x48:f32), "
+                   "NAME=SHAPE:DTYPE:box=BOX[:swizzle=128B] (a tensor map: 64x64:f32:box=32x32); pointers "
+                   "given none are sized from the kernel's accesses")
     s.add_argument("--assume", action="append", default=[], metavar="EXPR",
                    help="a precondition over the scalar parameters for the symbolic checkers (repeatable): "
                    "'n > 0', 'stride % 2 == 0' (integers, names, + - * // %%, comparisons, and/or/not)")
