@@ -1,0 +1,86 @@
+"""Instruction coverage: special registers and predefined identifiers (PTX ISA §10, §4.4)."""
+import numpy as np
+
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
+from kverify.semantics.ir import parse_ptx
+
+WARPSIZE = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry ws(.param .u64 out)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %warpsize;
+  mov.u32 %r2, WARP_SZ;
+  mul.lo.u32 %r3, %r0, %r1;
+  add.u32 %r4, %r3, %r2;
+  mul.wide.u32 %rd3, %r0, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r4;
+  ret;
+}
+"""
+
+
+def _spec(n):
+    return LaunchSpec.from_dict({"kernel": "ws", "grid": [1, 1, 1], "block": [n, 1, 1],
+                                 "buffers": {"0": {"dtype": "uint32", "shape": [n]}},
+                                 "outputs": ["0"]})
+
+
+def test_warpsize_and_warp_sz_are_32(tmp_path):
+    """``%warpsize`` (§10.3) and the predefined identifier ``WARP_SZ`` (§4.4) both read 32."""
+    m = parse_ptx(WARPSIZE, str(tmp_path / "ws.ptx"))
+    r = run_kernel(m, m.kernel("ws"), _spec(64), inputs={"0": np.zeros(64, np.uint32)})
+    assert r.status == "complete", r.reason
+    assert [f.message for f in r.findings] == []
+    tid = np.arange(64, dtype=np.uint32)
+    out = next(iter(r.outputs.values()))
+    np.testing.assert_array_equal(out, tid * 32 + 32)
+
+
+def test_warp_sz_is_an_immediate_and_warpsize_a_special_register(tmp_path):
+    from kverify.semantics.ir import instructions
+    from kverify.semantics.ir.nodes import Imm, Reg
+
+    m = parse_ptx(WARPSIZE, str(tmp_path / "ws.ptx"))
+    movs = [i for i in instructions(m.kernel("ws").body) if i.opcode.startswith("mov.")]
+    srcs = [i.operands[1] for i in movs]
+    assert Imm(32) in srcs
+    ws = [s for s in srcs if isinstance(s, Reg) and s.name == "%warpsize"]
+    assert len(ws) == 1 and ws[0].is_special
+
+
+def _check(tmp_path, text, capsys):
+    import json
+
+    from kverify.verifier.cli import main
+
+    f = tmp_path / "ws.ptx"
+    f.write_text(text)
+    rc = main(["check", str(f), "--block", "64", "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    return rc, k["verdict"], {o["id"]: o for o in k["obligations"]}
+
+
+def test_warpsize_kernel_is_race_free_and_its_per_warp_index_twin_races(tmp_path, capsys):
+    """The symbolic checker reads %warpsize as 32: indexing out by
+    ``tid`` is race-free (proved), indexing by ``tid / %warpsize`` (one slot per warp) makes the
+    32 lanes of a warp store to one word (race.global violated, at the store)."""
+    rc, verdict, obs = _check(tmp_path, WARPSIZE, capsys)
+    assert rc == 0 and verdict == "verified"
+    assert obs["race.global"]["status"] == "proved"
+    twin = WARPSIZE.replace("mul.wide.u32 %rd3, %r0, 4;",
+                            "div.u32 %r5, %r0, %warpsize;\n  mul.wide.u32 %rd3, %r5, 4;")
+    rc, verdict, obs = _check(tmp_path, twin, capsys)
+    assert rc == 1 and verdict == "violated"
+    o = obs["race.global"]
+    assert o["status"] == "violated" and o["rule"] == "race.global"
+    store = 1 + twin.splitlines().index("  st.global.u32 [%rd4], %r4;")
+    assert any(loc["line"] == store for loc in o["locations"])
