@@ -84,3 +84,53 @@ def test_warpsize_kernel_is_race_free_and_its_per_warp_index_twin_races(tmp_path
     assert o["status"] == "violated" and o["rule"] == "race.global"
     store = 1 + twin.splitlines().index("  st.global.u32 [%rd4], %r4;")
     assert any(loc["line"] == store for loc in o["locations"])
+
+
+EXTERN_CALL = """
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b32 func_retval0) ext_fn
+(
+  .param .b32 ext_fn_param_0
+)
+;
+.visible .entry ws(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r0, %tid.x;
+  {
+  .param .b32 param0;
+  st.param.b32 [param0], %r0;
+  .param .b32 retval0;
+  call.uni (retval0), ext_fn, (param0);
+  ld.param.b32 %r1, [retval0];
+  }
+  mul.wide.u32 %rd3, %r0, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r1;
+  ret;
+}
+"""
+
+
+def test_call_of_a_bodyless_extern_function_is_unknown_and_names_it(tmp_path, capsys):
+    """A call of an ``.extern .func`` declared without a body: every obligation the call can
+    affect is ``unknown`` (never proved), and each reason names the callee and the call line."""
+    rc, verdict, obs = _check(tmp_path, EXTERN_CALL, capsys)
+    assert verdict == "inconclusive" and rc == 3
+    call = 1 + EXTERN_CALL.splitlines().index("  call.uni (retval0), ext_fn, (param0);")
+    for rule in ("race.shared", "race.global", "barrier.named", "deadlock", "memory"):
+        o = obs[rule]
+        assert o["status"] == "unknown", rule
+        text = json_text(o)
+        assert "ext_fn" in text and f"line {call}" in text, (rule, text)
+
+
+def json_text(o):
+    import json
+
+    return json.dumps(o)
