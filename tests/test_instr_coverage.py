@@ -134,3 +134,72 @@ def json_text(o):
     import json
 
     return json.dumps(o)
+
+
+GRIDDEP = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry ws(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<5>;
+  griddepcontrol.wait;
+  setmaxnreg.inc.sync.aligned.u32 232;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r0, %tid.x;
+  elect.sync %r1|%p1, 0xffffffff;
+  selp.u32 %r2, 1, 0, %p1;
+  add.u32 %r4, %r2, %r0;
+  mul.wide.u32 %rd3, %r0, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r4;
+  griddepcontrol.launch_dependents;
+  setmaxnreg.dec.sync.aligned.u32 40;
+  ret;
+}
+"""
+
+
+def test_griddepcontrol_setmaxnreg_elect_run_and_order_nothing(tmp_path, capsys):
+    """griddepcontrol.wait (no predecessor grid: a no-op), launch_dependents and
+    setmaxnreg.inc/dec move no data and order no accesses of one grid: the interpreter
+    gives tid + (lane is the elected leader), the race proofs go through (``proved``, not
+    only ``bounded`` as while setmaxnreg counted as async ordering), and the per-warp-index
+    twin is ``violated`` with race.global at the store."""
+    m = parse_ptx(GRIDDEP, str(tmp_path / "gd.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "ws", "grid": [1, 1, 1], "block": [128, 1, 1],
+                                 "buffers": {"0": {"dtype": "uint32", "shape": [128]}},
+                                 "outputs": ["0"]})
+    r = run_kernel(m, m.kernel("ws"), spec, inputs={"0": np.zeros(128, np.uint32)})
+    assert r.status == "complete", r.reason
+    out = next(iter(r.outputs.values())).astype(np.int64)
+    tid = np.arange(128)
+    leaders = out - tid
+    assert set(leaders.tolist()) == {0, 1}
+    assert [int(leaders[w * 32:(w + 1) * 32].sum()) for w in range(4)] == [1, 1, 1, 1]
+
+    f = tmp_path / "gd.ptx"
+    import json
+
+    from kverify.verifier.cli import main
+
+    def check(text):
+        f.write_text(text)
+        rc = main(["check", str(f), "--block", "128", "--format", "json"])
+        k = json.loads(capsys.readouterr().out)["kernels"][0]
+        return rc, k["verdict"], {o["id"]: o for o in k["obligations"]}
+
+    rc, verdict, obs = check(GRIDDEP)
+    assert rc == 0 and verdict == "verified"
+    assert obs["race.global"]["status"] == "proved" and obs["race.shared"]["status"] == "proved"
+    twin = GRIDDEP.replace("mul.wide.u32 %rd3, %r0, 4;",
+                           "shr.u32 %r5, %r0, 5;\n  mul.wide.u32 %rd3, %r5, 4;")
+    rc, verdict, obs = check(twin)
+    assert rc == 1 and verdict == "violated"
+    o = obs["race.global"]
+    assert o["status"] == "violated" and o["rule"] == "race.global"
+    store = 1 + twin.splitlines().index("  st.global.u32 [%rd4], %r4;")
+    assert any(loc["line"] == store for loc in o["locations"])
