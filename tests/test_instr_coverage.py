@@ -1,5 +1,6 @@
 """Instruction coverage: special registers and predefined identifiers (PTX ISA §10, §4.4)."""
 import numpy as np
+import pytest
 
 from kverify.launch import LaunchSpec
 from kverify.semantics.interpreter import run_kernel
@@ -203,3 +204,93 @@ def test_griddepcontrol_setmaxnreg_elect_run_and_order_nothing(tmp_path, capsys)
     assert o["status"] == "violated" and o["rule"] == "race.global"
     store = 1 + twin.splitlines().index("  st.global.u32 [%rd4], %r4;")
     assert any(loc["line"] == store for loc in o["locations"])
+
+
+MMA = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry mma16816(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
+{
+  .reg .b32 %r<16>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [pc];
+  ld.param.u64 %rd4, [pd];
+  mov.u32 %r0, %laneid;
+  mul.wide.u32 %rd5, %r0, 16;
+  mul.wide.u32 %rd6, %r0, 8;
+  add.s64 %rd7, %rd1, %rd5;
+  add.s64 %rd8, %rd2, %rd6;
+  add.s64 %rd9, %rd3, %rd5;
+  add.s64 %rd10, %rd4, %rd5;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd7];
+  ld.global.v2.u32 {%r5, %r6}, [%rd8];
+  ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [%rd9];
+  mma.sync.aligned.m16n8k16.row.col.f32.TY.TY.f32 {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
+  st.global.v4.f32 [%rd10], {%f4, %f5, %f6, %f7};
+  ret;
+}
+"""
+
+
+def _frag(mat, coords, dtype):
+    """Per-lane fragment words: coords(lane, i) -> (row, col) as the ISA's figure gives."""
+    n = len(coords)
+    out = np.zeros((32, n), dtype)
+    for lane in range(32):
+        for i in range(n):
+            out[lane, i] = mat[coords(lane, i)]
+    return out
+
+
+
+@pytest.mark.parametrize("ty", ["f16", "bf16"])
+def test_mma_m16n8k16_matches_numpy(tmp_path, ty):
+    """mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: D = A B + C with the fragment layouts of
+    PTX ISA §9.7.14.5.8 (A: a0..a7 at row g (+8 for a2,a3,a6,a7), col 2t+i%2 (+8 for a4..a7);
+    B: b0..b3 at row 2t+i%2 (+8 for b2,b3), col g; C/D: row g (+8 for c2,c3), col 2t+i%2)."""
+    rng = np.random.default_rng(1)
+    A = rng.integers(-4, 5, (16, 16)).astype(np.float32) / 4
+    B = rng.integers(-4, 5, (16, 8)).astype(np.float32) / 2
+    C = rng.integers(-8, 9, (16, 8)).astype(np.float32)
+
+    def bits16(x):
+        if ty == "f16":
+            return x.astype(np.float16).view(np.uint16).astype(np.uint32)
+        return (x.astype(np.float32).view(np.uint32) >> 16)
+
+    class Co:
+        def __init__(self, f, n):
+            self.f, self.n = f, n
+
+        def __len__(self):
+            return self.n
+
+        def __call__(self, lane, i):
+            return self.f(lane // 4, lane % 4, i)
+
+    a_el = _frag(bits16(A), Co(lambda g, t, i: (g + (8 if i in (2, 3, 6, 7) else 0), 2 * t + i % 2 + (8 if i >= 4 else 0)), 8), np.uint32)
+    b_el = _frag(bits16(B), Co(lambda g, t, i: (2 * t + i % 2 + (8 if i >= 2 else 0), g), 4), np.uint32)
+    c_fr = _frag(C, Co(lambda g, t, i: (g + (8 if i >= 2 else 0), 2 * t + i % 2), 4), np.float32)
+    a_w = (a_el[:, 0::2] | (a_el[:, 1::2] << 16)).astype(np.uint32)
+    b_w = (b_el[:, 0::2] | (b_el[:, 1::2] << 16)).astype(np.uint32)
+
+    text = MMA.replace("TY", ty)
+    m = parse_ptx(text, str(tmp_path / "mma.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "mma16816", "grid": [1, 1, 1], "block": [32, 1, 1],
+                                 "buffers": {"0": {"dtype": "uint32", "shape": [128]},
+                                             "1": {"dtype": "uint32", "shape": [64]},
+                                             "2": {"dtype": "float32", "shape": [128]},
+                                             "3": {"dtype": "float32", "shape": [128]}},
+                                 "outputs": ["3"]})
+    r = run_kernel(m, m.kernel("mma16816"), spec,
+                   inputs={"0": a_w.reshape(-1), "1": b_w.reshape(-1), "2": c_fr.reshape(-1),
+                           "3": np.zeros(128, np.float32)})
+    assert r.status == "complete", r.reason
+    assert [f.message for f in r.findings] == []
+    d_fr = r.outputs["pd"].reshape(32, 4)
+    want = _frag(A.astype(np.float64) @ B + C, Co(lambda g, t, i: (g + (8 if i >= 2 else 0), 2 * t + i % 2), 4), np.float32)
+    np.testing.assert_array_equal(d_fr, want)
