@@ -294,3 +294,24 @@ def test_mma_m16n8k16_matches_numpy(tmp_path, ty):
     d_fr = r.outputs["pd"].reshape(32, 4)
     want = _frag(A.astype(np.float64) @ B + C, Co(lambda g, t, i: (g + (8 if i >= 2 else 0), 2 * t + i % 2), 4), np.float32)
     np.testing.assert_array_equal(d_fr, want)
+
+
+def test_mma_by_part_of_a_warp_is_barrier_divergence(tmp_path, capsys):
+    """The seeded-bug twin: mma.sync.aligned under a lane-dependent guard (lanes 0..15 only)
+    is reported as barrier.divergence at the mma line by ``check``."""
+    import json
+
+    from kverify.verifier.cli import main
+
+    line = next(l for l in MMA.splitlines() if l.lstrip().startswith("mma.sync"))
+    twin = MMA.replace("TY", "f16").replace(".reg .f32 %f<8>;", ".reg .f32 %f<8>;\n  .reg .pred %p<2>;")
+    twin = twin.replace(line.replace("TY", "f16"), "  setp.lt.u32 %p1, %r0, 16;\n  @%p1 " + line.strip().replace("TY", "f16"))
+    f = tmp_path / "mma_twin.ptx"
+    f.write_text(twin)
+    rc = main(["check", str(f), "--block", "32", "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    assert rc == 1 and k["verdict"] == "violated"
+    mma_line = 1 + next(i for i, l in enumerate(twin.splitlines()) if "mma.sync" in l)
+    bad = [o for o in k["obligations"] if o["status"] == "violated"]
+    assert {o["rule"] for o in bad} == {"barrier.divergence"}
+    assert all(any(loc["line"] == mma_line for loc in o["locations"]) for o in bad)
