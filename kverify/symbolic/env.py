@@ -236,6 +236,8 @@ class Env:
             return self.ctaid[i]
         if base == "%nctaid" and i >= 0:
             return self.nctaid[i]
+        if base == "%warpsize":
+            return z3.BitVecVal(32, 32)
         if base == "%laneid":
             return self.linear_tid() & 31
         if base in ("%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge"):

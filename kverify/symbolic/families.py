@@ -13,14 +13,14 @@ from kverify.semantics.ir.optable import MBARRIER_SYNC, OPS, space_of
 
 #: ``sync`` effects whose ordering is the async proxy, an mbarrier or a group wait: the
 #: classic barrier-interval model does not encode them (§9.7.9.25 cp.async*, §9.7.13.15
-#: mbarrier, §9.7.15 wgmma, §9.7.13.4 fence.proxy, setmaxnreg of warp-specialized kernels)
+#: mbarrier, §9.7.15 wgmma, §9.7.13.4 fence.proxy)
 ASYNC_ORDERING = frozenset({
     "cp.async", "cp.async.commit", "cp.async.wait", "cp.async.wait_all", "cp.async.mbarrier.arrive",
     "bulk.copy", "bulk.commit", "bulk.wait",
     "mbarrier.init", "mbarrier.inval", "mbarrier.arrive", "mbarrier.arrive_drop", "mbarrier.expect_tx",
     "mbarrier.complete_tx", "mbarrier.wait",
     "wgmma.fence", "wgmma.commit", "wgmma.wait", "wgmma.mma",
-    "fence.proxy.async", "fence.proxy.tensormap", "setmaxnreg",
+    "fence.proxy.async", "fence.proxy.tensormap",
 })
 #: ``sync`` effects that may order accesses but that the barrier-interval model does not
 #: count: a race found while one is present is unknown, not violated (``bar.warp.sync`` with
@@ -30,8 +30,10 @@ UNCOUNTED_ORDERING = {
     "bar.warp.sync": "__syncwarp with a partial or register mask",
     "cluster.barrier": "a cluster barrier",
 }
-#: ``sync`` effects with nothing to order among a CTA's generic-proxy accesses
-NO_ORDERING = frozenset({"griddepcontrol", "fence.mbarrier_init", "fence.proxy.alias"})
+#: ``sync`` effects with nothing to order among a CTA's generic-proxy accesses (§9.7.19
+#: setmaxnreg only moves registers between the warps of a warpgroup; §9.7.13 griddepcontrol
+#: orders this grid against a dependent or primary grid, not threads of one grid)
+NO_ORDERING = frozenset({"griddepcontrol", "setmaxnreg", "fence.mbarrier_init", "fence.proxy.alias"})
 #: ``sync`` effects of the mbarrier object (§9.7.13.15)
 MBARRIER = MBARRIER_SYNC & ASYNC_ORDERING
 #: families with a handler of their own in the executor (method names)

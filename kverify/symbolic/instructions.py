@@ -508,7 +508,9 @@ class Instructions:
         if target is not None:
             fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
         if fn is None:
-            self.reason(f"call at {where(ins)}: callee not available", ordering=True)
+            what = (f"callee {target.name} has no body in this module"
+                    if target is not None else "indirect call: the callee is not known statically")
+            self.reason(f"call at {where(ins)}: {what}", ordering=True)
             return st
         for f in reachable_functions(self.env.module, fn):
             for i in instructions(f.body):

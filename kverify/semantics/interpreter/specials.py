@@ -23,6 +23,7 @@ SPECIALS = {
     "%laneid": lambda m, w, c: LANES.astype(U64),
     "%warpid": lambda m, w, c: np.full(32, w.index, U64),
     "%nwarpid": lambda m, w, c: np.full(32, 64, U64),
+    "%warpsize": lambda m, w, c: np.full(32, 32, U64),
     "%smid": lambda m, w, c: np.zeros(32, U64),
     "%nsmid": lambda m, w, c: np.full(32, 132, U64),
     "%gridid": lambda m, w, c: np.zeros(32, U64),

@@ -34,7 +34,7 @@ from .opschema import COLLECTIVES, EFFECTS, FLOWS, Form, OpRow, form, loose, mod
 from .types import SCALAR_BITS
 
 SPECIAL_REGISTERS = frozenset({
-    "%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%ctaid", "%nctaid", "%smid",
+    "%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%warpsize", "%ctaid", "%nctaid", "%smid",
     "%nsmid", "%gridid", "%is_explicit_cluster", "%clusterid", "%nclusterid",
     "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank", "%cluster_nctarank",
     "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",

@@ -278,6 +278,8 @@ class _Assembler:
                     return Label(env_labels[n])
                 if is_branch:
                     raise self.err(f"branch to undefined label {n}", raw.line, raw.col)
+                if n == "WARP_SZ":  # PTX ISA §4.4 predefined identifier, a constant 32
+                    return Imm(32)
                 return Sym(n)
             if x[0] == "neg-name":
                 return Neg(Reg(env_regs.get(x[1], x[1])))

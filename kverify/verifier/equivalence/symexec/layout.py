@@ -113,6 +113,7 @@ SPECIAL = {
     "%laneid": lambda e, t, c: t.linear % 32,
     "%warpid": lambda e, t, c: t.linear // 32,
     "%nwarpid": lambda e, t, c: 64,
+    "%warpsize": lambda e, t, c: 32,
     "%smid": lambda e, t, c: 0,
     "%nsmid": lambda e, t, c: 132,
     "%gridid": lambda e, t, c: 0,
