@@ -59,6 +59,7 @@ VADD_LAUNCH = json.dumps({"grid": ["cdiv(n, 256)", 1, 1], "block": [256, 1, 1], 
                                       "c": {"dtype": "float32", "shape": ["n"]}}, "outputs": ["c"]})
 
 
+@pytest.mark.slow
 def test_triton_against_cuda_reference(tmp_path):
     rc, out, err = audit("tests/zoo/triton/add.ptx", "--ref", "tests/zoo/vadd/vadd.ptx", "--launch", TRITON_LAUNCH,
                          "--ref-launch", VADD_LAUNCH, "--fp", "bitexact", "--format", "json",
@@ -71,6 +72,7 @@ def test_triton_against_cuda_reference(tmp_path):
     assert "output stores only" in doc["summary"]["reference_matched"]
 
 
+@pytest.mark.slow
 def test_markdown_and_html(tmp_path):
     rc, out, _ = audit("tests/zoo/tma_tensor_load/tma_tensor_load__read_before_wait.ptx")
     assert out.startswith("# kverify audit: tma_tensor_load") and "**Verdict: violated**" in out

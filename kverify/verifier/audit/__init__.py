@@ -39,13 +39,14 @@ def _space_obligation(i) -> str | None:
     return None
 
 
+# the obligations a synchronization instruction bears on, by the family of its op-table sync column
+SYNC_OBLIGATIONS = {"mbarrier": ("mbarrier.protocol", "mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals",
+                                 "deadlock"),
+                    "bar": ("barrier.named", "deadlock")}
+
+
 def _obligation_family(i) -> list:
-    s = sync_of(i) or ""
-    if s.startswith("mbarrier"):
-        return ["mbarrier.protocol", "mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals", "deadlock"]
-    if s == "bar":
-        return ["barrier.named", "deadlock"]
-    return []
+    return list(SYNC_OBLIGATIONS.get((sync_of(i) or "").split(".")[0], ()))
 
 
 def run_events(module, kernel, spec, inputs=None, max_steps=500_000):
