@@ -350,6 +350,42 @@ def _add_equiv(sub):
     s.set_defaults(func=cmd_equiv)
 
 
+def cmd_audit(args) -> int:
+    """``kverify audit``: per source line obligations, evidence, reference lines (kverify/verifier/audit)."""
+    import json
+
+    from kverify.launch import from_flags
+
+    from .audit import build
+    from .audit.render import markdown, page
+    from .check import check_kernel
+    from .report import exit_code
+
+    m = _load(args)
+    k = _kernel(m, args.kernel, args.file)
+    spec = None if args.launch else from_flags(k, args.file, args.grid, args.block, args.arg)
+    if spec is None:
+        spec, _ = _launch_for(args, k.name)
+    rep = check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout, path=args.file)
+    eq = None
+    if args.ref:
+        from .equivalence import equivalence_report
+
+        eq, _ = equivalence_report(args.file, args.ref, launch=args.launch, ref_launch=args.ref_launch, model=args.fp,
+                                   timeout_s=args.timeout, kernel=k.name, cex_dir=args.cex_dir)
+    doc = build(m, k, spec, args.file, rep, eq, args.ref)
+    text = {"json": lambda: json.dumps(doc, indent=2, default=str), "md": lambda: markdown(doc),
+            "html": lambda: page(doc)}[args.format]()
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+        print(f"{args.output}: {doc['summary']['verdict']} ({len(doc['rows'])} lines, "
+              f"{len(doc['timeline']['events'])} timeline events)")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return exit_code([rep] + ([eq] if eq else []))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from kverify import __version__
 
@@ -410,6 +446,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_check)
+    s = sub.add_parser("audit", help="per source line: obligations, ordering evidence, reference lines, "
+                       "counterexamples; Markdown, JSON or one self-contained HTML file")
+    _add_input(s)
+    s.add_argument("--ref", help="reference kernel: adds the equivalence verdict and which reference line computes "
+                   "each output store")
+    s.add_argument("--launch", help="launch spec JSON or zoo manifest (default: the manifest next to FILE)")
+    s.add_argument("--ref-launch", help="reference launch spec (as kverify equiv)")
+    s.add_argument("--grid")
+    s.add_argument("--block")
+    s.add_argument("--arg", action="append", metavar="NAME=VALUE")
+    s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real")
+    s.add_argument("--budget", type=int, default=16)
+    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--cex-dir", default="kverify-cex")
+    s.add_argument("--format", choices=["md", "html", "json"], default="md")
+    s.add_argument("-o", dest="output", help="write to FILE instead of stdout")
+    s.set_defaults(func=cmd_audit)
     s = sub.add_parser("rules", help="list every rule id kverify reports: severity, ISA section, summary")
     s.add_argument("--format", choices=["md", "json"], default="md")
     s.set_defaults(func=cmd_rules)

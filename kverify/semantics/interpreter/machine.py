@@ -95,6 +95,10 @@ class Machine(AccessMixin, MbarrierMixin):
         self.max_steps = max_steps
         self.steps = 0
         self.thread_steps = 0
+        # event log (kverify audit's timeline): None = off; a list collects, per synchronization
+        # instruction issued and per asynchronous operation completed, (turn, CTA, warp, kind,
+        # opcode, Loc) — one ``is not None`` test per synchronization step when off
+        self.events = None
         self.check = check_races
         self.funcs = {k.name: k for k in module.kernels}
         self.threads_per_block = spec.threads_per_block
@@ -335,6 +339,9 @@ class Machine(AccessMixin, MbarrierMixin):
             else:
                 self.inflight.remove(choice)
                 choice.complete()
+                if self.events is not None:
+                    self.events.append((self.turns, choice.warp.cta.ctaid, choice.warp.index, "complete",
+                                        choice.instr.opcode, choice.instr.loc))
 
     def _warp_exited(self, w):
         w.live[:] = False
@@ -383,6 +390,10 @@ class Machine(AccessMixin, MbarrierMixin):
                 self.thread_steps += int(np.count_nonzero(m))
                 if s.row.sync is not None or s.row.effect in SYNC_EFFECTS:
                     self.executed[id(s)] = s
+                    if self.events is not None:
+                        self.events.append((self.turns, w.cta.ctaid, w.index, "issue", s.opcode, s.loc))
+                elif self.events is not None and s.row.effect == "memory":
+                    self.events.append((self.turns, w.cta.ctaid, w.index, "access", s.opcode, s.loc))
                 r = h(self, w, s, m)
                 if r is not None:
                     yield from r

@@ -185,6 +185,8 @@ class MbarrierMixin:
         info.done_lane_points[phase], info.lane_points = info.lane_points, {}
         info.completed += 1
         self._mbar_order_completed(info, phase)
+        if self.events is not None:
+            self.events.append((self.turns, None, None, "phase", f"{info.name.split(' of CTA')[0]} phase {phase}", None))
         pending = [o for o in self.inflight if (getattr(o, "mbar", None) or (None, None))[1] is info and not o.done]
         v = MB.completed_in_flight(phase, len(pending), sum(o.nbytes for o in pending))
         if v is not None:

@@ -1,0 +1,183 @@
+"""``kverify audit``: one row per source line of a kernel — its PTX, the obligations touching it
+and their status, the run's ordering evidence for its memory accesses, its findings and, with a
+reference, which reference lines compute the same output values — plus a summary and an event
+timeline of the interpreter run. Rendered as Markdown, JSON (``kverify.audit/1``) or one
+self-contained HTML file (``render.py``).
+
+What the evidence is (and is not): for every shared/global/async access line, the
+synchronization operations (barrier, mbarrier wait, fence, async-group wait) the same warp
+issued before its first execution in the deterministic run, plus the race checker's own
+message (barrier intervals of the SMT proof, or the unordered pair). It is the program-order
+half of the run's happens-before relation, not the full edge set. The reference correspondence
+is the equivalence engine's, output stores only (intermediate values are not matched).
+"""
+from __future__ import annotations
+
+import os
+
+from kverify.rules import is_rule, rule
+from kverify.semantics.ir.optable import memory_access, space_of, sync_of
+from kverify.semantics.ir.visit import reachable_instructions
+
+SCHEMA = "kverify.audit/1"
+RANK = {"violated": 4, "unknown": 3, "bounded": 2, "proved": 1}
+
+
+def _key(path, line):
+    return f"{os.path.basename(path or '')}:{line}"
+
+
+def _space_obligation(i) -> str | None:
+    sp = space_of(i) or ""
+    proxy = getattr(i.row, "proxy", None)
+    if proxy == "async":
+        return "race.async"
+    if sp.startswith("shared"):
+        return "race.shared"
+    if sp.startswith("global") or sp == "generic":
+        return "race.global"
+    return None
+
+
+# the obligations a synchronization instruction bears on, by the family of its op-table sync column
+SYNC_OBLIGATIONS = {"mbarrier": ("mbarrier.protocol", "mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals",
+                                 "deadlock"),
+                    "bar": ("barrier.named", "deadlock")}
+
+
+def _obligation_family(i) -> list:
+    return list(SYNC_OBLIGATIONS.get((sync_of(i) or "").split(".")[0], ()))
+
+
+def run_events(module, kernel, spec, inputs=None, max_steps=500_000):
+    """``(events, status)`` of the deterministic run with the interpreter's event log on."""
+    from kverify.semantics.interpreter.machine import Machine
+    from kverify.semantics.interpreter.scheduler import Deterministic
+    from kverify.launch import initial_inputs
+
+    m = Machine(module, kernel, spec, initial_inputs(kernel, spec, inputs, 0), Deterministic(), max_steps, True)
+    m.events = []
+    m.run()
+    out = []
+    for turn, cta, warp, kind, what, loc in m.events:
+        out.append({"turn": turn, "cta": list(cta) if cta is not None else None, "warp": warp, "kind": kind,
+                    "op": what, "line": _key(loc.file, loc.line) if loc is not None and loc.file else
+                    (f"ptx {loc.ptx_line}" if loc is not None else None)})
+    return out, m.status
+
+
+def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=None, inputs=None) -> dict:
+    """The ``kverify.audit/1`` document of ``kernel`` from its check report (and equivalence report)."""
+    from kverify.verifier.report import report_json
+
+    from kverify.semantics.ir.load import source_lines
+
+    doc = report_json([check_report] + ([equiv_report] if equiv_report else []), "audit")
+    obligations = [o for kr in doc["kernels"] for o in kr["obligations"]]
+    findings = [f for kr in doc["kernels"] for f in kr["findings"]]
+    by_id = {o["id"]: o for o in doc["kernels"][0]["obligations"]}
+    sources = {os.path.basename(f): lines for f, lines in source_lines(module).items()}
+    try:
+        ptx_text = open(module.path, errors="replace").read().splitlines() if module.path else []
+    except OSError:
+        ptx_text = []
+    try:
+        events, run_status = run_events(module, kernel, spec, inputs)
+        timeline_note = f"deterministic schedule, run {run_status}, {len(events)} events"
+    except Exception as e:  # the timeline is evidence, not a verdict: say why it is missing
+        events, run_status = [], "error"
+        timeline_note = f"no timeline: {type(e).__name__}: {e}"
+
+    rows: dict = {}
+    for i in reachable_instructions(module, kernel):
+        loc = i.loc
+        k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
+        r = rows.get(k)
+        if r is None:
+            src = sources.get(os.path.basename(loc.file or ""))
+            text = src[loc.line - 1] if src and 0 < loc.line <= len(src) else ""
+            r = rows[k] = {"line": k, "file": os.path.basename(loc.file or module.path or ""), "lineno": loc.line,
+                           "source": text.rstrip(), "ptx": [], "obligations": set(), "findings": [], "evidence": [],
+                           "reference": [], "accesses": set(), "status": "none"}
+        r["ptx"].append({"ptx_line": loc.ptx_line, "text": str(i)})
+        acc = memory_access(i)
+        if acc in ("load", "store", "update"):
+            ob = _space_obligation(i)
+            if ob:
+                r["obligations"].add(ob)
+                r["accesses"].add(f"{acc} {space_of(i)}")
+        r["obligations"].update(_obligation_family(i))
+    for o in obligations:
+        for L in o.get("locations") or []:
+            k = _key(L["path"], L["line"])
+            if k in rows:
+                rows[k]["obligations"].add(o["id"])
+    for f in findings:
+        sev = rule(f["rule"]).severity if f.get("rule") and is_rule(f["rule"]) else "error"
+        for L in f.get("locations") or []:
+            k = _key(L["path"], L["line"])
+            if k in rows:
+                rows[k]["findings"].append({"rule": f["rule"], "severity": sev, "message": f["message"]})
+    # evidence: the synchronization the same warp issued before the first execution of the line
+    history: dict = {}
+    first_seen = set()
+    for e in events:
+        if e["kind"] in ("phase", "complete") or e["warp"] is None:
+            continue
+        w = (tuple(e["cta"]), e["warp"])
+        if e["kind"] in ("issue", "access") and e["line"] in rows and rows[e["line"]]["accesses"] and \
+                (w, e["line"]) not in first_seen:
+            first_seen.add((w, e["line"]))
+            before = [h for h in history.get(w, []) if h["line"] != e["line"]][-3:]
+            if before and len(rows[e["line"]]["evidence"]) < 4:
+                rows[e["line"]]["evidence"].append(
+                    f"warp {e['warp']} of CTA {tuple(e['cta'])} (turn {e['turn']}) after " +
+                    ", ".join(f"{h['op']} ({h['line']}, turn {h['turn']})" for h in before))
+        if e["kind"] == "issue":  # a synchronization instruction (barrier, mbarrier, fence, async issue/wait)
+            history.setdefault(w, []).append(e)
+    for r in rows.values():
+        for ob in sorted(r["obligations"]):
+            o = by_id.get(ob)
+            if o and o["checker"] == "races" and len(r["evidence"]) < 6 and r["accesses"]:
+                r["evidence"].append(f"{ob} {o['status']}: {o['message']}")
+    # reference correspondence (output stores only)
+    if equiv_report is not None:
+        for o in equiv_report.obligations:
+            for c in getattr(o, "correspondence", None) or []:
+                k = _key(*c["candidate"].rsplit(":", 1)) if ":" in c["candidate"] else c["candidate"]
+                if k in rows:
+                    rows[k]["reference"] += [x for x in c["reference"] if x not in rows[k]["reference"]]
+    out_rows = []
+    for r in rows.values():
+        obs = sorted(r["obligations"])
+        sts = [by_id[o]["status"] for o in obs if o in by_id]
+        st = max(sts, key=lambda s: RANK.get(s, 0)) if sts else "none"
+        if r["findings"]:
+            st = "violated"
+        r["status"] = st
+        r["obligations"] = [{"id": o, "status": by_id[o]["status"]} for o in obs if o in by_id]
+        r["accesses"] = sorted(r["accesses"])
+        out_rows.append(r)
+    out_rows.sort(key=lambda r: (r["file"], r["lineno"]))
+    counts: dict = {}
+    for o in obligations:
+        counts.setdefault(o["checker"], {}).setdefault(o["status"], 0)
+        counts[o["checker"]][o["status"]] += 1
+    cexs = [{"obligation": o["id"], "rule": o.get("rule"), "message": o["counterexample"].get("message", o["message"]),
+             "schedule": o["counterexample"].get("schedule"), "replay": o["counterexample"].get("replay")}
+            for o in obligations if o.get("counterexample")]
+    return {
+        "schema": SCHEMA, "candidate": path, "reference": ref_path, "kernel": kernel.name,
+        "summary": {
+            "verdict": doc["verdict"], "counts": counts,
+            "bounds": [{"obligation": o["id"], "status": o["status"], "bound": o["bound"]}
+                       for o in obligations if o.get("bound") and o["status"] in ("bounded", "proved", "violated")],
+            "not_checked": [{"obligation": o["id"], "reason": o["message"]} for o in obligations
+                            if o["status"] == "unknown"],
+            "reference_matched": ("output stores only: the equivalence engine's candidate->reference store "
+                                  "correspondence; loads, wgmma accumulations and reductions are not matched")
+            if equiv_report is not None else None,
+        },
+        "obligations": obligations, "counterexamples": cexs, "rows": out_rows,
+        "timeline": {"note": timeline_note, "events": events},
+    }
