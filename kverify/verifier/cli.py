@@ -414,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_capture(sub)
     _add_equiv(sub)
+    from .gate import add_parser as _add_gate  # kverify gate: the CI gate over a TOML policy
+
+    _add_gate(sub)
     return p
 
 
