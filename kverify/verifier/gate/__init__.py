@@ -277,8 +277,7 @@ def to_sarif(results) -> dict:
                             "locations": [{"physicalLocation": {"artifactLocation": {"uri": r["file"]},
                                                                 "region": {"startLine": max(int(o["line"] or 1), 1)}}}]})
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
-            "runs": [{"tool": {"driver": {"name": "kverify", "version": _version(),
-                                          "informationUri": "https://github.com/kverify/kverify", "rules": rules}},
+            "runs": [{"tool": {"driver": {"name": "kverify", "version": _version(), "rules": rules}},
                       "results": out}]}
 
 
