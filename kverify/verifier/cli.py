@@ -213,6 +213,15 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _exporting(directory, prefix):
+    """``export_smt`` into ``directory`` (``check --export-smt``), or nothing."""
+    import contextlib
+
+    from kverify.symbolic.budget import export_smt
+
+    return export_smt(directory, prefix) if directory else contextlib.nullcontext()
+
+
 def cmd_check(args) -> int:
     """Each file and kernel is checked on its own: a bad file (or launch, or kernel name) is
     that entry's ``error`` and the others are still reported; the exit code is the worst.
@@ -247,8 +256,9 @@ def cmd_check(args) -> int:
                 spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
-                reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                            smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
+                with _exporting(args.export_smt, f"{os.path.basename(f)}.{k.name}"):
+                    reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                                smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
             except KernelError as e:
                 reports.append(KernelReport(k.name, f, error=e.message,
                                             error_location=Location(e.file, e.line, e.col)))
@@ -396,6 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--export-smt", metavar="DIR", help="write every SMT query the race and mbarrier checkers "
+                   "discharge to DIR as SMT-LIB2, one file per query named FILE.KERNEL.OBLIGATION.N.RESULT.smt2")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
     s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
