@@ -44,3 +44,14 @@ def test_export_mbarrier(tmp_path):
     # 7 queries: 4 proofs (unsat) and 3 feasibility checks (sat), each answered the same again
     assert len(mb) == 7 and sum(n.endswith(".unsat.smt2") for n in mb) == 4
     assert all(_recheck(tmp_path / n) == n.split(".")[-2] for n in mb)
+
+
+def test_gate_export_smt(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KVERIFY_GATE_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "smt"
+    r = subprocess.run([sys.executable, "-m", "kverify", "gate", "--policy", "tests/data/gate/kverify.toml",
+                        "tests/zoo/reduce_smem/reduce_smem.ptx", "--export-smt", str(out)],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names and all(n.startswith("reduce_smem.ptx.race.") and n.endswith(".unsat.smt2") for n in names)

@@ -148,7 +148,13 @@ def run_job(job: dict) -> dict:
             kw["launch"] = e["launch"]
         else:
             kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
-        rep = api.check(job["file"], **kw)
+        if job.get("export_smt"):
+            from kverify.symbolic.budget import export_smt
+
+            with export_smt(job["export_smt"], Path(job["file"]).name):
+                rep = api.check(job["file"], **kw)
+        else:
+            rep = api.check(job["file"], **kw)
         res["sarif"] = rep.to_sarif()
         obs = rep.obligations
     except KernelError as err:  # bad input (kernel, launch): exit 2
@@ -325,6 +331,8 @@ def add_parser(sub) -> None:
                    "(e.g. $GITHUB_STEP_SUMMARY)")
     s.add_argument("--jobs", type=int, default=1)
     s.add_argument("--no-cache", action="store_true")
+    s.add_argument("--export-smt", metavar="DIR", help="write the SMT queries of the race and mbarrier checkers "
+                   "to DIR (as check --export-smt); implies --no-cache")
     s.set_defaults(func=cmd_gate)
 
 
@@ -334,7 +342,9 @@ def cmd_gate(args) -> int:
         if not os.path.exists(p):
             raise KernelError("no such file or directory", p, 0, 0)
     jobs = jobs_for(policy, args.paths)
-    results = run_gate(jobs, max(1, args.jobs), not args.no_cache, progress=sys.stderr)
+    for j in jobs:
+        j["export_smt"] = args.export_smt
+    results = run_gate(jobs, max(1, args.jobs), not (args.no_cache or args.export_smt), progress=sys.stderr)
     if args.sarif:
         Path(args.sarif).write_text(json.dumps(to_sarif(results), indent=2))
     if args.summary:
