@@ -12,7 +12,10 @@ does not meter; a query stopped by it is the only answer that can depend on load
 """
 from __future__ import annotations
 
+import os
+import re
 import time
+from contextlib import contextmanager
 
 import z3
 
@@ -30,11 +33,42 @@ def _count() -> int:
     return s.statistics().get_key_value("rlimit count")
 
 
+_EXPORT: dict | None = None  # set by ``export_smt``: where every query checked is written
+
+
+@contextmanager
+def export_smt(directory: str, prefix: str = "kernel"):
+    """While active, every query a ``SolverBudget`` checks is written to ``directory`` as
+    SMT-LIB2 (``z3.Solver.to_smt2``), one file per query:
+    ``PREFIX.OBLIGATION.NNNN.RESULT.smt2`` (RESULT is z3's answer: sat, unsat or unknown)."""
+    global _EXPORT
+    os.makedirs(directory, exist_ok=True)
+    old, _EXPORT = _EXPORT, {"dir": directory, "prefix": re.sub(r"[^\w.-]", "_", prefix), "n": 0}
+    try:
+        yield
+    finally:
+        _EXPORT = old
+
+
+def _export(s, label: str, r, assumptions) -> None:
+    e = _EXPORT
+    e["n"] += 1
+    text = s.to_smt2() if isinstance(s, z3.Solver) and not assumptions else s.sexpr() + "\n(check-sat)\n"
+    if assumptions:
+        text = "; assumptions passed to check(): " + " ".join(str(a) for a in assumptions) + "\n" + text
+    safe = re.sub(r"[^\w.-]", "_", label)
+    name = f"{e['prefix']}.{safe}.{e['n']:04d}.{r}.smt2"
+    with open(os.path.join(e["dir"], name), "w") as fh:
+        fh.write(f"; kverify obligation {label}: z3 answered {r}\n{text}")
+
+
 class SolverBudget:
     """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
-    left and charges what it used."""
+    left and charges what it used. ``label`` names the obligation its queries belong to (the
+    file names ``export_smt`` writes)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, label: str = "query"):
+        self.label = label
         self.seconds = max(float(seconds), 0.001)
         self.units = int(self.seconds * RLIMIT_PER_SECOND)
         self.restart()
@@ -66,6 +100,8 @@ class SolverBudget:
         before = _count()
         r = s.check(*assumptions)
         self.spent += _count() - before
+        if _EXPORT is not None:
+            _export(s, self.label, r, assumptions)
         if r == z3.unknown and "timeout" in s.reason_unknown() and self.left > 0:
             self.backstop_hit = True
         return r

@@ -213,6 +213,34 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _exporting(directory, prefix):
+    """``export_smt`` into ``directory`` (``check --export-smt``), or nothing."""
+    import contextlib
+
+    from kverify.symbolic.budget import export_smt
+
+    return export_smt(directory, prefix) if directory else contextlib.nullcontext()
+
+
+def _recheck(rep, directory, prefix, solver) -> None:
+    """``check --recheck cvc5``: re-prove the exported queries; an obligation one of whose
+    queries the second solver answers differently becomes ``unknown`` with the reason."""
+    from kverify.symbolic.recheck import recheck
+
+    if not directory:
+        raise KernelError("--recheck needs --export-smt DIR", "<command line>", 0, 0)
+    try:
+        bad = recheck(directory, prefix, solver)
+    except RuntimeError as e:
+        bad = [("*", "", "", str(e))]
+    for name, label, z3a, other in bad:
+        for o in rep.obligations:
+            if o.status in ("proved", "violated") and (label == "" or o.id == label or o.id.startswith(label + ".")):
+                o.status = "unknown"
+                o.message = (f"re-check with {solver} disagrees on {name}: z3 {z3a}, {solver} {other}" if label
+                             else f"re-check with {solver} impossible: {other}")
+
+
 def cmd_check(args) -> int:
     """Each file and kernel is checked on its own: a bad file (or launch, or kernel name) is
     that entry's ``error`` and the others are still reported; the exit code is the worst.
@@ -248,8 +276,12 @@ def cmd_check(args) -> int:
                                                           args.dynamic_smem)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
-                reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                            smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
+                prefix = f"{os.path.basename(f)}.{k.name}"
+                with _exporting(args.export_smt, prefix):
+                    reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
+                                                smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
+                if args.recheck:
+                    _recheck(reports[-1], args.export_smt, prefix, args.recheck)
             except KernelError as e:
                 reports.append(KernelReport(k.name, f, error=e.message,
                                             error_location=Location(e.file, e.line, e.col)))
@@ -438,6 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--export-smt", metavar="DIR", help="write every SMT query the race and mbarrier checkers "
+                   "discharge to DIR as SMT-LIB2, one file per query named FILE.KERNEL.OBLIGATION.N.RESULT.smt2")
+    s.add_argument("--recheck", choices=["cvc5"], help="re-prove the --export-smt queries with cvc5 (the recheck "
+                   "extra); an obligation whose query cvc5 answers differently is unknown, with the reason")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
     s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
@@ -473,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_capture(sub)
     _add_equiv(sub)
+    from .gate import add_parser as _add_gate  # kverify gate: the CI gate over a TOML policy
+
+    _add_gate(sub)
     return p
 
 

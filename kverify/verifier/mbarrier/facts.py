@@ -32,7 +32,7 @@ class Facts:
     def __init__(self, module, kernel, launch, timeout_s, t0):
         self.module, self.kernel, self.launch = module, kernel, launch
         self.timeout_s, self.t0 = timeout_s, t0
-        self.budget = SolverBudget(timeout_s)  # solver work, not wall-clock time (symbolic/budget.py)
+        self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
         self.memo = {}
 
     # ------------------------------------------------------------------ solver

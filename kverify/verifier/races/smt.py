@@ -134,7 +134,7 @@ class _Checker:
                    "mbarriers and wgmma are outside the classic barrier-interval race check")
             return [_unknown(sp, why, self.t0, [Location.of(i.loc, self.module.path)]) for sp in SPACES]
         env = self.env = Env(self.module, kernel, self.launch)
-        budget = SolverBudget(self.timeout_s * 2)
+        budget = SolverBudget(self.timeout_s * 2, label="race.setup")
 
         def check_a(f):
             return self.solve([f], budget, base=env.shared_constraints + env.constraints_a)
@@ -159,7 +159,7 @@ class _Checker:
         out = []
         for space in SPACES:
             t = time.perf_counter()
-            ob = self.check_space(space, divergent, SolverBudget(self.timeout_s))
+            ob = self.check_space(space, divergent, SolverBudget(self.timeout_s, label=f"race.{space}"))
             ob.time_s = time.perf_counter() - t
             out.append(ob)
         # the shared work (execution, uniformity) is charged to the first obligation

@@ -1,0 +1,358 @@
+"""``kverify gate``: check the kernels a TOML policy names and fail the build on a ``violated``
+obligation, or an ``unknown`` one the policy requires.
+
+A policy (``kverify.toml``)::
+
+    [defaults]
+    require = ["race", "mbarrier", "barrier.named", "deadlock", "memory"]  # obligation id prefixes
+    budget = 16          # schedules explored on the interpreter
+    timeout = 10.0       # solver seconds per obligation (z3 resource units)
+    allow_skip = []      # ["gpu"]: a required GPU validation counts as skipped, not unknown
+
+    [[kernel]]
+    path = "kernels/*.ptx"                  # a glob, relative to the policy file
+    launch = "kernels/manifest.json"        # a launch spec or zoo manifest; or grid/block/args:
+    # grid = [1]; block = [128]; args = {n = 3000}
+    require = ["race", "memory"]            # overrides the default
+
+Each kernel file takes the first ``[[kernel]]`` entry whose glob matches it. An obligation is
+required when its id equals or starts with ``PREFIX.`` for a required prefix; a required prefix
+that no obligation answers is ``unknown`` (not checked). ``gpu`` (GPU validation) cannot run
+without a GPU: it is ``unknown`` unless ``allow_skip`` names it. Exit: 0 pass, 1 a required
+obligation violated or unknown (obligations not required are reported, never fail), 2 bad input or policy
+(``file:line:col: message``; also a kernel file or launch that does not load).
+"""
+from __future__ import annotations
+
+import fnmatch
+import glob
+import hashlib
+import json
+import os
+import sys
+import tomllib
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from kverify.semantics.ir import KernelError
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip",
+              "kernel"}
+DEFAULTS = {"require": ["race", "mbarrier", "barrier.named", "deadlock", "memory"], "budget": 16, "timeout": 10.0,
+            "allow_skip": []}
+
+
+def _line_of(text: str, needle: str) -> int:
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    return 1
+
+
+def load_policy(path: str) -> dict:
+    """The policy at ``path``: ``{"defaults": {...}, "kernels": [entry, ...], "root": dir}``;
+    a ``KernelError`` (file:line:col) when it is not valid TOML or names an unknown key."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise KernelError(f"cannot read policy: {e.strerror}", path, 0, 0) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line, col = getattr(e, "lineno", 1) or 1, getattr(e, "colno", 1) or 1
+        raise KernelError(f"invalid TOML: {str(e).split(' (at')[0]}", path, line, col) from None
+    for key in doc:
+        if key not in ("defaults", "kernel"):
+            raise KernelError(f"unknown policy table {key!r} (have defaults, kernel)", path, _line_of(text, key), 1)
+    defaults = {**DEFAULTS, **doc.get("defaults", {})}
+    entries = doc.get("kernel", [])
+    if not isinstance(entries, list):
+        raise KernelError("'kernel' must be an array of tables ([[kernel]])", path, _line_of(text, "kernel"), 1)
+    for i, e in enumerate([defaults] + entries):
+        for key in e:
+            if key not in KNOWN_KEYS:
+                raise KernelError(f"unknown policy key {key!r}", path, _line_of(text, key), 1)
+    for e in entries:
+        if "path" not in e:
+            raise KernelError("a [[kernel]] entry needs path = GLOB", path, _line_of(text, "[[kernel]]"), 1)
+        if "launch" in e and any(k in e for k in ("grid", "block", "args")):
+            raise KernelError("give either launch or grid/block/args, not both", path, _line_of(text, e["path"]), 1)
+    return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p)}
+
+
+def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
+    """One job per kernel file: the file, its policy entry (defaults merged) and the launch."""
+    root = Path(policy["root"])
+    files = []
+    if paths:
+        for a in paths:
+            ap = Path(a)
+            files += sorted(str(f) for f in ap.rglob("*.ptx")) if ap.is_dir() else [a]
+    else:
+        for e in policy["kernels"]:
+            files += sorted(glob.glob(os.path.join(root, e["path"]), recursive=True))
+    jobs, seen = [], set()
+    for f in files:
+        rf = os.path.abspath(f)
+        if rf in seen:
+            continue
+        seen.add(rf)
+        rel = os.path.relpath(rf, root)
+        entry = next((e for e in policy["kernels"] if fnmatch.fnmatch(rel, e["path"])), None)
+        if entry is None:
+            continue  # a file no entry names is not gated
+        e = {**policy["defaults"], **entry}
+        if "launch" in e:
+            e["launch"] = str(root / e["launch"])
+        jobs.append({"file": rf, "display": os.path.relpath(rf), "entry": e})
+    return jobs
+
+
+def _version() -> str:
+    from kverify import __version__
+
+    return __version__
+
+
+def cache_key(job: dict) -> str:
+    h = hashlib.sha256()
+    h.update(Path(job["file"]).read_bytes())
+    launch = job["entry"].get("launch")
+    if launch and Path(launch).is_file():
+        h.update(Path(launch).read_bytes())
+    h.update(json.dumps(job["entry"], sort_keys=True, default=str).encode())
+    h.update(_version().encode())
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("KVERIFY_GATE_CACHE")
+    return Path(d) if d else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kverify" / "gate"
+
+
+def _required(oid: str, prefixes) -> bool:
+    return any(oid == p or oid.startswith(p + ".") for p in prefixes)
+
+
+def run_job(job: dict) -> dict:
+    """Check one kernel and judge its obligations against the entry: a JSON-able result."""
+    from kverify import api
+
+    e = job["entry"]
+    res = {"file": job["display"], "obligations": [], "error": None}
+    try:
+        kw = {"budget": int(e["budget"]), "timeout": float(e["timeout"])}
+        if "launch" in e:
+            kw["launch"] = e["launch"]
+        else:
+            kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
+        if job.get("export_smt"):
+            from kverify.symbolic.budget import export_smt
+
+            with export_smt(job["export_smt"], Path(job["file"]).name):
+                rep = api.check(job["file"], **kw)
+        else:
+            rep = api.check(job["file"], **kw)
+        res["sarif"] = rep.to_sarif()
+        obs = rep.obligations
+    except KernelError as err:  # bad input (kernel, launch): exit 2
+        res["error"], res["bad_input"] = str(err), True
+        obs = []
+    except Exception as err:  # a bug: no verdict, never clean
+        res["error"] = f"{job['display']}:0:0: internal error: {type(err).__name__}: {err}"
+        obs = []
+    answered = set()
+    for o in obs:
+        req = _required(o.id, e["require"])
+        line = o.locations[0].line if o.locations else None
+        res["obligations"].append({"id": o.id, "status": o.status, "required": req, "rule": o.rule,
+                                   "line": line, "message": o.message})
+        answered.add(o.id)
+    for p in e["require"]:
+        if any(_required(i, [p]) for i in answered):
+            continue
+        if p == "gpu":
+            skip = "gpu" in e.get("allow_skip", [])
+            res["obligations"].append({"id": "gpu", "status": "skipped" if skip else "unknown", "required": not skip,
+                                       "rule": None, "line": None,
+                                       "message": "GPU validation needs a GPU; none here" +
+                                       (" (policy allows skipping it)" if skip else "")})
+        else:
+            reason = res["error"] or "no checker answered this obligation"
+            res["obligations"].append({"id": p, "status": "unknown", "required": True, "rule": None, "line": None,
+                                       "message": reason})
+    res["passed"] = not any(o["required"] and o["status"] in ("violated", "unknown")
+                            for o in res["obligations"]) and res["error"] is None
+    return res
+
+
+def _cached_run(job: dict, use_cache: bool) -> dict:
+    if not use_cache:
+        return {**run_job(job), "cached": False}
+    key = cache_key(job)
+    f = cache_dir() / key[:2] / f"{key}.json"
+    if f.is_file():
+        try:
+            return {**json.loads(f.read_text()), "file": job["display"], "cached": True}
+        except (OSError, ValueError):
+            pass
+    res = run_job(job)
+    if res["error"] is None or "internal error" not in res["error"]:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(res))
+        os.replace(tmp, f)
+    return {**res, "cached": False}
+
+
+def _progress(i: int, n: int, res: dict, out) -> None:
+    mark = "pass" if res["passed"] else "FAIL"
+    src = " (cached)" if res.get("cached") else ""
+    if out.isatty():
+        width = 30
+        done = int(width * i / n)
+        out.write(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n} {res['file']}: {mark}{src}\x1b[K")
+        if i == n:
+            out.write("\n")
+    else:
+        out.write(f"[{i}/{n}] {res['file']}: {mark}{src}\n")
+    out.flush()
+
+
+def run_gate(jobs: list[dict], n_jobs: int = 1, use_cache: bool = True, progress=None) -> list[dict]:
+    results = [None] * len(jobs)
+    if n_jobs > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=n_jobs) as ex:
+            futs = {ex.submit(_cached_run, j, use_cache): i for i, j in enumerate(jobs)}
+            from concurrent.futures import as_completed
+
+            for k, fut in enumerate(as_completed(futs), 1):
+                results[futs[fut]] = fut.result()
+                if progress:
+                    _progress(k, len(jobs), results[futs[fut]], progress)
+    else:
+        for i, j in enumerate(jobs):
+            results[i] = _cached_run(j, use_cache)
+            if progress:
+                _progress(i + 1, len(jobs), results[i], progress)
+    return results
+
+
+def exit_code(results) -> int:
+    if any(r.get("bad_input") for r in results):
+        return EXIT_USAGE
+    return EXIT_PASS if all(r["passed"] for r in results) else EXIT_FAIL
+
+
+def to_json(results) -> dict:
+    return {"format": "kverify.gate/1", "version": _version(), "passed": exit_code(results) == EXIT_PASS,
+            "kernels": [{k: v for k, v in r.items() if k != "sarif"} for r in results]}
+
+
+def to_sarif(results) -> dict:
+    """One SARIF 2.1.0 log: the checks' own results (``Report.to_sarif``) merged into one run,
+    plus a ``gate.unknown.<id>`` error for each required obligation the check left unknown (the
+    checks' own results of obligations not required stay in the log at their own level)."""
+    from kverify.verifier.sarif import SCHEMA_URI
+
+    rules, seen, out = [], {}, []
+    for r in results:
+        run = (r.get("sarif") or {}).get("runs", [{}])[0]
+        local = run.get("tool", {}).get("driver", {}).get("rules", [])
+        for res in run.get("results", []):
+            rid = res.get("ruleId")
+            if rid is not None and rid not in seen:
+                rule = next((x for x in local if x["id"] == rid), {"id": rid})
+                seen[rid] = len(rules)
+                rules.append(rule)
+            res = dict(res)
+            if rid is not None:
+                res["ruleIndex"] = seen[rid]
+            out.append(res)
+        for o in r["obligations"]:
+            if o["required"] and o["status"] == "unknown":
+                rid = f"gate.unknown.{o['id']}"
+                if rid not in seen:
+                    seen[rid] = len(rules)
+                    rules.append({"id": rid, "shortDescription": {"text": f"required obligation {o['id']} is unknown"},
+                                  "defaultConfiguration": {"level": "error"}})
+                out.append({"ruleId": rid, "ruleIndex": seen[rid], "level": "error",
+                            "message": {"text": f"required obligation {o['id']} unknown: {o['message'] or 'no reason'}"},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r["file"]},
+                                                                "region": {"startLine": max(int(o["line"] or 1), 1)}}}]})
+    return {"$schema": SCHEMA_URI, "version": "2.1.0",
+            "runs": [{"tool": {"driver": {"name": "kverify", "version": _version(), "rules": rules}},
+                      "results": out}]}
+
+
+def to_text(results) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r['file']}: {'pass' if r['passed'] else 'FAIL'}{' (cached)' if r.get('cached') else ''}")
+        if r["error"]:
+            lines.append(f"  error: {r['error']}")
+        for o in r["obligations"]:
+            if o["status"] in ("violated", "unknown", "skipped"):
+                tag = "required" if o["required"] else "not required"
+                at = f" line {o['line']}" if o["line"] else ""
+                lines.append(f"  {o['id']}: {o['status']} ({tag}){at}" + (f" [{o['rule']}]" if o["rule"] else ""))
+    n_pass = sum(r["passed"] for r in results)
+    lines.append(f"gate: {n_pass}/{len(results)} kernels pass -> {'PASS' if n_pass == len(results) else 'FAIL'}")
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(results) -> str:
+    n_pass = sum(r["passed"] for r in results)
+    head = "✅ PASS" if n_pass == len(results) else "❌ FAIL"
+    lines = [f"## kverify gate: {head} ({n_pass}/{len(results)} kernels)", "",
+             "| kernel | result | failing obligations | not-required findings |", "|---|---|---|---|"]
+    for r in results:
+        bad = [f"`{o['id']}` {o['status']}" for o in r["obligations"]
+               if o["required"] and o["status"] in ("violated", "unknown")]
+        soft = [f"`{o['id']}` {o['status']}" for o in r["obligations"]
+                if not o["required"] and o["status"] in ("violated", "unknown", "skipped")]
+        if r["error"]:
+            bad.append(f"error: {r['error']}")
+        lines.append(f"| `{r['file']}` | {'pass' if r['passed'] else '**FAIL**'} | {', '.join(bad) or '-'} | "
+                     f"{', '.join(soft) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("gate", help="CI gate: check the kernels a TOML policy names; exit 1 on a violated or a "
+                       "required unknown obligation")
+    s.add_argument("paths", nargs="*", help="kernel files or directories (default: every file the policy's globs match)")
+    s.add_argument("--policy", default="kverify.toml")
+    s.add_argument("--format", choices=["text", "json", "sarif", "md"], default="text")
+    s.add_argument("--sarif", metavar="FILE", help="also write the SARIF 2.1.0 log to FILE")
+    s.add_argument("--summary", metavar="FILE", help="also append the Markdown summary to FILE "
+                   "(e.g. $GITHUB_STEP_SUMMARY)")
+    s.add_argument("--jobs", type=int, default=1)
+    s.add_argument("--no-cache", action="store_true")
+    s.add_argument("--export-smt", metavar="DIR", help="write the SMT queries of the race and mbarrier checkers "
+                   "to DIR (as check --export-smt); implies --no-cache")
+    s.set_defaults(func=cmd_gate)
+
+
+def cmd_gate(args) -> int:
+    policy = load_policy(args.policy)
+    for p in args.paths:
+        if not os.path.exists(p):
+            raise KernelError("no such file or directory", p, 0, 0)
+    jobs = jobs_for(policy, args.paths)
+    for j in jobs:
+        j["export_smt"] = args.export_smt
+    results = run_gate(jobs, max(1, args.jobs), not (args.no_cache or args.export_smt), progress=sys.stderr)
+    if args.sarif:
+        Path(args.sarif).write_text(json.dumps(to_sarif(results), indent=2))
+    if args.summary:
+        with open(args.summary, "a") as fh:
+            fh.write(to_markdown(results))
+    out = {"text": to_text, "md": to_markdown}.get(args.format)
+    if out:
+        sys.stdout.write(out(results))
+    else:
+        print(json.dumps(to_json(results) if args.format == "json" else to_sarif(results), indent=2))
+    return exit_code(results)

@@ -1,0 +1,116 @@
+"""kverify gate over the fixture policy tests/data/gate/kverify.toml (ten zoo kernels): exit codes,
+per-kernel verdicts, SARIF, Markdown, JSON, the cache, and bad policies (file:line:col, exit 2)."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+POLICY = ROOT / "tests/data/gate/kverify.toml"
+
+
+def gate(*argv, cache, cwd=ROOT):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KVERIFY_GATE_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-m", "kverify", "gate", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gate")
+    t0 = time.perf_counter()
+    r = gate("--policy", str(POLICY), "--format", "json", "--sarif", str(d / "out.sarif"),
+             "--summary", str(d / "summary.md"), "--jobs", "2", cache=d / "cache")
+    return d, r, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_gate_verdicts_and_exit(first):
+    d, r, _ = first
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["format"] == "kverify.gate/1" and doc["passed"] is False
+    by = {Path(k["file"]).name: k for k in doc["kernels"]}
+    assert len(by) == 10
+    assert {n for n, k in by.items() if k["passed"]} == {
+        "reduce_smem.ptx", "scan.ptx", "stencil.ptx", "named_barrier.ptx", "reduce_smem__missing_sync.ptx",
+        "saxpy_vec.ptx"}
+    ob = {o["id"]: o for o in by["scan__missing_sync.ptx"]["obligations"]}
+    assert (ob["race.shared"]["status"], ob["race.shared"]["line"], ob["race.shared"]["required"]) == ("violated", 21, True)
+    ob = {o["id"]: o for o in by["named_barrier__wrong_count.ptx"]["obligations"]}
+    assert (ob["barrier.named"]["status"], ob["barrier.named"]["rule"], ob["barrier.named"]["line"]) == \
+        ("violated", "barrier.named-count", 30)
+    # the warning tier: a violated obligation the entry does not require is reported, does not fail
+    ob = {o["id"]: o for o in by["reduce_smem__missing_sync.ptx"]["obligations"]}
+    assert (ob["race.shared"]["status"], ob["race.shared"]["required"]) == ("violated", False)
+    # GPU validation: no GPU here -> unknown (fails) unless the policy allows skipping it
+    ob = {o["id"]: o for o in by["saxpy_scalar.ptx"]["obligations"]}
+    assert (ob["gpu"]["status"], ob["gpu"]["required"]) == ("unknown", True)
+    assert [o["id"] for o in by["saxpy_scalar.ptx"]["obligations"] if o["required"] and o["status"] != "proved"
+            and o["status"] not in ("bounded", "vacuous")] == ["gpu"]
+    ob = {o["id"]: o for o in by["saxpy_vec.ptx"]["obligations"]}
+    assert (ob["gpu"]["status"], ob["gpu"]["required"]) == ("skipped", False)
+
+
+@pytest.mark.slow
+def test_gate_sarif_and_markdown(first):
+    d, r, _ = first
+    log = json.loads((d / "out.sarif").read_text())
+    assert log["version"] == "2.1.0"
+    schema = os.environ.get("KVERIFY_SARIF_SCHEMA")  # the official sarif-schema-2.1.0.json, if at hand
+    if schema:
+        import jsonschema
+
+        jsonschema.validate(log, json.loads(Path(schema).read_text()))
+    run = log["runs"][0]
+    rules = [x["id"] for x in run["tool"]["driver"]["rules"]]
+    for res in run["results"]:
+        assert rules[res["ruleIndex"]] == res["ruleId"]
+        assert res["level"] in ("error", "warning", "note", "none")
+        for loc in res.get("locations", []):
+            assert loc["physicalLocation"]["region"]["startLine"] >= 1
+    ids = {(Path(x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name, x["ruleId"])
+           for x in run["results"] if x.get("locations")}
+    assert ("named_barrier__wrong_count.cu", "barrier.named-count") in ids
+    assert ("saxpy_scalar.ptx", "gate.unknown.gpu") in ids
+    md = (d / "summary.md").read_text()
+    assert md.startswith("## kverify gate: ❌ FAIL (6/10 kernels)")
+    assert "| `tests/zoo/scan/scan__missing_sync.ptx` | **FAIL** | `race.shared` violated, `memory` violated | - |" in md
+    assert "| `tests/zoo/reduce_smem/reduce_smem__missing_sync.ptx` | pass | - | `race.shared` violated |" in md
+
+
+@pytest.mark.slow
+def test_gate_second_run_is_cached(first):
+    d, r, _ = first
+    t0 = time.perf_counter()
+    r2 = gate("--policy", str(POLICY), "--format", "json", cache=d / "cache")
+    wall = time.perf_counter() - t0
+    assert r2.returncode == 1
+    doc = json.loads(r2.stdout)
+    assert all(k["cached"] for k in doc["kernels"])
+    assert [k["passed"] for k in doc["kernels"]] == [k["passed"] for k in json.loads(r.stdout)["kernels"]]
+    # the whole process (interpreter start included) under 2 s; the gate itself well under 1 s
+    assert wall < 2.0, wall
+    assert "(cached)" in r2.stderr
+
+
+def test_gate_bad_policy(tmp_path):
+    p = tmp_path / "kverify.toml"
+    p.write_text('[defaults]\nrequire = ["race"]\n\n[[kernel]]\npath = "x.ptx"\nbogus = 1\n')
+    r = gate("--policy", str(p), cache=tmp_path / "c")
+    assert r.returncode == 2 and r.stderr.strip() == f"{p}:6:1: unknown policy key 'bogus'"
+    p.write_text('[defaults]\nrequire = ["race"\n')
+    r = gate("--policy", str(p), cache=tmp_path / "c")
+    assert r.returncode == 2 and r.stderr.startswith(f"{p}:") and "invalid TOML" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_gate_one_passing_kernel(tmp_path):
+    r = gate("--policy", str(POLICY), str(ROOT / "tests/zoo/reduce_smem/reduce_smem.ptx"), "--format", "md",
+             cache=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("## kverify gate: ✅ PASS (1/1 kernels)")
