@@ -249,7 +249,8 @@ def cmd_check(args) -> int:
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
                 reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                            smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
+                                            smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume,
+                                            strict=args.strict))
             except KernelError as e:
                 reports.append(KernelReport(k.name, f, error=e.message,
                                             error_location=Location(e.file, e.line, e.col)))
@@ -260,6 +261,8 @@ def cmd_check(args) -> int:
                     raise
                 reports.append(KernelReport(k.name, f, error=f"internal error: {type(e).__name__}: {e} (no verdict; "
                                             "KVERIFY_DEBUG=1 shows the traceback)", internal=True))
+    for r in reports:  # --strict also for the Triton call sites' reports
+        r.strict = args.strict
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:
@@ -402,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
+    s.add_argument("--strict", action="store_true",
+                   help="report warning-tier findings (kverify rules) as errors: they make the kernel violated, exit 1")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
     s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
