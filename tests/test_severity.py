@@ -109,3 +109,30 @@ def test_api_strict():
     assert rep.verdict == "verified" and rep.exit_code == 0
     rep = kverify.check(str(D / "warp_mbarrier__all_lanes_init.ptx"), strict=True, **args)
     assert rep.verdict == "violated" and rep.exit_code == 1
+
+
+S = ROOT / "tests" / "data" / "split_named_barrier"
+SPLIT = ["--block", "64", "--arg", "split_named_barrier_param_0=32:u32"]
+
+
+def test_split_aligned_named_barrier_is_a_warning():
+    """Warp 0 and warp 1 complete one instance of `bar.sync 15, 64` from two different
+    instructions (ThunderKittens' producer/consumer branches): a warning; the data passed
+    through the barrier is race-free; exit 0."""
+    p = kv("check", str(S / "split_named_barrier.ptx"), *SPLIT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[0].startswith(
+        "tests/data/split_named_barrier/split_named_barrier.ptx:29:1: warning[barrier.aligned-split]: one instance "
+        "of barrier 15 was completed by different .aligned barrier instructions at ptx line 29, ptx line 32")
+    assert "kernel split_named_barrier: VERIFIED" in p.stdout
+    assert "  warning   named-barrier conformance" in p.stdout and "  bounded   race-free: shared" in p.stdout
+    assert kv("check", str(S / "split_named_barrier.ptx"), *SPLIT, "--strict").returncode == 1
+
+
+def test_split_barrier_twin_with_a_write_after_the_barrier_is_an_error():
+    p = kv("check", str(S / "split_named_barrier__write_after.ptx"), *SPLIT, "--format", "json")
+    assert p.returncode == 1
+    k = json.loads(p.stdout)["kernels"][0]
+    sev = {(f["rule"], f["locations"][0]["line"]): f["severity"] for f in k["findings"]}
+    assert sev[("race.shared", 29)] == "error" and sev[("barrier.aligned-split", 28)] == "warning"
+    assert k["verdict"] == "violated"
