@@ -156,6 +156,8 @@ def cmd_run(args) -> int:
     explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
                 else f"{r.schedules_run} schedule(s)")
     namer = Namer(m, {v.partition("+")[0]: 8 for v in r.mbarriers or ()})
+    from kverify.rules import severity
+
     named = [namer.message(f.message, f.locs, f.details) for f in r.findings]
     if args.format == "json":
         out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "display_name": demangle(k.name),
@@ -163,7 +165,7 @@ def cmd_run(args) -> int:
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
                "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
                "steps": r.steps, "time_s": round(r.time_s, 4),
-               "findings": [{"rule": f.rule, "message": text, "count": f.count,
+               "findings": [{"rule": f.rule, "severity": severity(f.rule), "message": text, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
                                             "ptx_line": l.ptx_line} for l in f.locs],
                              "objects": objects,
@@ -208,7 +210,8 @@ def cmd_run(args) -> int:
                 print(f"reference {ref}: outputs match ({', '.join(sorted(set(r.outputs) & set(expected)))})")
     if r.status in ("unsupported", "incomplete"):
         return EXIT_INCONCLUSIVE
-    if r.findings or r.status == "deadlock" or mismatches:
+    # the exit follows error-tier findings only (warnings are printed with their tier)
+    if any(severity(f.rule) == "error" for f in r.findings) or r.status == "deadlock" or mismatches:
         return EXIT_VIOLATED
     return EXIT_OK
 
