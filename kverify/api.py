@@ -190,7 +190,7 @@ def _dims(v):
 
 def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,
           assume=None, *, launch=None, inputs: dict | None = None, budget: int = 16, timeout: float = 10.0,
-          smt: bool = True, arch: str = "sm_90a", defines: dict | None = None) -> Report:
+          smt: bool = True, arch: str = "sm_90a", defines: dict | None = None, strict: bool = False) -> Report:
     """Check ``kernel`` (a ``.ptx``/``.cu``/``.kvir`` path or PTX text) for one launch: every
     obligation of ``kverify check``. ``grid`` left out runs one CTA and keeps the SMT proofs
     symbolic in the grid (as on the command line). ``inputs`` (buffer name -> array) override
@@ -198,7 +198,8 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     ``--budget``/``--timeout``/``--no-smt``. ``assume`` (a condition or a list, Python syntax over
     parameter names: ``"n > 0 and n % 4 == 0"``; ``kverify.symbolic.assume``) is ``--assume``:
     preconditions of the symbolic checkers over the parameters left symbolic; the launch's
-    concrete arguments must satisfy it (else a ``KernelError``)."""
+    concrete arguments must satisfy it (else a ``KernelError``). ``strict`` is ``--strict``:
+    warning-tier findings make the kernel violated."""
     from kverify.verifier.check import check_kernel
 
     m, k, path = load(kernel, kernel_name, arch, defines)
@@ -206,7 +207,8 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     if inputs:
         given = {**(given or {}), **inputs}
     assume = [assume] if isinstance(assume, str) else list(assume or ())
-    rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume)
+    rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume,
+                       strict=strict)
     return Report([replay_with_inputs(rep, given)], "check", given)
 
 

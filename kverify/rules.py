@@ -60,6 +60,14 @@ def is_rule(rule_id) -> bool:
     return rule_id in RULES
 
 
+def severity(rule_id, strict: bool = False) -> str:
+    """The tier a finding of ``rule_id`` is reported at: the rule's severity, ``error`` for an
+    id nobody registered, and ``error`` for a ``warning`` under ``strict`` (``--strict``).
+    Notes stay notes."""
+    sev = RULES[rule_id].severity if rule_id in RULES else "error"
+    return "error" if strict and sev == "warning" else sev
+
+
 def table() -> str:
     """The rule table as Markdown: id, severity, section, summary, sorted by id."""
     out = ["| rule | severity | follows | what it reports |", "|---|---|---|---|"]

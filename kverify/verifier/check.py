@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kverify.rules import severity
 from kverify.semantics.interpreter import run_kernel, schedule_independent
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
@@ -269,7 +270,7 @@ def _interpreter(ctx):
     complete = r.explored_all and r.status in ("complete", "deadlock")
     by_family: dict = {}
     ctx.findings = []
-    for f in r.findings:
+    for f in sorted(r.findings, key=lambda f: severity(f.rule) != "error"):  # errors first
         by_family.setdefault(_family(f.rule), []).append(f)
         locs = [Location.of(l, path) for l in f.locs]
         ctx.findings.append(Finding(f.rule, f.message, locs, {k: v for k, v in f.details.items()
@@ -317,14 +318,18 @@ def _interpreter(ctx):
     if r.mbarriers:
         for label, objs in _mbarrier_resources(r.mbarriers):
             title = RESOURCE_PREFIX + label
-            fs = [f for f in by_family.get("mbarrier conformance", [])
+            fs = [f for f in by_family.get("mbarrier conformance", [])  # errors first
                   if str(f.details.get("mbarrier", "")).split(" of CTA")[0] in objs]
             if fs:
                 out.append(violated(title, "mbarrier", fs[0]))
                 continue
             phases = sum(r.mbarriers[o] for o in objs)
             head = f"{len(objs)} mbarrier(s), {phases} phase(s) completed in the first run; "
-            if base.status == "violated":  # another barrier's violation ended the exploration
+            if base.status == "violated" and base.severity() != "error" and complete:
+                # only warnings on another barrier: the exploration went on
+                out.append(Obligation(title, "mbarrier", "bounded", head + "no violation on any explored schedule",
+                                      explored, [], None, dt))
+            elif base.status == "violated":  # another barrier's violation ended the exploration
                 out.append(Obligation(title, "mbarrier", "unknown",
                                       head + "no violation of these in the first schedule, which violates another "
                                       "barrier's protocol (not explored further)", explored, [], None, dt))
@@ -392,13 +397,13 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
                  smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
-                 assume=()) -> KernelReport:
+                 assume=(), strict: bool = False) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
     or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
     ``assume`` (expressions over the scalar parameters, ``kverify.symbolic.assume``) are
     preconditions of the symbolic checkers; a bad one, or one the launch's arguments break, is a
-    ``KernelError``."""
+    ``KernelError``. ``strict`` reports warning-tier findings as errors (``--strict``)."""
     path = path or module.path
     if assume:
         from dataclasses import replace
@@ -408,7 +413,7 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         spec = replace(spec, assume=tuple(assume))
         Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs)
-    rep = KernelReport(kernel.name, path or "?")
+    rep = KernelReport(kernel.name, path or "?", strict=strict)
     order, evidence = [], {}
     for c in (CHECKERS if checkers is None else checkers):
         if not c.applies(ctx):

@@ -156,6 +156,8 @@ def cmd_run(args) -> int:
     explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
                 else f"{r.schedules_run} schedule(s)")
     namer = Namer(m, {v.partition("+")[0]: 8 for v in r.mbarriers or ()})
+    from kverify.rules import severity
+
     named = [namer.message(f.message, f.locs, f.details) for f in r.findings]
     if args.format == "json":
         out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "display_name": demangle(k.name),
@@ -163,7 +165,7 @@ def cmd_run(args) -> int:
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
                "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
                "steps": r.steps, "time_s": round(r.time_s, 4),
-               "findings": [{"rule": f.rule, "message": text, "count": f.count,
+               "findings": [{"rule": f.rule, "severity": severity(f.rule), "message": text, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
                                             "ptx_line": l.ptx_line} for l in f.locs],
                              "objects": objects,
@@ -208,7 +210,8 @@ def cmd_run(args) -> int:
                 print(f"reference {ref}: outputs match ({', '.join(sorted(set(r.outputs) & set(expected)))})")
     if r.status in ("unsupported", "incomplete"):
         return EXIT_INCONCLUSIVE
-    if r.findings or r.status == "deadlock" or mismatches:
+    # the exit follows error-tier findings only (warnings are printed with their tier)
+    if any(severity(f.rule) == "error" for f in r.findings) or r.status == "deadlock" or mismatches:
         return EXIT_VIOLATED
     return EXIT_OK
 
@@ -279,7 +282,8 @@ def cmd_check(args) -> int:
                 prefix = f"{os.path.basename(f)}.{k.name}"
                 with _exporting(args.export_smt, prefix):
                     reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                                smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume))
+                                                smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume,
+                                                strict=args.strict))
                 if args.recheck:
                     _recheck(reports[-1], args.export_smt, prefix, args.recheck)
             except KernelError as e:
@@ -292,6 +296,8 @@ def cmd_check(args) -> int:
                     raise
                 reports.append(KernelReport(k.name, f, error=f"internal error: {type(e).__name__}: {e} (no verdict; "
                                             "KVERIFY_DEBUG=1 shows the traceback)", internal=True))
+    for r in reports:  # --strict also for the Triton call sites' reports
+        r.strict = args.strict
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:
@@ -474,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "discharge to DIR as SMT-LIB2, one file per query named FILE.KERNEL.OBLIGATION.N.RESULT.smt2")
     s.add_argument("--recheck", choices=["cvc5"], help="re-prove the --export-smt queries with cvc5 (the recheck "
                    "extra); an obligation whose query cvc5 answers differently is unknown, with the reason")
+    s.add_argument("--strict", action="store_true",
+                   help="report warning-tier findings (kverify rules) as errors: they make the kernel violated, exit 1")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
     s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "

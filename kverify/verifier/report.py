@@ -10,6 +10,13 @@ kernel is ``verified`` when every obligation is vacuous, proved or bounded, ``vi
 one is violated, ``inconclusive`` otherwise, and ``error`` when it could not be analysed at
 all. Exit codes follow the verdict: 0 / 1 / 3, and 2 for bad input.
 
+Severity tiers (``kverify.rules``): every finding and every violated obligation carries the
+tier of its rule (``severity`` in the JSON). Only ``error`` findings make a kernel
+``violated``: an obligation violated by a ``warning``- or ``note``-tier rule keeps its status
+``violated`` with that severity, and the kernel verdict is formed as if it held (so a kernel
+whose only findings are warnings is ``verified``, exit 0, and prints them). ``strict`` (the
+``--strict`` option) reports warnings as errors. docs/verdicts.md.
+
 Schema history: ``/1`` had the title in ``id`` and no ``vacuous``; ``/2`` adds ``title`` and
 makes ``id`` the dotted id.
 """
@@ -19,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from kverify import names
 from kverify.rules import rule as registered
+from kverify.rules import severity as tier
 from kverify.semantics.ir.nodes import Loc, where
 
 SCHEMA = "kverify.report/2"
@@ -93,8 +101,8 @@ class Finding:
     def __post_init__(self):
         registered(self.rule)
 
-    def to_json(self) -> dict:
-        d = {"rule": self.rule, "message": self.message,
+    def to_json(self, strict: bool = False) -> dict:
+        d = {"rule": self.rule, "severity": tier(self.rule, strict), "message": self.message,
              "locations": [asdict(l) for l in self.locations], "objects": self.objects}
         if self.details:
             d["details"] = self.details
@@ -123,18 +131,28 @@ class Obligation:
     def id(self) -> str:
         return obligation_id(self.title)
 
-    def to_json(self) -> dict:
+    def severity(self, strict: bool = False) -> str | None:
+        """The tier of a violated obligation (its rule's, ``error`` without a rule); None
+        for any other status."""
+        if self.status != "violated":
+            return None
+        return tier(self.rule, strict) if self.rule else "error"
+
+    def to_json(self, strict: bool = False) -> dict:
         return {"id": self.id, "title": self.title, "checker": self.checker, "status": self.status,
+                "severity": self.severity(strict),
                 "bound": self.bound, "message": self.message, "rule": self.rule,
                 "locations": [asdict(l) for l in self.locations],
                 "objects": self.objects, "counterexample": self.counterexample,
                 "time_s": round(self.time_s, 4)}
 
 
-def kernel_verdict(obligations) -> str:
-    statuses = {o.status for o in obligations}
-    if "violated" in statuses:
+def kernel_verdict(obligations, strict: bool = False) -> str:
+    """``violated`` when an obligation is violated at tier ``error`` (warnings count under
+    ``strict``), ``inconclusive`` when one is unknown (or there are none), else ``verified``."""
+    if any(o.severity(strict) == "error" for o in obligations):
         return "violated"
+    statuses = {o.status for o in obligations}
     if "unknown" in statuses or not obligations:
         return "inconclusive"
     return "verified"
@@ -149,12 +167,13 @@ class KernelReport:
     error: str | None = None  # bad input (verdict error, exit 2)
     error_location: Location | None = None
     internal: bool = False  # ``error`` is a failure of kverify, not of the input: inconclusive
+    strict: bool = False  # --strict: warning-tier findings are errors
 
     @property
     def verdict(self) -> str:
         if self.error:
             return "inconclusive" if self.internal else "error"
-        return kernel_verdict(self.obligations)
+        return kernel_verdict(self.obligations, self.strict)
 
     @property
     def display_name(self) -> str:
@@ -163,8 +182,8 @@ class KernelReport:
 
     def to_json(self) -> dict:
         d = {"name": self.name, "display_name": self.display_name, "path": self.path, "verdict": self.verdict,
-             "obligations": [o.to_json() for o in self.obligations],
-             "findings": [f.to_json() for f in self.findings]}
+             "obligations": [o.to_json(self.strict) for o in self.obligations],
+             "findings": [f.to_json(self.strict) for f in self.findings]}
         for item in d["obligations"] + d["findings"]:
             item["locations"] = [self._located(l) for l in item["locations"]]
         if self.error:

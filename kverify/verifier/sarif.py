@@ -5,7 +5,7 @@ obligation names no rule and gets ``unknown.<obligation id>`` at level ``note`` 
 reason. Locations are the kernel source position (or the PTX line) as a physical location."""
 from __future__ import annotations
 
-from kverify.rules import RULES
+from kverify.rules import RULES, severity
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -46,7 +46,7 @@ def sarif(reports, version: str = "0+unknown") -> dict:
             seen.add(key)
             r = RULES.get(f.rule)
             results.append({"ruleId": f.rule, "ruleIndex": rule_index(f.rule, f.message, "error"),
-                            "level": LEVEL.get(r.severity, "error") if r else "error",
+                            "level": LEVEL.get(severity(f.rule, rep.strict), "error"),
                             "message": {"text": f.message},
                             "locations": [_location(l, rep.path) for l in f.locations[:1]],
                             "relatedLocations": [_location(l, rep.path) for l in f.locations[1:]],
@@ -58,7 +58,7 @@ def sarif(reports, version: str = "0+unknown") -> dict:
                     continue
                 rid = o.rule or f"violated.{o.id}"
                 r = RULES.get(rid)
-                level = LEVEL.get(r.severity, "error") if r else "error"
+                level = LEVEL.get(o.severity(rep.strict), "error")
             elif o.status == "unknown":
                 rid, level = f"unknown.{o.id}", "note"
             else:

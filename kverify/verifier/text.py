@@ -29,12 +29,13 @@ def display_path(path, ptx_path=None) -> str:
     return path
 
 
-def diagnostic(rule, message, loc, ptx_path) -> list[str]:
+def diagnostic(rule, message, loc, ptx_path, strict: bool = False) -> list[str]:
     """A finding as linter lines: ``path:line:col: SEVERITY[rule]: message (ptx N)`` (the
-    severity from the rule registry), the message's further lines indented below."""
-    from kverify.rules import RULES
+    severity from the rule registry, ``error`` for a warning under ``strict``), the message's
+    further lines indented below."""
+    from kverify.rules import severity
 
-    sev = RULES[rule].severity if rule in RULES else "error"
+    sev = severity(rule, strict)
     first, *rest = (message or "").splitlines() or [""]
     if loc is None:
         head = f"{ptx_path}:1:1"
@@ -64,7 +65,7 @@ def report_diagnostics(rep) -> list[str]:
         if key in said:
             continue
         said.add(key)
-        out += diagnostic(rule, message, locs[0] if locs else None, rep.path)
+        out += diagnostic(rule, message, locs[0] if locs else None, rep.path, rep.strict)
     return out
 
 
@@ -81,7 +82,9 @@ def check_text(reports) -> str:
         shown = None  # a bound is printed once for consecutive obligations that share it
         for o in rep.obligations:
             where = f"  {o.locations[0]}" if o.locations else ""
-            out.append(f"  {o.status:9} {o.title:34} {o.time_s:6.2f}s{where}")
+            # a violation at tier warning/note shows its tier (the verdict does not follow it)
+            status = o.status if o.status != "violated" else o.severity(rep.strict).replace("error", "violated")
+            out.append(f"  {status:9} {o.title:34} {o.time_s:6.2f}s{where}")
             # a vacuous obligation with a bound is one a run made not applicable (memory safety
             # on buffers sized to the kernel's accesses): its reason is shown
             if o.status in ("violated", "unknown") or (o.status == "vacuous" and o.bound):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kverify.launch import LaunchSpec, initial_inputs  # LaunchSpec: re-exported for existing callers
+from kverify.rules import severity
 from kverify.semantics.ir import KernelError
 
 from .machine import Machine, RunFinding
@@ -96,14 +97,17 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     dropped, unordered = list(m.shadow_dropped), list(m.strong_unordered)
     if schedule == "random":
         total = None
-    robust = status == "complete" and not findings and not m.dependence
+    # warning- and note-tier findings (kverify.rules) neither end the exploration nor make the
+    # run less robust: the run goes on as the rule's finding says the hardware does
+    errors = [f for f in findings.values() if severity(f.rule) == "error"]
+    robust = status == "complete" and not errors and not m.dependence
     executed = dict(m.executed)
     if schedule == "exhaustive" and status in ("complete", "deadlock") and not m.dependence and \
             schedule_independent(module, kernel):
         total = runs  # every schedule gives the same happens-before relation and barrier matching
     elif schedule == "exhaustive" and robust and reduce:
         total = runs  # happens-before fixes how every synchronization operation is matched (Machine.mbar_order)
-    elif schedule == "exhaustive" and settle and findings:
+    elif schedule == "exhaustive" and settle and errors:
         total = None  # not explored: the first run already violates
     elif schedule == "exhaustive" and status in ("complete", "deadlock"):
         cands, total = candidates(sched.points, budget)

@@ -48,3 +48,9 @@ BARRIER_DIVERGENCE = Rule(
     "parallel-synchronization-and-communication-instructions-bar-barrier",
     "an .aligned or warp-collective instruction executed by only part of the threads that must execute it "
     "together")
+BARRIER_ALIGNED_SPLIT = Rule(
+    "barrier.aligned-split", "§9.7.13.1 bar/barrier (.aligned: all threads execute the same barrier "
+    "instruction)", "parallel-synchronization-and-communication-instructions-bar-barrier",
+    "one instance of a named barrier with a thread count completed by different .aligned barrier "
+    "instructions (producer and consumer branches each with bar.sync ID, N): undefined by the ISA's "
+    "letter for .aligned, a working idiom on current hardware", severity="warning")

@@ -18,7 +18,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, where as _fmt_loc
 from kverify.semantics.memory_model.protocols import cluster_barrier as CB
 from kverify.semantics.memory_model.protocols import named_barrier as NB
-from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
+from kverify.semantics.memory_model.execution import BARRIER_ALIGNED_SPLIT, BARRIER_DIVERGENCE
 
 from ..hb import hb_after, join
 from ..state import U64, SyncObject, Wait
@@ -154,6 +154,14 @@ def _bar_complete(m, cta, bar_id, released, value, red_dst):
                  f"one instance of barrier {bar_id} was completed by different barrier instructions at "
                  f"{', '.join(_fmt_loc(l) for l in instrs)}: the threads of {cta.describe()} did not reach "
                  f"the same barrier (§9.7.13.1)", instrs, barrier=bar_id)
+    elif len(locs) > 1 and all(aligned for _, aligned in locs.values()):
+        # counted instances (bar.sync ID, N) met from different .aligned instructions: the
+        # warp-specialized producer/consumer idiom; the instance completes as counted
+        instrs = sorted(locs, key=lambda l: l.ptx_line)
+        m.report(BARRIER_ALIGNED_SPLIT.id,
+                 f"one instance of barrier {bar_id} was completed by different .aligned barrier instructions at "
+                 f"{', '.join(_fmt_loc(l) for l in instrs)} in {cta.describe()} (.aligned requires one instruction; "
+                 f"{BARRIER_ALIGNED_SPLIT.section})", instrs, barrier=bar_id)
 
 
 def _bar_after(m, w, key, red_dst, mask):

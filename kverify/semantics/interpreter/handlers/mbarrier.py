@@ -37,6 +37,21 @@ def h_mbar_init(m, w, ins, mask):
     space = space_of(ins)
     addrs = m.addr_values(w, ins.operands[0])
     count = np.broadcast_to(np.asarray(m.val(w, ins.operands[1], 32), U64), (32,))
+    # lanes of this execution that run the same init (same barrier, same count): undefined by
+    # the ISA's letter after the first (init of a valid mbarrier), one initialization on current
+    # hardware; a warning, and the interpreter performs it once (the first lane's)
+    mask = np.array(mask, bool)
+    groups: dict = {}
+    for lane in np.flatnonzero(mask).tolist():
+        groups.setdefault((int(addrs[lane]), int(count[lane])), []).append(lane)
+    for (a, c), lanes in groups.items():
+        if len(lanes) > 1:
+            _, info = m.mbar_at(w, space, a, ins)
+            m.report(MB.INIT_REPLICATED.id, f"mbarrier.init of {info.name} with count {c} executed by {len(lanes)} "
+                     f"lanes of warp {w.index} of {w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) in one "
+                     f"instruction: all but the first initialize a valid mbarrier; performed once "
+                     f"({MB.INIT_REPLICATED.section})", [ins.loc], mbarrier=info.name, count=c, lanes=len(lanes))
+            mask[lanes[1:]] = False
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)

@@ -56,6 +56,15 @@ REINIT = Rule(
     _MB + "-init",
     "mbarrier.init on a location that holds a valid mbarrier (no mbarrier.inval first)",
 )
+INIT_REPLICATED = Rule(
+    "mbarrier.init-replicated",
+    "§9.7.13.15.3 mbarrier lifecycle (mbarrier.init on a valid mbarrier is undefined)",
+    _MB + "-init",
+    "lanes of one warp execute the same mbarrier.init on the same barrier with the same count "
+    "(every lane but the first initializes a valid mbarrier: undefined by the ISA's letter; one "
+    "initialization on current hardware, and the interpreter performs it once)",
+    severity="warning",
+)
 INIT_COUNT = Rule(
     "mbarrier.init-count",
     "§9.7.13.15.2 contents of the mbarrier object (mbarrier.init)",
@@ -119,7 +128,7 @@ REMOTE_WAIT = Rule(
 )
 
 RULES: tuple[Rule, ...] = (
-    UNINITIALIZED, REINIT, INIT_COUNT, ARRIVE_COUNT, ARRIVAL_OVERFLOW, TX_RANGE,
+    UNINITIALIZED, REINIT, INIT_REPLICATED, INIT_COUNT, ARRIVE_COUNT, ARRIVAL_OVERFLOW, TX_RANGE,
     NO_COMPLETE, PARITY, REMOTE_WAIT, INIT_VISIBILITY, TX_MISMATCH,
 )
 
