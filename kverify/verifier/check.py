@@ -182,6 +182,7 @@ class Context:
     findings: list = field(default_factory=list)  # the interpreter's findings, for the report
     inputs: dict | None = None  # initial buffer contents given by the caller (else seeded random)
     mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
+    race_run: object = None  # (race checker, its obligations) for CTA symmetry to reuse
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,10 @@ def register(name, titles, applies=lambda ctx: True, replayable=False, claims=""
 def _races(ctx):
     from .races import check_races
 
-    return check_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s)
+    keep: list = []
+    got = check_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, keep=keep)
+    ctx.race_run = (keep[0], got) if keep else None
+    return got
 
 
 @register("mbarrier", MBARRIER_STATIC_TITLES, applies=lambda ctx: ctx.smt and "mbarrier" in ctx.uses,
@@ -239,7 +243,7 @@ def _interpreter(ctx):
     if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}):
         from kverify.verifier.races.symmetry import representatives
 
-        reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s)
+        reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
                        settle=True, ctas=reps)

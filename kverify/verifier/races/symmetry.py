@@ -26,19 +26,24 @@ from .smt import _Checker
 MIN_GRID = 8  # smaller grids are interpreted in full
 
 
-def representatives(module, kernel, spec, timeout_s: float = 10.0):
+def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
     """``(ctas, why)``: the CTA coordinates to interpret and the reason they stand for all,
-    or ``(None, why_not)``."""
+    or ``(None, why_not)``. ``prior`` is ``(checker, obligations)`` of a race check already
+    run for the same launch (``check_races(..., keep=...)``), reused instead of a second one."""
     g = tuple(spec.grid)
     total = g[0] * g[1] * g[2]
     if getattr(spec, "grid_assumed", False) or total < MIN_GRID:
         return None, "small grid"
     if tuple(spec.cluster) != (1, 1, 1):
         return None, "clusters of more than one CTA"
-    t0 = time.perf_counter()
-    c = _Checker(module, kernel, spec, timeout_s, t0)
+    if prior is not None:
+        c, got = prior
+        obs = {o.title: o for o in got}
+    else:
+        c = _Checker(module, kernel, spec, timeout_s, time.perf_counter())
     try:
-        obs = {o.title: o for o in c.run()}
+        if prior is None:
+            obs = {o.title: o for o in c.run()}
     except (Unsupported, z3.Z3Exception) as e:
         return None, f"independence not established ({e})"
     except Exception as e:  # noqa: BLE001 - fail closed
