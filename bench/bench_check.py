@@ -5,7 +5,7 @@ how the cost grows with the trip count, the pipeline depth (stages) and the warp
     python bench/bench_check.py [--budget 16] [--grids-only]
 
 Also the cost at two grid sizes for a few kernels (kernel, grid, CTAs interpreted, seconds,
-peak RSS; each in a fresh process): with CTA symmetry (kverify/verifier/races/symmetry.py) a
+peak RSS (VmHWM: ru_maxrss would carry the parent's peak across exec); each in a fresh process): with CTA symmetry (kverify/verifier/races/symmetry.py) a
 kernel without inter-CTA communication costs about the same at 1024 CTAs as at 4; the
 histogram (global atomics) is interpreted in full. Prints tables and writes
 bench/results/check.json (bench/results/check_grid.json with --grids-only).
@@ -44,7 +44,7 @@ def one(path, kernel, launch, budget):
 
 
 GRID_ONE = r"""
-import json, re, resource, sys, time
+import json, re, sys, time
 from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
 from kverify.verifier.check import check_kernel
@@ -60,8 +60,9 @@ hit = re.search(r"CTAs \{([^}]*)\} interpreted", bound)
 if hit:
     more = re.search(r"\((\d+) in all\)", hit.group(1))
     ctas = int(more.group(1)) if more else len(hit.group(1).split(","))
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 print(json.dumps({"verdict": rep.verdict, "time_s": dt, "ctas_interpreted": ctas,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": hwm / 1024}))
 """
 
 
