@@ -183,6 +183,7 @@ class Context:
     findings: list = field(default_factory=list)  # the interpreter's findings, for the report
     inputs: dict | None = None  # initial buffer contents given by the caller (else seeded random)
     mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
+    race_run: object = None  # (race checker, its obligations) for CTA symmetry to reuse
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,10 @@ def register(name, titles, applies=lambda ctx: True, replayable=False, claims=""
 def _races(ctx):
     from .races import check_races
 
-    return check_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s)
+    keep: list = []
+    got = check_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, keep=keep)
+    ctx.race_run = (keep[0], got) if keep else None
+    return got
 
 
 @register("mbarrier", MBARRIER_STATIC_TITLES, applies=lambda ctx: ctx.smt and "mbarrier" in ctx.uses,
@@ -236,9 +240,14 @@ def _interpreter(ctx):
     module, kernel, path = ctx.module, ctx.kernel, ctx.path
     spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
     t0 = time.perf_counter()
+    reps, sym_why = None, ""
+    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}):
+        from kverify.verifier.races.symmetry import representatives
+
+        reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
-                       settle=True)
+                       settle=True, ctas=reps)
     except KernelError as e:
         if "no value for parameter" not in str(e):
             raise
@@ -252,6 +261,11 @@ def _interpreter(ctx):
     g, b = spec.grid, spec.block
     launch = f"grid {g[0]}x{g[1]}x{g[2]}{' (assumed: the launch gives no grid)' if spec.grid_assumed else ''}, " \
         f"block {b[0]}x{b[1]}x{b[2]}"
+    if reps is not None:
+        shown = ", ".join(str(c[0]) if g[1] == g[2] == 1 else str(c) for c in reps[:12])
+        more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""
+        launch += (f" (CTAs {{{shown}{more}}} interpreted, the others are symmetric: {sym_why}; "
+                   f"memory safety and outputs of the other CTAs are not checked by this run)")
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
     elif r.schedules_total is None:

@@ -54,6 +54,7 @@ class RunResult:
     robust: bool = False  # the first run completed cleanly and stands for every schedule
     executed: dict = field(default_factory=dict)  # id(Instr) -> synchronization Instr some run executed
     mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
+    ctas_run: int = 0  # CTAs the first run interpreted
 
     @property
     def explored_all(self) -> bool:
@@ -63,13 +64,14 @@ class RunResult:
         return {f.rule for f in self.findings}
 
 
-def _machine(module, kernel, spec, inputs, scheduler, max_steps, check):
-    return Machine(module, kernel, spec, inputs, scheduler, max_steps, check)
+def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None):
+    return Machine(module, kernel, spec, inputs, scheduler, max_steps, check, only_ctas=ctas)
 
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
-               replay: dict | None = None, reduce: bool = True, settle: bool = False) -> RunResult:
+               replay: dict | None = None, reduce: bool = True, settle: bool = False,
+               ctas=None) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
@@ -77,7 +79,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     deviations from it at every scheduling point, at most ``budget`` schedules) or replay
     (``replay`` deviations). ``reduce=False`` explores the deviations even then;
     ``settle=True`` explores them only while they can still change the verdict (not after a
-    first run with findings)."""
+    first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
+    caller that proved the others symmetric (kverify.verifier.races.symmetry)."""
     t0 = time.perf_counter()
     inputs = initial_inputs(kernel, spec, inputs, seed)
     if schedule == "random":
@@ -88,7 +91,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         sched = Deterministic()
     else:
         raise KernelError(f"unknown schedule {schedule!r} (deterministic, random, exhaustive)", spec.path, 1, 1)
-    m = _machine(module, kernel, spec, inputs, sched, max_steps, check).run()
+    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas).run()
     findings = dict(m.findings)
     for f in findings.values():
         f.details.setdefault("schedule", schedule if schedule != "exhaustive" else "deterministic")
@@ -113,7 +116,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         cands, total = candidates(sched.points, budget)
         total += 1
         for dev in cands:
-            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check).run()
+            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas).run()
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
@@ -129,7 +132,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
-                     shadow_dropped=dropped, strong_unordered=unordered, executed=executed)
+                     shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
+                     ctas_run=m.ctas_run)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

@@ -88,8 +88,10 @@ class Machine(AccessMixin, MbarrierMixin):
     """One launch under one schedule; ``handlers`` maps op-table mnemonics to handlers."""
 
     def __init__(self, module, kernel, spec: LaunchSpec, inputs: dict, scheduler, max_steps=500_000,
-                 check_races=True, handlers=HANDLERS):
+                 check_races=True, handlers=HANDLERS, only_ctas=None):
         self.handlers = handlers
+        self.only_ctas = None if only_ctas is None else {tuple(c) for c in only_ctas}
+        self.ctas_run = 0  # CTAs interpreted (all of the grid unless ``only_ctas`` names some)
         self.module, self.kernel, self.spec = module, kernel, spec
         self.sched = scheduler
         self.max_steps = max_steps
@@ -278,6 +280,8 @@ class Machine(AccessMixin, MbarrierMixin):
             for z0 in range(0, gz, cz):
                 for y0 in range(0, gy, cy):
                     for x0 in range(0, gx, cx):
+                        if self.only_ctas is not None and (x0, y0, z0) not in self.only_ctas:
+                            continue  # CTA symmetry (clusters of one CTA only): the caller proved it
                         ctas = []
                         for rank, (dz, dy, dx) in enumerate((a, b, c) for a in range(cz) for b in range(cy) for c in range(cx)):
                             ctas.append(CTA(self, (x0 + dx, y0 + dy, z0 + dz), rank, ctas))
@@ -289,6 +293,7 @@ class Machine(AccessMixin, MbarrierMixin):
                                 c.warps.append(Warp(self, c, w, a))
                             c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
                             c.smem.allocs = [(n, s, z) for n, (s, z) in self.smem_vars.items()]
+                        self.ctas_run += len(ctas)
                         self._run_cluster(ctas)
                         for c in ctas:  # the mbarriers the launch used: phases each completed
                             for info in c.mbars.values():

@@ -64,17 +64,21 @@ REACH_UNROLL = 64  # iterations unrolled to show that a counterexample's iterati
 REACH_SMALL = 8  # bound on iteration counters when looking for such a counterexample
 
 
-def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
+def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0, keep: list | None = None) -> list:
     """Race obligations for ``kernel`` (a ``Kernel``, a name, or ``None`` for the module's
     only kernel) of ``module``: one ``Obligation`` per memory space ("race-free: shared",
     "race-free: global"), each proved / violated (with a counterexample) / unknown (with
     the reason). ``launch`` is a ``LaunchSpec`` or ``None`` (block size from
-    ``.reqntid``/``.maxntid``, grid and parameters symbolic)."""
+    ``.reqntid``/``.maxntid``, grid and parameters symbolic). ``keep`` (a list) receives the
+    checker, for CTA symmetry (``symmetry.representatives``) to reuse its execution."""
     t0 = time.perf_counter()
     if kernel is None or isinstance(kernel, str):
         kernel = module.kernel(kernel)
     try:
-        return _Checker(module, kernel, launch, timeout_s, t0).run()
+        c = _Checker(module, kernel, launch, timeout_s, t0)
+        if keep is not None:
+            keep.append(c)
+        return c.run()
     except Unsupported as e:
         return [_unknown(sp, str(e), t0) for sp in SPACES]
     except z3.Z3Exception as e:

@@ -1,0 +1,85 @@
+"""CTA symmetry (kverify/verifier/races/symmetry.py): representative CTAs stand for the grid
+only when no CTA can affect another; a bug in a middle CTA is still found."""
+import json
+from pathlib import Path
+
+import pytest
+
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
+from kverify.semantics.ir import load_module
+from kverify.verifier.check import check_kernel
+from kverify.verifier.races.symmetry import representatives
+
+HERE = Path(__file__).parent
+DATA = HERE / "data" / "symmetry"
+ZOO = HERE / "zoo"
+
+
+def _spec(grid):
+    return LaunchSpec.from_dict(json.loads((DATA / f"launch_{grid}.json").read_text()))
+
+
+def _by(rep):
+    return {o.title: o for o in rep.obligations}
+
+
+def test_cost_does_not_grow_with_the_grid():
+    m = load_module(str(DATA / "scale.ptx"))
+    k = m.kernel("scale")
+    reps, why = representatives(m, k, _spec(1024))
+    assert why == "no inter-CTA communication (proved)"
+    # first, second, the one before last, last (the tail: n = 1024*128 - 50)
+    assert reps == [(0, 0, 0), (1, 0, 0), (1022, 0, 0), (1023, 0, 0)]
+    assert representatives(m, k, _spec(4)) == (None, "small grid")
+    big = run_kernel(m, k, _spec(1024), schedule="exhaustive", ctas=reps)
+    small = run_kernel(m, k, _spec(4), schedule="exhaustive")
+    assert big.status == small.status == "complete" and not big.findings
+    assert big.ctas_run == small.ctas_run == 4
+    assert big.steps <= small.steps
+
+
+def test_symmetric_verdict_says_what_it_covers():
+    m = load_module(str(DATA / "scale.ptx"))
+    ob = _by(check_kernel(m, m.kernel("scale"), _spec(1024)))
+    mem = ob["memory safety"]
+    assert mem.status == "bounded"
+    assert mem.bound.startswith("grid 1024x1x1, block 128x1x1 (CTAs {0, 1, 1022, 1023} interpreted, the others "
+                                "are symmetric: no inter-CTA communication (proved); memory safety and outputs "
+                                "of the other CTAs are not checked by this run)")
+    assert ob["race-free: global"].status == "proved"
+
+
+def test_bug_in_a_middle_cta_is_found():
+    m = load_module(str(DATA / "scale__mid_oob.ptx"))
+    k = m.kernel("scale")
+    reps, _ = representatives(m, k, _spec(1024))
+    assert (37, 0, 0) in reps and len(reps) == 5
+    mem = _by(check_kernel(m, k, _spec(1024)))["memory safety"]
+    assert mem.status == "violated" and mem.rule == "bounds"
+    assert "CTA (37,0,0)" in mem.message and mem.locations[0].line == 7
+
+
+def test_race_between_ctas_falls_back_to_every_cta():
+    m = load_module(str(DATA / "scale__mid_race.ptx"))
+    k = m.kernel("scale")
+    reps, why = representatives(m, k, _spec(1024))
+    assert reps is None and "race-free: global is not proved" in why
+    glob = _by(check_kernel(m, k, _spec(1024)))["race-free: global"]
+    assert glob.status == "violated" and glob.locations[0].line == 7
+
+
+@pytest.mark.parametrize("fam,file,grid,reason", [
+    ("histogram", "histogram.ptx", 16, "global atomics or strong accesses (counted as inter-CTA communication)"),
+    ("work_steal", "work_steal.ptx", 8, None),
+    ("flag_handoff", "flag_handoff.ptx", 8, None),
+])
+def test_communicating_kernels_interpret_every_cta(fam, file, grid, reason):
+    man = json.loads((ZOO / fam / "manifest.json").read_text())
+    v = next(v for v in man["variants"] if v["file"] == file.replace(".ptx", ".cu"))
+    launch = dict(v["launch"], grid=[grid, 1, 1])
+    m = load_module(str(ZOO / fam / file))
+    reps, why = representatives(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(launch))
+    assert reps is None, why
+    if reason:
+        assert why == reason
