@@ -37,6 +37,7 @@ def _check(fam, file, launch_patch=None):
 @pytest.mark.parametrize("fam, file", [
     ("bulk_pipeline", "bulk_pipeline.cu"),
     ("wgmma_pipeline", "wgmma_pipeline.cu"),
+    ("peek_pipeline", "peek_pipeline.cu"),
     ("tma_tensor_load", "tma_tensor_load.cu"),
     ("warp_specialized", "warp_specialized.cu"),
     ("triton", "tma_matmul.ptx"),
@@ -49,6 +50,7 @@ def test_correct_pipelines_are_proved_for_all_iterations(fam, file):
 
 @pytest.mark.parametrize("fam, file, what, rule", [
     ("bulk_pipeline", "bulk_pipeline__wrong_parity.cu", "parity", "mbarrier.parity"),
+    ("peek_pipeline", "peek_pipeline__wrong_parity.cu", "parity", "mbarrier.parity"),
     ("bulk_pipeline", "bulk_pipeline__tx_mismatch.cu", "tx bytes", "mbarrier.tx-mismatch"),
     ("bulk_pipeline", "bulk_pipeline__wrong_arrival_count.cu", "arrivals", "mbarrier.arrival-overflow"),
     ("triton", "tma_matmul__parity_never_flips.ptx", "parity", "mbarrier.parity"),
