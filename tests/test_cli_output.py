@@ -242,3 +242,13 @@ def test_a_bad_dtype_lists_the_valid_names():
     assert str(e.value) == ("l.json:1:1: launch spec: buffer 'a' has unknown dtype 'f33' (valid: float16, bfloat16, "
                             "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool, "
                             "float8_e4m3fn, float8_e5m2)")
+
+
+@pytest.mark.parametrize("command", ["show", "parse", "run", "check", "rules", "validate", "capture", "equiv", "gate",
+                                     "audit"])
+def test_every_command_prints_its_help(command, capsys):
+    """argparse formats help strings with %: an unescaped one crashes --help."""
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: kverify ")

@@ -42,7 +42,7 @@ def test_correct_kernel_matches_reference_without_findings(d, v):
     expected = call_reference(fn, r.inputs, spec)
     # wgmma accumulates in an order PTX leaves open (and the float32 references round
     # their own sums): agreement to 1e-4 relative / 1e-5 absolute there
-    loose = d.name in ("triton", "wgmma_tile", "wgmma_pipeline")
+    loose = d.name in ("triton", "wgmma_tile", "wgmma_pipeline", "peek_pipeline")
     assert compare_outputs(r.outputs, expected, rtol=1e-4 if loose else 1e-5,
                            atol=1e-5 if loose else 1e-6) == []
 

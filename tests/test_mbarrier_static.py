@@ -37,6 +37,7 @@ def _check(fam, file, launch_patch=None):
 @pytest.mark.parametrize("fam, file", [
     ("bulk_pipeline", "bulk_pipeline.cu"),
     ("wgmma_pipeline", "wgmma_pipeline.cu"),
+    ("peek_pipeline", "peek_pipeline.cu"),
     ("tma_tensor_load", "tma_tensor_load.cu"),
     ("warp_specialized", "warp_specialized.cu"),
     ("triton", "tma_matmul.ptx"),
@@ -49,6 +50,7 @@ def test_correct_pipelines_are_proved_for_all_iterations(fam, file):
 
 @pytest.mark.parametrize("fam, file, what, rule", [
     ("bulk_pipeline", "bulk_pipeline__wrong_parity.cu", "parity", "mbarrier.parity"),
+    ("peek_pipeline", "peek_pipeline__wrong_parity.cu", "parity", "mbarrier.parity"),
     ("bulk_pipeline", "bulk_pipeline__tx_mismatch.cu", "tx bytes", "mbarrier.tx-mismatch"),
     ("bulk_pipeline", "bulk_pipeline__wrong_arrival_count.cu", "arrivals", "mbarrier.arrival-overflow"),
     ("triton", "tma_matmul__parity_never_flips.ptx", "parity", "mbarrier.parity"),
@@ -276,3 +278,22 @@ def test_a_vector_pack_does_not_stop_the_static_obligations():
         ("mbarrier conformance: parity (initial phase and alternation)", "proved"),
         ("mbarrier conformance: tx bytes (per phase)", "proved"),
         ("mbarrier conformance: arrivals (per phase)", "proved")]
+
+
+def test_mbarrier_complete_tx_counts_in_the_tx_bytes():
+    """``mbarrier.complete_tx [bar], 32`` twice completes the 64 bytes of an
+    ``arrive.expect_tx 64`` (no false tx-mismatch); one of them alone is violated at the expect-tx."""
+    from kverify.launch import from_flags
+
+    got = {}
+    for name in ("complete_tx", "complete_tx__short"):
+        path = ZOO.parent / "data" / "complete_tx" / f"{name}.ptx"
+        m = load_module(str(path))
+        k = m.kernels[0]
+        obs = check_mbarrier(m, k, from_flags(k, str(path), "1", "64", []))
+        got[name] = {o.title.split(": ", 1)[1].split(" (")[0]: o for o in obs}
+    assert {t: o.status for t, o in got["complete_tx"].items()} == {
+        "parity": "proved", "tx bytes": "proved", "arrivals": "proved"}
+    tx = got["complete_tx__short"]["tx bytes"]
+    assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
+    assert tx.locations[0].line == 25 and "deliver 32" in tx.message

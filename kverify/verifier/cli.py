@@ -471,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "given none are sized from the kernel's accesses")
     s.add_argument("--assume", action="append", default=[], metavar="EXPR",
                    help="a precondition over the scalar parameters for the symbolic checkers (repeatable): "
-                   "'n > 0', 'stride % 2 == 0' (integers, names, + - * // %%, comparisons, and/or/not)")
+                   "'n > 0', 'stride %% 2 == 0' (integers, names, + - * // %%, comparisons, and/or/not)")
     s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")

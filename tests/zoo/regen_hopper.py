@@ -32,6 +32,7 @@ FAMILIES = [
     "tma_tensor_load",
     "wgmma_tile",
     "wgmma_pipeline",
+    "peek_pipeline",
     "cluster_arrive",
     "arrive_drop",
     "warp_specialized",

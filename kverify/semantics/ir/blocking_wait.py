@@ -87,3 +87,105 @@ def _eval_pure(x: Instr, env) -> bool:
     else:
         return False
     return True
+
+
+# --------------------------------------------------------------------------- peek-then-wait
+def _names(o, acc):
+    if isinstance(o, Reg):
+        acc.add(o.name)
+    elif isinstance(o, (tuple, list)):
+        for x in o:
+            _names(x, acc)
+    elif hasattr(o, "__dataclass_fields__") and not isinstance(o, (Imm,)):
+        for f in o.__dataclass_fields__:
+            _names(getattr(o, f), acc)
+    return acc
+
+
+def _defined(x: Instr) -> str | None:
+    d = x.operands[0] if x.operands else None
+    return d.name if isinstance(d, Reg) else None
+
+
+def _reads(stmts, name: str) -> bool:
+    """Whether ``name`` is read anywhere in ``stmts`` (conservative: any mention but a plain
+    destination counts)."""
+    for s in stmts:
+        if isinstance(s, Instr):
+            if name in _names(s.operands[1:], set()) or s.guard is not None and s.guard.reg.name == name:
+                return True
+        elif isinstance(s, If):
+            if s.cond.name == name or _reads(s.then, name) or _reads(s.orelse, name):
+                return True
+        elif hasattr(s, "body"):
+            if _reads(s.body, name):
+                return True
+    return False
+
+
+def _peek_then_wait(stmts: list) -> list:
+    """``try_wait p, [bar], P; [pure ops on p]; if (peek failed) { blocking wait [bar], P }`` ->
+    one blocking wait.
+
+    CUTLASS's pipelines (``consumer_try_wait`` then ``consumer_wait(state, token)``) probe the
+    barrier once and fall back to the blocking retry loop on the same barrier and phase when the
+    probe fails. Both outcomes leave the thread past the completion of the same phase with
+    nothing but register arithmetic in between, so the pair is that one blocking wait issued at
+    the probe (PTX ISA 9.7.13.15.16: a successful try_wait is the same acquire as the blocking
+    one). Recognized when folding the pure ops on ``p`` = 0 and 1 shows the fallback branch is
+    taken exactly when the probe returned False, the other branch is empty, the fallback is
+    exactly the recognized blocking wait with the probe's opcode and barrier/phase operands
+    (not redefined in between), and its predicate is not read afterwards.
+    """
+    out = list(stmts)
+    i = 0
+    while i < len(out):
+        peek = out[i]
+        if not (isinstance(peek, Instr) and is_polling_wait(peek) and not peek.blocking
+                and peek.guard is None and peek.supported and peek.operands
+                and isinstance(peek.operands[0], Reg)):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(out) and isinstance(out[j], Instr) and out[j].guard is None \
+                and out[j].supported and out[j].operands and semantics_of(out[j]) in _PURE:
+            j += 1
+        folded = _fold_peek(peek, out[i + 1:j], out[j] if j < len(out) else None, out[j + 1:])
+        if folded is None:
+            i += 1
+            continue
+        out[i:j + 1] = [replace(peek, blocking=True)] + list(out[i + 1:j])
+        i = j
+    return out
+
+
+def _fold_peek(peek: Instr, pure: list, s, rest) -> bool | None:
+    if not isinstance(s, If):
+        return None
+    p = peek.operands[0].name
+    args = _names(peek.operands[1:], set())
+    if any(_defined(x) in args for x in pure):
+        return None
+    taken = []
+    for val in (0, 1):
+        env = {p: val}
+        for x in pure:
+            if not _eval_pure(x, env):
+                return None
+        c = env.get(s.cond.name)
+        if c is None:
+            return None
+        taken.append(bool(c) ^ s.negated)
+    if taken[0] == taken[1]:
+        return None
+    fail, ok = (s.then, s.orelse) if taken[0] else (s.orelse, s.then)
+    if ok or len(fail) != 1:
+        return None
+    w = fail[0]
+    if not (isinstance(w, Instr) and w.blocking and w.guard is None and w.op == peek.op
+            and w.mods == peek.mods and w.operands[1:] == peek.operands[1:]
+            and isinstance(w.operands[0], Reg)):
+        return None
+    if _reads(rest, w.operands[0].name):
+        return None
+    return True

@@ -234,6 +234,15 @@ class MbarExecutor(Executor):
             if any(m.startswith("multicast") for m in mods):
                 size, why = None, "multicast copies signal every destination CTA's barrier (not modelled)"
             site = MbarSite("copy", ins, a, pc, loops, size=size, size_reason=why)
+        elif sync == "mbarrier.complete_tx":
+            # §9.7.13.15.12 mbarrier.complete_tx: the executing thread completes txCount bytes on
+            # the barrier's current phase, as an asynchronous copy's complete-tx does
+            a, _ = self._mbar_addr(st, operand(ins, "a"))
+            size = self._val32(st, operand(ins, "tx"))
+            site = MbarSite("copy", ins, a, pc, loops, size=size,
+                            size_reason="" if size is not None else "the complete_tx byte count is not understood")
+            if "shared::cluster" in mods:
+                site.size, site.size_reason = None, "remote (.shared::cluster) complete_tx (not modelled)"
         elif sync == "mbarrier.inval":
             site = MbarSite("inval", ins, None, pc, loops)
         elif sync in MBARRIER or sync == "cp.async.mbarrier.arrive":
