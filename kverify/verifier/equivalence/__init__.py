@@ -84,8 +84,8 @@ class EquivObligation(Obligation):
     correspondence: list = None
     shape: dict = None
 
-    def to_json(self) -> dict:
-        d = super().to_json()
+    def to_json(self, strict: bool = False) -> dict:
+        d = super().to_json(strict)
         d.update({"model": self.model, "equivalence": self.equivalence, "scope": self.scope,
                   "shape": self.shape or {}, "assumptions": self.assumptions or [], "tested": self.tested,
                   "correspondence": self.correspondence or []})
