@@ -28,6 +28,8 @@ PTX ISA sections: §9.7 instruction semantics through ``kverify.semantics.values
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from kverify.launch import LaunchSpec, input_array, lookup, param_key, random_array, spec_seed
@@ -93,6 +95,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.module, self.kernel, self.spec = module, kernel, spec
         self.sched = scheduler
         self.max_steps = max_steps
+        self.deadline = None  # time.monotonic() past which the run stops (run_kernel's max_seconds)
         self.steps = 0
         self.thread_steps = 0
         self.check = check_races
@@ -296,9 +299,11 @@ class Machine(AccessMixin, MbarrierMixin):
             self.status = "unsupported"
             loc = e.instr.loc if e.instr is not None else None
             self.reason = f"{_fmt_loc(loc)}: {e}" if loc else str(e)
-        except StepBudget:
+        except StepBudget as e:
             self.status = "incomplete"
-            self.reason = f"budget: {self.max_steps} warp-instructions, a loop may spin forever"
+            self.reason = (f"budget: {self.max_steps} warp-instructions, a loop may spin forever" if not e.args else
+                           f"budget: the run's wall-clock limit ({self.max_seconds:g} s, --time-budget) was reached "
+                           f"after {self.steps} warp-instructions")
         return self
 
     def _run_cluster(self, ctas):
@@ -369,10 +374,15 @@ class Machine(AccessMixin, MbarrierMixin):
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
                 self.steps += 1
-                if s.row.effect != "control":
+                row = s.row
+                if row is None:  # an opcode the op table does not know: opaque, never guessed at
+                    raise Unsupported(f"unsupported instruction {s.opcode[:80]}", s)
+                if row.effect != "control":
                     w.last_loc = s.loc
                 if self.steps > self.max_steps:
                     raise StepBudget()
+                if not self.steps & 1023 and self.deadline is not None and time.monotonic() > self.deadline:
+                    raise StepBudget(self.deadline)
                 if w.wgmma_regs:
                     self._check_wgmma_regs(w, s)
                 if not m.any():

@@ -265,6 +265,9 @@ class _Assembler:
             problems = _check_instr(ins)
             if problems:
                 raise self.err(problems[0], raw.line, raw.col)
+            why = _optable.operand_error(ins)
+            if why:
+                raise self.err(why, raw.line, raw.col)
         return ins
 
     def _res(self, x, env_regs, env_labels, is_branch, raw):
