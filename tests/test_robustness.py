@@ -82,3 +82,31 @@ def test_a_register_where_an_address_belongs_is_an_input_error(tmp_path):
     r = _show(tmp_path, "ld.global.u32 %r1, %rd1;")
     assert r.returncode == 2, r.stderr
     assert "k.ptx:10:5: ld.global.u32: operand 2 (" in r.stderr and "must be an address [...], got %rd1" in r.stderr
+
+
+def test_an_mbarrier_outside_shared_memory_is_a_bounds_finding_not_an_internal_error(tmp_path):
+    # was: internal error in checker interpreter (Fault: shared access ... outside every shared variable)
+    f = tmp_path / "k.ptx"
+    f.write_text(""".version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, bar;
+    add.u32 %r2, %r1, 4096;
+    mbarrier.init.shared.b64 [%r2], 1;
+    ret;
+}
+""")
+    (tmp_path / "k.json").write_text(json.dumps({"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1]}))
+    r = _kverify("check", str(f), "--no-smt", "--launch", str(tmp_path / "k.json"), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    st = {o["id"]: o for o in k["obligations"]}
+    assert st["memory"]["status"] == "violated"
+    assert "internal error" not in r.stdout + r.stderr
+    assert "shared access of 8 bytes at offset 0x1000 is outside every shared variable (4088 bytes past the end of bar)" \
+        in r.stdout + r.stderr

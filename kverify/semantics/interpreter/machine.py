@@ -49,6 +49,7 @@ from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
+from .handlers.memory import fault
 from .mbarriers import MbarrierMixin
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
@@ -393,11 +394,16 @@ class Machine(AccessMixin, MbarrierMixin):
                 self.thread_steps += int(np.count_nonzero(m))
                 if s.row.sync is not None or s.row.effect in SYNC_EFFECTS:
                     self.executed[id(s)] = s
-                r = h(self, w, s, m)
-                if r is not None:
-                    yield from r
-                elif self._yields(s):
-                    yield None
+                # an access outside memory in a handler without its own check (mbarriers, ...) is the
+                # same out-of-bounds finding as a load's; the instruction has no further effect
+                try:
+                    r = h(self, w, s, m)
+                    if r is not None:
+                        yield from r
+                    elif self._yields(s):
+                        yield None
+                except Fault as f:
+                    fault(self, w, s, f)
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)
