@@ -43,13 +43,13 @@ from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import tma
+from kverify.semantics.memory_model.execution import BOUNDS
 
 from .accesses import AccessMixin, _atomic_result_used
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
-from .handlers.memory import fault
 from .mbarriers import MbarrierMixin
 from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
@@ -403,7 +403,9 @@ class Machine(AccessMixin, MbarrierMixin):
                     elif self._yields(s):
                         yield None
                 except Fault as f:
-                    fault(self, w, s, f)
+                    lane = f.lane if f.lane >= 0 else 0
+                    self.report(BOUNDS.id, f"{f} ({self._thread(w, lane)} at {_fmt_loc(s.loc)})", [s.loc],
+                                address=f.address, thread=self._thread(w, lane))
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)

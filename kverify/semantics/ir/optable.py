@@ -496,26 +496,6 @@ def check_instr(instr) -> list[str]:
 REGISTER_MEMORY_SLOTS = frozenset({"wgmma.mma_async"})
 
 
-def operand_error(instr) -> str | None:
-    """An operand of the wrong kind for its slot (slots before the first optional or variadic
-    one, where positions are fixed): a memory access (``load``/``store``/``update``) needs an
-    address ``[...]``, a ``def`` a register (or ``_``, a vector or a predicate pair)."""
-    from .nodes import Addr, PairOp, Reg, Sink, VecOp
-
-    r = OPS.get(instr.op)
-    if r is None or not instr.supported:
-        return None
-    for i, (slot, x) in enumerate(zip(r.operands, instr.operands)):
-        if slot.optional or slot.variadic:
-            break
-        if slot.access in ("load", "store", "update") and r.mnemonic not in REGISTER_MEMORY_SLOTS \
-                and not isinstance(x, Addr):
-            return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be an address [...], got {x}"
-        if slot.access == "def" and not isinstance(x, (Reg, Sink, VecOp, PairOp)):
-            return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a register it writes, got {x}"
-    return None
-
-
 def effect_of(instr) -> str:
     """The ``effect`` column of an instruction's row; ``opaque`` for an instruction the table
     does not know or does not fully support."""
