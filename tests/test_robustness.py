@@ -110,3 +110,14 @@ def test_an_mbarrier_outside_shared_memory_is_a_bounds_finding_not_an_internal_e
     assert "internal error" not in r.stdout + r.stderr
     assert "shared access of 8 bytes at offset 0x1000 is outside every shared variable (4088 bytes past the end of bar)" \
         in r.stdout + r.stderr
+
+
+def test_a_negative_shift_in_an_address_is_not_a_crash(tmp_path):
+    # was: internal error: ValueError: negative shift count (induction-variable analysis of shl)
+    src = (ROOT / "tests/zoo/cp_async_gemm/cp_async_gemm_single.ptx").read_text()
+    assert "shl.b32 \t%r4, %r19, 4;" in src
+    f = tmp_path / "k.ptx"
+    f.write_text(src.replace("shl.b32 \t%r4, %r19, 4;", "shl.b32 \t%r4, %r19, -2147483649;"))
+    r = _kverify("show", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "internal error" not in r.stdout + r.stderr
