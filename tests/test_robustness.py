@@ -121,3 +121,25 @@ def test_a_negative_shift_in_an_address_is_not_a_crash(tmp_path):
     r = _kverify("show", str(f))
     assert r.returncode == 0, r.stderr
     assert "internal error" not in r.stdout + r.stderr
+
+
+def test_a_parameter_load_past_the_parameter_space_is_a_bounds_finding(tmp_path):
+    # was: internal error in checker interpreter (IndexError: index 16 is out of bounds for axis 0 with size 16)
+    f = tmp_path / "k.ptx"
+    f.write_text(""".version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [n];
+    ret;
+}
+""")
+    (tmp_path / "k.json").write_text(json.dumps({"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                                                 "args": {"n": 4}, "buffers": {"p": {"dtype": "float32", "shape": [4]}}}))
+    r = _kverify("check", str(f), "--no-smt", "--launch", str(tmp_path / "k.json"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "internal error" not in r.stdout + r.stderr
+    assert "parameter access of 8 bytes at offset 0x8 is past the end of the 12-byte parameter space" in r.stdout + r.stderr
