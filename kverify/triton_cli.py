@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+import os
 from pathlib import Path
 
 from kverify.semantics.ir import KernelError
@@ -34,7 +35,7 @@ def load_kernel(spec: str):
     path, sep, name = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
         raise KernelError(f"--triton expects FILE.py:KERNEL, got {spec!r}", WHERE, 1, 1)
-    if not Path(path).is_file():
+    if not os.path.isfile(path):
         raise KernelError("no such file", path, 0, 0)
     mod_name = "_kverify_triton_" + re.sub(r"\W", "_", Path(path).stem)
     loader = importlib.util.spec_from_file_location(mod_name, path)

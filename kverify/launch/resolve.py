@@ -25,6 +25,7 @@ import copy
 import json
 import re
 from dataclasses import dataclass
+import os
 from pathlib import Path
 
 from kverify.semantics.ir import KernelError
@@ -58,7 +59,7 @@ class Resolved:
 
 def manifest_next_to(file: str | None) -> str | None:
     """The zoo ``manifest.json`` next to ``file``, if there is one."""
-    if file and (Path(file).parent / "manifest.json").is_file():
+    if file and os.path.isfile(Path(file).parent / "manifest.json"):
         return str(Path(file).parent / "manifest.json")
     return None
 

@@ -182,6 +182,7 @@ class Context:
     uses: set = field(default_factory=set)
     findings: list = field(default_factory=list)  # the interpreter's findings, for the report
     inputs: dict | None = None  # initial buffer contents given by the caller (else seeded random)
+    time_budget: float | None = None  # the interpreter's wall-clock limit (None: its default)
     mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
     race_run: object = None  # (race checker, its obligations) for CTA symmetry to reuse
 
@@ -247,7 +248,7 @@ def _interpreter(ctx):
         reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
-                       settle=True, ctas=reps)
+                       settle=True, ctas=reps, max_seconds=ctx.time_budget)
     except KernelError as e:
         if "no value for parameter" not in str(e):
             raise
@@ -411,7 +412,7 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
                  smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
-                 assume=(), strict: bool = False) -> KernelReport:
+                 assume=(), strict: bool = False, time_budget: float | None = None) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
     or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
@@ -426,7 +427,8 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
 
         spec = replace(spec, assume=tuple(assume))
         Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
-    ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs)
+    ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs,
+                  time_budget=time_budget)
     rep = KernelReport(kernel.name, path or "?", strict=strict)
     order, evidence = [], {}
     for c in (CHECKERS if checkers is None else checkers):
@@ -440,6 +442,9 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
             got = [Obligation(t, c.name, "unknown", str(e), None, [], None, time.perf_counter() - t0) for t in titles]
         except KernelError:
             raise
+        except MemoryError:  # over --max-memory (RLIMIT_AS) or the machine's memory: a budget, not a crash
+            why = f"memory budget exhausted in checker {c.name} (kverify check --max-memory sets it)"
+            got = [Obligation(t, c.name, "unknown", why, None, [], None, time.perf_counter() - t0) for t in titles]
         except Exception as e:  # noqa: BLE001 - fail closed: a crash is unknown, never a missing obligation
             why = f"internal error in checker {c.name} ({type(e).__name__}: {e})"
             got = [Obligation(t, c.name, "unknown", why, None, [], None, time.perf_counter() - t0) for t in titles]

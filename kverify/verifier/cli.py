@@ -26,6 +26,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+#: ``--max-memory``: GiB a command may map beyond what the process holds at its start
+DEFAULT_MAX_MEMORY_GIB = 8.0
+
 def _add_input(p):
     p.add_argument("file", help="a .ptx, .cu or .kvir file")
     p.add_argument("--kernel", help="kernel name (default: the only .entry)")
@@ -283,7 +286,7 @@ def cmd_check(args) -> int:
                 with _exporting(args.export_smt, prefix):
                     reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
                                                 smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume,
-                                                strict=args.strict))
+                                                strict=args.strict, time_budget=args.time_budget))
                 if args.recheck:
                     _recheck(reports[-1], args.export_smt, prefix, args.recheck)
             except KernelError as e:
@@ -443,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run", help="run a kernel on the CPU interpreter: findings and outputs vs a reference")
     _add_input(s)
     s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for FILE)")
+    s.add_argument("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_GIB, metavar="GIB",
+                   help=f"memory the run may take beyond what the process holds at start (default "
+                   f"{DEFAULT_MAX_MEMORY_GIB:g} GiB; 0: no limit)")
     s.add_argument("--ref", help="reference module:function(inputs, args) -> {buffer: array}")
     s.add_argument("--no-ref", action="store_true", help="do not compare against the manifest's reference")
     s.add_argument("--schedule", default="deterministic",
@@ -482,6 +488,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "extra); an obligation whose query cvc5 answers differently is unknown, with the reason")
     s.add_argument("--strict", action="store_true",
                    help="report warning-tier findings (kverify rules) as errors: they make the kernel violated, exit 1")
+    s.add_argument("--time-budget", type=float, default=None, metavar="S",
+                   help="wall-clock limit of the interpreter's runs in seconds (default 300): past it the "
+                   "obligations it bounds are unknown (budget); the one limit that depends on the machine's load")
+    s.add_argument("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_GIB, metavar="GIB",
+                   help=f"memory the checks may take beyond what the process holds at start (default "
+                   f"{DEFAULT_MAX_MEMORY_GIB:g} GiB; 0: no limit): a checker over it is unknown, not a crash")
     s.add_argument("--inputs", metavar="FILE.npz", help="initial buffer contents for the interpreter (arrays "
                    "keyed by buffer or parameter name; others get seeded random contents)")
     s.add_argument("--triton", action="store_true", help="FILE is FILE.py:KERNEL, a @triton.jit function compiled "
@@ -545,8 +557,29 @@ def load_rules() -> None:
     import kverify.verifier.validate.rules  # noqa: F401
 
 
+def limit_memory(gib: float) -> None:
+    """Caps this process's address space at what it maps now plus ``gib`` GiB (RLIMIT_AS, soft
+    limit, never above the hard one): an allocation past it is a ``MemoryError``, which a checker
+    reports as ``unknown`` (``check.check_kernel``), never an exhausted machine."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            now = int(f.read().split()[0]) * resource.getpagesize()
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        want = now + int(gib * 2 ** 30)
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        if soft == resource.RLIM_INFINITY or want < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    except (ImportError, OSError, ValueError):  # not Linux: no cap
+        pass
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if argv is None and (getattr(args, "max_memory", 0) or 0) > 0:  # the command line, not an in-process caller
+        limit_memory(args.max_memory)
     try:
         return args.func(args)
     except KernelError as e:
@@ -557,6 +590,11 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:
+        where = getattr(args, "file", None) or ",".join(getattr(args, "files", []) or []) or "<input>"
+        print(f"{where}:0:0: unknown: memory budget exhausted (--max-memory {getattr(args, 'max_memory', 0):g} GiB); "
+              f"no verdict", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # a bug in kverify: say so in one line, never a traceback

@@ -15,6 +15,7 @@ import importlib.util
 import sys
 import time
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 
 import numpy as np
@@ -64,14 +65,22 @@ class RunResult:
         return {f.rule for f in self.findings}
 
 
-def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None):
-    return Machine(module, kernel, spec, inputs, scheduler, max_steps, check, only_ctas=ctas)
+#: run_kernel's default wall-clock limit in seconds (``--time-budget``): a backstop past the
+#: instruction budget, the one limit the machine's load can reach first (it only ever makes a
+#: verdict ``unknown: budget``)
+WALL_BUDGET_S = 300.0
+
+
+def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None, deadline=None, max_seconds=None):
+    m = Machine(module, kernel, spec, inputs, scheduler, max_steps, check, only_ctas=ctas)
+    m.deadline, m.max_seconds = deadline, max_seconds
+    return m
 
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
                replay: dict | None = None, reduce: bool = True, settle: bool = False,
-               ctas=None) -> RunResult:
+               ctas=None, max_seconds: float | None = None) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
@@ -80,8 +89,12 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     (``replay`` deviations). ``reduce=False`` explores the deviations even then;
     ``settle=True`` explores them only while they can still change the verdict (not after a
     first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
-    caller that proved the others symmetric (kverify.verifier.races.symmetry)."""
+    caller that proved the others symmetric (kverify.verifier.races.symmetry). ``max_seconds``
+    (default ``WALL_BUDGET_S``) bounds the whole call's wall-clock time: past it the run is
+    ``incomplete`` with the reason."""
     t0 = time.perf_counter()
+    max_seconds = WALL_BUDGET_S if max_seconds is None else max_seconds
+    deadline = time.monotonic() + max_seconds
     inputs = initial_inputs(kernel, spec, inputs, seed)
     if schedule == "random":
         sched = Random(seed)
@@ -91,7 +104,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         sched = Deterministic()
     else:
         raise KernelError(f"unknown schedule {schedule!r} (deterministic, random, exhaustive)", spec.path, 1, 1)
-    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas).run()
+    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas, deadline, max_seconds).run()
     findings = dict(m.findings)
     for f in findings.values():
         f.details.setdefault("schedule", schedule if schedule != "exhaustive" else "deterministic")
@@ -116,7 +129,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         cands, total = candidates(sched.points, budget)
         total += 1
         for dev in cands:
-            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas).run()
+            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas, deadline,
+                         max_seconds).run()
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
@@ -178,7 +192,7 @@ def load_reference(spec_text: str, near: str | None = None):
     path = None
     if near:
         cand = Path(near).resolve().parent / (mod.replace(".", "/") + ".py")
-        if cand.exists():
+        if os.path.isfile(cand):
             path = cand
     try:
         if path is not None:

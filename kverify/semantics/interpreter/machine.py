@@ -28,6 +28,8 @@ PTX ISA sections: §9.7 instruction semantics through ``kverify.semantics.values
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from kverify.launch import LaunchSpec, input_array, lookup, param_key, random_array, spec_seed
@@ -41,6 +43,7 @@ from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import tma
+from kverify.semantics.memory_model.execution import BOUNDS
 
 from .accesses import AccessMixin, _atomic_result_used
 from .async_ops import AsyncOp
@@ -95,6 +98,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.module, self.kernel, self.spec = module, kernel, spec
         self.sched = scheduler
         self.max_steps = max_steps
+        self.deadline = None  # time.monotonic() past which the run stops (run_kernel's max_seconds)
         self.steps = 0
         self.thread_steps = 0
         # event log (kverify audit's timeline): None = off; a list collects, per synchronization
@@ -305,9 +309,11 @@ class Machine(AccessMixin, MbarrierMixin):
             self.status = "unsupported"
             loc = e.instr.loc if e.instr is not None else None
             self.reason = f"{_fmt_loc(loc)}: {e}" if loc else str(e)
-        except StepBudget:
+        except StepBudget as e:
             self.status = "incomplete"
-            self.reason = f"budget: {self.max_steps} warp-instructions, a loop may spin forever"
+            self.reason = (f"budget: {self.max_steps} warp-instructions, a loop may spin forever" if not e.args else
+                           f"budget: the run's wall-clock limit ({self.max_seconds:g} s, --time-budget) was reached "
+                           f"after {self.steps} warp-instructions")
         return self
 
     def _run_cluster(self, ctas):
@@ -381,10 +387,15 @@ class Machine(AccessMixin, MbarrierMixin):
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
                 self.steps += 1
-                if s.row.effect != "control":
+                row = s.row
+                if row is None:  # an opcode the op table does not know: opaque, never guessed at
+                    raise Unsupported(f"unsupported instruction {s.opcode[:80]}", s)
+                if row.effect != "control":
                     w.last_loc = s.loc
                 if self.steps > self.max_steps:
                     raise StepBudget()
+                if not self.steps & 1023 and self.deadline is not None and time.monotonic() > self.deadline:
+                    raise StepBudget(self.deadline)
                 if w.wgmma_regs:
                     self._check_wgmma_regs(w, s)
                 if not m.any():
@@ -399,11 +410,18 @@ class Machine(AccessMixin, MbarrierMixin):
                         self.events.append((self.turns, w.cta.ctaid, w.index, "issue", s.opcode, s.loc))
                 elif self.events is not None and s.row.effect == "memory":
                     self.events.append((self.turns, w.cta.ctaid, w.index, "access", s.opcode, s.loc))
-                r = h(self, w, s, m)
-                if r is not None:
-                    yield from r
-                elif self._yields(s):
-                    yield None
+                # an access outside memory in a handler without its own check (mbarriers, ...) is the
+                # same out-of-bounds finding as a load's; the instruction has no further effect
+                try:
+                    r = h(self, w, s, m)
+                    if r is not None:
+                        yield from r
+                    elif self._yields(s):
+                        yield None
+                except Fault as f:
+                    lane = f.lane if f.lane >= 0 else 0
+                    self.report(BOUNDS.id, f"{f} ({self._thread(w, lane)} at {_fmt_loc(s.loc)})", [s.loc],
+                                address=f.address, thread=self._thread(w, lane))
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)

@@ -26,7 +26,7 @@ def low_mask(bits: int) -> int:
     return (1 << bits) - 1
 
 
-class StepBudget(Exception):
+class StepBudget(Exception):  # args: () for the instruction budget, (seconds,) for the wall clock
     pass
 
 

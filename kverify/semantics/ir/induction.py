@@ -83,7 +83,7 @@ class _Defs:
             return vals[0] * vals[1]
         if sem in ("mad", "mad24") and m & {"lo", "wide"}:
             return vals[0] * vals[1] + vals[2]
-        if sem == "shl" and vals[1].is_const:
+        if sem == "shl" and vals[1].is_const and 0 <= vals[1].value < 64:  # else clamped or negative: not linear
             return vals[0] * (1 << vals[1].value)
         if sem == "neg" and not (m & {"f32", "f64"}):
             return -vals[0]

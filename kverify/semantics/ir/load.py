@@ -2,6 +2,7 @@
 front end), ``.kvir`` (IR text)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import KernelError
@@ -21,7 +22,7 @@ def source_kind(path: str) -> str:
 def load_module(path: str, **cuda_options) -> Module:
     kind = source_kind(path)
     p = Path(path)
-    if not p.is_file():
+    if not os.path.isfile(p):  # False, not OSError, for a name too long for the file system
         raise KernelError("no such file", path, 0, 0)
     if kind == "cuda":
         from .cuda import load_cuda
@@ -60,7 +61,7 @@ def source_lines(module: Module) -> dict:
     base = Path(module.path).parent if module.path else Path(".")
     for _, f in module.files:
         for cand in (Path(f), base / f, base / Path(f).name):
-            if cand.is_file():
+            if os.path.isfile(cand):  # False, not OSError, for a name the file system cannot hold
                 try:
                     out[f] = cand.read_text(errors="replace").splitlines()
                 except OSError:

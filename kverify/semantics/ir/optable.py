@@ -491,6 +491,11 @@ def check_instr(instr) -> list[str]:
     return out
 
 
+#: Rows whose ``load``/``update`` slots are registers, not addresses: wgmma's accumulator
+#: fragment (``d``) and its shared-memory matrix descriptors (``a``, ``b``).
+REGISTER_MEMORY_SLOTS = frozenset({"wgmma.mma_async"})
+
+
 def effect_of(instr) -> str:
     """The ``effect`` column of an instruction's row; ``opaque`` for an instruction the table
     does not know or does not fully support."""

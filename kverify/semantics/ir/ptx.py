@@ -10,6 +10,7 @@ lark path, with the same result (tests/test_parse_fastpath.py).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import ptx_build, ptx_fast
@@ -24,7 +25,30 @@ from .ptx_grammar import _inline_parse, _scan_files, _tree_parse
 FASTPATH = True
 
 
+#: Input limits (PTX ISA §4.5: PTX's widest integer constants are 64 bits, 128 for ``.b128``):
+#: a longer literal or identifier is bad input, reported before parsing, never a crash deep in
+#: the front end (``int()``'s digit limit, file names the file system cannot hold).
+MAX_LITERAL_DIGITS = 40        # decimal digits; hex and octal literals: as many as 128 bits take
+MAX_IDENTIFIER_CHARS = 16384   # CUTLASS's mangled kernel names run to a few thousand
+_LONG_TOKEN = re.compile(r"(?<![\w$%.])(?:0[xX][0-9a-fA-F]{33,}|0[fFdD][0-9a-fA-F]{17,}|\d{"
+                         + str(MAX_LITERAL_DIGITS + 1) + r",}|[A-Za-z_$%][\w$]{" + str(MAX_IDENTIFIER_CHARS) + ",})")
+
+
+def check_limits(text: str, path: str) -> None:
+    """``KernelError`` at the first literal or identifier over the input limits."""
+    m = _LONG_TOKEN.search(text)
+    if m is None:
+        return
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    tok = m.group(0)
+    what = (f"identifier of {len(tok)} characters (at most {MAX_IDENTIFIER_CHARS})" if tok[0].isalpha() or tok[0] in "_$%"
+            else f"numeric literal of {len(tok)} characters (PTX constants are at most 128 bits)")
+    raise KernelError(what, path, line, col)
+
+
 def parse_raw(text: str, path: str, start: str = "module"):
+    check_limits(text, path)
     files = _scan_files(text)
     if FASTPATH:
         return _inline_parse(text, path, start, files), files
@@ -33,6 +57,7 @@ def parse_raw(text: str, path: str, start: str = "module"):
 
 def parse_ptx(text: str, path: str = "<ptx>") -> Module:
     """Parse a PTX module and structure every function body."""
+    check_limits(text, path)
     if FASTPATH:
         raw, files = _fast_raw(text, path)
     else:

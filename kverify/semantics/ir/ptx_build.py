@@ -265,6 +265,9 @@ class _Assembler:
             problems = _check_instr(ins)
             if problems:
                 raise self.err(problems[0], raw.line, raw.col)
+            why = _operand_error(ins)
+            if why:
+                raise self.err(why, raw.line, raw.col)
         return ins
 
     def _res(self, x, env_regs, env_labels, is_branch, raw):
@@ -323,6 +326,24 @@ def _shape_only(fn) -> bool:
     code = getattr(fn, "__code__", None)
     return (fn.__name__ in _SHAPE_CHECKS and getattr(_optable, fn.__name__, None) is fn
             and code is not None and not (_INSTANCE_FIELDS & set(code.co_names)))
+
+
+def _operand_error(instr) -> str | None:
+    """An operand of the wrong kind for its slot (slots before the first optional or variadic
+    one, where positions are fixed): a memory access (``load``/``store``/``update``) needs an
+    address ``[...]``, a ``def`` a register (or ``_``, a vector or a predicate pair)."""
+    r = _optable.OPS.get(instr.op)
+    if r is None or not instr.supported:
+        return None
+    for i, (slot, x) in enumerate(zip(r.operands, instr.operands)):
+        if slot.optional or slot.variadic:
+            break
+        if slot.access in ("load", "store", "update") and r.mnemonic not in _optable.REGISTER_MEMORY_SLOTS \
+                and not isinstance(x, Addr):
+            return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be an address [...], got {x}"
+        if slot.access == "def" and not isinstance(x, (Reg, Sink, VecOp, PairOp)):
+            return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a register it writes, got {x}"
+    return None
 
 
 def _check_instr(ins: Instr) -> list:

@@ -105,6 +105,11 @@ def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC, strong=None):
             o = offs[lanes] - base
             out[lanes] = load_bytes_2d(store, lanes, o, nbytes)
             return out
+        past = offs[lanes] + nbytes > len(m.param_mem)
+        if past.any():  # e.g. ld.param.u64 of the last, 4-byte parameter
+            lane = int(lanes[np.flatnonzero(past)[0]])
+            return fault(m, w, ins, Fault(f"parameter access of {nbytes} bytes at offset {int(offs[lane]):#x} is past "
+                                          f"the end of the {len(m.param_mem)}-byte parameter space", lane))
         out[lanes] = load_bytes(m.param_mem, offs[lanes], nbytes)
         return out
     if region == "const":

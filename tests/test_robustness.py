@@ -1,0 +1,145 @@
+"""Every input gets a verdict or a clear error within stated memory: ``--max-memory``, and the
+regressions found by mutation fuzzing (bench/fuzz.py), each from its reproducer."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _kverify(*argv, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kverify", *argv], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_launch_over_the_memory_budget_is_unknown_not_a_crash(tmp_path):
+    spec = {"kernel": "vadd", "grid": [4096, 1, 1], "block": [256, 1, 1], "args": {"n": 1048576},
+            "buffers": {n: {"dtype": "float32", "shape": [67108864]} for n in "abc"}}  # 768 MiB of buffers
+    (tmp_path / "big.json").write_text(json.dumps(spec))
+    r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--launch", str(tmp_path / "big.json"), "--max-memory", "0.5",
+                 "--format", "json")
+    assert r.returncode == 3, r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    st = {o["id"]: (o["status"], o["message"]) for o in k["obligations"]}
+    assert st["memory"] == ("unknown", "memory budget exhausted in checker interpreter (kverify check --max-memory "
+                                       "sets it)")
+    assert st["race.global"][0] == "proved"  # the SMT checker needs no buffers: its verdict stands
+
+
+# ----------------------------------------------------------------- signatures found by bench/fuzz.py
+
+_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    {body}
+    ret;
+}}
+"""
+
+
+def _show(tmp_path, body, name="k.ptx"):
+    f = tmp_path / name
+    f.write_text(_PTX.format(body=body))
+    return _kverify("show", str(f))
+
+
+def test_a_literal_too_long_is_an_input_error_with_its_location(tmp_path):
+    # was: ValueError: Exceeds the limit (4300 digits) for integer string conversion (exit 3)
+    r = _show(tmp_path, "mov.u32 %r1, " + "9" * 5000 + ";")
+    assert r.returncode == 2, r.stderr
+    assert f"k.ptx:10:18: numeric literal of 5000 characters (PTX constants are at most 128 bits)" in r.stderr
+
+
+def test_an_identifier_too_long_is_an_input_error_with_its_location(tmp_path):
+    # was: OSError: [Errno 36] File name too long (exit 3)
+    r = _show(tmp_path, "mov.u32 %r1, " + "x" * 20000 + ";")
+    assert r.returncode == 2, r.stderr
+    assert "k.ptx:10:18: identifier of 20000 characters (at most 16384)" in r.stderr
+
+
+def test_a_file_directive_with_a_long_name_is_not_an_oserror(tmp_path):
+    # was: OSError: File name too long, looking for the .file's source next to the PTX
+    f = tmp_path / "k.ptx"
+    f.write_text(_PTX.format(body="").replace(".address_size 64", ".address_size 64\n.file 1 \"" + "y" * 5000 + ".cu\""))
+    r = _kverify("show", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "internal error" not in r.stdout + r.stderr
+
+
+def test_a_register_where_an_address_belongs_is_an_input_error(tmp_path):
+    # was: AttributeError: 'Reg' object has no attribute 'base' (exit 3)
+    r = _show(tmp_path, "ld.global.u32 %r1, %rd1;")
+    assert r.returncode == 2, r.stderr
+    assert "k.ptx:10:5: ld.global.u32: operand 2 (" in r.stderr and "must be an address [...], got %rd1" in r.stderr
+
+
+def test_an_mbarrier_outside_shared_memory_is_a_bounds_finding_not_an_internal_error(tmp_path):
+    # was: internal error in checker interpreter (Fault: shared access ... outside every shared variable)
+    f = tmp_path / "k.ptx"
+    f.write_text(""".version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, bar;
+    add.u32 %r2, %r1, 4096;
+    mbarrier.init.shared.b64 [%r2], 1;
+    ret;
+}
+""")
+    (tmp_path / "k.json").write_text(json.dumps({"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1]}))
+    r = _kverify("check", str(f), "--no-smt", "--launch", str(tmp_path / "k.json"), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    st = {o["id"]: o for o in k["obligations"]}
+    assert st["memory"]["status"] == "violated"
+    assert "internal error" not in r.stdout + r.stderr
+    assert "shared access of 8 bytes at offset 0x1000 is outside every shared variable (4088 bytes past the end of bar)" \
+        in r.stdout + r.stderr
+
+
+def test_a_negative_shift_in_an_address_is_not_a_crash(tmp_path):
+    # was: internal error: ValueError: negative shift count (induction-variable analysis of shl)
+    src = (ROOT / "tests/zoo/cp_async_gemm/cp_async_gemm_single.ptx").read_text()
+    assert "shl.b32 \t%r4, %r19, 4;" in src
+    f = tmp_path / "k.ptx"
+    f.write_text(src.replace("shl.b32 \t%r4, %r19, 4;", "shl.b32 \t%r4, %r19, -2147483649;"))
+    r = _kverify("show", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "internal error" not in r.stdout + r.stderr
+
+
+def test_a_parameter_load_past_the_parameter_space_is_a_bounds_finding(tmp_path):
+    # was: internal error in checker interpreter (IndexError: index 16 is out of bounds for axis 0 with size 16)
+    f = tmp_path / "k.ptx"
+    f.write_text(""".version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [n];
+    ret;
+}
+""")
+    (tmp_path / "k.json").write_text(json.dumps({"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                                                 "args": {"n": 4}, "buffers": {"p": {"dtype": "float32", "shape": [4]}}}))
+    r = _kverify("check", str(f), "--no-smt", "--launch", str(tmp_path / "k.json"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "internal error" not in r.stdout + r.stderr
+    assert "parameter access of 8 bytes at offset 0x8 is past the end of the 12-byte parameter space" in r.stdout + r.stderr
