@@ -351,7 +351,7 @@ def make_jobs(args, tmp: Path):
             if launch is None:
                 continue
             spec = write(f"m{n}.json", json.dumps(launch))
-            argv = ["check", str(f), "--no-smt", "--launch", str(spec), "--budget", "2"]
+            argv = ["check", str(f), "--no-smt", "--launch", str(spec), "--budget", "2", "--time-budget", "8"]
             kind = "check"
         jobs.append({"id": n, "kind": kind, "seed_file": str(ptx.relative_to(ROOT)), "argv": argv})
     with_launch = [(p, l) for p, l in corpus if l]
@@ -360,7 +360,7 @@ def make_jobs(args, tmp: Path):
         spec = mutate_spec(rng, launch)
         f = write(f"s{n}.json", json.dumps(spec))
         jobs.append({"id": f"s{n}", "kind": "spec", "seed_file": str(ptx.relative_to(ROOT)),
-                     "argv": ["check", str(ptx), "--no-smt", "--launch", str(f), "--budget", "2"]})
+                     "argv": ["check", str(ptx), "--no-smt", "--launch", str(f), "--budget", "2", "--time-budget", "8"]})
     return jobs
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -143,3 +145,19 @@ def test_a_parameter_load_past_the_parameter_space_is_a_bounds_finding(tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "internal error" not in r.stdout + r.stderr
     assert "parameter access of 8 bytes at offset 0x8 is past the end of the 12-byte parameter space" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("body,message", [
+    # was: internal error in checker interpreter (AttributeError: 'Reg' object has no attribute 'base')
+    ("mbarrier.init.shared::cta.b64 %rd1, 1;",
+     "k.ptx:10:5: mbarrier.init.shared::cta.b64: operand 1 (a) must be an address [...], got %rd1"),
+    # was: ... (AttributeError: 'Sink' object has no attribute 'name')
+    ("mbarrier.init.shared::cta.b64 _, 1;",
+     "k.ptx:10:5: mbarrier.init.shared::cta.b64: operand 1 (a) must be an address [...], got _"),
+    # was: ... (AttributeError: 'Addr' object has no attribute 'value')
+    ("add.s32 %r1, [%rd1], 1;", "k.ptx:10:5: add.s32: operand 2 (a) is a value, not an address, got [%rd1]"),
+])
+def test_an_operand_of_the_wrong_kind_is_an_input_error(tmp_path, body, message):
+    r = _show(tmp_path, body)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr, r.stderr

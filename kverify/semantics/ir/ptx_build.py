@@ -330,17 +330,23 @@ def _shape_only(fn) -> bool:
 
 def _operand_error(instr) -> str | None:
     """An operand of the wrong kind for its slot (slots before the first optional or variadic
-    one, where positions are fixed): a memory access (``load``/``store``/``update``) needs an
-    address ``[...]``, a ``def`` a register (or ``_``, a vector or a predicate pair)."""
+    one, where positions are fixed): a memory access (``load``/``store``/``update``) or an
+    ``addr`` slot (a barrier, a tensor map) needs an address ``[...]``, wgmma's register slots a
+    register or vector, a ``def`` a register (or ``_``, a vector or a predicate pair), a value
+    operation's ``use`` a value, not an address."""
     r = _optable.OPS.get(instr.op)
     if r is None or not instr.supported:
         return None
     for i, (slot, x) in enumerate(zip(r.operands, instr.operands)):
         if slot.optional or slot.variadic:
             break
-        if slot.access in ("load", "store", "update") and r.mnemonic not in _optable.REGISTER_MEMORY_SLOTS \
-                and not isinstance(x, Addr):
+        if r.mnemonic in _optable.REGISTER_MEMORY_SLOTS and slot.access in ("load", "update"):
+            if not isinstance(x, (Reg, VecOp)):
+                return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a register or a vector, got {x}"
+        elif slot.access in ("load", "store", "update", "addr") and not isinstance(x, Addr):
             return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be an address [...], got {x}"
+        if slot.access == "use" and r.semantics is not None and isinstance(x, Addr):
+            return f"{instr.opcode}: operand {i + 1} ({slot.name}) is a value, not an address, got {x}"
         if slot.access == "def" and not isinstance(x, (Reg, Sink, VecOp, PairOp)):
             return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a register it writes, got {x}"
     return None
