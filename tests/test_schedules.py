@@ -7,6 +7,13 @@ import json
 import numpy as np
 import pytest
 
+from kverify.rules import severity
+
+
+def _errors(findings):
+    """The error-tier findings (warnings, e.g. zoo named_barrier's barrier.aligned-split, are allowed)."""
+    return [f for f in findings if severity(f.rule) == "error"]
+
 from conftest import ZOO, zoo_variants
 from kverify.launch import LaunchSpec
 from kverify.semantics.interpreter import run_kernel
@@ -41,7 +48,7 @@ LIGHT = [p for p in CORRECT if p[0].name not in HEAVY + FLAG_SYNC + SCHEDULE_DEP
 @pytest.mark.parametrize("d,v", LIGHT, ids=[f"{d.name}/{v['file']}" for d, v in LIGHT])
 def test_every_correct_zoo_kernel_needs_one_run(d, v):
     r = _run(d / v["file"].replace(".cu", ".ptx"), v, budget=4)
-    assert r.status == "complete" and r.findings == []
+    assert r.status == "complete" and _errors(r.findings) == []
     assert r.dependence == [] and r.robust
     assert (r.schedules_run, r.schedules_total) == (1, 1)
 
@@ -50,7 +57,7 @@ def test_every_correct_zoo_kernel_needs_one_run(d, v):
 def test_a_flag_handoff_depends_on_the_schedule(file):
     path, v = _variant("flag_handoff", file)
     r = _run(path, v, budget=4)
-    assert r.status == "complete" and r.findings == [] and not r.robust
+    assert r.status == "complete" and _errors(r.findings) == [] and not r.robust
     assert r.dependence == r.strong_unordered and len(r.strong_unordered) == 1
     assert r.strong_unordered[0].startswith("morally strong accesses not ordered by happens-before: read of "
                                             "global flag")
@@ -172,7 +179,7 @@ def test_random_schedules_agree_with_the_one_run(d, v):
     assert first.robust
     for seed in (1, 2, 3):
         r = run_kernel(m, k, spec, schedule="random", seed=seed, inputs=first.inputs)
-        assert r.status == "complete" and r.findings == []
+        assert r.status == "complete" and _errors(r.findings) == []
         for name, out in first.outputs.items():
             assert np.array_equal(np.asarray(out).view(np.uint8), np.asarray(r.outputs[name]).view(np.uint8)), name
 

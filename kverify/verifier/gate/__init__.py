@@ -8,6 +8,7 @@ A policy (``kverify.toml``)::
     budget = 16          # schedules explored on the interpreter
     timeout = 10.0       # solver seconds per obligation (z3 resource units)
     allow_skip = []      # ["gpu"]: a required GPU validation counts as skipped, not unknown
+    strict = false       # true: warning-tier findings (kverify rules) fail a required obligation
 
     [[kernel]]
     path = "kernels/*.ptx"                  # a glob, relative to the policy file
@@ -37,7 +38,7 @@ from pathlib import Path
 from kverify.semantics.ir import KernelError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip",
+KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip", "strict",
               "kernel"}
 DEFAULTS = {"require": ["race", "mbarrier", "barrier.named", "deadlock", "memory"], "budget": 16, "timeout": 10.0,
             "allow_skip": []}
@@ -77,6 +78,8 @@ def load_policy(path: str) -> dict:
     for e in entries:
         if "path" not in e:
             raise KernelError("a [[kernel]] entry needs path = GLOB", path, _line_of(text, "[[kernel]]"), 1)
+        if not isinstance(e.get("strict", False), bool):
+            raise KernelError("strict must be true or false", path, _line_of(text, "strict"), 1)
         if "launch" in e and any(k in e for k in ("grid", "block", "args")):
             raise KernelError("give either launch or grid/block/args, not both", path, _line_of(text, e["path"]), 1)
     return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p)}
@@ -168,7 +171,8 @@ def run_job(job: dict) -> dict:
         req = _required(o.id, e["require"])
         line = o.locations[0].line if o.locations else None
         res["obligations"].append({"id": o.id, "status": o.status, "required": req, "rule": o.rule,
-                                   "line": line, "message": o.message})
+                                   "severity": o.severity(bool(e.get("strict", False))), "line": line,
+                                   "message": o.message})
         answered.add(o.id)
     for p in e["require"]:
         if any(_required(i, [p]) for i in answered):
@@ -183,9 +187,15 @@ def run_job(job: dict) -> dict:
             reason = res["error"] or "no checker answered this obligation"
             res["obligations"].append({"id": p, "status": "unknown", "required": True, "rule": None, "line": None,
                                        "message": reason})
-    res["passed"] = not any(o["required"] and o["status"] in ("violated", "unknown")
-                            for o in res["obligations"]) and res["error"] is None
+    res["passed"] = not any(o["required"] and _failing(o) for o in res["obligations"]) and res["error"] is None
     return res
+
+
+def _failing(o: dict) -> bool:
+    """A required obligation fails the gate when it is unknown, or violated at the error tier: a
+    warning-tier violation (kverify rules; ``strict = true`` in the policy entry makes warnings
+    errors) is reported and passes."""
+    return o["status"] == "unknown" or o["status"] == "violated" and o.get("severity", "error") == "error"
 
 
 def _cached_run(job: dict, use_cache: bool) -> dict:
@@ -295,7 +305,8 @@ def to_text(results) -> str:
             lines.append(f"  error: {r['error']}")
         for o in r["obligations"]:
             if o["status"] in ("violated", "unknown", "skipped"):
-                tag = "required" if o["required"] else "not required"
+                tag = ("required" if o["required"] else "not required") + \
+                    (", warning" if o.get("severity") == "warning" else "")
                 at = f" line {o['line']}" if o["line"] else ""
                 lines.append(f"  {o['id']}: {o['status']} ({tag}){at}" + (f" [{o['rule']}]" if o["rule"] else ""))
     n_pass = sum(r["passed"] for r in results)
@@ -309,10 +320,10 @@ def to_markdown(results) -> str:
     lines = [f"## kverify gate: {head} ({n_pass}/{len(results)} kernels)", "",
              "| kernel | result | failing obligations | not-required findings |", "|---|---|---|---|"]
     for r in results:
-        bad = [f"`{o['id']}` {o['status']}" for o in r["obligations"]
-               if o["required"] and o["status"] in ("violated", "unknown")]
-        soft = [f"`{o['id']}` {o['status']}" for o in r["obligations"]
-                if not o["required"] and o["status"] in ("violated", "unknown", "skipped")]
+        bad = [f"`{o['id']}` {o['status']}" for o in r["obligations"] if o["required"] and _failing(o)]
+        soft = [f"`{o['id']}` {o['status']}" + (" (warning)" if o.get("severity") == "warning" else "")
+                for o in r["obligations"] if o["status"] in ("violated", "unknown", "skipped")
+                and not (o["required"] and _failing(o))]
         if r["error"]:
             bad.append(f"error: {r['error']}")
         lines.append(f"| `{r['file']}` | {'pass' if r['passed'] else '**FAIL**'} | {', '.join(bad) or '-'} | "
@@ -342,6 +353,8 @@ def cmd_gate(args) -> int:
         if not os.path.exists(p):
             raise KernelError("no such file or directory", p, 0, 0)
     jobs = jobs_for(policy, args.paths)
+    if not jobs:  # a gate that checked nothing must not pass
+        raise KernelError("the policy gates no kernel file (no [[kernel]] path glob matches one)", policy["path"], 1, 1)
     for j in jobs:
         j["export_smt"] = args.export_smt
     results = run_gate(jobs, max(1, args.jobs), not (args.no_cache or args.export_smt), progress=sys.stderr)
