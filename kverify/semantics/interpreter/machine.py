@@ -51,7 +51,7 @@ from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
 from .mbarriers import MbarrierMixin
-from .memory import (CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
+from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
 from .specials import SPECIALS, TIMING_SPECIALS
 from .state import CTA, U64, RunFinding, StepBudget, Wait, Warp, low_mask
@@ -610,7 +610,9 @@ class Machine(AccessMixin, MbarrierMixin):
                 return None, None
             kinds = np.where((a0 >= SHARED_WINDOW) & (a0 < SHARED_WINDOW + WINDOW_SIZE), 1,
                              np.where((a0 >= LOCAL_WINDOW) & (a0 < LOCAL_WINDOW + WINDOW_SIZE), 2,
-                                      np.where((a0 >= PARAM_WINDOW) & (a0 < PARAM_WINDOW + WINDOW_SIZE), 3, 0)))
+                                      np.where((a0 >= PARAM_WINDOW) & (a0 < PARAM_WINDOW + WINDOW_SIZE), 3,
+                                               np.where((a0 >= CONST_WINDOW) & (a0 < CONST_WINDOW + WINDOW_SIZE),
+                                                        4, 0))))
             if (kinds != kinds[0]).any():
                 raise Unsupported("one generic access spans several state spaces across lanes")
             k = int(kinds[0])
@@ -620,6 +622,8 @@ class Machine(AccessMixin, MbarrierMixin):
                 return self.resolve(w, "local", addrs - LOCAL_WINDOW, lanes_mask, nbytes)
             if k == 3:
                 return "param", addrs - PARAM_WINDOW
+            if k == 4:
+                return self.resolve(w, "const", addrs - CONST_WINDOW, lanes_mask, nbytes)
             return self.resolve(w, "global", addrs, lanes_mask, nbytes)
         if space == "global":
             offs = addrs - GLOBAL_BASE
@@ -652,6 +656,11 @@ class Machine(AccessMixin, MbarrierMixin):
         if space in ("param", "param::entry", "param::func"):
             return "param", addrs - PARAM_WINDOW * (addrs >= PARAM_WINDOW)
         if space == "const":
+            ok = ((addrs >= 0) & (addrs + nbytes <= len(self.const_mem))) | ~lanes_mask
+            if not ok.all():
+                lane = int(np.flatnonzero(~ok)[0])
+                raise Fault(f"const access of {nbytes} bytes at offset {int(addrs[lane]):#x} is outside the "
+                            f"{len(self.const_mem)}-byte constant bank", lane, int(addrs[lane]))
             return "const", addrs
         raise Unsupported(f"state space {space}")
 

@@ -13,7 +13,7 @@ from kverify.semantics.values import evaluate
 from kverify.semantics.memory_model.execution import BOUNDS, UNINITIALIZED
 
 from ..hb import GENERIC
-from ..memory import (CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
+from ..memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
                       store_bytes)
 from ..state import D, U64, low_mask
 from .common import bits_of, registry, space_of
@@ -39,7 +39,7 @@ def h_cvta(m, w, ins, mask):
     elif sp in ("param", "param::entry"):
         r = (a - PARAM_WINDOW) if to else a + (PARAM_WINDOW if (a < PARAM_WINDOW).all() else 0)
     elif sp == "const":
-        r = a
+        r = (a - CONST_WINDOW) if to else (a + CONST_WINDOW)
     else:
         raise Unsupported(f"cvta for {sp}", ins)
     m.write(w, ins.operands[0], r.astype(U64), mask)
