@@ -22,7 +22,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float
 
 from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
-                       is_atomic, is_barrier, is_unmodelled_memory, operand)
+                       is_atomic, is_barrier, is_unmodelled_memory, operand, sync_of)
 from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, State, SyncSite
 from .terms import TRUE, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
@@ -514,6 +514,12 @@ class Instructions:
             return st
         for f in reachable_functions(self.env.module, fn):
             for i in instructions(f.body):
+                if i.supported and sync_of(i) in UNCOUNTED_ORDERING:
+                    # a fence inside the callee (nvcc -G calls __threadfence): it orders the
+                    # caller's accesses as if it stood at the call
+                    self.unmodelled(f"{UNCOUNTED_ORDERING[sync_of(i)]} ({i.opcode} in {f.name}, "
+                                    f"called at {where(ins)})")
+                    continue
                 if not i.supported:
                     self.reason(f"call at {where(ins)}: {f.name} uses unsupported {i.opcode}",
                                 ordering=True)

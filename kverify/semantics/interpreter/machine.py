@@ -508,9 +508,13 @@ class Machine(AccessMixin, MbarrierMixin):
         ``.param`` variable ``name`` of warp ``w``, created zeroed on first use."""
         if name not in w.params:
             size = 8
-            for v in self.kernel.vars:
-                if v.name == name:
-                    size = max(v.size, 1)
+            # the declaration in the function now running (a called function's call sites
+            # declare their own param0, param1, ... with their own widths), else the kernel's
+            fn = self.funcs.get(w.frames[-1]) if w.frames else None
+            decls = [v for v in (fn.vars if fn is not None else ()) if v.name == name] or \
+                [v for v in self.kernel.vars if v.name == name]
+            if decls:
+                size = max(max(v.size for v in decls), 1)
             base = self.param_off.get(name, (None,))[0]
             if base is None:
                 base = (1 << 29) + len(self.param_off) * (1 << 16)

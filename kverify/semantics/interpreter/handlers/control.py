@@ -81,13 +81,17 @@ def _call(m, w, ins, mask, callee, rets, args):
     w.regs = {}
     w.params = new_params
     w.frames.append(callee.name)
+    outer_ret = w.brk.get("<ret>")  # a call inside a called function keeps its caller's returns
     w.brk["<ret>"] = np.zeros(32, bool)
     old_returned = w.returned
     w.returned = np.zeros(32, bool)
     live_before = w.live.copy()
     yield from m.exec_stmts(w, callee.body, mask.copy())
     w.live = live_before & (w.live | w.returned)
-    w.brk.pop("<ret>")
+    if outer_ret is None:
+        w.brk.pop("<ret>")
+    else:
+        w.brk["<ret>"] = outer_ret
     w.returned = old_returned
     w.frames.pop()
     callee_params = w.params

@@ -103,6 +103,8 @@ def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC, strong=None):
         if name is not None:
             store, base = name
             o = offs[lanes] - base
+            if (o + nbytes > store.shape[1]).any():
+                return fault(m, w, ins, _param_past(store, o, lanes, nbytes))
             out[lanes] = load_bytes_2d(store, lanes, o, nbytes)
             return out
         past = offs[lanes] + nbytes > len(m.param_mem)
@@ -142,6 +144,9 @@ def mem_write(m, w, ins, space, addrs, mask, nbytes, vals, strong=None):
         if name is None:
             raise Unsupported("store to a kernel parameter", ins)
         store, base = name
+        if (offs[lanes] - base + nbytes > store.shape[1]).any():
+            fault(m, w, ins, _param_past(store, offs[lanes] - base, lanes, nbytes))
+            return
         for i in range(nbytes):
             store[lanes, offs[lanes] - base + i] = ((vals[lanes] >> U64(8 * i)) & U64(0xFF)).astype(np.uint8)
         return
@@ -182,6 +187,12 @@ def _param_var(m, w, offs, lanes):
         if base <= o < base + store.shape[1]:
             return store, base
     return None
+
+
+def _param_past(store, o, lanes, nbytes):
+    k = int(np.flatnonzero(o + nbytes > store.shape[1])[0])
+    return Fault(f".param access of {nbytes} bytes at offset {int(o[k])} is past the end of the "
+                 f"{store.shape[1]}-byte .param variable", int(lanes[k]))
 
 
 def _local(m, w, ins, offs, mask, nbytes, vals=None):
