@@ -16,6 +16,18 @@ A policy (``kverify.toml``)::
     # grid = [1]; block = [128]; args = {n = 3000}
     require = ["race", "memory"]            # overrides the default
 
+    [[kernel]]                              # equivalence against a reference kernel
+    path = "kernels/softmax_online.ptx"
+    launch = "kernels/softmax.launch.json"
+    equiv = {ref = "kernels/softmax.ptx", model = "real"}   # also ref_launch = PATH, timeout = S
+    require = ["race", "equivalence"]
+
+    [[kernel]]                              # a Triton kernel, checked from its call
+    path = "kernels/add.py"
+    triton = "add_kernel"                   # the @triton.jit function in that file
+    grid = [4]
+    args = {x_ptr = "1000:fp32", y_ptr = "1000:fp32", out_ptr = "1000:fp32", n = 1000, BLOCK = 256}
+
 Each kernel file takes the first ``[[kernel]]`` entry whose glob matches it. An obligation is
 required when its id equals or starts with ``PREFIX.`` for a required prefix; a required prefix
 that no obligation answers is ``unknown`` (not checked). ``gpu`` (GPU validation) cannot run
@@ -39,7 +51,8 @@ from kverify.semantics.ir import KernelError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip", "strict",
-              "kernel"}
+              "kernel", "equiv", "triton"}
+EQUIV_KEYS = {"ref", "model", "ref_launch", "timeout"}
 DEFAULTS = {"require": ["race", "mbarrier", "barrier.named", "deadlock", "memory"], "budget": 16, "timeout": 10.0,
             "allow_skip": []}
 
@@ -82,6 +95,24 @@ def load_policy(path: str) -> dict:
             raise KernelError("strict must be true or false", path, _line_of(text, "strict"), 1)
         if "launch" in e and any(k in e for k in ("grid", "block", "args")):
             raise KernelError("give either launch or grid/block/args, not both", path, _line_of(text, e["path"]), 1)
+        if "equiv" in e:
+            q = e["equiv"]
+            if not isinstance(q, dict) or "ref" not in q:
+                raise KernelError("equiv must be a table with ref = PATH (and model, ref_launch, timeout)", path,
+                                  _line_of(text, "equiv"), 1)
+            for key in q:
+                if key not in EQUIV_KEYS:
+                    raise KernelError(f"unknown equiv key {key!r} (have {', '.join(sorted(EQUIV_KEYS))})", path,
+                                      _line_of(text, "equiv"), 1)
+            if q.get("model", "real") not in ("real", "bitexact", "int"):
+                raise KernelError(f"equiv model must be real, bitexact or int, got {q['model']!r}", path,
+                                  _line_of(text, "model"), 1)
+        if "triton" in e:
+            if not isinstance(e["triton"], str) or not e["triton"].isidentifier():
+                raise KernelError("triton must be the name of the @triton.jit function", path, _line_of(text, "triton"), 1)
+            if "grid" not in e or "launch" in e or "equiv" in e:
+                raise KernelError("a triton entry needs grid and args (no launch, no equiv)", path,
+                                  _line_of(text, "triton"), 1)
     return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p)}
 
 
@@ -103,13 +134,21 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
             continue
         seen.add(rf)
         rel = os.path.relpath(rf, root)
-        entry = next((e for e in policy["kernels"] if fnmatch.fnmatch(rel, e["path"])), None)
-        if entry is None:
+        matching = [e for e in policy["kernels"] if fnmatch.fnmatch(rel, e["path"])]
+        if not matching:
             continue  # a file no entry names is not gated
-        e = {**policy["defaults"], **entry}
-        if "launch" in e:
-            e["launch"] = str(root / e["launch"])
-        jobs.append({"file": rf, "display": os.path.relpath(rf), "entry": e})
+        # a Python file holds several @triton.jit kernels: each triton entry matching it is a job
+        chosen = [m for m in matching if "triton" in m] if "triton" in matching[0] else matching[:1]
+        for entry in chosen:
+            e = {**policy["defaults"], **entry}
+            if "launch" in e:
+                e["launch"] = str(root / e["launch"])
+            if "equiv" in e:
+                e["equiv"] = {**e["equiv"], "ref": str(root / e["equiv"]["ref"])}
+                if "ref_launch" in e["equiv"]:
+                    e["equiv"]["ref_launch"] = str(root / e["equiv"]["ref_launch"])
+            display = os.path.relpath(rf) + (f":{e['triton']}" if "triton" in e else "")
+            jobs.append({"file": rf, "display": display, "entry": e})
     return jobs
 
 
@@ -125,6 +164,9 @@ def cache_key(job: dict) -> str:
     launch = job["entry"].get("launch")
     if launch and Path(launch).is_file():
         h.update(Path(launch).read_bytes())
+    for extra in (job["entry"].get("equiv", {}).get("ref"), job["entry"].get("equiv", {}).get("ref_launch")):
+        if extra and Path(extra).is_file():  # the reference (and its launch) decide the verdict too
+            h.update(Path(extra).read_bytes())
     h.update(json.dumps(job["entry"], sort_keys=True, default=str).encode())
     h.update(_version().encode())
     return h.hexdigest()
@@ -147,19 +189,24 @@ def run_job(job: dict) -> dict:
     res = {"file": job["display"], "obligations": [], "error": None}
     try:
         kw = {"budget": int(e["budget"]), "timeout": float(e["timeout"])}
-        if "launch" in e:
-            kw["launch"] = e["launch"]
+        if "triton" in e:
+            rep = _check_triton(job["file"], e, kw)
         else:
-            kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
-        if job.get("export_smt"):
-            from kverify.symbolic.budget import export_smt
+            if "launch" in e:
+                kw["launch"] = e["launch"]
+            else:
+                kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
+            if job.get("export_smt"):
+                from kverify.symbolic.budget import export_smt
 
-            with export_smt(job["export_smt"], Path(job["file"]).name):
+                with export_smt(job["export_smt"], Path(job["file"]).name):
+                    rep = api.check(job["file"], **kw)
+            else:
                 rep = api.check(job["file"], **kw)
-        else:
-            rep = api.check(job["file"], **kw)
         res["sarif"] = rep.to_sarif()
         obs = rep.obligations
+        if "equiv" in e:
+            obs = obs + _equivalence(job["file"], e, kw)
     except KernelError as err:  # bad input (kernel, launch): exit 2
         res["error"], res["bad_input"] = str(err), True
         obs = []
@@ -189,6 +236,34 @@ def run_job(job: dict) -> dict:
                                        "message": reason})
     res["passed"] = not any(o["required"] and _failing(o) for o in res["obligations"]) and res["error"] is None
     return res
+
+
+def _check_triton(path: str, e: dict, kw: dict):
+    """``kverify.triton.check`` of the entry's ``@triton.jit`` function in ``path``, its
+    parameters given by name in ``args`` (numbers, or "SHAPE:DTYPE" tensors as ``--arg``)."""
+    import kverify.triton as kt
+    from kverify.triton_cli import _value, load_kernel
+
+    fn = load_kernel(f"{path}:{e['triton']}")
+    given = {k: (_value(k, v) if isinstance(v, str) else v) for k, v in (e.get("args") or {}).items()}
+    missing = [p.name for p in fn.params if p.name not in given and not p.has_default]
+    if missing:
+        raise KernelError(f"{e['triton']}: the policy's args give no {', '.join(missing)}", path, 0, 0)
+    grid = tuple(e["grid"]) if isinstance(e["grid"], list) else (e["grid"],)
+    return kt.check(fn, grid, budget=kw["budget"], timeout=kw["timeout"], **given)
+
+
+def _equivalence(path: str, e: dict, kw: dict) -> list:
+    """The ``equivalence`` obligation of ``kverify equiv`` of the file against the entry's
+    reference, at the entry's launch (or ``grid``/``block``/``args``)."""
+    from kverify import api
+
+    q = e["equiv"]
+    launch = kw.get("launch")
+    rep = api.equiv(path, q["ref"], grid=kw.get("grid"), block=kw.get("block"), args=kw.get("args") or (),
+                    launch=launch, ref_launch=q.get("ref_launch"), fp=q.get("model", "real"),
+                    timeout=float(q.get("timeout", 60.0)))
+    return rep.obligations
 
 
 def _failing(o: dict) -> bool:
