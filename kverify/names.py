@@ -87,12 +87,14 @@ def rewrite(text: str, variables=None, access_bytes=None) -> tuple[str, list]:
     variables = variables or {}
     access_bytes = access_bytes or {}
     names = sorted((re.escape(v) for v in variables if not v.startswith("_Z")), key=len, reverse=True)
-    pattern = re.compile(rf"(?<![\w$.%])({'|'.join(names + [_MANGLED])})(?:\+(\d+))?(?![\w$])")
+    pattern = re.compile(rf"(?<![\w$.%'’])({'|'.join(names + [_MANGLED])})(?:\+(\d+))?(?![\w$'’])")
     objects: list = []
     seen = set()
 
     def sub(m):
         sym, off = m.group(1), m.group(2)
+        if sym in variables and off is None and not sym.startswith("_Z"):
+            return sym  # a bare user-named object (also an English word: "a", "s", "in") stays as written
         if sym in variables:
             elem, array = variables[sym]
             elem = elem or access_bytes.get(sym)

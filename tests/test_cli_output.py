@@ -252,3 +252,14 @@ def test_every_command_prints_its_help(command, capsys):
         main([command, "--help"])
     assert e.value.code == 0
     assert capsys.readouterr().out.startswith("usage: kverify ")
+
+
+def test_object_names_do_not_rewrite_english_words():
+    # variables named like words ("a", "s", "in") appear bare in prose: only name+OFFSET and
+    # mangled names are objects; an apostrophe is no word boundary ("kernel's")
+    from kverify.names import rewrite
+
+    text, objs = rewrite("a data race on a+8 by the kernel's s; s+0 and _ZZ8stencil3PKfPfiE1s+132",
+                         {"a": (4, True), "s": (4, True), "_ZZ8stencil3PKfPfiE1s": (4, True)})
+    assert text == "a data race on a[2] by the kernel's s; s[0] and s[33]"
+    assert [o["name"] for o in objs] == ["a[2]", "s[0]", "s[33]"]
