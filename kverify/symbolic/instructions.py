@@ -334,8 +334,16 @@ class Instructions:
                 self.unknown_region_write = True
             else:
                 self.written_regions.add(region)
+        value = None
+        if mode == "write" and not atomic and vec == 1 and slot + 1 < len(ops):
+            try:
+                value = self.read(st, ops[slot + 1], 8 * width)[0]
+            except Exception:  # noqa: BLE001 - no value term: the race stays an error
+                value = None
+            if value is not None and (z3.is_bool(value) or value.size() != 8 * width):
+                value = None
         acc = Access(self.seq.get(id(ins), -1), ins, space, mode, strong, atomic, region, addr, width,
-                     pc, st.epoch, tuple(self.loop_stack))
+                     pc, st.epoch, tuple(self.loop_stack), value)
         self.accesses.append(acc)
         # the loaded value: global memory is a function of the address, the same for both
         # threads (an input) when the kernel never writes that buffer -- decided in run(),

@@ -39,6 +39,7 @@ class Access:
     pc: object
     epoch: object  # BV64
     loops: tuple  # ((LoopInfo, k), ...) outermost first
+    value: object = None  # a plain scalar store's value (thread A's term), for same-value races
 
     @property
     def writes(self) -> bool:

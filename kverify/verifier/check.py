@@ -56,8 +56,8 @@ from .report import Finding, KernelReport, Location, Namer, Obligation
 
 #: The interpreter's obligation families: title, checker name in the report, rule ids.
 FAMILIES = (
-    ("race-free: shared", "races", ("race.shared",)),
-    ("race-free: global", "races", ("race.global",)),
+    ("race-free: shared", "races", ("race.shared", "race.shared.")),
+    ("race-free: global", "races", ("race.global", "race.global.")),
     ("race-free: async", "races", ("race.async-proxy", "race.async-pending")),
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),

@@ -8,7 +8,8 @@ import numpy as np
 
 from kverify.semantics.ir.nodes import Sink, operand_regs
 from kverify.semantics.ir.nodes import where as _fmt_loc
-from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, UNINITIALIZED
+from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_GLOBAL, RACE_GLOBAL_SAME_VALUE,
+                                                     RACE_SHARED, RACE_SHARED_SAME_VALUE, UNINITIALIZED)
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from .hb import ACQUIRING, GENERIC, RELEASING, join, strength, vget
@@ -38,7 +39,8 @@ class AccessMixin:
         cl = w.cta.cluster_ctas
         return strength(ins.mods, w.cta.ctaid, cl[0].ctaid if cl else w.cta.ctaid, atomic)
 
-    def access(self, w, ins, region, offs, nbytes, m, kind, proxy=GENERIC, agent=None, vc=None, strong=None):
+    def access(self, w, ins, region, offs, nbytes, m, kind, proxy=GENERIC, agent=None, vc=None, strong=None,
+               new=None):
         """Race-check and record an access of ``region`` (``strong``: its ``hb.Strength``, for
         a strong ld/st); a strong write with a release pattern leaves its release clock, a
         strong read acquires the release clocks it observes (at once when it acquires, else at
@@ -64,6 +66,9 @@ class AccessMixin:
         else:
             conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy, order=order, strong=strong)
         for c in conf:
+            if new is not None and c.kind.startswith("write-after-write") and c.rule in (RACE_SHARED.id,
+                                                                                        RACE_GLOBAL.id):
+                _same_value(c, region, offs, nbytes, new)
             self._race(w, ins, region, c, kind)
         loc = self.loc_id(ins.loc)
         clk = int(vget(vc, np.array([agent]))[0])
@@ -169,3 +174,17 @@ class AccessMixin:
                             f"by {w.describe()} before a wgmma.wait_group covering it (§9.7.15.7)",
                             [ins.loc], registers=sorted(clash))
                 return
+
+
+def _same_value(c, region, offs, nbytes, new):
+    """A write racing an earlier write (the last one of these bytes, whose value memory still
+    holds) that stores the very same bytes: the race's outcome does not depend on the order
+    (``race.same-value``, a warning)."""
+    lane = c.mine_lane
+    if lane < 0:
+        return
+    o, v = int(offs[lane]), int(np.asarray(new)[lane] if np.ndim(new) else new)
+    cur = region.data[o:o + nbytes]
+    if len(cur) == nbytes and all((v >> (8 * i)) & 0xFF == int(cur[i]) for i in range(nbytes)):
+        c.rule = (RACE_SHARED_SAME_VALUE if c.rule == RACE_SHARED.id else RACE_GLOBAL_SAME_VALUE).id
+        c.kind = "same-value " + c.kind

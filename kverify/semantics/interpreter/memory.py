@@ -55,7 +55,7 @@ class Region:
     def owner(self, off: int) -> str:
         for name, start, size in self.allocs:
             if start <= off < start + size:
-                return f"{name}+{off - start}"  # +0 too: names.rewrite shows it as name[0]
+                return f"{name}+{off - start}" if off != start else name
         return f"{self.space}+{off:#x}"
 
     def nearest(self, off: int) -> str:

@@ -19,6 +19,15 @@ RACE_SHARED = Rule(
 RACE_GLOBAL = Rule(
     "race.global", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
     "two accesses to the same global-memory bytes, at least one a write, not ordered by happens-before")
+_SAME_VALUE = ("two writes to the same {} bytes, not ordered by happens-before, that always store the same "
+               "value: a data race by the ISA's letter whose outcome does not depend on the order (GPUVerify "
+               "tolerates it by default)")
+RACE_SHARED_SAME_VALUE = Rule(
+    "race.shared.same-value", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
+    _SAME_VALUE.format("shared-memory"), severity="warning")
+RACE_GLOBAL_SAME_VALUE = Rule(
+    "race.global.same-value", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
+    _SAME_VALUE.format("global-memory"), severity="warning")
 RACE_ASYNC_PROXY = Rule(
     "race.async-proxy", "§8.6 proxies; §9.7.13.4 membar/fence (fence.proxy.async)",
     "parallel-synchronization-and-communication-instructions-membar",

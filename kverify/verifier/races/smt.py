@@ -51,7 +51,8 @@ import time
 
 import z3
 
-from kverify.semantics.memory_model.execution import RACE_GLOBAL, RACE_SHARED
+from kverify.semantics.memory_model.execution import (RACE_GLOBAL, RACE_GLOBAL_SAME_VALUE, RACE_SHARED,
+                                                     RACE_SHARED_SAME_VALUE)
 
 from kverify.verifier.report import Location, Obligation
 
@@ -309,6 +310,16 @@ class _Checker:
         notes = list(ex.notes)
         if env.assumptions:
             notes = env.assumptions + notes
+        same = found.get("same_value") or []
+        if same and not (maybe or undecided or reasons):
+            a, bb, m1 = same[0]
+            ob = self.violation(space, a, bb, bacc[id(bb)], m1, divergent)
+            ob.rule = (RACE_SHARED_SAME_VALUE if space == "shared" else RACE_GLOBAL_SAME_VALUE).id
+            ob.message = ("same-value " + ob.message + f"; both always store the same value ({len(same)} such "
+                          "pair(s), no other race)")
+            return ob
+        if same:
+            maybe = maybe + [(a, bb, "same") for a, bb, _ in same]
         if maybe or undecided or reasons:
             why = list(reasons)
             for a, bb, kind in maybe[:3]:
@@ -322,6 +333,11 @@ class _Checker:
                                    else f"loop at {_loc(s.loc, self.module)}" for s in divergent[:3])
                     why.append(f"{a.mode} at {la} and {bb.mode} at {lb} are ordered only by a barrier "
                                f"that may be divergent ({dl}); race freedom is not established")
+                elif kind == "same":
+                    why.append(f"write at {la} and write at {lb} race but always store the same value")
+                elif kind == "approx-same":
+                    why.append(f"write at {la} and write at {lb} may race (for values the encoding "
+                               "over-approximates), and would always store the same value")
                 else:
                     why.append(f"a race between {a.mode} at {la} and {bb.mode} at {lb} is possible for "
                                "values the encoding over-approximates (loaded data, floating point, "
@@ -380,7 +396,7 @@ class _Checker:
         base = self.base()
         distinct = self.distinct_threads(space)
         single_cta = env.grid is not None and env.grid == (1, 1, 1)
-        out = {"race": None, "maybe": [], "undecided": [], "pairs": 0}
+        out = {"race": None, "maybe": [], "undecided": [], "pairs": 0, "same_value": []}
         for i, a in enumerate(accs):
             cands = []
             for bb in accs[i:]:
@@ -409,12 +425,28 @@ class _Checker:
                     out["race"] = (a, bb, m)
                     return out
                 m1 = self.confirm(cons, f, m, budget, base)
+                same = self.same_value(a, bb, cons, f, budget, base)
+                if m1 is not None and same:
+                    out["same_value"].append((a, bb, self.small_grid(cons, f, m1, budget, base)))
+                    cands = [x for x in cands if x is not hit]
+                    continue
                 if m1 is not None:
                     out["race"] = (a, bb, self.small_grid(cons, f, m1, budget, base))
                     return out
-                out["maybe"].append((a, bb, "approx"))
+                out["maybe"].append((a, bb, "approx-same" if same else "approx"))
                 cands = [x for x in cands if x is not hit]
         return out
+
+    def same_value(self, a, bb, cons, f, budget, base) -> bool:
+        """Whether two racing plain stores always write the same bytes with the same value:
+        no model of the race condition has different addresses or different values (an
+        over-approximated value is a fresh symbol per thread, so it never counts as equal)."""
+        if not (a.mode == bb.mode == "write") or a.value is None or bb.value is None or a.width != bb.width:
+            return False
+        b = self.b
+        differ = mk_or(a.addr != b(bb.addr), a.value != b(bb.value))
+        r, _ = self.solve(cons + [f, differ], budget, want_model=False, base=base)
+        return r == "unsat"
 
     def _b_access(self, a):
         from dataclasses import replace

@@ -167,7 +167,7 @@ def mem_write(m, w, ins, space, addrs, mask, nbytes, vals, strong=None):
                              f"{region.space} {region.owner(int(u))} in one instruction at {_fmt_loc(ins.loc)}",
                              [ins.loc], address=int(u))
                     break
-    m.access(w, ins, region, offs, nbytes, mask, "write", strong=strong)
+    m.access(w, ins, region, offs, nbytes, mask, "write", strong=strong, new=vals)
     store_bytes(region.data, offs[lanes], nbytes, vals[lanes])
 
 
