@@ -121,14 +121,16 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         kind = {"DataDependent": "control flow or an address depends on input data",
                 "Unsupported": "unsupported", "ModelUnsupported": f"not expressible in the {model} model",
                 "RealUnsupported": f"not expressible in the {model} model",
-                "Budget": "budget"}[type(e).__name__]
+                "Budget": "budget"}[next(c.__name__ for c in type(e).__mro__
+                                         if c.__name__ in ("DataDependent", "Unsupported", "ModelUnsupported",
+                                                           "RealUnsupported", "Budget"))]
         loc = getattr(e, "instr", None)
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"
         res = EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
                           scope=scope)
         res.sym_time_s = res.time_s
-        if test_on_unknown:
+        if test_on_unknown and not getattr(e, "no_fallback", False):  # (tensor-core sums under bitexact)
             _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
         res.time_s = time.perf_counter() - t0
         return res
