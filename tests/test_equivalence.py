@@ -170,3 +170,58 @@ def test_tested_inputs_are_replayable_from_the_seed(tmp_path):
     assert a["counterexample"]["index"] == b["counterexample"]["index"] == 39
     assert np.array_equal(a["counterexample"]["inputs_arrays"]["a"], b["counterexample"]["inputs_arrays"]["a"],
                           equal_nan=True)
+
+
+# ---------------------------------------------------------------------- tensor cores (wgmma, mma.sync)
+TENSOR_CORE = {
+    # pair: (expected verdict, counterexample (buffer, flat index, candidate line, reference line) or None)
+    "mma_sync_gemm_vs_naive": ("proved", None),
+    "mma_sync_gemm_skip_last_k": ("refuted", ("C", 0, "mma_gemm__skip_last_k.cu:39", "gemm_naive_f16.cu:12")),
+    "triton_wgmma_matmul_vs_naive": ("proved", None),
+    "triton_wgmma_matmul_wrong_b_offset": ("refuted", ("C", 0, "tests/zoo/triton/generate.py:87",
+                                                       "gemm_naive_f16.cu:12")),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n.startswith("mma") else pytest.mark.slow)
+                                  for n in TENSOR_CORE])
+def test_tensor_core_gemm_is_proved_and_its_seeded_bug_refuted_under_real(name, tmp_path, capsys):
+    """wgmma.mma_async (Triton tl.dot, m64n64k16, descriptors from shared memory) and
+    mma.sync.m16n8k16 (f16x2 fragments packed from global loads) are exact dot products in
+    the real model: the tiled tensor-core GEMM has the naive GEMM's normal form."""
+    pair = BY_NAME[name]
+    verdict, cex = TENSOR_CORE[name]
+    rep, r = _run_pair(pair, tmp_path)
+    assert (r.verdict, r.model) == (verdict, "real"), r.message
+    if cex is None:
+        assert r.message.startswith(f"all {r.elements} output elements equal")
+        assert r.elements == (64 * 32 if name.startswith("triton") else 32 * 32)
+        assert r.counterexample is None and rep.verdict == "verified"
+        return
+    c = r.counterexample
+    assert c["confirmed"] and (c["buffer"], c["index"]) == cex[:2]
+    assert c["candidate_line"].endswith(cex[2]) and c["reference_line"].endswith(cex[3])
+    capsys.readouterr()
+    assert main(c["replay"].split()[1:]) == 1
+    assert f"differs at flat index {cex[1]}:" in capsys.readouterr().out
+
+
+def test_tensor_core_sum_under_bitexact_is_unknown_not_tested(tmp_path, capsys):
+    """The ISA leaves a tensor-core sum's accumulation order open: no bit-exact proof, and no
+    bit-level testing either (the interpreter's order would be one arbitrary choice)."""
+    pair = BY_NAME["mma_sync_gemm_vs_naive"]
+    rep, results = equivalence_report(str(ZOO / pair["candidate"]), str(ZOO / pair["reference"]),
+                                      launch=pair["launch"], ref_launch=pair["ref_launch"], model="bitexact",
+                                      cex_dir=str(tmp_path), test_examples=2)
+    r = results[0][1]
+    assert (r.verdict, r.model, r.tested) == ("unknown", "bitexact", None)
+    assert "accumulation order of a tensor-core sum is not specified by the ISA" in r.message
+    assert "use --fp real" in r.message and "mma_gemm.cu:" in r.message
+    assert rep.obligations[0].status == "unknown" and rep.verdict == "inconclusive"
+    lc, lr = tmp_path / "c.json", tmp_path / "r.json"
+    lc.write_text(json.dumps(pair["launch"]))
+    lr.write_text(json.dumps(pair["ref_launch"]))
+    capsys.readouterr()
+    rc = main(["equiv", str(ZOO / pair["candidate"]), str(ZOO / pair["reference"]), "--launch", str(lc),
+               "--ref-launch", str(lr), "--fp", "int"])
+    assert rc == 3 and "no int result exists): use --fp real" in capsys.readouterr().out
