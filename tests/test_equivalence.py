@@ -228,7 +228,7 @@ def test_tensor_core_sum_under_bitexact_is_unknown_not_tested(tmp_path, capsys):
 
 
 TENSOR_CORE_FORMS = ["wgmma_tile_vs_naive", "wgmma_a_in_registers_vs_naive", "wgmma_f16_accumulator_vs_naive",
-                     "mma_sync_m16n8k8_vs_naive"]
+                     "mma_sync_m16n8k8_vs_naive", "mma_sync_m16n8k8_tf32_vs_naive"]
 
 
 @pytest.mark.parametrize("name", TENSOR_CORE_FORMS)
@@ -241,7 +241,7 @@ def test_tensor_core_instruction_forms_are_proved_against_the_naive_gemm(name, t
     assert r.structural == r.elements > 0
 
 
-@pytest.mark.parametrize("kernel", ["wgmma_areg", "wgmma_f16acc", "mma_m16n8k8"])
+@pytest.mark.parametrize("kernel", ["wgmma_areg", "wgmma_f16acc", "mma_m16n8k8", "mma_m16n8k8_tf32"])
 def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     """The interpreter, which confirms every refutation, computes the same products (same
     shared layout functions): random small integers, compared exactly with numpy."""
@@ -250,14 +250,15 @@ def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     from kverify.semantics.ir.load import load_module
 
     pair = BY_NAME[{"wgmma_areg": "wgmma_a_in_registers_vs_naive", "wgmma_f16acc": "wgmma_f16_accumulator_vs_naive",
-                    "mma_m16n8k8": "mma_sync_m16n8k8_vs_naive"}[kernel]]
+                    "mma_m16n8k8": "mma_sync_m16n8k8_vs_naive", "mma_m16n8k8_tf32": "mma_sync_m16n8k8_tf32_vs_naive"}[kernel]]
     launch = dict(pair["launch"])
     path = ZOO / pair["candidate"]
     m = load_module(str(path))
     names = list(launch["buffers"])
     rng = np.random.default_rng(7)
-    a = rng.integers(-3, 4, launch["buffers"][names[0]]["shape"]).astype(np.float16)
-    b = rng.integers(-3, 4, launch["buffers"][names[1]]["shape"]).astype(np.float16)
+    in_dt = np.float32 if launch["buffers"][names[0]]["dtype"] == "float32" else np.float16
+    a = rng.integers(-3, 4, launch["buffers"][names[0]]["shape"]).astype(in_dt)
+    b = rng.integers(-3, 4, launch["buffers"][names[1]]["shape"]).astype(in_dt)
     out_dt = np.float16 if launch["buffers"][names[2]]["dtype"] == "float16" else np.float32
     spec = LaunchSpec.from_dict(launch)
     r = run_kernel(m, m.kernel(kernel), spec, inputs={names[0]: a, names[1]: b,

@@ -554,6 +554,9 @@ class RealAlgebra:
 
     def _cvt(self, dty, sty, mods, a):
         A = self.A
+        if dty == "tf32" and is_float(sty):  # cvt.rna.tf32.f32: a narrowing, kept visible
+            x = self.as_real(a, sty)
+            return x if isinstance(x, R.Inf) else A.round_to("tf32", x)
         if is_float(dty) and is_float(sty):
             x = self.as_real(a, sty)
             irnd = next((m for m in ("rni", "rzi", "rmi", "rpi") if m in mods), None)

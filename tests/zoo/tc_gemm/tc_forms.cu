@@ -112,3 +112,27 @@ extern "C" __global__ void mma_m16n8k8(const __half* __restrict__ a, const __hal
   c[(g + 8) * 8 + 2 * t] = c2;
   c[(g + 8) * 8 + 2 * t + 1] = c3;
 }
+
+// tf32: A 16 x 8 and B 8 x 8 in f32, rounded with cvt.rna.tf32.f32, one m16n8k8 .tf32 mma.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+extern "C" __global__ void mma_m16n8k8_tf32(const float* __restrict__ a, const float* __restrict__ b,
+                                            float* __restrict__ c) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint32_t a0 = to_tf32(a[g * 8 + t]), a1 = to_tf32(a[(g + 8) * 8 + t]);
+  const uint32_t a2 = to_tf32(a[g * 8 + t + 4]), a3 = to_tf32(a[(g + 8) * 8 + t + 4]);
+  const uint32_t b0 = to_tf32(b[t * 8 + g]), b1 = to_tf32(b[(t + 4) * 8 + g]);
+  float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  c[g * 8 + 2 * t] = c0;
+  c[g * 8 + 2 * t + 1] = c1;
+  c[(g + 8) * 8 + 2 * t] = c2;
+  c[(g + 8) * 8 + 2 * t + 1] = c3;
+}
