@@ -267,3 +267,35 @@ def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     assert r.status == "complete", r.reason
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(out_dt)
     np.testing.assert_array_equal(np.asarray(r.outputs[names[2]]).reshape(want.shape), want)
+
+
+INT_MMA = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry imma(.param .u64 p)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u32 %r1, [%rd2];
+  mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r2, %r3, %r4, %r5}, {%r1, %r1, %r1, %r1}, {%r1, %r1}, {%r1, %r1, %r1, %r1};
+  bar.sync 0;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("model", ["int", "real"])
+def test_integer_mma_is_unknown_with_the_reason_never_a_crash(model, tmp_path):
+    path = tmp_path / "imma.ptx"
+    path.write_text(INT_MMA)
+    launch = {"grid": [1, 1, 1], "block": [32, 1, 1], "buffers": {"p": {"dtype": "int32", "shape": [1]}},
+              "outputs": ["p"]}
+    rep, results = equivalence_report(str(path), str(path), launch=launch, ref_launch=launch, model=model,
+                                      cex_dir=str(tmp_path), test_examples=1)
+    r = results[0][1]
+    assert r.verdict != "proved" and r.verdict in ("unknown", "tested"), r.message
+    assert ".s8 operands (integer or sub-byte tensor-core operations are not modelled" in r.message
+    assert "line 11 (mma.sync.aligned.m16n8k32" in r.message

@@ -27,10 +27,11 @@ Integer (s8/u8/b1) and sparse forms are not modelled (``unknown``).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from fractions import Fraction
 
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import Reg, VecOp
+from kverify.semantics.ir.nodes import Reg, VecOp, where
 from kverify.semantics.memory_model import wgmma as WG
 
 from .. import realterm as R
@@ -41,6 +42,19 @@ OPERANDS = {"f16": (2, "float16"), "bf16": (2, "bfloat16"), "tf32": (4, "tf32"),
             "e4m3": (1, "uint8"), "e5m2": (1, "uint8")}
 #: formats at least as narrow as tf32 (a value already rounded to one is a tf32 value)
 _NARROW = ("tf32", "f16", "bf16", "e4m3", "e5m2")
+
+
+@contextmanager
+def _located(ins):
+    """Name the instruction in a stop raised while a group operation runs (outside the walk
+    over one thread's statements, which locates the others)."""
+    try:
+        yield
+    except (DataDependent, ModelUnsupported) as e:
+        if not getattr(e, "located", False):
+            e.args = (f"{e.args[0] if e.args else e} at {where(ins)} ({ins.opcode})",)
+            e.located = True
+        raise
 
 
 class AccumulationOrder(ModelUnsupported):
@@ -167,14 +181,8 @@ class TensorCoreHandlers:
 
     def _wgmma_perform(self, members):
         ins = members[0].event[1]
-        try:
+        with _located(ins):
             self._wgmma_compute(ins, members)
-        except (DataDependent, ModelUnsupported) as e:
-            if not getattr(e, "located", False):
-                from kverify.semantics.ir.nodes import where
-                e.args = (f"{e.args[0] if e.args else e} at {where(ins)} ({ins.opcode})",)
-                e.located = True
-            raise
 
     def _wgmma_compute(self, ins, members):
         tys = ins.types()
@@ -271,6 +279,10 @@ class TensorCoreHandlers:
 
     def _mma_sync(self, ins, members):
         """The collective part of mma.sync: {lane: D values} for the 32 lanes of a warp."""
+        with _located(ins):
+            return self._mma_sync_values(ins, members)
+
+    def _mma_sync_values(self, ins, members):
         if len(members) != 32:
             raise Unsupported(f"{ins.opcode} executed by {len(members)} lanes of a warp (.aligned: all 32 "
                               f"must execute it)", ins)
