@@ -39,6 +39,7 @@ __all__ = [
     "MMA_SHAPES",
     "mma_fragment_layout",
     "mma_dims",
+    "ldmatrix_element",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -380,3 +381,16 @@ def mma_dims(shape: str) -> tuple[int, int, int]:
     if not m:
         raise ValueError(f"expected a shape like 'm16n8k16', got {shape!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def ldmatrix_element(lane, i: int, h: int, trans: bool = False):
+    """Where element ``h`` (0: low, 1: high half of the register) of matrix ``i`` held by
+    ``lane`` lives, for ``ldmatrix``/``stmatrix`` ``.m8n8`` with 16-bit elements (PTX ISA
+    §9.7.9.19 ldmatrix, §9.7.9.20 stmatrix): ``(source lane, byte offset)``, where lane
+    ``8i + r`` supplies the address of row ``r`` of matrix ``i``. Lane ``l`` holds row
+    ``l // 4``, columns ``2(l mod 4) + h``; ``.trans`` swaps rows and columns. ``lane`` may
+    be an int or an integer array."""
+    row, col = lane // 4, 2 * (lane % 4) + h
+    if trans:
+        return 8 * i + col, 2 * row
+    return 8 * i + row, 2 * col

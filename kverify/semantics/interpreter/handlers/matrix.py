@@ -140,11 +140,8 @@ def _matrix_lane_addrs(m, w, ins, mask, i, h):
     the access is transposed (§9.7.9.19 ldmatrix / §9.7.9.20 stmatrix)."""
     a = ins.operands[next(i for i, s in enumerate(ins.row.operands) if s.access in ("load", "store"))]
     rows = m.addr_values(w, a)  # thread 8*i + r gives the address of row r of matrix i
-    t = LANES
-    row, col = t // 4, 2 * (t % 4) + h
-    if "trans" in ins.mods:
-        return rows[8 * i + col] + 2 * row
-    return rows[8 * i + row] + 2 * col
+    src, off = wgmma.ldmatrix_element(LANES, i, h, "trans" in ins.mods)
+    return rows[src] + off
 
 
 def _nmat(ins):

@@ -1,6 +1,7 @@
 """Tensor-core operations in the equivalence walk: ``wgmma.mma_async`` and its
 ``wgmma.fence``/``commit_group``/``wait_group`` (PTX ISA §9.7.15), and the warp-level
-``mma.sync.aligned`` (§9.7.14), as exact dot products in the ``real`` model.
+``mma.sync.aligned`` (§9.7.14), as exact dot products in the ``real`` model; and the warp
+collectives that feed them, ``ldmatrix``/``stmatrix`` (§9.7.9.19-20).
 
 ``wgmma.mma_async`` is warpgroup-wide: each thread blocks at it with its part (accumulator
 registers, A registers or descriptor, B descriptor, scale-d, immediate scales and
@@ -318,6 +319,62 @@ class TensorCoreHandlers:
         return res
 
 
+    # ------------------------------------------------------------------ ldmatrix / stmatrix
+    def _matrix_check(self, ins):
+        if "m8n8" not in ins.mods or not any(x in ins.mods for x in ("x1", "x2", "x4")):
+            raise Unsupported(f"{ins.opcode}: only .m8n8 .x1/.x2/.x4 with 16-bit elements is modelled", ins)
+        return {"x1": 1, "x2": 2, "x4": 4}[next(x for x in ins.mods if x in ("x1", "x2", "x4"))]
+
+    def h_ldmatrix(self, t, ins):
+        self._matrix_check(ins)
+        a = ins.operands[1]
+        return self._matrix_gen(t, ins, self.addr(t, a), None)
+
+    def h_stmatrix(self, t, ins):
+        self._matrix_check(ins)
+        src = ins.operands[1]
+        regs = [self.val(t, e, 32) for e in (src.elems if isinstance(src, VecOp) else (src,))]
+        return self._matrix_gen(t, ins, self.addr(t, ins.operands[0]), regs)
+
+    def _matrix_gen(self, t, ins, addr, regs):
+        r = yield ("coll", ins, (addr, regs), t)
+        if regs is None:
+            dst = ins.operands[0]
+            for e, v in zip(dst.elems if isinstance(dst, VecOp) else (dst,), r):
+                self.write(t, e, v)
+        return None
+
+    def _matrix(self, ins, members):
+        """The collective part of ldmatrix/stmatrix (.m8n8, 16-bit elements): lane 8i + r
+        gives the address of row r of matrix i (``memory_model.wgmma.ldmatrix_element``)."""
+        with _located(ins):
+            if len(members) != 32:
+                raise Unsupported(f"{ins.opcode} executed by {len(members)} lanes of a warp (.aligned: all 32 "
+                                  f"must execute it)", ins)
+            nmat = self._matrix_check(ins)
+            trans = "trans" in ins.mods
+            space = next((m for m in ins.mods if m.startswith("shared")), "shared")
+            lanes = {t.linear % 32: t for t in members}
+            addrs = {l: t.event[2][0] for l, t in lanes.items()}
+            res = {}
+            for lane, t in lanes.items():
+                out = []
+                for i in range(nmat):
+                    halves = []
+                    for h in range(2):
+                        src, off = WG.ldmatrix_element(lane, i, h, trans)
+                        where_ = addrs[src] + off
+                        if t.event[2][1] is None:
+                            halves.append((self.load(t, space, where_, 2, ins), 2))
+                        else:
+                            v = self.alg.extract_bytes(t.event[2][1][i], 2 * h, 2, 4)
+                            self.store(t, space, where_, 2, v, ins.loc)
+                    if halves:
+                        out.append(self.alg.concat_bytes(halves))
+                res[lane] = out
+            return res
+
+
 #: op-table ``sync`` column -> handler of this module
 TENSORCORE_SYNC = {"wgmma.fence": "h_wgmma_sync", "wgmma.commit": "h_wgmma_sync",
                    "wgmma.wait": "h_wgmma_sync", "wgmma.mma": "h_wgmma"}
@@ -327,6 +384,8 @@ def tensorcore_handler(row) -> str | None:
     """The handler of an op-table row that is a tensor-core operation, else ``None``."""
     if row.collective == "mma":
         return "h_mma"
+    if row.collective == "matrix":
+        return {"ldmatrix": "h_ldmatrix", "stmatrix": "h_stmatrix"}.get(row.mnemonic)
     return TENSORCORE_SYNC.get(row.sync)
 
 
