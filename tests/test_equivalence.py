@@ -237,7 +237,7 @@ def test_tensor_core_sum_under_bitexact_is_unknown_not_tested(tmp_path, capsys):
 
 
 TENSOR_CORE_FORMS = ["wgmma_tile_vs_naive", "wgmma_a_in_registers_vs_naive", "wgmma_f16_accumulator_vs_naive",
-                     "mma_sync_m16n8k8_vs_naive", "mma_sync_m16n8k8_tf32_vs_naive"]
+                     "mma_sync_m16n8k8_vs_naive", "mma_sync_m16n8k8_tf32_vs_naive", "mma_sync_m16n8k16_bf16_vs_naive"]
 
 
 @pytest.mark.parametrize("name", TENSOR_CORE_FORMS)
@@ -250,7 +250,8 @@ def test_tensor_core_instruction_forms_are_proved_against_the_naive_gemm(name, t
     assert r.structural == r.elements > 0
 
 
-@pytest.mark.parametrize("kernel", ["wgmma_areg", "wgmma_f16acc", "mma_m16n8k8", "mma_m16n8k8_tf32"])
+@pytest.mark.parametrize("kernel", ["wgmma_areg", "wgmma_f16acc", "mma_m16n8k8", "mma_m16n8k8_tf32",
+                                    "mma_m16n8k16_bf16"])
 def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     """The interpreter, which confirms every refutation, computes the same products (same
     shared layout functions): random small integers, compared exactly with numpy."""
@@ -259,7 +260,8 @@ def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     from kverify.semantics.ir.load import load_module
 
     pair = BY_NAME[{"wgmma_areg": "wgmma_a_in_registers_vs_naive", "wgmma_f16acc": "wgmma_f16_accumulator_vs_naive",
-                    "mma_m16n8k8": "mma_sync_m16n8k8_vs_naive", "mma_m16n8k8_tf32": "mma_sync_m16n8k8_tf32_vs_naive"}[kernel]]
+                    "mma_m16n8k8": "mma_sync_m16n8k8_vs_naive", "mma_m16n8k8_tf32": "mma_sync_m16n8k8_tf32_vs_naive",
+                    "mma_m16n8k16_bf16": "mma_sync_m16n8k16_bf16_vs_naive"}[kernel]]
     launch = dict(pair["launch"])
     path = ZOO / pair["candidate"]
     m = load_module(str(path))
@@ -270,7 +272,12 @@ def test_interpreter_runs_the_tensor_core_forms_like_numpy(kernel):
     b = rng.integers(-3, 4, launch["buffers"][names[1]]["shape"]).astype(in_dt)
     out_dt = np.float16 if launch["buffers"][names[2]]["dtype"] == "float16" else np.float32
     spec = LaunchSpec.from_dict(launch)
-    r = run_kernel(m, m.kernel(kernel), spec, inputs={names[0]: a, names[1]: b,
+    if launch["buffers"][names[0]]["dtype"] == "bfloat16":  # bf16 arrays are their uint16 bit patterns
+        a, b = (x.astype(np.float32) for x in (a, b))
+        ins = [(x.view(np.uint32) >> 16).astype(np.uint16) for x in (a, b)]
+    else:
+        ins = [a, b]
+    r = run_kernel(m, m.kernel(kernel), spec, inputs={names[0]: ins[0], names[1]: ins[1],
                                                        names[2]: np.zeros(launch["buffers"][names[2]]["shape"], out_dt)})
     assert r.status == "complete", r.reason
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(out_dt)

@@ -136,3 +136,29 @@ extern "C" __global__ void mma_m16n8k8_tf32(const float* __restrict__ a, const f
   c[(g + 8) * 8 + 2 * t] = c2;
   c[(g + 8) * 8 + 2 * t + 1] = c3;
 }
+
+// bf16: A 16 x 16, B 16 x 8, one mma.sync m16n8k16 .bf16 (one warp).
+#include <cuda_bf16.h>
+__device__ __forceinline__ uint32_t pack2_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return (uint32_t)__bfloat16_as_ushort(lo) | ((uint32_t)__bfloat16_as_ushort(hi) << 16);
+}
+
+extern "C" __global__ void mma_m16n8k16_bf16(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b,
+                                             float* __restrict__ c) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint32_t a0 = pack2_bf16(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]);
+  const uint32_t a1 = pack2_bf16(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]);
+  const uint32_t a2 = pack2_bf16(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]);
+  const uint32_t a3 = pack2_bf16(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9]);
+  const uint32_t b0 = pack2_bf16(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]);
+  const uint32_t b1 = pack2_bf16(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g]);
+  float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  c[g * 8 + 2 * t] = c0;
+  c[g * 8 + 2 * t + 1] = c1;
+  c[(g + 8) * 8 + 2 * t] = c2;
+  c[(g + 8) * 8 + 2 * t + 1] = c3;
+}
