@@ -118,12 +118,9 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps)
         ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps)
     except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget) as e:
-        kind = {"DataDependent": "control flow or an address depends on input data",
-                "Unsupported": "unsupported", "ModelUnsupported": f"not expressible in the {model} model",
-                "RealUnsupported": f"not expressible in the {model} model",
-                "Budget": "budget"}[next(c.__name__ for c in type(e).__mro__
-                                         if c.__name__ in ("DataDependent", "Unsupported", "ModelUnsupported",
-                                                           "RealUnsupported", "Budget"))]
+        kind = ("control flow or an address depends on input data" if isinstance(e, DataDependent)
+                else f"not expressible in the {model} model" if isinstance(e, (ModelUnsupported, R.RealUnsupported))
+                else "budget" if isinstance(e, Budget) else "unsupported")
         loc = getattr(e, "instr", None)
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"
