@@ -335,3 +335,18 @@ def test_interpreter_runs_the_mma_sync_gemms_like_numpy(name):
     assert r.status == "complete", r.reason
     np.testing.assert_array_equal(np.asarray(r.outputs[bufs[2]]).reshape(args["M"], args["N"]),
                                   (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
+
+
+def test_fp8_operand_constants_have_their_ocp_values():
+    """fp8 wgmma operands that are constants (zero fill, literals) are read as OCP FP8 values."""
+    from fractions import Fraction
+
+    from kverify.verifier.equivalence.algebra import ModelUnsupported
+    from kverify.verifier.equivalence.symexec.tensorcore import _fp8_value
+
+    assert _fp8_value(0x38, "e4m3") == 1 and _fp8_value(0x7E, "e4m3") == 448 and _fp8_value(0xB8, "e4m3") == -1
+    assert _fp8_value(0x01, "e4m3") == Fraction(1, 512) and _fp8_value(0x3C, "e5m2") == 1
+    assert _fp8_value(0x7B, "e5m2") == 57344 and _fp8_value(0x01, "e5m2") == Fraction(1, 1 << 16)
+    for bits, fmt in ((0x7F, "e4m3"), (0x7C, "e5m2"), (0x7E, "e5m2")):
+        with pytest.raises(ModelUnsupported):
+            _fp8_value(bits, fmt)
