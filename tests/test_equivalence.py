@@ -237,7 +237,8 @@ def test_tensor_core_sum_under_bitexact_is_unknown_not_tested(tmp_path, capsys):
 
 
 TENSOR_CORE_FORMS = ["wgmma_tile_vs_naive", "wgmma_a_in_registers_vs_naive", "wgmma_f16_accumulator_vs_naive",
-                     "mma_sync_m16n8k8_vs_naive", "mma_sync_m16n8k8_tf32_vs_naive", "mma_sync_m16n8k16_bf16_vs_naive"]
+                     "mma_sync_m16n8k8_vs_naive", "mma_sync_m16n8k8_tf32_vs_naive", "mma_sync_m16n8k16_bf16_vs_naive",
+                     "ldmatrix_stmatrix_trans_vs_transpose"]
 
 
 @pytest.mark.parametrize("name", TENSOR_CORE_FORMS)
@@ -245,9 +246,10 @@ def test_tensor_core_instruction_forms_are_proved_against_the_naive_gemm(name, t
     """The layouts shared with the interpreter (no-swizzle descriptors, A in registers, f16
     accumulators two per register, the m16n8k8 fragments) give the naive GEMM's terms; a wrong
     layout rule would pair the wrong products and fail the proof."""
-    rep, r = _run_pair(BY_NAME[name], tmp_path)
-    assert (r.verdict, r.model) == ("proved", "real"), r.message
-    assert r.structural == r.elements > 0
+    pair = BY_NAME[name]
+    rep, r = _run_pair(pair, tmp_path)
+    assert (r.verdict, r.model) == ("proved", pair["model"]), r.message
+    assert r.structural + r.solver == r.elements > 0 and (r.structural == r.elements or pair["model"] != "real")
 
 
 @pytest.mark.parametrize("kernel", ["wgmma_areg", "wgmma_f16acc", "mma_m16n8k8", "mma_m16n8k8_tf32",
@@ -350,3 +352,15 @@ def test_fp8_operand_constants_have_their_ocp_values():
     for bits, fmt in ((0x7F, "e4m3"), (0x7C, "e5m2"), (0x7E, "e5m2")):
         with pytest.raises(ModelUnsupported):
             _fp8_value(bits, fmt)
+
+
+def test_interpreter_ldmatrix_then_stmatrix_trans_transposes():
+    from kverify.semantics.interpreter import run_kernel
+    from kverify.verifier.equivalence import load_side
+
+    pair = BY_NAME["ldmatrix_stmatrix_trans_vs_transpose"]
+    side = load_side(str(ZOO / pair["candidate"]), json.dumps(pair["launch"]), {})
+    x = np.arange(64, dtype=np.float16).reshape(8, 8)
+    r = run_kernel(side.module, side.kernel, side.spec, inputs={"in": x, "out": np.zeros((8, 8), np.float16)})
+    assert r.status == "complete", r.reason
+    np.testing.assert_array_equal(np.asarray(r.outputs["out"]).reshape(8, 8), x.T)

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from regen_cuda import relativize_file_directives  # noqa: E402
 
-CUDA = {"gemm_naive_f16": "sm_90a", "mma_gemm": "sm_80", "mma_gemm__skip_last_k": "sm_80", "tc_forms": "sm_90a", "gemm_naive_f16_out": "sm_90a", "gemm_naive_tf32": "sm_90a", "gemm_naive_bf16": "sm_90a"}
+CUDA = {"gemm_naive_f16": "sm_90a", "mma_gemm": "sm_80", "mma_gemm__skip_last_k": "sm_80", "tc_forms": "sm_90a", "gemm_naive_f16_out": "sm_90a", "gemm_naive_tf32": "sm_90a", "gemm_naive_bf16": "sm_90a", "transpose_f16": "sm_90a"}
 TRITON_SRC = HERE.parent / "triton" / "matmul.ptx"
 MUTANT = "triton_matmul__wrong_b_offset.ptx"
 

@@ -162,3 +162,22 @@ extern "C" __global__ void mma_m16n8k16_bf16(const __nv_bfloat16* __restrict__ a
   c[(g + 8) * 8 + 2 * t] = c2;
   c[(g + 8) * 8 + 2 * t + 1] = c3;
 }
+
+// ldmatrix + stmatrix.trans: an 8 x 8 f16 tile through registers, stored transposed
+// (out = in^T), one warp. Lane r < 8 gives the address of row r of each matrix.
+extern "C" __global__ void ldst_matrix_transpose(const __half* __restrict__ in, __half* __restrict__ out) {
+  __shared__ __align__(16) __half s[64];
+  __shared__ __align__(16) __half d[64];
+  const int lane = threadIdx.x % 32;
+  s[lane] = in[lane];
+  s[lane + 32] = in[lane + 32];
+  __syncwarp();
+  uint32_t r;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+               : "=r"(r) : "r"(smem_u32(&s[(lane % 8) * 8])));
+  asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\n"
+               :: "r"(smem_u32(&d[(lane % 8) * 8])), "r"(r) : "memory");
+  __syncwarp();
+  out[lane] = d[lane];
+  out[lane + 32] = d[lane + 32];
+}

@@ -385,7 +385,12 @@ def tensorcore_handler(row) -> str | None:
     if row.collective == "mma":
         return "h_mma"
     if row.collective == "matrix":
-        return {"ldmatrix": "h_ldmatrix", "stmatrix": "h_stmatrix"}.get(row.mnemonic)
+        acc = [s.access for s in row.operands]  # ldmatrix: def + load, stmatrix: store + use
+        if acc[:2] == ["def", "load"]:
+            return "h_ldmatrix"
+        if acc[:1] == ["store"]:
+            return "h_stmatrix"
+        return None  # movmatrix: not modelled
     return TENSORCORE_SYNC.get(row.sync)
 
 
