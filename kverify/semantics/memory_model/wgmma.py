@@ -36,6 +36,10 @@ __all__ = [
     "a_register_fragment_layout",
     "fragment_to_matrix",
     "matrix_to_fragment",
+    "MMA_SHAPES",
+    "mma_fragment_layout",
+    "mma_dims",
+    "ldmatrix_element",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -318,3 +322,75 @@ def matrix_to_fragment(matrix: np.ndarray, layout: np.ndarray) -> np.ndarray:
     """Gather a matrix into per-thread fragment values ``(128, R)``."""
     matrix = np.asarray(matrix)
     return matrix[layout[..., 0], layout[..., 1]]
+
+
+# ----------------------------------------------------------------------------------------
+# mma.sync register fragments (warp-level MMA, PTX ISA §9.7.14.5 "Matrix Fragments for mma")
+# ----------------------------------------------------------------------------------------
+
+#: (shape, A/B element type) -> elements per .b32 register of A and B
+MMA_SHAPES = {
+    ("m16n8k16", "f16"): 2, ("m16n8k16", "bf16"): 2,
+    ("m16n8k8", "f16"): 2, ("m16n8k8", "bf16"): 2,
+    ("m16n8k8", "tf32"): 1, ("m16n8k4", "tf32"): 1,
+}
+
+
+def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
+    """(row, col) of every fragment element per lane of a warp-level ``mma.sync.aligned``
+    with ``.row.col`` A/B and an f32 (or f16) accumulator, for the shapes in ``MMA_SHAPES``.
+
+    Returns ``(a, b, c)``: lists indexed by fragment element (A's elements in register
+    order, two per ``.f16x2``/``.bf16x2`` register with the even element in the low half,
+    one per ``.tf32`` register); each entry is a pair of int arrays over the 32 lanes.
+    A is ``M x K`` (row m, col k), B is ``K x N`` (row k, col n), C/D is ``M x N``. With
+    ``g = lane >> 2`` (groupID) and ``t = lane % 4`` (threadID_in_group), PTX ISA §9.7.14.5.7
+    (m16n8k8) / §9.7.14.5.8 (m16n8k16):
+
+    * m16n8k16 f16/bf16: A ``(g + 8((i//2) mod 2), 2t + i mod 2 + 8(i//4))`` for i < 8,
+      B ``(2t + i mod 2 + 8(i//2), g)`` for i < 4
+    * m16n8k8 f16/bf16: A ``(g + 8(i//2), 2t + i mod 2)`` for i < 4, B ``(2t + i, g)`` for i < 2
+    * m16n8k8 tf32: A ``(g + 8(i mod 2), t + 4(i//2))`` for i < 4, B ``(t + 4i, g)`` for i < 2
+    * m16n8k4 tf32: A ``(g + 8i, t)`` for i < 2, B ``(t, g)``
+    * C/D (all): ``(g + 8(i//2), 2t + i mod 2)`` for i < 4
+    """
+    if (shape, atype) not in MMA_SHAPES:
+        raise ValueError(f"no mma.sync fragment layout for {shape} with .{atype} operands "
+                         f"(modelled: {', '.join(f'{s}.{t}' for s, t in MMA_SHAPES)})")
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    if shape == "m16n8k16":
+        a = [(g + 8 * ((i // 2) % 2), 2 * t + (i % 2) + 8 * (i // 4)) for i in range(8)]
+        b = [(2 * t + (i % 2) + 8 * (i // 2), g) for i in range(4)]
+    elif shape == "m16n8k8" and atype != "tf32":
+        a = [(g + 8 * (i // 2), 2 * t + (i % 2)) for i in range(4)]
+        b = [(2 * t + i, g) for i in range(2)]
+    elif shape == "m16n8k8":
+        a = [(g + 8 * (i % 2), t + 4 * (i // 2)) for i in range(4)]
+        b = [(t + 4 * i, g) for i in range(2)]
+    else:  # m16n8k4 tf32
+        a = [(g + 8 * i, t) for i in range(2)]
+        b = [(t, g)]
+    c = [(g + 8 * (i // 2), 2 * t + (i % 2)) for i in range(4)]
+    return a, b, c
+
+
+def mma_dims(shape: str) -> tuple[int, int, int]:
+    """(M, N, K) of an ``mNnNkK`` shape string."""
+    m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape)
+    if not m:
+        raise ValueError(f"expected a shape like 'm16n8k16', got {shape!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def ldmatrix_element(lane, i: int, h: int, trans: bool = False):
+    """Where element ``h`` (0: low, 1: high half of the register) of matrix ``i`` held by
+    ``lane`` lives, for ``ldmatrix``/``stmatrix`` ``.m8n8`` with 16-bit elements (PTX ISA
+    §9.7.9.19 ldmatrix, §9.7.9.20 stmatrix): ``(source lane, byte offset)``, where lane
+    ``8i + r`` supplies the address of row ``r`` of matrix ``i``. Lane ``l`` holds row
+    ``l // 4``, columns ``2(l mod 4) + h``; ``.trans`` swaps rows and columns. ``lane`` may
+    be an int or an integer array."""
+    row, col = lane // 4, 2 * (lane % 4) + h
+    if trans:
+        return 8 * i + col, 2 * row
+    return 8 * i + row, 2 * col

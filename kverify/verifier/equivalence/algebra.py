@@ -272,6 +272,28 @@ class Bits:
         return f"{self.fam}.{self.ty}({', '.join(map(str, self.args))})"
 
 
+class Packed:
+    """Several values side by side in one register or memory cell (``real`` model): the
+    two halves of an ``.f16x2`` register, or a 4-byte ``cp.async`` chunk of two f16
+    elements. ``pieces`` are (value, bytes), least significant first; a piece is taken
+    back out whole (an access that splits a real value stays unsupported)."""
+
+    __slots__ = ("pieces", "_h")
+
+    def __init__(self, pieces):
+        self.pieces = tuple(pieces)
+        self._h = hash(self.pieces)
+
+    def __hash__(self):
+        return self._h
+
+    def __eq__(self, o):
+        return isinstance(o, Packed) and o.pieces == self.pieces
+
+    def __repr__(self):
+        return "{" + ", ".join(f"{v!r}:{n}" for v, n in self.pieces) + "}"
+
+
 EXPF_MAGIC = 12582912  # 1.5 * 2**23: integers in [MAGIC, MAGIC + 2**22) have ulp 1 in f32
 
 
@@ -532,6 +554,9 @@ class RealAlgebra:
 
     def _cvt(self, dty, sty, mods, a):
         A = self.A
+        if dty == "tf32" and is_float(sty):  # cvt.rna.tf32.f32: a narrowing, kept visible
+            x = self.as_real(a, sty)
+            return x if isinstance(x, R.Inf) else A.round_to("tf32", x)
         if is_float(dty) and is_float(sty):
             x = self.as_real(a, sty)
             irnd = next((m for m in ("rni", "rzi", "rmi", "rpi") if m in mods), None)
@@ -561,6 +586,19 @@ class RealAlgebra:
             return (v >> (8 * lo)) & ((1 << (8 * n)) - 1)
         if lo == 0 and n == total:
             return v
+        if isinstance(v, Packed):
+            out, at = [], 0
+            for p, k in v.pieces:
+                if at + k > lo and at < lo + n:
+                    if at >= lo and at + k <= lo + n:
+                        out.append((p, k))
+                    elif type(p) is int:
+                        a, b = max(at, lo), min(at + k, lo + n)
+                        out.append(((p >> (8 * (a - at))) & ((1 << (8 * (b - a))) - 1), b - a))
+                    else:
+                        raise ModelUnsupported("a partial access to a real value (real model)")
+                at += k
+            return self.concat_bytes(out)
         raise ModelUnsupported("a partial access to a real value (real model)")
 
     def concat_bytes(self, pieces):
@@ -572,7 +610,10 @@ class RealAlgebra:
             return out
         if len(pieces) == 1:
             return pieces[0][0]
-        raise ModelUnsupported("a wide access spanning several real values (real model)")
+        flat = []
+        for p, n in pieces:
+            flat.extend(p.pieces if isinstance(p, Packed) else ((p, n),))
+        return Packed(flat)
 
     def as_output(self, v, dtype):
         r = dtypes.lookup(dtype)

@@ -1,6 +1,7 @@
 """Matrix families: wgmma.fence/commit_group/wait_group/mma_async (warpgroup-wide
 ``WgmmaOp``s, §9.7.15), ldmatrix/stmatrix (m8n8 fragments, §9.7.9.19-20) and warp-level
-mma.sync (§9.7.14; m16n8k16 f16/bf16 with f32 accumulators so far).
+mma.sync (§9.7.14; m16n8k16/m16n8k8 f16/bf16 and m16n8k8/m16n8k4 tf32 with f32 accumulators;
+the fragment layouts are ``memory_model.wgmma.mma_fragment_layout``).
 """
 from __future__ import annotations
 
@@ -139,11 +140,8 @@ def _matrix_lane_addrs(m, w, ins, mask, i, h):
     the access is transposed (§9.7.9.19 ldmatrix / §9.7.9.20 stmatrix)."""
     a = ins.operands[next(i for i, s in enumerate(ins.row.operands) if s.access in ("load", "store"))]
     rows = m.addr_values(w, a)  # thread 8*i + r gives the address of row r of matrix i
-    t = LANES
-    row, col = t // 4, 2 * (t % 4) + h
-    if "trans" in ins.mods:
-        return rows[8 * i + col] + 2 * row
-    return rows[8 * i + row] + 2 * col
+    src, off = wgmma.ldmatrix_element(LANES, i, h, "trans" in ins.mods)
+    return rows[src] + off
 
 
 def _nmat(ins):
@@ -185,15 +183,8 @@ def h_ldmatrix(m, w, ins, mask):
 # --------------------------------------------------------------------------- mma.sync
 
 
-def _mma_m16n8k16_index():
-    """(row, col) of each fragment element per lane for mma.m16n8k16 with .f16/.bf16 A and B
-    (PTX ISA §9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type"):
-    groupID = lane >> 2, threadID_in_group = lane % 4."""
-    g, t = LANES // 4, LANES % 4
-    a = [(g + 8 * ((i // 2) % 2), 2 * t + (i % 2) + 8 * (i // 4)) for i in range(8)]
-    b = [(2 * t + (i % 2) + 8 * (i // 2), g) for i in range(4)]
-    c = [(g + 8 * (i // 2), 2 * t + (i % 2)) for i in range(4)]
-    return a, b, c
+def _mma_lanes(layout):
+    return [(np.asarray(r), np.asarray(c)) for r, c in layout]
 
 
 @handler("mma")
@@ -201,11 +192,11 @@ def h_mma(m, w, ins, mask):
     from ..async_ops import _half_to_f32
 
     tys = ins.types()
-    if ("m16n8k16" not in ins.mods or "sp" in ins.mods or len(tys) != 4 or tys[0] != "f32"
-            or tys[3] != "f32" or tys[1] != tys[2] or tys[1] not in ("f16", "bf16")
-            or not ("row" in ins.mods and "col" in ins.mods)):
-        raise Unsupported(f"{ins.opcode}: only mma.sync.aligned.m16n8k16.row.col.f32.{{f16,bf16}}"
-                          f".{{f16,bf16}}.f32 is modelled", ins)
+    shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
+    if ("sp" in ins.mods or len(tys) != 4 or tys[0] != "f32" or tys[3] != "f32" or tys[1] != tys[2]
+            or (shape, tys[1]) not in wgmma.MMA_SHAPES or not ("row" in ins.mods and "col" in ins.mods)):
+        raise Unsupported(f"{ins.opcode}: only mma.sync.aligned.{{m16n8k16,m16n8k8}}.row.col.f32.{{f16,bf16}}"
+                          f".{{f16,bf16}}.f32 and m16n8k{{8,4}} .tf32 are modelled", ins)
     if (w.valid & w.live & ~mask).any():
         m.report(BARRIER_DIVERGENCE.id, f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
     d, a, b, c = ins.operands[:4]
@@ -216,17 +207,25 @@ def h_mma(m, w, ins, mask):
             raise Unsupported(f"{ins.opcode}: expected {n} registers, got {len(els)}", ins)
         return [np.broadcast_to(np.asarray(m.val(w, e, 32), U64), (32,)) for e in els]
 
-    ai, bi, ci = _mma_m16n8k16_index()
-    A, B, C = np.zeros((16, 16)), np.zeros((16, 8)), np.zeros((16, 8))
-    for r, v in enumerate(vals(a, 4)):
-        for h in range(2):
-            A[ai[2 * r + h]] = _half_to_f32((v >> U64(16 * h)) & U64(0xFFFF), tys[1])
-    for r, v in enumerate(vals(b, 2)):
-        for h in range(2):
-            B[bi[2 * r + h]] = _half_to_f32((v >> U64(16 * h)) & U64(0xFFFF), tys[1])
+    mm, nn, kk = wgmma.mma_dims(shape)
+    per = wgmma.MMA_SHAPES[(shape, tys[1])]
+    ai, bi, ci = (_mma_lanes(x) for x in wgmma.mma_fragment_layout(shape, tys[1]))
+
+    def elem(v, h):
+        if per == 1:  # tf32: the f32 bits with the 13 low mantissa bits ignored
+            return (v & U64(0xFFFFE000)).astype(np.uint32).view(np.float32)
+        return _half_to_f32((v >> U64(16 * h)) & U64(0xFFFF), tys[1])
+
+    A, B, C = np.zeros((mm, kk)), np.zeros((kk, nn)), np.zeros((mm, nn))
+    for r, v in enumerate(vals(a, len(ai) // per)):
+        for h in range(per):
+            A[ai[per * r + h]] = elem(v, h)
+    for r, v in enumerate(vals(b, len(bi) // per)):
+        for h in range(per):
+            B[bi[per * r + h]] = elem(v, h)
     for r, v in enumerate(vals(c, 4)):
         C[ci[r]] = v.astype(np.uint32).view(np.float32)
-    # products of f16/bf16 values are exact in f64; the sum is rounded once to f32 (RN)
+    # products of f16/bf16/tf32 values are exact in f64; the sum is rounded once to f32 (RN)
     D = (A @ B + C).astype(np.float32)
     for r, e in enumerate(d.elems):
         m.write(w, e, D[ci[r]].view(np.uint32).astype(U64), mask)

@@ -12,7 +12,9 @@ states the assumption.
 
 Asynchronous copies (``cp.async``, ``cp.async.bulk``) are performed when issued; for a
 race-free kernel nobody reads the destination before the matching wait and nobody writes
-the source meanwhile, so completing early gives the same values. ``mbarrier`` objects
+the source meanwhile, so completing early gives the same values. ``wgmma.mma_async`` is
+performed once all 128 threads of the warpgroup issued it, and completes then, for the
+same reason (PTX ISA §9.7.15). ``mbarrier`` objects
 keep pending arrivals, the transaction count and the phase (PTX ISA §9.7.13.15); a
 parity wait returns once the phase with that parity completed.
 
@@ -32,7 +34,8 @@ Modules: :mod:`executor` (the walk over the structured IR, the CTA scheduling, r
 and the choice of handler per op-table row), :mod:`layout` (buffers, parameters, variables
 and special registers of the launch), :mod:`memory` (byte-addressed memory and the
 load/store handlers), :mod:`values` (value families), :mod:`barriers` (barriers,
-mbarriers, asynchronous copies) and :mod:`collectives` (warp collectives).
+mbarriers, asynchronous copies), :mod:`collectives` (warp collectives) and
+:mod:`tensorcore` (``wgmma``, ``mma.sync``, ``ldmatrix``/``stmatrix``).
 """
 from .executor import Budget, Executor
 from .layout import Buffer

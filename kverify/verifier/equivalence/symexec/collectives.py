@@ -79,6 +79,10 @@ class CollectiveHandlers:
                 v = vals[l][1]
                 acc = v if acc is None else self.alg.family(kind, ty, frozenset(), [acc, v], [32, 32])
             res = {l: acc for l in vals}
+        elif coll == "mma":  # mma.sync.aligned (tensorcore.py)
+            res = self._mma_sync(ins, members)
+        elif coll == "matrix":  # ldmatrix / stmatrix (tensorcore.py)
+            res = self._matrix(ins, members)
         elif coll == "match":  # §9.7.13 match.sync, as the interpreter's h_match
             mm = vals[min(vals)][2]
             if not all(is_concrete(v[1]) for v in vals.values()) or not is_concrete(mm):

@@ -23,6 +23,7 @@ from .barriers import BarrierHandlers
 from .collectives import CollectiveHandlers
 from .layout import SPECIAL, Layout
 from .memory import Memory
+from .tensorcore import TensorCoreHandlers, tensorcore_handler
 from .values import ValueHandlers
 
 
@@ -52,7 +53,7 @@ class CTAState:
         self.bar_arrived: dict = {}
 
 
-class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers):
+class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers, TensorCoreHandlers):
     """Runs one kernel for one launch over an algebra (see :mod:`algebra`)."""
 
     def __init__(self, module, kernel, spec, algebra, names: dict, tag: str, max_steps: int = 5_000_000):
@@ -114,6 +115,8 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                 for members in groups.values():
                     self._collective(members)
                     runnable.extend(members)
+            # warpgroup-wide wgmma.mma_async: once the four warps have issued it
+            runnable.extend(self._wgmma_groups(cta, live))
             if runnable:
                 continue
             # mbarrier waits
@@ -308,6 +311,9 @@ def handler_name(row) -> str | None:
     for a row this engine does not model."""
     if row.flow in ("return", "exit"):
         return "h_exit"
+    tc = tensorcore_handler(row)
+    if tc is not None:
+        return tc
     if row.flow == "call":
         return "h_call"
     if row.collective in COLLECTIVE_HANDLED:
