@@ -28,9 +28,12 @@ ZOO = ROOT / "tests" / "zoo"
 
 def run(p, shapes=None, cex_dir=None):
     t = time.perf_counter()
-    rep, results = equivalence_report(str(ZOO / p["candidate"]), str(ZOO / p["reference"]), launch=p["launch"],
-                                      ref_launch=p.get("ref_launch", p["launch"]), model=p["model"], shapes=shapes,
-                                      cex_dir=cex_dir, test_examples=2)
+    torch_ref = p["reference"].startswith("torch:")  # torch:MODULE:FN, MODULE relative to the zoo
+    ref = "torch:" + str(ZOO / p["reference"][6:]) if torch_ref else str(ZOO / p["reference"])
+    rep, results = equivalence_report(str(ZOO / p["candidate"]), ref, launch=p["launch"],
+                                      ref_launch=None if torch_ref else p.get("ref_launch", p["launch"]),
+                                      model=p["model"], shapes=shapes, cex_dir=cex_dir, test_examples=2,
+                                      bind=p.get("bind"))
     wall = time.perf_counter() - t
     r = results[0][1]
     return {"verdict": r.verdict, "elements": r.elements, "time_s": round(wall, 3),

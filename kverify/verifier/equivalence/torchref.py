@@ -7,7 +7,7 @@ parameter ``x`` takes the buffer or scalar argument whose CUDA name, PTX name or
 (``make_fx``: the ATen operators it runs, with the Python line of each) on inputs shaped like
 the candidate's buffers, evaluating the traced graph over the ``real`` normal forms of
 :mod:`realterm` (one term per output element, the same atoms as the kernels':
-``rsqrt(p) = inv(sqrt(p))``, ``exp(x) = ex2(x*log2(e))`` with ``log2(e)`` rounded to f32, casts to
+``rsqrt(p) = inv(sqrt(p))``, ``exp(x) = ex2(x*log2(e))`` (realterm snaps the compilers' roundings of log2(e)), casts to
 f16/bf16 as ``round`` atoms), and running the function on concrete inputs (CPU) to confirm a
 counterexample or for the differential-testing fallback.
 
@@ -434,14 +434,14 @@ class TT:
         self.a, self.dtype, self.loc = a, dtype, loc
 
 
-LOG2E_F32 = Fraction(float(np.float32(math.log2(math.e))))
+LOG2E = R.LOG2E  # exp(x) = ex2(x*log2(e)); ex2 snaps every rounding of log2(e) to this one
 LN2_F32 = Fraction(float(np.float32(math.log(2.0))))
 
 #: The ATen operators the evaluator models (packet names, in-place and out variants included),
 #: with what each becomes in the real normal forms. docs/equivalence.md has the table.
 SUPPORTED = {
     "add": "a + alpha*b", "sub": "a - alpha*b", "rsub": "b - alpha*a", "mul": "a*b", "div": "a*inv(b) (no rounding_mode)",
-    "neg": "-a", "reciprocal": "inv(a)", "exp": "ex2(a*log2e_f32)", "exp2": "ex2(a)", "log": "lg2(a)*ln2_f32",
+    "neg": "-a", "reciprocal": "inv(a)", "exp": "ex2(a*log2e)", "exp2": "ex2(a)", "log": "lg2(a)*ln2_f32",
     "log2": "lg2(a)", "sqrt": "sqrt(a)", "rsqrt": "inv(sqrt(a))", "abs": "abs(a)", "maximum": "max(a, b)",
     "minimum": "min(a, b)", "clamp_min": "max(a, c)", "clamp_max": "min(a, c)", "clamp": "min(max(a, lo), hi)",
     "relu": "max(a, 0)", "tanh": "tanh(a)", "sin": "sin(a)", "cos": "cos(a)", "pow": "a**k, integer k; k = 0.5, -0.5",
@@ -449,7 +449,7 @@ SUPPORTED = {
     "matmul": "mm/bmm", "dot": "sum a*b", "mv": "matrix-vector",
     "sum": "sum over dims (keepdim)", "mean": "sum/n", "amax": "max over dims", "amin": "min over dims",
     "max": "max over all, or (values, -) over a dim", "min": "as max",
-    "_softmax": "ex2((x-max)*log2e_f32) / sum", "softmax": "as _softmax",
+    "_softmax": "ex2((x-max)*log2e) / sum", "softmax": "as _softmax",
     "_log_softmax": "x - max - lg2(sum ex2(...))*ln2_f32", "log_softmax": "as _log_softmax",
     "native_layer_norm": "(x-mean)*inv(sqrt(var+eps))*w+b, var = mean((x-mean)**2)",
     "where": "select on a constant condition", "masked_fill": "fill on a constant mask",
@@ -606,7 +606,7 @@ class Evaluator:
     def _exp(self, a):
         if isinstance(a, R.Inf):
             return R.ZERO if a.sign < 0 else R.POS_INF
-        return self.A.ex2(self.A.scale(a, LOG2E_F32))
+        return self.A.ex2(self.A.scale(a, LOG2E))
 
     def _sqrt(self, a):
         a = self._fin(a, "sqrt")
