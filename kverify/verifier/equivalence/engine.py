@@ -123,7 +123,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         kind = {"DataDependent": "control flow or an address depends on input data",
                 "Unsupported": "unsupported", "ModelUnsupported": f"not expressible in the {model} model",
                 "RealUnsupported": f"not expressible in the {model} model",
-                "Budget": "budget"}[type(e).__name__]
+                "Budget": "budget"}.get(type(e).__name__, "unsupported")
         loc = getattr(e, "instr", None)
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"

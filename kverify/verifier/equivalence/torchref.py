@@ -1075,7 +1075,7 @@ def fix_counterexample(res, tref):
     bind = ",".join(f"{k}={v}" for k, v in tref.bind.items())
     cex["replay_reference"] = (f"python -m kverify.verifier.equivalence.torchref {tref.text} {tref.cand_path} "
                                f"--launch {launch.get('candidate')} --inputs {cex['inputs_file']['reference']}"
-                               + (f" --bind {bind}" if bind else ""))
+                               f" --at {cex['buffer']}:{cex['index']}" + (f" --bind {bind}" if bind else ""))
     return res
 
 
@@ -1096,6 +1096,7 @@ def main(argv=None) -> int:
     p.add_argument("--launch", required=True)
     p.add_argument("--inputs", required=True)
     p.add_argument("--bind")
+    p.add_argument("--at", help="BUFFER:FLAT_INDEX: print that element")
     a = p.parse_args(argv)
     m = load_module(a.kernel)
     src = load_launch(a.launch, a.kernel, None)
@@ -1106,6 +1107,9 @@ def main(argv=None) -> int:
         arrays = {n: z[n] for n in z.files}
     r = tref.run_reference({n: v for n, v in arrays.items() if not n.startswith("expected__")})
     print(f"{tref.text}: {r.status}")
+    if a.at:
+        buf, _, idx = a.at.rpartition(":")
+        print(f"  {buf}[{idx}] = {np.asarray(r.outputs[buf]).reshape(-1)[int(idx)].item()!r}")
     for key in tref.outputs:
         out = r.outputs[key]
         print(f"  {key}: {np.array2string(np.asarray(out).reshape(-1)[:8], precision=6)}"
