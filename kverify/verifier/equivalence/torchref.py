@@ -513,7 +513,7 @@ class Evaluator:
             base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # add_ -> add (in place)
             h = getattr(self, "op_" + base.lstrip("_"), None) if base in SUPPORTED else None
             if h is None:
-                raise TorchUnsupported(f"torch operator aten.{name} ({node.target}) is not in the supported table "
+                raise TorchUnsupported(f"torch operator {node.target} is not in the supported table "
                                        f"(docs/equivalence.md)", self.loc)
             out = h(val, *args, **kwargs)
             out = self._stamp(out, val)
@@ -1059,9 +1059,19 @@ def torch_reference(ref, cand, bind=None) -> TorchReference:
     return TorchReference(load_function(ref), cand, bind, text=ref)
 
 
+TORCH_ASSUMPTION = ("torch reference: the traced ATen graph on these shapes (Python control flow is "
+                    "specialized to them); operators on f16/bf16 tensors read as exact real operations like the "
+                    "kernels' add.f16, only explicit casts are rounding atoms; exp is ex2(x*log2 e)")
+
+
 def fix_counterexample(res, tref):
     """A torch reference has no launch: its replay is the candidate's (the ``.npz`` carries the
-    torch outputs as ``expected__<buffer>``) plus the function on the same inputs."""
+    torch outputs as ``expected__<buffer>``) plus the function on the same inputs. The
+    assumptions name the candidate alone (the reference is not a kernel)."""
+    res.assumptions = [a.replace("both kernels are free of data races", "the candidate is free of data races")
+                       for a in res.assumptions]
+    if res.model == "real":
+        res.assumptions.append(TORCH_ASSUMPTION)
     cex = res.counterexample
     if not cex:
         return res
