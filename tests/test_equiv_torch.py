@@ -106,6 +106,17 @@ def test_python_api_takes_a_callable_reference(tmp_path):
     assert rep.verdict == "violated" and o.counterexample["buffer"] == "c" and o.counterexample["confirmed"]
 
 
+def test_python_api_binds_a_callable_to_a_launch_given_as_arrays(tmp_path):
+    n = 300
+    a, b, c = (np.zeros(n, np.float32) for _ in range(3))
+    rep = kverify.equiv(str(ZOO / "vadd" / "vadd.ptx"), lambda a, b: torch.add(a, b), grid=2, block=256,
+                        args=(a, b, c, n), cex_dir=str(tmp_path))
+    o = rep.obligations[0]
+    assert o.equivalence == "proved" and o.model == "real" and "grid 2x1x1 block 256x1x1" in o.scope
+    with pytest.raises(kverify.api.KernelError, match="matches no parameter"):
+        kverify.equiv(str(ZOO / "vadd" / "vadd.ptx"), lambda x, y: x + y, grid=2, block=256, args=(a, b, c, n))
+
+
 def test_an_operator_outside_the_table_is_unknown_naming_it_and_the_line_then_tested(tmp_path):
     launch = PAIRS["triton_layernorm_vs_torch"]["launch"]
     rep, results = equivalence_report(str(LN / "layernorm.ptx"), f"torch:{LN / 'ref.py'}:layer_norm_unsupported_op",

@@ -20,6 +20,7 @@ torch is imported only when a torch reference is used.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -222,10 +223,12 @@ class TorchReference:
                     raise KernelError(f"parameter {name!r} of {self.name}: kernel parameter {key} has no value in "
                                       f"the launch", self.path, self.line, 1)
                 self.params.append((name, "scalar", key, v))
-        for b in self.bind:
-            if b not in sig.parameters and not any(b == o for o in self.bind.values()):
-                pass
         self._keys = keys
+        if not self.outputs:
+            # no outputs listed in the launch: the buffers the function does not take are its outputs
+            taken = {key for _, kind, key, _ in self.params if kind == "buffer"}
+            self.outputs = [k for k in self.buffers if k not in taken]
+            self.spec = dataclasses.replace(spec, outputs=tuple(self.outputs))
 
     def _key(self, name, keys=None):
         keys = keys or self._keys
