@@ -1032,8 +1032,8 @@ class Evaluator:
         return self.ew(lambda cc, x, y: x if self._truth(cc) else y, val, c, a, b)
 
     def op_masked_fill(self, val, x, mask, v, **kw):
-        return self.ew(lambda xx, m: self.const(v, val.dtype) if not isinstance(v, TT) and self._truth(m) else
-                       (xx if not self._truth(m) else v), val, x, mask)
+        fill = v.a.reshape(-1)[0] if isinstance(v, TT) else self.const(v, val.dtype)  # a 0-d tensor or a number
+        return self.ew(lambda xx, m: fill if self._truth(m) else xx, val, x, mask)
 
 
 class _NoIndices:
