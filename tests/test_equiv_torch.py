@@ -84,13 +84,14 @@ def test_cli_ref_torch_module_file_with_bind_proves_the_triton_layer_norm(tmp_pa
     ob = out["kernels"][0]["obligations"][0]
     assert ob["equivalence"] == "proved" and ob["model"] == "real"
     assert ob["correspondence"][0]["candidate"].endswith("generate.py:60")
-    assert ob["correspondence"][0]["reference"] == ["tests/zoo/layernorm/ref.py:11"]
+    assert ob["correspondence"][0]["reference"] == ["tests/zoo/layernorm/ref.py:18"]
 
 
 def test_the_twin_is_refuted_from_the_command_line(tmp_path, capsys):
-    rc = main(["equiv", str(LN / "layernorm__var_unbiased.ptx"), LN_REF, "--bind", BIND, "--cex-dir", str(tmp_path)])
+    rc = main(["equiv", str(LN / "layernorm__var_unbiased.ptx"), LN_REF, "--bind", BIND, "--cex-dir", str(tmp_path),
+               "--launch", str(LN / "layernorm__var_unbiased.launch.json")])
     text = capsys.readouterr().out
-    assert rc == 1 and "refuted" in text and "generate.py:76" in text and "ref.py:11" in text
+    assert rc == 1 and "refuted" in text and "generate.py:76" in text and "ref.py:18" in text
     assert "replay: kverify run" in text and "reference: python -m kverify.verifier.equivalence.torchref" in text
 
 
@@ -123,7 +124,7 @@ def test_an_operator_outside_the_table_is_unknown_naming_it_and_the_line_then_te
                                       launch=launch, cex_dir=str(tmp_path), test_examples=2, bind=BIND)
     r = results[0][1]
     assert r.verdict == "tested", r.message
-    assert "aten.erf" in r.message and "tests/zoo/layernorm/ref.py:16" in r.message
+    assert "aten.erf" in r.message and "tests/zoo/layernorm/ref.py:25" in r.message
     assert r.tested["examples"] == 2 and rep.verdict == "inconclusive"
 
 
@@ -150,7 +151,7 @@ def test_bad_torch_references_are_usage_errors_with_a_location(argv, msg, capsys
     err = capsys.readouterr().err
     assert msg in err and "Traceback" not in err
     if "matches no parameter" in msg:
-        assert "ref.py:10:1:" in err and "--bind x=PARAM" in err
+        assert "ref.py:15:1:" in err and "--bind x=PARAM" in err
 
 
 # ------------------------------------------------------------------ the operator table

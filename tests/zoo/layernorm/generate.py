@@ -1,6 +1,6 @@
 """Regenerate the layer-norm pair of the zoo: real Triton-emitted PTX for sm_90a of our own
 row-wise layer norm (``layernorm.ptx``) and of a seeded-bug twin that divides the variance
-by N - 1 instead of N (``layernorm__var_unbiased.ptx``), plus ``manifest.json`` (the launch of each).
+by N - 1 instead of N (``layernorm__var_unbiased.ptx``), plus ``manifest.json`` (the correct kernel) and ``layernorm__var_unbiased.launch.json``.
 
 Usage (from anywhere):   python tests/zoo/layernorm/generate.py [--check]
 
@@ -130,24 +130,30 @@ def build(outdir: str) -> None:
         if r.returncode != 0:
             sys.exit(f"ptxas rejected {path}:\n{r.stderr}")
         entries[name] = params_of(ptx)
-    # the zoo manifest: one variant per file, keyed by the PTX parameter names (Triton's PTX has
-    # no source names: <kernel>_param_<i>); the Triton scratch pointers (7, 8) are null
-    variants = []
-    for name, (entry, p) in entries.items():
-        launch = {"kernel": entry, "grid": [ROWS, 1, 1], "block": [32 * NUM_WARPS, 1, 1], "cluster": [1, 1, 1],
-                  "args": {p[4]: N, p[5]: N, p[6]: EPS, p[7]: 0, p[8]: 0},
-                  "buffers": {p[0]: {"dtype": "float32", "shape": [ROWS, N]}, p[1]: {"dtype": "float32", "shape": [N]},
-                              p[2]: {"dtype": "float32", "shape": [N]},
-                              p[3]: {"dtype": "float32", "shape": [ROWS, N]}},
-                  "outputs": [p[3]]}
-        variants.append({"file": name, "kernel": entry, "correct": "__" not in name, "source": "generate.py",
-                         "triton": triton.__version__, "num_warps": NUM_WARPS, "BLOCK_N": BLOCK_N,
-                         "param_roles": dict(zip(p, ["x_ptr", "w_ptr", "b_ptr", "y_ptr", "stride", "N", "eps",
-                                                     "global scratch (null)", "profile scratch (null)"])),
-                         "launch": launch, "reference": "torch:tests/zoo/layernorm/ref.py:layer_norm",
-                         "bug": None if "__" not in name else "the variance is divided by N - 1 (generate.py line 71)"})
+    # the zoo manifest lists the correct kernel (the zoo's convention: "reference" is the numpy
+    # function of ref.py, with its torch_ twin; seeded functional bugs stay out of manifests). The
+    # twin gets its own launch file. Both are keyed by the PTX parameter names (Triton's PTX has no
+    # source names: <kernel>_param_<i>); the Triton scratch pointers (7, 8) are null.
+    def launch_of(entry, p):
+        return {"kernel": entry, "grid": [ROWS, 1, 1], "block": [32 * NUM_WARPS, 1, 1], "cluster": [1, 1, 1],
+                "args": {p[4]: N, p[5]: N, p[6]: EPS, p[7]: 0, p[8]: 0},
+                "buffers": {p[0]: {"dtype": "float32", "shape": [ROWS, N]}, p[1]: {"dtype": "float32", "shape": [N]},
+                            p[2]: {"dtype": "float32", "shape": [N]}, p[3]: {"dtype": "float32", "shape": [ROWS, N]}},
+                "outputs": [p[3]]}
+
+    entry, p = entries["layernorm.ptx"]
+    variant = {"file": "layernorm.ptx", "kernel": entry, "correct": True, "source": "generate.py",
+               "triton": triton.__version__, "num_warps": NUM_WARPS, "BLOCK_N": BLOCK_N,
+               "param_roles": dict(zip(p, ["x_ptr", "w_ptr", "b_ptr", "y_ptr", "stride", "N", "eps",
+                                           "global scratch (null)", "profile scratch (null)"])),
+               "launch": launch_of(entry, p), "reference": "ref:layernorm",
+               "expect": {"race": "ok", "barrier": "ok", "deadlock": "ok"}, "bug": None}
     with open(os.path.join(outdir, "manifest.json"), "w") as f:
-        json.dump({"family": "layernorm", "variants": variants}, f, indent=1)
+        json.dump({"family": "layernorm", "variants": [variant]}, f, indent=1)
+        f.write("\n")
+    entry, p = entries["layernorm__var_unbiased.ptx"]
+    with open(os.path.join(outdir, "layernorm__var_unbiased.launch.json"), "w") as f:
+        json.dump(launch_of(entry, p), f, indent=1)
         f.write("\n")
 
 
