@@ -235,7 +235,7 @@ class TorchReference:
         i = keys.get(self.bind.get(name, name))
         return param_key(self.kernel, i) if i is not None else None
 
-    def _outputs_of(self, result, loc_path=None):
+    def _outputs_of(self, result):
         """The function's result -> {kernel key: value}."""
         if isinstance(result, dict):
             out = {}
