@@ -3,7 +3,8 @@ tests/zoo/equivalence.json at its default launch, and how the proof time grows w
 problem size (each pair's ``sizes``). Everything is measured in this one run, on this
 machine; the growth is reported as ratios to the smallest size of the same pair.
 
-    python bench/bench_equiv.py [--quick] [--out bench/results/equivalence.json]
+    python bench/bench_equiv.py [--quick] [--only NAME_PART] [--out bench/results/equivalence.json]
+    python bench/bench_equiv.py --only torch --out bench/results/equivalence_torch.json   # the torch-reference pairs
 
 Prints a table and saves the JSON.
 """
@@ -28,9 +29,12 @@ ZOO = ROOT / "tests" / "zoo"
 
 def run(p, shapes=None, cex_dir=None):
     t = time.perf_counter()
-    rep, results = equivalence_report(str(ZOO / p["candidate"]), str(ZOO / p["reference"]), launch=p["launch"],
-                                      ref_launch=p.get("ref_launch", p["launch"]), model=p["model"], shapes=shapes,
-                                      cex_dir=cex_dir, test_examples=2)
+    torch_ref = p["reference"].startswith("torch:")  # torch:MODULE:FN, MODULE relative to the zoo
+    ref = "torch:" + str(ZOO / p["reference"][6:]) if torch_ref else str(ZOO / p["reference"])
+    rep, results = equivalence_report(str(ZOO / p["candidate"]), ref, launch=p["launch"],
+                                      ref_launch=None if torch_ref else p.get("ref_launch", p["launch"]),
+                                      model=p["model"], shapes=shapes, cex_dir=cex_dir, test_examples=2,
+                                      bind=p.get("bind"))
     wall = time.perf_counter() - t
     r = results[0][1]
     return {"verdict": r.verdict, "elements": r.elements, "time_s": round(wall, 3),
@@ -42,8 +46,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="default launches only, no size sweep")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "equivalence.json"))
+    ap.add_argument("--only", help="only the pairs whose name contains this (e.g. 'torch')")
     args = ap.parse_args(argv)
-    pairs = json.loads((ZOO / "equivalence.json").read_text())["pairs"]
+    pairs = [p for p in json.loads((ZOO / "equivalence.json").read_text())["pairs"]
+             if not args.only or args.only in p["name"]]
+    if any(p["reference"].startswith("torch:") for p in pairs):
+        run(next(p for p in pairs if p["reference"].startswith("torch:")))  # warm-up: import torch, first make_fx
     out = {"machine": {"platform": platform.platform(), "python": platform.python_version(),
                        "cpus": os.cpu_count()},
            "note": "one run; wall-clock seconds of kverify equiv on the CPU (symbolic execution of both kernels, "

@@ -252,12 +252,30 @@ def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int 
 
 def equiv(candidate, reference, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, *,
           launch=None, ref_launch=None, kernel_name: str | None = None, ref_kernel_name: str | None = None,
-          fp: str = "real", timeout: float = 60.0, tests: int = 8, seed: int = 0, cex_dir: str | None = None) -> Report:
+          fp: str = "real", timeout: float = 60.0, tests: int = 8, seed: int = 0, cex_dir: str | None = None,
+          bind: dict | None = None) -> Report:
     """``kverify equiv``: is ``candidate`` equivalent to ``reference`` (paths or PTX text) for the
     launch (``launch=``, or ``grid``/``block``/``args`` applied to both; tensors give shapes and
-    dtypes, their contents are not used: the proof is over all inputs)."""
-    from kverify.verifier.equivalence import equivalence_report
+    dtypes, their contents are not used: the proof is over all inputs).
 
+    ``reference`` may be a PyTorch function (a callable, or ``"torch:MODULE:FN"``): its parameters
+    take the candidate's buffers and scalar arguments of the same name (or the kernel parameter
+    ``bind`` maps them to: ``{"x": "0"}`` by position, ``{"x": "x_ptr"}`` by name), and it returns
+    the one output tensor or a dict ``{buffer: tensor}`` (docs/equivalence.md)."""
+    from kverify.verifier.equivalence import equivalence_report
+    from kverify.verifier.equivalence.torchref import is_torch_ref
+
+    if is_torch_ref(reference):
+        cand = kernel_file(candidate, "candidate")
+        if ref_launch is not None or ref_kernel_name is not None:
+            raise KernelError("ref_launch= / ref_kernel_name= have no meaning for a torch reference", "<api>", 1, 1)
+        if launch is None and (grid is not None or block is not None or args):
+            _, k, _ = load(cand, kernel_name)
+            spec, _ = launch_spec(k, grid, block, args, cluster, dynamic_smem, cand)
+            launch = spec.to_dict()
+        rep, _ = equivalence_report(cand, reference, launch=launch, model=fp, timeout_s=timeout, kernel=kernel_name,
+                                    cex_dir=cex_dir, test_examples=tests, seed=seed, bind=bind)
+        return Report([rep], "equiv")
     cand, ref = kernel_file(candidate, "candidate"), kernel_file(reference, "reference")
     if launch is None and (grid is not None or block is not None or args):
         _, k, _ = load(cand, kernel_name)

@@ -17,10 +17,20 @@ BY_NAME = {p["name"]: p for p in PAIRS}
 
 
 def _run_pair(p, tmp_path, **kw):
-    rep, results = equivalence_report(str(ZOO / p["candidate"]), str(ZOO / p["reference"]), launch=p["launch"],
-                                      ref_launch=p.get("ref_launch", p["launch"]), model=p["model"],
-                                      cex_dir=str(tmp_path), test_examples=2, **kw)
+    rep, results = equivalence_report(str(ZOO / p["candidate"]), _reference(p), launch=p["launch"],
+                                      ref_launch=_ref_launch(p), model=p["model"],
+                                      cex_dir=str(tmp_path), test_examples=2, bind=p.get("bind"), **kw)
     return rep, results[0][1]
+
+
+def _reference(p):
+    """A kernel path, or ``torch:MODULE:FN`` with MODULE relative to the zoo."""
+    r = p["reference"]
+    return "torch:" + str(ZOO / r[len("torch:"):]) if r.startswith("torch:") else str(ZOO / r)
+
+
+def _ref_launch(p):
+    return None if p["reference"].startswith("torch:") else p.get("ref_launch", p["launch"])
 
 
 PROVED = [p for p in PAIRS if p["expect"] == "proved"]
@@ -28,8 +38,20 @@ REFUTED = [p for p in PAIRS if p["expect"] == "refuted"]
 
 
 def _sweep(pairs):
-    """The pairs as parameters: the first two in the fast subset, the others marked slow."""
-    return [pytest.param(p, id=p["name"], marks=() if i < 2 else pytest.mark.slow) for i, p in enumerate(pairs)]
+    """The pairs as parameters: the first two in the fast subset, the others marked slow (a pair
+    with a torch reference is skipped where PyTorch is not installed)."""
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+
+    def marks(i, p):
+        m = [] if i < 2 else [pytest.mark.slow]
+        if p["reference"].startswith("torch:"):
+            m.append(pytest.mark.skipif(not have_torch, reason="a torch reference needs PyTorch (not installed)"))
+        return m
+    return [pytest.param(p, id=p["name"], marks=marks(i, p)) for i, p in enumerate(pairs)]
 
 
 def test_the_zoo_lists_eight_proofs_and_six_bugs():

@@ -339,14 +339,21 @@ def cmd_equiv(args) -> int:
     from .equivalence import equivalence_report
     from .report import exit_code, report_json
 
-    rep, results = equivalence_report(args.candidate, args.reference, launch=args.launch,
+    if args.reference and args.ref:
+        raise KernelError("give the reference once: REFERENCE or --ref", "<command line>", 1, 1)
+    reference = args.reference or args.ref
+    if not reference:
+        raise KernelError("a reference is required: REFERENCE (a kernel) or --ref torch:MODULE:FN",
+                          "<command line>", 1, 1)
+    rep, results = equivalence_report(args.candidate, reference, launch=args.launch,
                                       ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
                                       timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
-                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed)
+                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed,
+                                      bind=args.bind)
     if args.format == "json":
         print(json.dumps(report_json([rep], "equiv"), indent=2, default=str))
         return exit_code([rep])
-    print(f"kverify equiv {args.candidate} {args.reference}: {rep.name}: {rep.verdict.upper()} "
+    print(f"kverify equiv {args.candidate} {reference}: {rep.name}: {rep.verdict.upper()} "
           f"(model {args.fp})")
     for o, (shape, r) in zip(rep.obligations, results):
         print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements")
@@ -362,6 +369,8 @@ def cmd_equiv(args) -> int:
             for name, d in c.get("inputs", {}).items():
                 print(f"           input {name}: nonzero {d['nonzero']} (all other elements 0)")
             print(f"           replay: {c['replay']}")
+            if str(reference).startswith("torch:") and c.get("replay_reference"):
+                print(f"           reference: {c['replay_reference']}")
         if r.tested:
             t = r.tested
             print(f"           tested: {t.get('examples', 0)} inputs ({t.get('strategy', '')}), poisoned outputs, "
@@ -374,7 +383,11 @@ def _add_equiv(sub):
     s = sub.add_parser("equiv", help="prove a candidate kernel equivalent to a reference kernel, or refute it "
                                      "with a replayable counterexample")
     s.add_argument("candidate", help="candidate kernel (.ptx, .cu, .kvir)")
-    s.add_argument("reference", help="reference kernel (.ptx, .cu, .kvir)")
+    s.add_argument("reference", nargs="?", help="reference kernel (.ptx, .cu, .kvir), or torch:MODULE:FN")
+    s.add_argument("--ref", help="the reference instead of REFERENCE: a kernel, or torch:MODULE:FN (a PyTorch "
+                                 "function; MODULE a .py file or a dotted module; see docs/equivalence.md)")
+    s.add_argument("--bind", help="torch reference: NAME=PARAM[,NAME=PARAM...] binds a function parameter to a "
+                                  "kernel parameter (CUDA name, PTX name or position); default: by name")
     s.add_argument("--launch", help="candidate launch spec (JSON, zoo manifest, or a template whose grid/block/"
                                     "shape entries are expressions over args); default: the zoo manifest")
     s.add_argument("--ref-launch", help="reference launch spec (default: its zoo manifest, else --launch)")

@@ -70,9 +70,11 @@ def equiv_entries():
     out = {}
     with tempfile.TemporaryDirectory() as cex:
         for p in pairs:
-            _, results = equivalence_report(str(ZOO / p["candidate"]), str(ZOO / p["reference"]),
-                                             launch=p["launch"], ref_launch=p.get("ref_launch", p["launch"]),
-                                             model=p["model"], cex_dir=cex, test_examples=2)
+            torch_ref = p["reference"].startswith("torch:")  # torch:MODULE:FN, MODULE relative to the zoo
+            ref = "torch:" + str(ZOO / p["reference"][6:]) if torch_ref else str(ZOO / p["reference"])
+            _, results = equivalence_report(str(ZOO / p["candidate"]), ref, launch=p["launch"],
+                                             ref_launch=None if torch_ref else p.get("ref_launch", p["launch"]),
+                                             model=p["model"], cex_dir=cex, test_examples=2, bind=p.get("bind"))
             r = results[0][1]
             out[p["name"]] = {"verdict": r.verdict, "expect": p["expect"]}
     return out

@@ -124,10 +124,19 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
-                       seed=0) -> tuple[KernelReport, list]:
+                       seed=0, bind=None) -> tuple[KernelReport, list]:
+    """``ref_file`` is a kernel file, or a torch reference: ``torch:MODULE:FN`` or a callable
+    (see :mod:`torchref`; ``bind`` maps its parameters to the candidate's)."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
     shape_list = parse_shapes(shapes)
+    from .torchref import is_torch_ref
+
+    if is_torch_ref(ref_file):
+        return _torch_report(cand_file, ref_file, launch, ref_launch, model, shape_list, timeout_s, kernel, cex_dir,
+                             test_examples, seed, bind)
+    if bind:
+        raise KernelError("--bind applies to a torch reference (--ref torch:MODULE:FN)", "<command line>", 1, 1)
     cm = load_module(cand_file)
     rm = load_module(ref_file)
     rep = KernelReport(name="", path=cand_file)
@@ -143,3 +152,25 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
     return rep, results
 
+
+
+def _torch_report(cand_file, ref, launch, ref_launch, model, shape_list, timeout_s, kernel, cex_dir, test_examples,
+                  seed, bind):
+    from .torchref import fix_counterexample, load_function, parse_bind, TorchReference, PREFIX
+
+    if ref_launch is not None:
+        raise KernelError("--ref-launch has no meaning for a torch reference: it runs on the candidate's buffers",
+                          "<command line>", 1, 1)
+    bind = parse_bind(bind)
+    fn, text = (ref, None) if callable(ref) else (load_function(ref), ref)
+    cm = load_module(cand_file)
+    rep = KernelReport(name="", path=cand_file)
+    results = []
+    for sh in shape_list:
+        cand = load_side(cand_file, launch, sh, kernel, cm)
+        tref = TorchReference(fn, cand, bind, text)
+        rep.name = f"{cand.kernel.name} vs {tref.text if tref.text.startswith(PREFIX) else tref.name}"
+        res = fix_counterexample(check_pair(cand, tref, model, timeout_s, cex_dir, test_examples, seed), tref)
+        results.append((sh, res))
+        rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
+    return rep, results

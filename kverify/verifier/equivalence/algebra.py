@@ -12,7 +12,7 @@ interpreter's bit-exact definitions). Symbolic operands go
   * ``real``: through the normal forms of :mod:`realterm` (values as reals, rounding
     modes, ``.ftz`` and the error of approximate instructions abstracted away: ``ex2``,
     ``rcp``/``div`` ``.approx`` are read as the exact functions; ``lg2``, ``sin``, ``cos``,
-    ``tanh``, ``rsqrt``, ``sqrt.approx`` are uninterpreted). Integer or bit-level
+    ``tanh``, ``sqrt`` are uninterpreted, ``rsqrt(a)`` is ``inv(sqrt(a))``). Integer or bit-level
     operations on real values become uninterpreted terms, except the exponent
     construction of the CUDA ``expf`` sequence (see :meth:`RealAlgebra.as_real`).
 
@@ -456,8 +456,10 @@ class RealAlgebra:
             a = r(args[0])
             if isinstance(a, R.Inf):
                 raise ModelUnsupported(f"{fam} of an infinity (real model)")
-            name = fam if fam != "sqrt" or "approx" not in mods else "sqrt"
-            out = A.fn(name, a)
+            if fam == "rsqrt":  # rsqrt(a) = inv(sqrt(a)): the atom 1/sqrt(a) and torch's rsqrt also give
+                out = self._inv(A.fn("sqrt", a))
+            else:
+                out = A.fn(fam, a)
         elif fam == "cvt":
             return self._cvt(dty, sty, mods, args[0])
         elif fam == "setp":

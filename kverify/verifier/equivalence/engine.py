@@ -87,6 +87,8 @@ def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
 
 
 def symbolic_run(side: Side, alg, names, tag, max_steps):
+    if hasattr(side, "symbolic_run"):  # a reference that is not a kernel (torchref.TorchReference)
+        return side.symbolic_run(alg, names, tag, max_steps)
     ex = Executor(side.module, side.kernel, side.spec, alg, names, tag, max_steps=max_steps)
     ex.run()
     return ex
@@ -244,6 +246,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
 # ---------------------------------------------------------------------- helpers
 def _scope(cand, ref):
     def one(s):
+        if hasattr(s, "scope_text"):
+            return s.scope_text()
         g, b = s.spec.grid, s.spec.block
         args = ", ".join(f"{k}={v}" for k, v in s.spec.args.items())
         return f"{s.name} grid {g[0]}x{g[1]}x{g[2]} block {b[0]}x{b[1]}x{b[2]}" + (f" ({args})" if args else "")

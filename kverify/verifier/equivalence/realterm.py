@@ -14,7 +14,9 @@ in one :class:`Atoms` table shared by the two kernels of a comparison:
   ``max`` / ``min``   over a set of polynomials (associative, commutative, idempotent;
              ``-inf`` / ``+inf`` are their identities)
   ``ex2``    ``2**p``; ``ex2(p)*ex2(q) = ex2(p+q)`` and ``ex2(0) = 1`` (the exponent law
-             the online softmax needs); ``ex2`` of an integer constant is folded
+             the online softmax needs); ``ex2`` of an integer constant is folded; a
+             coefficient of ``p`` within two f32 ulps of ``k*log2(e)`` is snapped to it
+             (:func:`snap_log2e`: ``exp`` spelled with different roundings of log2(e))
   ``inv``    ``1/p`` (``div`` is multiplication by ``inv``); constants are folded
   ``sat``    clamp to [0, 1] (``cvt.sat``, ``.sat``)
   ``round``  rounding to a narrower format (``cvt.rn.f16.f32``): a precision downgrade is
@@ -206,7 +208,7 @@ class Atoms:
             c = p.const()
             if c.denominator == 1:
                 return const(Fraction(2) ** int(c))
-        return self.mono(self.atom("ex2", (p,)))
+        return self.mono(self.atom("ex2", (snap_log2e(p),)))
 
     def inv(self, p: Poly) -> Poly:
         if p.is_const():
@@ -266,6 +268,31 @@ class Atoms:
 
     def fn(self, name, *args):
         return self.mono(self.atom("fn", tuple(args), name))
+
+
+#: log2(e) as the double nearest to it: the canonical coefficient of ``exp`` in an ``ex2`` argument
+LOG2E = Fraction(1.4426950408889634)
+_SNAP_TOL = Fraction(1, 1 << 22)  # about two f32 ulps, relative
+
+
+def snap_log2e(p: Poly) -> Poly:
+    """``exp(x)`` reaches the normal forms as ``ex2(x * L)`` where ``L`` is log2(e) as each compiler
+    spells it: f32 ``0f3FB8AA3B`` (Triton's ``tl.exp``, ``__expf``), a hi + lo pair (CUDA's
+    ``expf``), or the product with a scale folded in by the compiler. A coefficient within about two
+    f32 ulps of ``k * log2(e)`` (``k`` a rational with denominator at most 64) becomes
+    ``k * LOG2E``: constant rounding is abstracted like every other rounding of the real model."""
+    out = None
+    for m, c in p.terms.items():
+        if not c:
+            continue
+        r = c / LOG2E
+        k = r.limit_denominator(64)
+        if not k or k == r:
+            continue
+        if abs(r / k - 1) <= _SNAP_TOL:
+            out = out if out is not None else dict(p.terms)
+            out[m] = k * LOG2E
+    return Poly(out) if out is not None else p
 
 
 def is_finite_poly(x) -> bool:

@@ -90,9 +90,9 @@ class Layout:
                         for k in range(esz):
                             self.const_bytes[coff + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
                 coff += v.size
-        for v in self.module.vars:
-            if v.space == "global":
-                raise Unsupported(f"module-scope .global variable {v.name}")
+        # module-scope .global variables (e.g. the libdevice strings Triton leaves in its PTX) are
+        # not laid out: a kernel that uses one stops at the use (symbol_address: unknown symbol)
+        self.global_vars = {v.name for v in self.module.vars if v.space == "global"}
 
     def buffer_at(self, addr):
         for b in self.buffers:
