@@ -18,11 +18,14 @@ from kverify.semantics.ir.optable import flow_of
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.values import FAMILIES
 
+from .. import folds as F
 from ..algebra import DataDependent, ModelUnsupported, is_concrete
+from .atomics import AtomicHandlers
 from .barriers import BarrierHandlers
 from .collectives import CollectiveHandlers
 from .layout import SPECIAL, Layout
 from .memory import Memory
+from .predication import Predication
 from .values import ValueHandlers
 
 
@@ -41,6 +44,7 @@ class Thread:
     event: object = None
     resume: object = None
     gen: object = None
+    pred: object = None  # the condition of the data-dependent branch being run (predication.py)
 
 
 class CTAState:
@@ -52,7 +56,7 @@ class CTAState:
         self.bar_arrived: dict = {}
 
 
-class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers):
+class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers, AtomicHandlers, Predication):
     """Runs one kernel for one launch over an algebra (see :mod:`algebra`)."""
 
     def __init__(self, module, kernel, spec, algebra, names: dict, tag: str, max_steps: int = 5_000_000):
@@ -150,7 +154,11 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
             if ty is Instr:
                 if s.guard is not None:
                     g = self.pred(t, s.guard.reg)
-                    g = self.alg.truth(g, f"the guard of {s.opcode} at {_loc(s)}")
+                    what = f"the guard of {s.opcode} at {_loc(s)}"
+                    if not is_concrete(g) and not isinstance(self.alg.truth_or_none(g), bool):
+                        yield from self.exec_predicated(t, self.guarded_if(s), g, what)
+                        continue
+                    g = self.alg.truth(g, what)
                     if g == s.guard.negated:
                         continue
                 self.steps += 1
@@ -173,7 +181,12 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                     if sig == "exit":
                         return "exit"
             elif ty is If:
-                c = self.alg.truth(self.pred(t, s.cond), f"the branch at {_loc(s)}")
+                c = self.pred(t, s.cond)
+                what = f"the branch at {_loc(s)}"
+                if not is_concrete(c) and not isinstance(self.alg.truth_or_none(c), bool):
+                    yield from self.exec_predicated(t, s, c, what)
+                    continue
+                c = self.alg.truth(c, what)
                 if s.negated:
                     c = not c
                 body = s.then if c else s.orelse
@@ -205,6 +218,8 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
     def reg(self, t, name):
         v = t.regs.get(name)
         if v is not None:
+            if type(v) is F.Select:
+                v = t.regs[name] = F.force(v)
             return v
         base, _, comp = name.partition(".")
         if base in SPECIAL:
@@ -314,6 +329,8 @@ def handler_name(row) -> str | None:
         return "h_coll"
     if row.semantics == "cvta":
         return "h_cvta"
+    if row.semantics == "atom":
+        return "h_atom"
     if row.semantics in FAMILIES:
         return "h_value"
     first = row.operands[0].access if row.operands else None
