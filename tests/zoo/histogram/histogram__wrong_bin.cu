@@ -2,8 +2,8 @@
 // with shared-memory atomics, then adds its non-zero bins to the global
 // histogram with global atomics (the return value is unused -> red.global).
 // Grid-stride loop, so any grid size covers all n elements.
-// Seeded bug: the bin is data[i] % (NBINS - 1), so bin 63 stays empty and
-// values >= 63 land in the wrong bin.
+// Seeded bug: the bin is data[i] % (NBINS / 2), so bins 32..63 stay empty and
+// values with bit 5 set land in the wrong bin.
 #define BLOCK 256
 #define NBINS 64
 
@@ -15,7 +15,7 @@ histogram(const unsigned* data, unsigned* bins, int n) {
   }
   __syncthreads();
   for (int i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
-    atomicAdd(&sbins[data[i] % (NBINS - 1)], 1u);
+    atomicAdd(&sbins[data[i] % (NBINS / 2)], 1u);
   }
   __syncthreads();
   if (threadIdx.x < NBINS) {
