@@ -3,7 +3,7 @@ tests/zoo/equivalence.json at its default launch, and how the proof time grows w
 problem size (each pair's ``sizes``). Everything is measured in this one run, on this
 machine; the growth is reported as ratios to the smallest size of the same pair.
 
-    python bench/bench_equiv.py [--quick] [--out bench/results/equivalence.json]
+    python bench/bench_equiv.py [--quick] [--pairs NAME,...] [--out bench/results/equivalence.json]
 
 Prints a table and saves the JSON.
 """
@@ -42,8 +42,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="default launches only, no size sweep")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "equivalence.json"))
+    ap.add_argument("--pairs", default="", help="comma-separated pair names (default: all)")
     args = ap.parse_args(argv)
     pairs = json.loads((ZOO / "equivalence.json").read_text())["pairs"]
+    if args.pairs:
+        pairs = [p for p in pairs if p["name"] in args.pairs.split(",")]
     out = {"machine": {"platform": platform.platform(), "python": platform.python_version(),
                        "cpus": os.cpu_count()},
            "note": "one run; wall-clock seconds of kverify equiv on the CPU (symbolic execution of both kernels, "
