@@ -10,7 +10,8 @@ commutative and associative, so the order in which the threads' contributions ar
 does not change the value: a fold is a multiset of contributions (a set for the idempotent
 and, or, min, max). Two folds with the same operator, width, constant and contributions
 (z3 terms compared by identity: z3 terms are hash-consed) are equal. For add and xor the
-common contributions cancel, so a difference is searched on the rest only.
+common contributions cancel; the rest are paired one by one, each pair proved equal by z3
+(a small question), or a difference is searched on them only.
 
 Lazy values: :class:`FoldPred` (``fold == c`` / ``fold != c``, so ``if (count != 0)
 atomicAdd(.., count)`` needs no z3 term of the count) and :class:`Select` (a register merged
@@ -27,6 +28,8 @@ import z3
 MAX_TERMS = 300_000
 #: Most differing contributions handed to the solver as one question.
 MAX_SOLVER_TERMS = 256
+#: Most differing contributions paired one by one by the solver.
+MAX_MATCH = 1024
 
 IDEMPOTENT = ("and", "or", "min.u", "min.s", "max.u", "max.s")
 
@@ -305,6 +308,8 @@ def compare(a, b, seed=0, tries=12):
                 return "equal", None
             if a.op in ("add", "xor"):
                 da, db = ka - kb, kb - ka
+                if a.const == b.const and _match(a, da, b, db):
+                    return "equal", None
                 za, zb = a.z3(da), b.z3(db)
                 ea, eb = a.entries(), b.entries()
                 cand = [ea[k] for k in da] + [eb[k] for k in db]
@@ -331,6 +336,41 @@ def compare(a, b, seed=0, tries=12):
         return "terms", (za, zb)
     except FoldBudget as e:
         return "budget", str(e)
+
+
+def _entry_term(f, e):
+    kind, x = e
+    if kind == "p":
+        return x
+    idx, k, v = x
+    return z3.If(idx == z3.BitVecVal(k, idx.size()), lift(v, f.w), z3.BitVecVal(identity(f.op, f.w), f.w))
+
+
+def _match(a, da, b, db, limit=MAX_MATCH):
+    """Pair every remaining contribution of ``a`` with one of ``b`` over the same variables
+    that z3 proves equal (each question is small). All paired: the folds are equal."""
+    n = sum(da.values())
+    if n != sum(db.values()) or n > limit:
+        return False
+    ea, eb = a.entries(), b.entries()
+    pool = {}
+    for key, c in db.items():
+        t = _entry_term(b, eb[key])
+        pool.setdefault(frozenset(_vars((t,))), []).extend([t] * c)
+    for key, c in da.items():
+        t = _entry_term(a, ea[key])
+        cands = pool.get(frozenset(_vars((t,))), [])
+        for _ in range(c):
+            for j, u in enumerate(cands):
+                s = z3.Solver()
+                s.set("timeout", 1000)
+                s.add(t != u)
+                if s.check() == z3.unsat:
+                    del cands[j]
+                    break
+            else:
+                return False
+    return True
 
 
 def _term(v):
