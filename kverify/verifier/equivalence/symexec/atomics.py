@@ -147,18 +147,43 @@ class AtomicHandlers:
     # ------------------------------------------------------------------ data-dependent addresses
     def _scattered(self, t, ins, fop, nb, space, a, av, v):
         A = av + a.offset if a.offset else av
-        kind, astart, kstart, size, label = self._scatter_region(t, ins, space, A)
+        # the region of this instruction's last execution, if the address provably stays in it
+        # (the bound below is proved for all inputs, so the region found at zero inputs
+        # the first time is as good as any); else find it again
+        regions = self._dec.setdefault(("atom.region", id(ins)), [])
+        got = None
+        for reg in regions:
+            o = z3.simplify(A - reg[1], mul2concat=True)
+            r = self._index_bits(ins, o, reg[0], reg[3], reg[4], raise_=False, nb=nb) if reg[5] == nb else None
+            if r is not None:
+                got = reg, o, r
+                break
+        if got is None:
+            reg = self._scatter_region(t, ins, space, A) + (nb,)
+            o = z3.simplify(A - reg[1], mul2concat=True)
+            got = reg, o, self._index_bits(ins, o, reg[0], reg[3], reg[4], nb=nb)
+            regions.append(reg)
+        (kind, astart, kstart, size, label, _nb), o, (lbits, top, key) = got
         nel = size // nb
-        o = z3.simplify(A - astart, mul2concat=True)
-        lbits, top = self._index_bits(ins, o, nb, size, label)
         # bits [l, top) of o are the element index; when the region's start is a multiple of
         # 2**top they are also bits [l, top) of A itself (no carry), which z3 keeps simpler
-        src = A if astart % (1 << top) == 0 and top <= A.size() else o
+        use_a = astart % (1 << top) == 0 and top <= A.size()
+        src = A if use_a else o
         idx = z3.simplify(z3.Extract(top - 1, lbits, src), mul2concat=True) if top > lbits else None
         mbits = top - lbits
-        while idx is not None and mbits > 1 and _zero_bits(idx, mbits - 1, mbits - 1):
-            mbits -= 1
-            idx = z3.simplify(z3.Extract(mbits - 1, 0, idx))
+        if idx is not None:
+            # top bits of the index that are zero for every input (valid for one term of this
+            # shape, so for all: validity does not depend on the names of the variables)
+            mkey = ("atom.mbits", key, use_a)
+            m = self._dec.get(mkey)
+            if m is None:
+                m = mbits
+                while m > 1 and _zero_bits(idx, m - 1, m - 1):
+                    m -= 1
+                self._dec[mkey] = m
+            if m != mbits:
+                idx = z3.simplify(z3.Extract(m - 1, 0, idx))
+                mbits = m
         if idx is None or z3.is_bv_value(idx):
             k = idx.as_long() if idx is not None else 0
             store, key, kind = self._atomic_cell(t, ins, space, self._addr_of(kind, astart, k, nb, space), nb)
@@ -230,10 +255,11 @@ class AtomicHandlers:
                 return "shared", off + window, off, size, f"shared variable {name}"
         raise Unsupported(f"{ins.opcode}: its data-dependent address can fall outside every shared variable", ins)
 
-    def _index_bits(self, ins, o, nb, size, label):
-        """(l, top): ``o`` is a multiple of 2**l = nb below ``size`` <= 2**top for every
-        input, so the element index is bits [l, top) of ``o``. Proved once per shape of ``o`` (the term with
-        its variables renamed in order): syntactically (z3.simplify) or by the solver."""
+    def _index_bits(self, ins, o, kind, size, label, raise_=True, nb=1):
+        """(l, top, key): ``o`` is a multiple of 2**l = nb below ``size`` <= 2**top for every
+        input, so the element index is bits [l, top) of ``o``; ``key`` names the shape of ``o``.
+        Proved once per shape of ``o`` (the term with its variables renamed in order):
+        syntactically (z3.simplify) or by the solver."""
         cache = getattr(self, "_shape_cache", None)
         if cache is None:
             cache = self._shape_cache = {}
@@ -242,8 +268,10 @@ class AtomicHandlers:
         if r is None:
             r = cache[key] = _analyze(o, nb, size)
         if isinstance(r, str):
+            if not raise_:
+                return None
             raise Unsupported(f"{ins.opcode}: its data-dependent address into {label} {r}", ins)
-        return r
+        return r + (key,)
 
 
 def _shape(o):
