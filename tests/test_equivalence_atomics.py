@@ -221,3 +221,47 @@ def test_a_guard_saying_the_count_is_not_the_identity_is_dropped():
     g = F.Fold("add", 32)
     g.add_guarded(ne, count)
     assert F.compare(g, count) == ("equal", None)
+
+
+def _clamp(branchy):
+    """y[tid] = max(x[tid], 5): with a branch on x (a store on each side), or with max.s32."""
+    if branchy:
+        body = """  setp.gt.s32 %p1, %r2, 5;
+  @%p1 bra BIG;
+  mov.u32 %r3, 5;
+  st.global.u32 [%rd8], %r3;
+  bra.uni END;
+BIG:
+  st.global.u32 [%rd8], %r2;
+END:
+"""
+    else:
+        body = "  max.s32 %r3, %r2, 5;\n  st.global.u32 [%rd8], %r3;\n"
+    return HEAD + f"""
+.visible .entry clamp(.param .u64 x, .param .u64 y)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<9>;
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd2, [y];
+  cvta.to.global.u64 %rd3, %rd1;
+  cvta.to.global.u64 %rd4, %rd2;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd6, %rd3, %rd5;
+  add.s64 %rd8, %rd4, %rd5;
+  ld.global.u32 %r2, [%rd6];
+{body}  ret;
+}}
+"""
+
+
+def test_stores_on_both_sides_of_a_data_branch_are_if_converted(tmp_path):
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1], "args": {},
+              "buffers": {"x": {"dtype": "int32", "shape": [4]}, "y": {"dtype": "int32", "shape": [4]}},
+              "outputs": ["y"]}
+    b = _side(tmp_path, "branchy", _clamp(True), launch)
+    m = _side(tmp_path, "max", _clamp(False), launch)
+    r = check_pair(b, m, "int", test_on_unknown=False)
+    assert r.verdict == "proved" and r.elements == 4, r.message

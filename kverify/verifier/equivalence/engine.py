@@ -118,11 +118,11 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     try:
         ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps)
         ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps)
-    except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget) as e:
+    except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget, F.FoldBudget) as e:
         kind = {"DataDependent": "control flow or an address depends on input data",
                 "Unsupported": "unsupported", "ModelUnsupported": f"not expressible in the {model} model",
                 "RealUnsupported": f"not expressible in the {model} model",
-                "Budget": "budget"}[type(e).__name__]
+                "Budget": "budget", "FoldBudget": "budget"}[type(e).__name__]
         loc = getattr(e, "instr", None)
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"

@@ -336,6 +336,8 @@ def compare(a, b, seed=0, tries=12):
         return "terms", (za, zb)
     except FoldBudget as e:
         return "budget", str(e)
+    except z3.Z3Exception as e:  # e.g. folds of different widths
+        return "budget", f"the atomic folds could not be compared ({e})"
 
 
 def _entry_term(f, e):

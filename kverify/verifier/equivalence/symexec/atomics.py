@@ -45,6 +45,12 @@ class AtomicHandlers:
     """The atomic handlers of :class:`~.executor.Executor`."""
 
     def h_atom(self, t, ins):
+        try:
+            return self._atom(t, ins)
+        except z3.Z3Exception as e:  # a combination of widths or sorts this walk does not model
+            raise Unsupported(f"{ins.opcode}: not modelled symbolically ({e})", ins) from None
+
+    def _atom(self, t, ins):
         row_def = ins.row.operands[0].access == "def"  # atom returns the old value; red does not
         ops = ins.operands
         a, b = (ops[1], ops[2]) if row_def else (ops[0], ops[1])
