@@ -110,11 +110,13 @@ TICKET = HEAD + """
 """
 
 
-def _scatter(mask, guard=False):
-    """Every thread adds data[tid] (or 1) to bins[data[tid] & mask]; ``guard``: only a nonzero
-    data[tid] is added, behind a branch on it."""
-    body = (f"  setp.eq.u32 %p1, %r2, 0;\n  @%p1 bra DONE;\n  red.global.add.u32 [%rd8], %r2;\nDONE:\n"
-            if guard else "  red.global.add.u32 [%rd8], %r2;\n")
+def _scatter(mask, guard=False, op="add.u32", reverse=False):
+    """Every thread adds data[tid] to bins[data[tid] & mask] (``op``: another reduction);
+    ``guard``: only a nonzero data[tid] is added, behind a branch on it; ``reverse``: thread
+    tid takes element 7 - tid, so the atomics come in the opposite order."""
+    body = (f"  setp.eq.u32 %p1, %r2, 0;\n  @%p1 bra DONE;\n  red.global.{op} [%rd8], %r2;\nDONE:\n"
+            if guard else f"  red.global.{op} [%rd8], %r2;\n")
+    tid = "  mov.u32 %r0, %tid.x;\n  sub.u32 %r1, 7, %r0;\n" if reverse else "  mov.u32 %r1, %tid.x;\n"
     return HEAD + f"""
 .visible .entry scatter(.param .u64 data, .param .u64 bins)
 {{
@@ -125,8 +127,7 @@ def _scatter(mask, guard=False):
   ld.param.u64 %rd2, [bins];
   cvta.to.global.u64 %rd3, %rd1;
   cvta.to.global.u64 %rd4, %rd2;
-  mov.u32 %r1, %tid.x;
-  mul.wide.u32 %rd5, %r1, 4;
+{tid}  mul.wide.u32 %rd5, %r1, 4;
   add.s64 %rd6, %rd3, %rd5;
   ld.global.u32 %r2, [%rd6];
   and.b32 %r3, %r2, {mask};
@@ -265,3 +266,15 @@ def test_stores_on_both_sides_of_a_data_branch_are_if_converted(tmp_path):
     m = _side(tmp_path, "max", _clamp(False), launch)
     r = check_pair(b, m, "int", test_on_unknown=False)
     assert r.verdict == "proved" and r.elements == 4, r.message
+
+
+@pytest.mark.parametrize("op", ["add.u32", "max.u32", "min.s32", "or.b32", "xor.b32", "and.b32"])
+def test_scattered_atomics_in_the_opposite_order_are_proved_and_another_operator_refuted(tmp_path, op):
+    fwd = _side(tmp_path, "fwd", _scatter(15, op=op), SCATTER_LAUNCH)
+    rev = _side(tmp_path, "rev", _scatter(15, op=op, reverse=True), SCATTER_LAUNCH)
+    r = check_pair(rev, fwd, "int", test_on_unknown=False)
+    assert r.verdict == "proved" and r.structural == 16 and r.solver == 0, r.message
+    other = "add.u32" if op != "add.u32" else "xor.b32"
+    bad = _side(tmp_path, "other", _scatter(15, op=other, reverse=True), SCATTER_LAUNCH)
+    r = check_pair(bad, fwd, "int", test_on_unknown=False, cex_dir=str(tmp_path))
+    assert r.verdict == "refuted" and r.counterexample["buffer"] == "bins", r.message
