@@ -278,3 +278,15 @@ def test_scattered_atomics_in_the_opposite_order_are_proved_and_another_operator
     bad = _side(tmp_path, "other", _scatter(15, op=other, reverse=True), SCATTER_LAUNCH)
     r = check_pair(bad, fwd, "int", test_on_unknown=False, cex_dir=str(tmp_path))
     assert r.verdict == "refuted" and r.counterexample["buffer"] == "bins", r.message
+
+
+def test_reading_shared_bins_before_the_barrier_is_unknown(tmp_path):
+    """histogram__missing_sync reads its shared bins with no barrier after the atomics: the
+    value read depends on the order of the atomics, so nothing is claimed."""
+    p = PAIRS["histogram_shared_vs_global_atomics"]
+    cand = load_side(str(ZOO / "histogram" / "histogram__missing_sync.ptx"), p["launch"], {})
+    ref = load_side(str(ZOO / p["reference"]), p["ref_launch"], {})
+    r = check_pair(cand, ref, "int", test_on_unknown=False)
+    assert r.verdict == "unknown"
+    assert ("atom.shared.add.u32: a load read this location before this atomic with no barrier between them; "
+            "the value it read depends on the order of the atomics at histogram__missing_sync.cu:18") in r.message

@@ -97,7 +97,7 @@ class Fold(Lazy):
     """``const ⊕ plain... ⊕ hits...``; mutable while only the atomics of one location append
     to it, ``frozen`` once a load has observed it (then an update copies it)."""
 
-    __slots__ = ("op", "w", "const", "plain", "hits", "frozen", "_z3")
+    __slots__ = ("op", "w", "const", "plain", "hits", "frozen", "seen", "_z3")
 
     def __init__(self, op, w, const=None, plain=None, hits=None):
         self.op, self.w = op, w
@@ -105,6 +105,7 @@ class Fold(Lazy):
         self.plain = plain if plain is not None else []
         self.hits = hits if hits is not None else []
         self.frozen = False
+        self.seen = None  # (CTA, barrier epoch) of the load that observed it
         self._z3 = None
 
     @classmethod

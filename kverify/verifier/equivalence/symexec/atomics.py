@@ -122,6 +122,24 @@ class AtomicHandlers:
         store[key] = (nb, new, ins.loc)
         return None
 
+    # ------------------------------------------------------------------ loads of folds
+    def observe_fold(self, t, f, kind, ins=None):
+        """A load reads a location atomics updated. Global: other CTAs may still update it
+        (CTAs are not ordered), so its value depends on the schedule. Shared: later atomics
+        must come after a barrier (checked in :meth:`_check_unobserved`)."""
+        if kind != "shared" or t is None:
+            raise Unsupported("a load of a global location that atomics update: the value it reads depends on "
+                              "the order of the CTAs", ins)
+        f.frozen = True
+        f.seen = (t.cta, t.cta.epoch)
+
+    def _check_unobserved(self, t, f, ins):
+        """An atomic on a fold a load already read: fine after a barrier of the same CTA,
+        else the value the load read depends on the order of the atomics."""
+        if f.seen is not None and not (f.seen[0] is t.cta and t.cta.epoch > f.seen[1]):
+            raise Unsupported(f"{ins.opcode}: a load read this location before this atomic with no barrier "
+                              f"between them; the value it read depends on the order of the atomics", ins)
+
     # ------------------------------------------------------------------ helpers
     def _result_unused(self, ins):
         un = getattr(self, "_unread_atomics", None)
@@ -143,7 +161,11 @@ class AtomicHandlers:
         e = store.get(key)
         if e is not None and e[0] == nb and isinstance(e[1], F.Fold) and e[1].op == fop and not e[1].frozen:
             return e[1]
-        old = self.load(t, space, addr, nb, ins) if e is None or e[0] != nb else e[1]
+        if e is not None and isinstance(e[1], F.Fold):
+            self._check_unobserved(t, e[1], ins)
+            old = e[1] if e[0] == nb else F.force(e[1])
+        else:
+            old = self.load(t, space, addr, nb, ins) if e is None or e[0] != nb else e[1]
         f = F.Fold.of(fop, 8 * nb, old)
         if e is None or e[0] != nb:
             self._clear(store, key, nb, kind, t)

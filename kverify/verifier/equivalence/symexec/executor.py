@@ -54,6 +54,7 @@ class CTAState:
         self.mbars: dict = {}
         self.threads: list = []
         self.bar_arrived: dict = {}
+        self.epoch = 0  # barrier releases so far (atomics.py: loads and atomics of one location)
 
 
 class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers, AtomicHandlers, Predication):
@@ -138,6 +139,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                 arrived = len(ts) + cta.bar_arrived.get(bid, 0)
                 if arrived >= need:
                     cta.bar_arrived[bid] = 0
+                    cta.epoch += 1
                     runnable.extend(ts)
             if not runnable:
                 waits = sorted({f"{t.event[0]} at {_loc(t.event[-1])}" for t in live})

@@ -67,8 +67,8 @@ class Memory:
             return v
         e = store.get(a)
         if e is not None and e[0] == n:
-            if type(e[1]) is Fold:  # observed: later atomics copy it (folds.py)
-                e[1].frozen = True
+            if type(e[1]) is Fold:  # observed: later atomics copy it (atomics.py)
+                self.observe_fold(t, e[1], kind, ins)
             return e[1]
         return self._assemble(store, a, n, kind, t)
 
