@@ -3,7 +3,7 @@ tests/zoo/equivalence.json at its default launch, and how the proof time grows w
 problem size (each pair's ``sizes``). Everything is measured in this one run, on this
 machine; the growth is reported as ratios to the smallest size of the same pair.
 
-    python bench/bench_equiv.py [--quick] [--only NAME_PART] [--out bench/results/equivalence.json]
+    python bench/bench_equiv.py [--quick] [--only NAME_PART] [--pairs NAME,...] [--out bench/results/equivalence.json]
     python bench/bench_equiv.py --only torch --out bench/results/equivalence_torch.json   # the torch-reference pairs
 
 Prints a table and saves the JSON.
@@ -47,9 +47,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="default launches only, no size sweep")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "equivalence.json"))
     ap.add_argument("--only", help="only the pairs whose name contains this (e.g. 'torch')")
+    ap.add_argument("--pairs", default="", help="comma-separated pair names (default: all)")
     args = ap.parse_args(argv)
     pairs = [p for p in json.loads((ZOO / "equivalence.json").read_text())["pairs"]
              if not args.only or args.only in p["name"]]
+    if args.pairs:
+        pairs = [p for p in pairs if p["name"] in args.pairs.split(",")]
     if any(p["reference"].startswith("torch:") for p in pairs):
         run(next(p for p in pairs if p["reference"].startswith("torch:")))  # warm-up: import torch, first make_fx
     out = {"machine": {"platform": platform.platform(), "python": platform.python_version(),

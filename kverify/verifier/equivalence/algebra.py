@@ -30,6 +30,7 @@ from kverify.launch import dtypes
 from kverify.semantics.values import ConcreteDomain, Z3Domain, evaluate
 from kverify.semantics.values.types import FORMATS, bits_to_float, float_to_bits, is_float
 
+from . import folds as F
 from . import realterm as R
 
 CD = ConcreteDomain()
@@ -170,6 +171,10 @@ class BVAlgebra:
             return v
         if type(v) is int:
             return v & ((1 << w) - 1)
+        if isinstance(v, F.Lazy):  # atomic folds and merged registers (folds.py)
+            if isinstance(v, F.Fold) and v.w == w or isinstance(v, F.FoldPred):
+                return v
+            v = F.force(v)
         if z3.is_bool(v):
             return v
         n = v.size()
@@ -198,6 +203,8 @@ class BVAlgebra:
     def family(self, fam, ty, mods, args, widths):
         if all(is_concrete(a) for a in args):
             return concrete_eval(fam, ty, mods, args)
+        if any(isinstance(a, F.Lazy) for a in args):
+            return F.lazy_family(self, fam, ty, mods, args, widths)
         zargs = [self._lift(a, w) for a, w in zip(args, widths)]
         r = evaluate(self.D, fam, ty, mods, *zargs)
         if isinstance(r, tuple):
@@ -209,6 +216,9 @@ class BVAlgebra:
             return v
         if type(v) is int:
             return v != 0
+        if isinstance(v, F.FoldPred):
+            raise DataDependent(f"{what} depends on input data")
+        v = F.force(v)
         e = v if z3.is_bool(v) else (v != 0)
         s = z3.simplify(e)
         if z3.is_true(s):
@@ -217,13 +227,23 @@ class BVAlgebra:
             return False
         raise DataDependent(f"{what} depends on input data")
 
+    def truth_or_none(self, v):
+        """``truth`` without raising: None when ``v`` depends on input data."""
+        try:
+            return self.truth(v)
+        except DataDependent:
+            return None
+
     def ite(self, c, a, b, w):
+        c, a, b = F.force_bool(c), F.force(a), F.force(b)
         return self._lower(z3.If(c, self._lift(a, w), self._lift(b, w)))
 
     def pnot(self, v):
         if type(v) is bool:
             return not v
-        return z3.Not(v)
+        if isinstance(v, F.FoldPred):
+            return v.negate()
+        return z3.Not(F.force_bool(v))
 
     # -------------------------------------------------------------- bytes
     def extract_bytes(self, v, lo, n, total):
@@ -232,6 +252,7 @@ class BVAlgebra:
             return (v >> (8 * lo)) & ((1 << (8 * n)) - 1)
         if lo == 0 and n == total:
             return v
+        v = F.force(v)
         return z3.Extract(8 * (lo + n) - 1, 8 * lo, v)
 
     def concat_bytes(self, pieces):
@@ -242,7 +263,7 @@ class BVAlgebra:
                 out |= p << sh
                 sh += 8 * n
             return out
-        zs = [self._lift(p, 8 * n) for p, n in pieces]
+        zs = [self._lift(F.force(p), 8 * n) for p, n in pieces]
         r = zs[0]
         for z in zs[1:]:
             r = z3.Concat(z, r)
@@ -322,6 +343,12 @@ class RealAlgebra:
         if type(v) is int:
             return v != 0
         raise DataDependent(f"{what} depends on input data")
+
+    def truth_or_none(self, v):
+        try:
+            return self.truth(v)
+        except DataDependent:
+            return None
 
     def ite(self, c, a, b, w):
         raise ModelUnsupported("a selection on a data-dependent predicate (real model)")

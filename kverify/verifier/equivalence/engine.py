@@ -25,6 +25,7 @@ from kverify.symbolic.budget import SolverBudget
 from kverify.launch import lookup, param_key
 from kverify.semantics.ir.errors import Unsupported
 
+from . import folds as F
 from . import realterm as R
 from .counterexample import _bv, _bv_cex, _outputs, _probe, _real_cex, _replay, _unflat
 from .algebra import DataDependent, ModelUnsupported, make_algebra
@@ -119,10 +120,10 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     try:
         ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps)
         ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps)
-    except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget) as e:
+    except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget, F.FoldBudget) as e:
         kind = ("control flow or an address depends on input data" if isinstance(e, DataDependent)
                 else f"not expressible in the {model} model" if isinstance(e, (ModelUnsupported, R.RealUnsupported))
-                else "budget" if isinstance(e, Budget) else "unsupported")
+                else "budget" if isinstance(e, (Budget, F.FoldBudget)) else "unsupported")
         loc = getattr(e, "instr", None)
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"
@@ -157,11 +158,26 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     solver = z3.Solver()
     budget = SolverBudget(max(timeout_s, 0.1))  # solver work, not wall-clock time
     timed_out = False
+    stop = None
     n_el = 0
     for name in out_names:
         for i, ((cv, cl), (rv, rl)) in enumerate(zip(oc[name], orf[name])):
             n_el += 1
             cv, rv = alg.as_output(cv, dtypes[name]), alg.as_output(rv, dtypes[name])
+            if isinstance(cv, F.Lazy) or isinstance(rv, F.Lazy):  # atomic folds (folds.py)
+                st, got = F.compare(cv, rv, seed)
+                if st == "equal":
+                    res.structural += 1
+                    if cl is not None and rl is not None:
+                        corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
+                    continue
+                if st == "differ":
+                    first = (name, i, cv, rv, cl, rl, got)
+                    break
+                if st == "budget":
+                    timed_out, stop = True, f"{got} (output element {name}[{i}])"
+                    break
+                cv, rv = got
             eq = _structurally_equal(cv, rv)
             if eq:
                 res.structural += 1
@@ -215,7 +231,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         return res
     if timed_out:
         res.verdict = "unknown"
-        res.message = f"solver budget ({timeout_s:g} solver seconds) spent on output element {pending[0] if pending else '?'}"
+        res.message = stop or f"solver budget ({timeout_s:g} solver seconds) spent on output element {pending[0] if pending else '?'}"
         _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
         res.time_s = time.perf_counter() - t0
         return res

@@ -34,8 +34,11 @@ Modules: :mod:`executor` (the walk over the structured IR, the CTA scheduling, r
 and the choice of handler per op-table row), :mod:`layout` (buffers, parameters, variables
 and special registers of the launch), :mod:`memory` (byte-addressed memory and the
 load/store handlers), :mod:`values` (value families), :mod:`barriers` (barriers,
-mbarriers, asynchronous copies), :mod:`collectives` (warp collectives) and
-:mod:`tensorcore` (``wgmma``, ``mma.sync``, ``ldmatrix``/``stmatrix``).
+mbarriers, asynchronous copies), :mod:`collectives` (warp collectives),
+:mod:`tensorcore` (``wgmma``, ``mma.sync``, ``ldmatrix``/``stmatrix``), :mod:`atomics`
+(``atom``/``red`` as order-independent folds, also at data-dependent addresses) and
+:mod:`predication` (if-conversion of branches on input data whose bodies only compute,
+load, store and perform atomics; ``int``/``bitexact``).
 """
 from .executor import Budget, Executor
 from .layout import Buffer

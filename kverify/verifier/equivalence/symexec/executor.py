@@ -18,12 +18,15 @@ from kverify.semantics.ir.optable import flow_of
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.values import FAMILIES
 
+from .. import folds as F
 from ..algebra import DataDependent, ModelUnsupported, is_concrete
+from .atomics import AtomicHandlers
 from .barriers import BarrierHandlers
 from .collectives import CollectiveHandlers
 from .layout import SPECIAL, Layout
 from .memory import Memory
 from .tensorcore import TensorCoreHandlers, tensorcore_handler
+from .predication import Predication
 from .values import ValueHandlers
 
 
@@ -42,6 +45,7 @@ class Thread:
     event: object = None
     resume: object = None
     gen: object = None
+    pred: object = None  # the condition of the data-dependent branch being run (predication.py)
 
 
 class CTAState:
@@ -51,9 +55,11 @@ class CTAState:
         self.mbars: dict = {}
         self.threads: list = []
         self.bar_arrived: dict = {}
+        self.epoch = 0  # barrier releases so far (atomics.py: loads and atomics of one location)
 
 
-class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers, TensorCoreHandlers):
+class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandlers, TensorCoreHandlers, AtomicHandlers,
+               Predication):
     """Runs one kernel for one launch over an algebra (see :mod:`algebra`)."""
 
     def __init__(self, module, kernel, spec, algebra, names: dict, tag: str, max_steps: int = 5_000_000):
@@ -137,6 +143,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                 arrived = len(ts) + cta.bar_arrived.get(bid, 0)
                 if arrived >= need:
                     cta.bar_arrived[bid] = 0
+                    cta.epoch += 1
                     runnable.extend(ts)
             if not runnable:
                 waits = sorted({f"{t.event[0]} at {_loc(t.event[-1])}" for t in live})
@@ -153,7 +160,11 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
             if ty is Instr:
                 if s.guard is not None:
                     g = self.pred(t, s.guard.reg)
-                    g = self.alg.truth(g, f"the guard of {s.opcode} at {_loc(s)}")
+                    what = f"the guard of {s.opcode} at {_loc(s)}"
+                    if not is_concrete(g) and not isinstance(self.alg.truth_or_none(g), bool):
+                        yield from self.exec_predicated(t, self.guarded_if(s), g, what)
+                        continue
+                    g = self.alg.truth(g, what)
                     if g == s.guard.negated:
                         continue
                 self.steps += 1
@@ -176,7 +187,12 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                     if sig == "exit":
                         return "exit"
             elif ty is If:
-                c = self.alg.truth(self.pred(t, s.cond), f"the branch at {_loc(s)}")
+                c = self.pred(t, s.cond)
+                what = f"the branch at {_loc(s)}"
+                if not is_concrete(c) and not isinstance(self.alg.truth_or_none(c), bool):
+                    yield from self.exec_predicated(t, s, c, what)
+                    continue
+                c = self.alg.truth(c, what)
                 if s.negated:
                     c = not c
                 body = s.then if c else s.orelse
@@ -208,6 +224,8 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
     def reg(self, t, name):
         v = t.regs.get(name)
         if v is not None:
+            if type(v) is F.Select:
+                v = t.regs[name] = F.force(v)
             return v
         base, _, comp = name.partition(".")
         if base in SPECIAL:
@@ -322,6 +340,8 @@ def handler_name(row) -> str | None:
         return "h_coll"
     if row.semantics == "cvta":
         return "h_cvta"
+    if row.semantics == "atom":
+        return "h_atom"
     if row.semantics in FAMILIES:
         return "h_value"
     first = row.operands[0].access if row.operands else None

@@ -12,6 +12,7 @@ from kverify.semantics.ir.nodes import Reg, VecOp
 from kverify.semantics.ir.types import SCALAR_BITS
 
 from ..algebra import DataDependent, is_concrete
+from ..folds import Fold
 
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
@@ -66,6 +67,8 @@ class Memory:
             return v
         e = store.get(a)
         if e is not None and e[0] == n:
+            if type(e[1]) is Fold:  # observed: later atomics copy it (atomics.py)
+                self.observe_fold(t, e[1], kind, ins)
             return e[1]
         return self._assemble(store, a, n, kind, t)
 
@@ -117,6 +120,8 @@ class Memory:
             raise Unsupported(f"store to {kind} space")
         if kind == "global" and self.buffer_at(a) is None:
             raise Unsupported(f"global store at {a:#x} outside every buffer (out of bounds)")
+        if t is not None and t.pred is not None:
+            value = self.predicated_store(t, space, addr, n, value)
         self._clear(store, a, n, kind, t)
         store[a] = (n, value, loc)
 
