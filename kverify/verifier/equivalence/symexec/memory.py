@@ -91,7 +91,16 @@ class Memory:
             if kind == "global":
                 buf = self.buffer_at(b)
                 if buf is None:
-                    raise Unsupported(f"global load at {b:#x} outside every buffer")
+                    gv = self.global_var_at(b)
+                    if gv is None:
+                        raise Unsupported(f"global load at {b:#x} outside every buffer")
+                    if b not in self.gvar_bytes:
+                        raise Unsupported(f"a load of module-scope .global variable {gv.name}, which has no "
+                                          f"initializer (writable state shared across launches)")
+                    self.gvars_read.add(gv.name)
+                    pieces.append((self.gvar_bytes[b], 1))
+                    j += 1
+                    continue
                 idx = (b - buf.start) // buf.esize
                 es = buf.start + idx * buf.esize
                 v = self.initial(buf, idx)
@@ -115,6 +124,9 @@ class Memory:
         store, a, kind = self._region(t, space, addr)
         if kind in ("param", "const"):
             raise Unsupported(f"store to {kind} space")
+        if kind == "global" and self.buffer_at(a) is None and self.global_var_at(a) is not None:
+            raise Unsupported(f"a store to module-scope .global variable {self.global_var_at(a).name} "
+                              f"(writable global state)")
         if kind == "global" and self.buffer_at(a) is None:
             raise Unsupported(f"global store at {a:#x} outside every buffer (out of bounds)")
         self._clear(store, a, n, kind, t)
