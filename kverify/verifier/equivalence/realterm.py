@@ -163,6 +163,7 @@ class Atoms:
         #: the roundings of log2(e) read as log2(e) (keys of LOG2E_ROUNDINGS)
         self.log2e_read: set = set()
         self._log2e = None
+        self._special: set = set()  # ids of ex2 and inv atoms (the factors _mono_mul combines)
 
     def intern(self, p: Poly) -> Poly:
         q = self.polys.get(p)
@@ -181,6 +182,8 @@ class Atoms:
             a = Atom(len(self.by_id), kind, args, name)
             self.by_key[key] = a
             self.by_id.append(a)
+            if kind in ("ex2", "inv"):
+                self._special.add(a.id)
         return a
 
     def mono(self, a: Atom) -> Poly:
@@ -261,6 +264,8 @@ class Atoms:
         if not m2:
             return m1, 1
         ids = m1 + m2
+        if self._special.isdisjoint(ids):  # no ex2 or inv factor: the common case
+            return tuple(sorted(ids)), 1
         byid = self.by_id
         coef = Fraction(1)
         ex = [i for i in ids if byid[i].kind == "ex2"]
