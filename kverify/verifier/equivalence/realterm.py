@@ -106,7 +106,8 @@ class Poly:
 
     def __hash__(self):
         if self._h is None:
-            self._h = hash(frozenset(self.terms.items()))
+            # numerator/denominator pairs: Fraction.__hash__ computes a modular inverse
+            self._h = hash(frozenset((m, c.numerator, c.denominator) for m, c in self.terms.items()))
         return self._h
 
     def __eq__(self, other):
@@ -163,6 +164,8 @@ class Atoms:
         #: the roundings of log2(e) read as log2(e) (keys of LOG2E_ROUNDINGS)
         self.log2e_read: set = set()
         self._log2e = None
+        self._mul_memo: dict = {}
+        self._max_info: dict = {}  # max atom id -> (its greatest residual, residuals of constant elements)
         self._special: set = set()  # ids of ex2 and inv atoms (the factors _mono_mul combines)
 
     def intern(self, p: Poly) -> Poly:
@@ -203,10 +206,12 @@ class Atoms:
         the sign of the coefficient of ``p - q`` at its least monomial (atom ids sorted)."""
         if p is q:
             return 0
-        d = self.sub(p, q)
-        if not d.terms:
-            return 0
-        return 1 if d.terms[min(d.terms)] > 0 else -1
+        pt, qt = p.terms, q.terms
+        for k in sorted(pt.keys() | qt.keys()):
+            a, b = pt.get(k, 0), qt.get(k, 0)
+            if a != b:
+                return 1 if a > b else -1
+        return 0
 
     def least(self, ps):
         best = None
@@ -298,9 +303,17 @@ class Atoms:
             return self.scale(q, p.const())
         if q.is_const():
             return self.scale(p, q.const())
+        big = len(p.terms) + len(q.terms) > 8
+        if big:  # the same product recurs across lanes (a shfl passes the same object): keyed by identity
+            key = (id(p), id(q)) if id(p) <= id(q) else (id(q), id(p))
+            hit = self._mul_memo.get(key)
+            if hit is not None:
+                return hit[2]
         if len(q.terms) > 1 or len(p.terms) > 1:
             r = self._cancel_inverse(p, q)
             if r is not None:
+                if big:
+                    self._mul_memo[key] = (p, q, r)
                 return r
         t: dict = {}
         for m1, c1 in p.terms.items():
@@ -311,7 +324,10 @@ class Atoms:
                     t[m] = v
                 else:
                     t.pop(m, None)
-        return Poly(t)
+        r = Poly(t)
+        if big:
+            self._mul_memo[key] = (p, q, r)  # holds p and q: their ids stay unique
+        return r
 
     def _cancel_inverse(self, p, q):
         """``(r * inv(s)) * s' = r * k * ex2(e)`` where ``s' = k * ex2(e) * s`` (the factored
@@ -494,8 +510,8 @@ class Atoms:
                 neg.append(NEG_INF if x is POS_INF else POS_INF if x is NEG_INF else self.neg(x))
             r = self.maxmin("max", neg)
             return NEG_INF if r is POS_INF else POS_INF if r is NEG_INF else self.neg(r)
-        items = set()
         byid = self.by_id
+        groups, singles = [], set()
         for x in xs:
             if x is NEG_INF:
                 continue
@@ -506,12 +522,55 @@ class Atoms:
             if len(hits) == 1:
                 (m, c), = hits
                 a = Poly({mm: cc for mm, cc in x.terms.items() if mm != m})
-                for r in byid[m[0]].args:
-                    items.add(self.add(a, self.scale(r, c)))
+                groups.append((a, c, byid[m[0]]))
                 continue
-            items.add(x)
-        if not items:
+            singles.add(x)
+        if not groups and not singles:
             return NEG_INF
+        if any(x.is_const() for x in singles) or any(self.add(a, self.scale(x, c)).is_const()
+                                                      for a, c, g in groups for x in self._max_info[g.id][1]):
+            return self._max_items(singles, groups)
+        key = ("max", frozenset(singles), frozenset((a, c, g.id) for a, c, g in groups))
+        r = self._memo.get(key)
+        if r is not None:
+            return r
+        # each group's least element is its a (0 is in R, every r >= 0), its greatest a + c*top(R)
+        p0 = self.least(list(singles) + [a for a, _, _ in groups])
+        g = self.greatest(list(singles) + [self.add(a, self.scale(self._max_info[at.id][0], c)) for a, c, at in groups])
+        if self.compare(g, p0) == 0:
+            r = p0  # one distinct element
+        else:
+            d = self.sub(g, p0)
+            c = d.terms[min(d.terms)]
+            negp0, inv_c = self.neg(p0), 1 / c
+            args = set()
+            for a, cg, at in groups:
+                if cg == c and a == p0:  # the residuals are unchanged
+                    args.update(at.args)
+                    continue
+                for x in at.args:
+                    args.add(self.intern(self.scale(self.add(self.add(a, self.scale(x, cg)), negp0), inv_c)))
+            for x in singles:
+                args.add(self.intern(self.scale(self.add(x, negp0), inv_c)))
+            r = self._max_atom(p0, c, args, self.scale(d, inv_c), ())
+        self._memo[key] = r
+        return r
+
+    def _max_atom(self, p0, c, args, top, const_residuals):
+        """``p0 + c*max(args)``; remembers the greatest residual and the residuals of constant
+        elements (a group holding a constant goes through :meth:`_max_items`)."""
+        at = self.atom("max", frozenset(args))
+        if at.id not in self._max_info:
+            self._max_info[at.id] = (top, const_residuals)
+        return self.add(p0, self.scale(self.mono(at), c))
+
+    def _max_items(self, singles, groups):
+        """max over the explicit set of elements (used when constants are among them: of
+        several constants only the greatest is kept)."""
+        items = set(singles)
+        for a, c, at in groups:
+            for x in at.args:
+                items.add(self.add(a, self.scale(x, c)))
         consts = [x for x in items if x.is_const()]
         if len(consts) > 1:
             pick = max(consts, key=Poly.const)
@@ -523,11 +582,12 @@ class Atoms:
         if r is not None:
             return r
         p0 = self.least(items)
-        res = [self.sub(x, p0) for x in items]
-        top = self.greatest(res)
+        top = self.sub(self.greatest(items), p0)
         c = top.terms[min(top.terms)]
-        args = frozenset(self.intern(self.scale(x, 1 / c)) for x in res)
-        r = self.add(p0, self.scale(self.mono(self.atom("max", args)), c))
+        negp0 = self.neg(p0)
+        res = {x: self.intern(self.scale(self.add(x, negp0), 1 / c)) for x in items}
+        r = self._max_atom(p0, c, set(res.values()), self.scale(top, 1 / c),
+                           tuple(v for x, v in res.items() if x.is_const()))
         self._memo[key] = r
         return r
 
