@@ -100,7 +100,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                    "barrier interval by barrier interval and asynchronous copies complete when issued"]
     if model == "real":
         assumptions.append("real model: floats are reals; rounding, .ftz and the error of approximate "
-                           "instructions are abstracted (ex2/rcp .approx read as exact); narrowing conversions "
+                           "instructions are abstracted (ex2/rcp/lg2 .approx read as exact); narrowing conversions "
                            "stay visible; inputs are finite")
     elif model == "bitexact":
         assumptions.append("bitexact model: IEEE-754 with each instruction's rounding mode; approximate "
