@@ -199,8 +199,14 @@ def test_exp_laws_and_log2e_roundings(A):
     # but not any constant: 1.4427 is not a rounding of log2(e), and exp2(x) is not exp(x)
     assert A.ex2(A.scale(a, Fraction(14427, 10000))) != e2
     assert A.ex2(a) != e2
-    # a scaled exponent keeps its scale: exp(x/8) is 2**(x * log2e / 8)
+    # a scaled exponent keeps its scale: exp(x/8) is 2**(x * log2e / 8), and an f32 softmax
+    # scale (1/sqrt(96) rounded) applied before either exponential is kept exactly
     assert A.ex2(A.scale(a, L32 / 8)) == A.ex2(A.scale(a, LHL / 8)) != e2
+    s96 = Fraction(float(np.float32(1 / np.sqrt(96))))
+    assert A.ex2(A.scale(A.scale(a, s96), L32)) == A.ex2(A.scale(A.scale(a, LHL), s96)) != e2
+    # a constant the compiler folded from log2(e) and the scale is not recognized (documented)
+    folded = Fraction(float(np.float32(float(L32) * float(s96))))
+    assert A.ex2(A.scale(a, folded)) != A.ex2(A.scale(A.scale(a, s96), L32))
 
 
 def test_max_and_min_are_a_lattice_with_shifts_and_positive_scaling(A):

@@ -145,10 +145,18 @@ LOG2E_ROUNDINGS = {
 }
 _SIMPLE_DEN = 1 << 16
 _SIMPLE_NUM = 1 << 24
+_DYADIC_NUM = 1 << 64
 
 
 def _simple(r: Fraction) -> bool:
-    return r.denominator <= _SIMPLE_DEN and abs(r.numerator) <= _SIMPLE_NUM
+    """``r`` is a multiplier a kernel writes next to log2(e): a dyadic rational (a float, e.g.
+    a softmax scale 1/sqrt(d) rounded to f32) or a small fraction. A float constant ``k`` other
+    than ``log2(e)*2**j`` never has a dyadic ratio to a rounding of log2(e): the odd part of
+    the rounding's numerator would have to divide ``k``'s."""
+    d = r.denominator
+    if d & (d - 1) == 0:
+        return abs(r.numerator) < _DYADIC_NUM
+    return d <= _SIMPLE_DEN and abs(r.numerator) <= _SIMPLE_NUM
 
 
 class Atoms:
