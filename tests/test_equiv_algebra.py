@@ -431,3 +431,20 @@ def test_terms_with_equal_normal_forms_agree_at_random_real_points(e1, e2):
         if v1 is None or v2 is None or abs(v1) > 1e5:
             continue
         assert _close(v1, v2), (e1, e2, pt, v1, v2)
+
+
+def test_a_launch_without_the_dynamic_shared_memory_it_uses_is_never_proved():
+    """Triton's cross-warp reduction lives in dynamic shared memory (metadata.shared = 16
+    bytes). Launched with none, the accesses fall outside the launch's shared memory: the
+    symbolic walk stops there instead of proving what no GPU computes."""
+    from kverify.verifier.equivalence import check_pair, load_side
+
+    p = PAIRS["triton_softmax_exp2_vs_cuda"]
+    launch = {k: v for k, v in p["launch"].items() if k != "shared_bytes"}
+    cand = load_side(str(ZOO / p["candidate"]), launch, {})
+    ref = load_side(str(ZOO / p["reference"]), p["ref_launch"], {})
+    r = check_pair(cand, ref, "real", test_on_unknown=False)
+    assert r.verdict == "unknown"
+    assert "a shared-memory access at offset 0, beyond the 0 bytes of shared memory of this launch" in r.message
+    r = check_pair(load_side(str(ZOO / p["candidate"]), p["launch"], {}), ref, "real", test_on_unknown=False)
+    assert r.verdict == "proved", r.message

@@ -75,7 +75,7 @@ class Layout:
             for j in range(size):
                 self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
         # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check bounds
-        smem, _ = shared_layout(self.module, kernel, 0, red_zone=0)
+        smem, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem, red_zone=0)
         self.smem_vars = {name: off for name, (off, _) in smem.items()}
         self.local_vars = {name: off for name, (off, _) in local_layout(kernel)[0].items()}
         self.const_bytes = {}

@@ -44,7 +44,13 @@ class Memory:
         if space.startswith("shared"):
             if addr >> 24:
                 raise Unsupported("distributed shared memory (shared::cluster addresses of other CTAs)")
-            return t.cta.smem, addr & CTA_MASK, "shared"
+            a = addr & CTA_MASK
+            if a >= self.smem_size:
+                # what the interpreter does there is not what a GPU does (an illegal address);
+                # e.g. a Triton kernel launched without its metadata.shared bytes
+                raise Unsupported(f"a shared-memory access at offset {a}, beyond the {self.smem_size} bytes of "
+                                  f"shared memory of this launch (static variables + dynamic_smem/shared_bytes)")
+            return t.cta.smem, a, "shared"
         if space == "local":
             return t.local, addr - LOCAL_WINDOW if addr >= LOCAL_WINDOW else addr, "local"
         if space.startswith("param"):
