@@ -108,7 +108,7 @@ _GLOBAL_PTX = """
     add.s64 %rd4, %rd1, %rd3;
     add.s64 %rd5, %rd2, %rd3;
     ld.global.f32 %f1, [%rd4];
-    mov.u64 %rd6, FLAG;
+    mov.u64 %rd6, __CUDA_FTZ;
     ld.global.u32 %r2, [%rd6];
     {store}
     setp.ne.u32 %p1, %r2, 0;
@@ -155,24 +155,24 @@ def _globals_pair(tmp_path, decl, store="", factor="0f40000000"):
 
 
 def test_an_initialized_module_global_reads_as_its_constant(tmp_path):
-    r = _globals_pair(tmp_path, ".global .align 4 .u32 FLAG = 1;")
+    r = _globals_pair(tmp_path, ".global .align 4 .u32 __CUDA_FTZ = 1;")
     assert r.verdict == "proved", r.message
-    assert any("FLAG hold their initializers" in a for a in r.assumptions)
-    r = _globals_pair(tmp_path, ".global .align 4 .u32 FLAG = 0;")  # the flag off: y = x, not 2x
+    assert any("__CUDA_FTZ hold their initializers" in a for a in r.assumptions)
+    r = _globals_pair(tmp_path, ".global .align 4 .u32 __CUDA_FTZ = 0;")  # the flag off: y = x, not 2x
     assert r.verdict == "refuted", r.message
     assert r.counterexample["buffer"] == "y"
 
 
 def test_a_module_global_without_initializer_or_written_stays_unknown(tmp_path):
-    # the reference is y = x: what the kernel computes when FLAG holds 0 (as the interpreter's
+    # the reference is y = x: what the kernel computes when __CUDA_FTZ holds 0 (as the interpreter's
     # zero-filled globals do), so testing finds no difference and the verdict is `tested`
-    r = _globals_pair(tmp_path, ".global .align 4 .u32 FLAG;", factor="0f3F800000")
+    r = _globals_pair(tmp_path, ".global .align 4 .u32 __CUDA_FTZ;", factor="0f3F800000")
     assert r.verdict == "tested", r.message
-    assert "a load of module-scope .global variable FLAG, which has no initializer" in r.message
-    r = _globals_pair(tmp_path, ".global .align 4 .u32 FLAG = 0;", store="st.global.u32 [%rd6], 0;",
+    assert "a load of module-scope .global variable __CUDA_FTZ, which has no initializer" in r.message
+    r = _globals_pair(tmp_path, ".global .align 4 .u32 __CUDA_FTZ = 0;", store="st.global.u32 [%rd6], 0;",
                       factor="0f3F800000")
     assert r.verdict == "tested", r.message
-    assert "a store to module-scope .global variable FLAG" in r.message
+    assert "a store to module-scope .global variable __CUDA_FTZ" in r.message
 
 
 # ---------------------------------------------------------------------------- laws
