@@ -47,6 +47,7 @@ FAMILIES = [
     "work_steal",
     "spin_flag",
     "early_exit",
+    "softmax_warp",
 ]
 
 _FILE_RE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -11,7 +11,7 @@ interpreter's bit-exact definitions). Symbolic operands go
     instructions as uninterpreted functions);
   * ``real``: through the normal forms of :mod:`realterm` (values as reals, rounding
     modes, ``.ftz`` and the error of approximate instructions abstracted away: ``ex2``,
-    ``rcp``/``div`` ``.approx`` are read as the exact functions; ``lg2``, ``sin``, ``cos``,
+    ``rcp``/``div``/``lg2`` ``.approx`` are read as the exact functions; ``sin``, ``cos``,
     ``tanh``, ``sqrt`` are uninterpreted, ``rsqrt(a)`` is ``inv(sqrt(a))``). Integer or bit-level
     operations on real values become uninterpreted terms, except the exponent
     construction of the CUDA ``expf`` sequence (see :meth:`RealAlgebra.as_real`).
@@ -479,7 +479,15 @@ class RealAlgebra:
                 out = R.ZERO if a.sign < 0 else R.POS_INF
             else:
                 out = A.ex2(a)
-        elif fam in ("sqrt", "rsqrt", "lg2", "sin", "cos", "tanh"):
+        elif fam == "lg2":
+            a = r(args[0])
+            if isinstance(a, R.Inf):
+                if a.sign < 0:
+                    raise ModelUnsupported("lg2 of -inf (real model)")
+                out = R.POS_INF
+            else:
+                out = A.lg2(a)
+        elif fam in ("sqrt", "rsqrt", "sin", "cos", "tanh"):
             a = r(args[0])
             if isinstance(a, R.Inf):
                 raise ModelUnsupported(f"{fam} of an infinity (real model)")

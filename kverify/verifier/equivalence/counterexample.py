@@ -173,6 +173,10 @@ def _eval_atom(alg, at, env):
         return 2.0 ** min(args[0], 1000)
     if k == "inv":
         return 1.0 / args[0] if args[0] else float("inf")
+    if k == "log2e":
+        return float(np.log2(np.e))
+    if k == "lg2":
+        return float(np.log2(args[0])) if args[0] > 0 else float("nan")
     if k == "sat":
         return min(max(args[0], 0.0), 1.0)
     if k == "round":

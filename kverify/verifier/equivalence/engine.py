@@ -103,7 +103,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                    "barrier interval by barrier interval and asynchronous copies complete when issued"]
     if model == "real":
         assumptions.append("real model: floats are reals; rounding, .ftz and the error of approximate "
-                           "instructions are abstracted (ex2/rcp .approx read as exact); narrowing conversions "
+                           "instructions are abstracted (ex2/rcp/lg2 .approx read as exact); narrowing conversions "
                            "stay visible; inputs are finite")
     elif model == "bitexact":
         assumptions.append("bitexact model: IEEE-754 with each instruction's rounding mode; approximate "
@@ -135,6 +135,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         res.time_s = time.perf_counter() - t0
         return res
     t1 = time.perf_counter()
+    assumptions.extend(_used_assumptions(alg, ex_c, ex_r))
     oc, orf = ex_c.output_terms(), ex_r.output_terms()
     res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope)
     res.sym_time_s = t1 - t0
@@ -260,6 +261,24 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
 
 
 # ---------------------------------------------------------------------- helpers
+def _used_assumptions(alg, ex_c, ex_r) -> list:
+    """The side conditions the normal forms used in this comparison (see realterm)."""
+    out = []
+    A = getattr(alg, "A", None)
+    if A is not None and A.nonzero:
+        shown = [R.show(p, A, 3) for p in list(A.nonzero)[:3]]
+        more = f" and {len(A.nonzero) - 3} more" if len(A.nonzero) > 3 else ""
+        out.append(f"real model: nonzero denominators: inv(d)*d = 1 was used for d = {'; '.join(shown)}{more}")
+    if A is not None and A.log2e_read:
+        out.append("real model: inside an exponent, a float rounding of log2(e) is read as log2(e) ("
+                   + ", ".join(sorted(A.log2e_read)) + ")")
+    for ex, who in ((ex_c, "candidate"), (ex_r, "reference")):
+        if getattr(ex, "gvars_read", None):
+            out.append(f"{who}: module-scope .global variables {', '.join(sorted(ex.gvars_read))} hold their "
+                       f"initializers (no store to them was executed)")
+    return out
+
+
 def _scope(cand, ref):
     def one(s):
         if hasattr(s, "scope_text"):

@@ -221,9 +221,7 @@ class AtomicHandlers:
         reach = min(nel, 1 << mbits)
         self._hits = getattr(self, "_hits", 0) + reach
         if self._hits > MAX_HITS:
-            from .executor import Budget
-
-            raise Budget(f"atomics at data-dependent addresses reach more than {MAX_HITS} (element, atomic) "
+            raise F.FoldBudget(f"atomics at data-dependent addresses reach more than {MAX_HITS} (element, atomic) "
                          f"pairs (last: {ins.opcode} into {label}, {reach} elements)")
         if t.pred is not None:
             v = z3.If(F.force_bool(t.pred), F.lift(F.force(v), 8 * nb),

@@ -283,8 +283,8 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
             return self.local_vars[name]
         if name in self.const_vars:
             return self.const_vars[name]
-        if name in getattr(self, "global_vars", ()):
-            raise Unsupported(f"module-scope .global variable {name}")
+        if name in self.gvar_addr:
+            return self.gvar_addr[name]
         raise Unsupported(f"unknown symbol {name}")
 
     def addr(self, t, a: Addr) -> int:

@@ -1,5 +1,6 @@
 """The layout of one launch in the equivalence walk: the input/output buffers in global
-memory (``kverify.launch.layout``), the parameter bytes (by-value arguments and buffer
+memory (``kverify.launch.layout``) and the module-scope ``.global`` variables after them,
+the parameter bytes (by-value arguments and buffer
 addresses), the offsets of ``.shared``/``.local``/``.const`` variables, and the values of
 the special registers (PTX ISA 10, special registers) for a thread of the launch.
 """
@@ -74,7 +75,7 @@ class Layout:
             for j in range(size):
                 self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
         # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check bounds
-        smem, _ = shared_layout(self.module, kernel, 0, red_zone=0)
+        smem, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem, red_zone=0)
         self.smem_vars = {name: off for name, (off, _) in smem.items()}
         self.local_vars = {name: off for name, (off, _) in local_layout(kernel)[0].items()}
         self.const_bytes = {}
@@ -90,9 +91,35 @@ class Layout:
                         for k in range(esz):
                             self.const_bytes[coff + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
                 coff += v.size
-        # module-scope .global variables (e.g. the libdevice strings Triton leaves in its PTX) are
-        # not laid out: a kernel that uses one stops at the use (symbol_address: unknown symbol)
-        self.global_vars = {v.name for v in self.module.vars if v.space == "global"}
+        # module-scope .global variables follow the buffers (as in the interpreter). One with an
+        # initializer (libdevice's __CUDA_FTZ, Triton's _$_str) reads as its constant bytes; one
+        # without is state shared with other launches: reading it stops the run, and so does any
+        # store to a module-scope variable (see Memory.store).
+        self.gvar_addr = {}
+        self.gvar_bytes = {}
+        self.gvar_ranges = []
+        self.gvars_read = set()
+        for v in self.module.vars:
+            if v.space != "global":
+                continue
+            size = max(v.size, 1)
+            start = GLOBAL_BASE + off
+            self.gvar_addr[v.name] = start
+            self.gvar_ranges.append((start, start + size, v))
+            if v.init:
+                esz = v.type.bits // 8
+                for j in range(size):
+                    self.gvar_bytes[start + j] = 0
+                for j, x in enumerate(v.init):
+                    for k in range(esz):
+                        self.gvar_bytes[start + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
+            off = next_buffer(off, size)
+
+    def global_var_at(self, addr):
+        for lo, hi, v in self.gvar_ranges:
+            if lo <= addr < hi:
+                return v
+        return None
 
     def buffer_at(self, addr):
         for b in self.buffers:

@@ -45,7 +45,13 @@ class Memory:
         if space.startswith("shared"):
             if addr >> 24:
                 raise Unsupported("distributed shared memory (shared::cluster addresses of other CTAs)")
-            return t.cta.smem, addr & CTA_MASK, "shared"
+            a = addr & CTA_MASK
+            if a >= self.smem_size:
+                # what the interpreter does there is not what a GPU does (an illegal address);
+                # e.g. a Triton kernel launched without its metadata.shared bytes
+                raise Unsupported(f"a shared-memory access at offset {a}, beyond the {self.smem_size} bytes of "
+                                  f"shared memory of this launch (static variables + dynamic_smem/shared_bytes)")
+            return t.cta.smem, a, "shared"
         if space == "local":
             return t.local, addr - LOCAL_WINDOW if addr >= LOCAL_WINDOW else addr, "local"
         if space.startswith("param"):
@@ -94,7 +100,16 @@ class Memory:
             if kind == "global":
                 buf = self.buffer_at(b)
                 if buf is None:
-                    raise Unsupported(f"global load at {b:#x} outside every buffer")
+                    gv = self.global_var_at(b)
+                    if gv is None:
+                        raise Unsupported(f"global load at {b:#x} outside every buffer")
+                    if b not in self.gvar_bytes:
+                        raise Unsupported(f"a load of module-scope .global variable {gv.name}, which has no "
+                                          f"initializer (writable state shared across launches)")
+                    self.gvars_read.add(gv.name)
+                    pieces.append((self.gvar_bytes[b], 1))
+                    j += 1
+                    continue
                 idx = (b - buf.start) // buf.esize
                 es = buf.start + idx * buf.esize
                 v = self.initial(buf, idx)
@@ -118,6 +133,9 @@ class Memory:
         store, a, kind = self._region(t, space, addr)
         if kind in ("param", "const"):
             raise Unsupported(f"store to {kind} space")
+        if kind == "global" and self.buffer_at(a) is None and self.global_var_at(a) is not None:
+            raise Unsupported(f"a store to module-scope .global variable {self.global_var_at(a).name} "
+                              f"(writable global state)")
         if kind == "global" and self.buffer_at(a) is None:
             raise Unsupported(f"global store at {a:#x} outside every buffer (out of bounds)")
         if t is not None and t.pred is not None:
