@@ -337,12 +337,20 @@ def cmd_equiv(args) -> int:
     import json
 
     from .equivalence import equivalence_report
+    from .equivalence.progress import Progress
     from .report import exit_code, report_json
 
-    rep, results = equivalence_report(args.candidate, args.reference, launch=args.launch,
-                                      ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
-                                      timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
-                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed)
+    # phases on stderr for anything over 2 s: on a terminal, or when asked for (never on stdout)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    progress = Progress(enabled=show)
+    try:
+        rep, results = equivalence_report(args.candidate, args.reference, launch=args.launch,
+                                          ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
+                                          timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
+                                          cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed,
+                                          progress=progress)
+    finally:
+        progress.clear()
     if args.format == "json":
         print(json.dumps(report_json([rep], "equiv"), indent=2, default=str))
         return exit_code([rep])
@@ -359,8 +367,14 @@ def cmd_equiv(args) -> int:
                   f"({c['mismatches']} of {c['of']} elements differ)")
             if c.get("candidate_line") or c.get("reference_line"):
                 print(f"           lines: candidate {c.get('candidate_line')}, reference {c.get('reference_line')}")
+            elif not c.get("lines_known", True):
+                print("           lines: not known (symbolic execution did not finish; the interpreter found it)")
+            if c.get("found_by"):
+                print(f"           found by: {c['found_by']}")
             for name, d in c.get("inputs", {}).items():
-                print(f"           input {name}: nonzero {d['nonzero']} (all other elements 0)")
+                what = "output" if d.get("role", "input") != "input" else "input"
+                extra = ", initial contents" if what == "output" else ""
+                print(f"           {what} {name}{extra}: nonzero {d['nonzero']} (all other elements 0)")
             print(f"           replay: {c['replay']}")
         if r.tested:
             t = r.tested
@@ -388,6 +402,9 @@ def _add_equiv(sub):
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cex-dir", default="kverify-cex", help="where counterexample inputs and launches are written")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--progress", action="store_true", default=None,
+                   help="show the phase on stderr for anything over 2 s (default: only when stderr is a terminal)")
+    s.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     s.set_defaults(func=cmd_equiv)
 
 

@@ -40,6 +40,7 @@ FAMILIES = [
     "scan",
     "device_func",
     "stencil",
+    "stencil_fma",
     "warp_reduce_smem",
     "proxy_waw",
     "flag_handoff",

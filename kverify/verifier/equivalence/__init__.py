@@ -124,7 +124,8 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
-                       seed=0) -> tuple[KernelReport, list]:
+                       seed=0, progress=None) -> tuple[KernelReport, list]:
+    """``progress``: a :class:`~.progress.Progress` (phases on stderr), default none."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
     shape_list = parse_shapes(shapes)
@@ -138,7 +139,9 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         if cand_file == ref_file and cand.kernel.name == ref.kernel.name and launch == ref_launch:
             pass
         rep.name = f"{cand.kernel.name} vs {ref.kernel.name}"
-        res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed)
+        if progress is not None:
+            progress.restart(",".join(f"{k}={v}" for k, v in sh.items()))
+        res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed, progress=progress)
         results.append((sh, res))
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
     return rep, results

@@ -26,7 +26,7 @@ from kverify.launch import lookup, param_key
 from kverify.semantics.ir.errors import Unsupported
 
 from . import realterm as R
-from .counterexample import _bv, _bv_cex, _outputs, _probe, _real_cex, _replay, _unflat
+from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _unflat, output_names
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor
 from .testing import _fallback_test
@@ -65,6 +65,7 @@ class EquivResult:
     scope: str = ""
     structural: int = 0
     solver: int = 0
+    witness_time_s: float = 0.0
 
 
 def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
@@ -86,15 +87,35 @@ def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
     return dict(zip(ck, rk)), rmap
 
 
-def symbolic_run(side: Side, alg, names, tag, max_steps):
+def symbolic_run(side: Side, alg, names, tag, max_steps, progress=None, which="candidate"):
     ex = Executor(side.module, side.kernel, side.spec, alg, names, tag, max_steps=max_steps)
+    if progress is not None and progress.enabled:
+        ex.on_cta = lambda k, n: progress.update(f"symbolic execution of the {which} ({side.name})", f"CTA {k}/{n}")
     ex.run()
     return ex
 
 
+def output_count(side: Side, names: dict, outs: list) -> int:
+    """Elements of the output buffers ``outs`` (shared names) in one kernel's launch."""
+    n = 0
+    for i, _p in enumerate(side.kernel.params):
+        b = lookup(side.spec.buffers, side.kernel, i)
+        if b is not None and names.get(param_key(side.kernel, i)) in outs:
+            c = 1
+            for d in b["shape"]:
+                c *= int(d)
+            n += c
+    return n
+
+
 def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60.0, cex_dir: str | None = None,
                test_examples: int = 8, seed: int = 0, max_steps: int = 5_000_000, test_on_unknown: bool = True,
-               ) -> EquivResult:
+               progress=None, witnesses: bool = True) -> EquivResult:
+    """``witnesses``: under ``bitexact``/``int``, run both kernels on the designed inputs of
+    :mod:`witness` before asking the solver (off only to measure what it saves)."""
+    from .progress import QUIET
+
+    progress = progress or QUIET
     t0 = time.perf_counter()
     assumptions = ["both kernels are free of data races (kverify check establishes this); threads run "
                    "barrier interval by barrier interval and asynchronous copies complete when issued"]
@@ -115,8 +136,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                            scope=scope)
     alg = make_algebra(model)
     try:
-        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps)
-        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps)
+        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate")
+        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference")
     except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget) as e:
         kind = {"DataDependent": "control flow or an address depends on input data",
                 "Unsupported": "unsupported", "ModelUnsupported": f"not expressible in the {model} model",
@@ -128,15 +149,30 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         res = EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
                           scope=scope)
         res.sym_time_s = res.time_s
+        outs = None
         if test_on_unknown:
-            _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+            _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, progress=progress)
+            outs = (res.tested or {}).get("outputs")
+        res.elements = output_count(ref, rnames, outs if outs is not None else output_names(cand, ref, cnames, rnames))
         res.time_s = time.perf_counter() - t0
         return res
     t1 = time.perf_counter()
     oc, orf = ex_c.output_terms(), ex_r.output_terms()
     res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope)
     res.sym_time_s = t1 - t0
-    out_names = _outputs(ref, rnames)
+    out_names = output_names(cand, ref, cnames, rnames, ex_c.written_buffers() | ex_r.written_buffers())
+    res.elements = sum(len(orf.get(n, ())) for n in out_names)
+
+    def lines(name, i):
+        """(candidate store loc, reference store loc) of output element ``name[i]``."""
+        return oc[name][i][1], orf[name][i][1]
+
+    if not out_names:
+        res.verdict = "unknown"
+        res.message = ("neither kernel stores to any buffer and the launch specs name no outputs: "
+                       "nothing to compare")
+        res.time_s = time.perf_counter() - t0
+        return res
     for name in out_names:
         if name not in oc:
             res.verdict = "unknown"
@@ -144,7 +180,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             res.time_s = time.perf_counter() - t0
             return res
         if len(oc[name]) != len(orf[name]):
-            res.verdict = "refuted" if False else "unknown"
+            res.verdict = "unknown"
             res.message = (f"output {name!r} has {len(oc[name])} elements in the candidate and "
                            f"{len(orf[name])} in the reference")
             res.time_s = time.perf_counter() - t0
@@ -156,29 +192,54 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     solver = z3.Solver()
     budget = SolverBudget(max(timeout_s, 0.1))  # solver work, not wall-clock time
     timed_out = False
-    n_el = 0
+    n_el = res.elements
+    # 1. identical terms (normal forms) prove an element at once; the others are collected
+    differing = []
+    k = 0
     for name in out_names:
         for i, ((cv, cl), (rv, rl)) in enumerate(zip(oc[name], orf[name])):
-            n_el += 1
+            k += 1
+            if k % 256 == 0:
+                progress.update("comparing output elements", f"element {k}/{n_el}")
             cv, rv = alg.as_output(cv, dtypes[name]), alg.as_output(rv, dtypes[name])
-            eq = _structurally_equal(cv, rv)
-            if eq:
+            if _structurally_equal(cv, rv):
                 res.structural += 1
                 if cl is not None and rl is not None:
                     corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
                 continue
+            differing.append((name, i, cv, rv, cl, rl))
             if model == "real":
-                first = first or (name, i, cv, rv, cl, rl)
-                if first is not None:
-                    break
-                continue
-            # bit-vectors: ask z3
+                break  # the first difference is searched for a counterexample (below)
+    # 2. bitexact/int: cheap concrete witnesses on the interpreter before any solver call
+    witness, how = None, None
+    if differing and model != "real" and witnesses:
+        from .witness import find_witness, small_inputs
+
+        tw = time.perf_counter()
+        found = find_witness(cand, ref, cnames, rnames, ex_r.buffers, out_names, model, seed, progress=progress)
+        res.witness_time_s = time.perf_counter() - tw
+        if found is not None:
+            wname, widx, winputs, wstyle = found
+            cv = alg.as_output(oc[wname][widx][0], dtypes[wname])
+            rv = alg.as_output(orf[wname][widx][0], dtypes[wname])
+            small = small_inputs(cv, rv, winputs, ex_r.buffers)
+            witness = (wname, widx, cv, rv, oc[wname][widx][1], orf[wname][widx][1], small, winputs, wstyle)
+    # 3. the solver, element by element (a cheap random probe first)
+    if witness is None:
+        nd = len(differing)
+        for j, (name, i, cv, rv, cl, rl) in enumerate(differing):
+            if model == "real":
+                first = (name, i, cv, rv, cl, rl)
+                break
             if budget.exhausted():
                 timed_out = True
+                pending.append((name, i))
                 break
+            progress.update("solver", f"element {name}[{i}] ({j + 1}/{nd} whose terms differ)")
             probe = _probe(cv, rv, seed)
             if probe is not None:
                 first = (name, i, cv, rv, cl, rl, probe)
+                how = "a random probe of the element's terms"
                 break
             res.solver += 1
             solver.push()
@@ -195,41 +256,61 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                 assign = {d.name(): model_[d].as_long() for d in model_.decls()
                           if z3.is_bv_value(model_[d])}
                 first = (name, i, cv, rv, cl, rl, assign)
+                how = "the solver's model"
                 break
             solver.pop()
             timed_out = True
             pending.append((name, i))
             break
-        if first is not None or timed_out:
-            break
-    res.elements = n_el
+    progress.clear()
     res.correspondence = [{"candidate": k, "reference": sorted(v)} for k, v in sorted(corr.items())]
     t2 = time.perf_counter()
     res.solve_time_s = t2 - t1
-    if first is None and not timed_out:
+    if first is None and witness is None and not timed_out:
         res.verdict = "proved"
         res.message = (f"all {n_el} output elements equal for all inputs ({res.structural} by identical "
                        f"normal forms, {res.solver} by the solver)")
         res.time_s = time.perf_counter() - t0
         return res
     if timed_out:
+        el = f"{pending[0][0]}[{_unflat(pending[0][1], ex_r, pending[0][0])}]" if pending else "?"
         res.verdict = "unknown"
-        res.message = f"solver budget ({timeout_s:g} solver seconds) spent on output element {pending[0] if pending else '?'}"
-        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+        res.message = (f"solver budget ({timeout_s:g} solver seconds) spent on output element {el} "
+                       f"({res.structural} of {n_el} elements proved by identical normal forms, "
+                       f"{res.solver - 1} by the solver; no cheap concrete witness)")
+        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
+                       lines=lines, progress=progress)
+        progress.clear()
         res.time_s = time.perf_counter() - t0
         return res
     # a difference: build inputs, replay on the interpreter
-    name, idx = first[0], first[1]
-    if model == "real":
-        inputs = _real_cex(alg, first[2], first[3], ex_r, seed)
+    cex = None
+    if witness is not None:
+        name, idx = witness[0], witness[1]
+        if witness[6] is not None:
+            cex = _replay(cand, ref, cnames, rnames, ex_r, _bv_cex(witness[6], ex_r), name, idx, model, cex_dir,
+                          witness[4], witness[5], lines=lines, outs=out_names)
+        if cex is None or not cex.get("confirmed"):
+            cex = _replay(cand, ref, cnames, rnames, ex_r, witness[7], name, idx, model, cex_dir, witness[4],
+                          witness[5], lines=lines, outs=out_names)
+        if cex is not None and cex.get("confirmed"):
+            cex["found_by"] = f"concrete witness before the solver (input set {witness[8]!r})"
+        first = witness[:6]
     else:
-        inputs = _bv_cex(first[6], ex_r)
-    cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5])
+        name, idx = first[0], first[1]
+        if model == "real":
+            inputs = _real_cex(alg, first[2], first[3], ex_r, seed)
+        else:
+            inputs = _bv_cex(first[6], ex_r)
+        cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5],
+                      lines=lines, outs=out_names)
+        if cex is not None and cex.get("confirmed"):
+            cex["found_by"] = "random small integers on the normal forms" if model == "real" else how
     if cex is not None and cex.get("confirmed"):
         res.verdict = "refuted"
         res.counterexample = cex
-        res.message = (f"{name}[{_unflat(idx, ex_r, name)}] differs: candidate {cex['candidate_value']}, "
-                       f"reference {cex['reference_value']}")
+        res.message = (f"{cex['buffer']}[{_unflat(cex['index'], ex_r, cex['buffer'])}] differs: candidate "
+                       f"{cex['candidate_value']}, reference {cex['reference_value']}")
     else:
         detail = ""
         if model == "real":
@@ -237,7 +318,9 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                       f"reference {R.show(first[3], alg.A, 3)}")
         res.verdict = "unknown"
         res.message = "the outputs' terms differ but no input confirmed the difference on the interpreter" + detail
-        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
+                       lines=lines, progress=progress)
+        progress.clear()
     res.time_s = time.perf_counter() - t0
     return res
 

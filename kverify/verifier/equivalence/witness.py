@@ -1,0 +1,127 @@
+"""Cheap concrete witnesses for the ``bitexact`` and ``int`` models, tried before the
+solver: both kernels run on the interpreter on a few input sets designed to expose
+floating-point contraction (``fma(a, b, c)`` against ``a*b + c``) and rounding-order
+differences, and integer wrap-around. A bitwise difference found this way is a
+counterexample already confirmed by the interpreter, so the solver is never asked.
+
+The input sets (every element of every buffer, output buffers' initial contents included):
+  ``1+2^-12``        +-(1 + 2^-12) with random signs (2^-6 for f16, 2^-27 for f64): the
+                     exact product (1+e)^2 = 1 + 2e + e^2 has a low bit that rounding drops
+                     and an FMA keeps, and opposite signs cancel the high part
+  ``full mantissas`` random 24-bit (f32) significands with random signs and exponents in
+                     [-3, 3]: products whose low bits matter, mixed magnitudes
+  ``cancellation``   pairs x, -x*(1 + tiny) side by side, so neighbouring terms cancel
+  ``uniform``        uniform [-1, 1]
+Integer buffers get random values over the whole range, small values, and values near the
+extremes.
+
+When a difference shows, the element's terms name the input variables it depends on; those
+take the witness's values, every other element is 0, and the assignment is minimized by
+zeroing variables while the ground terms still differ (as for solver models). The replay on
+the interpreter confirms the final inputs; if the small inputs do not reproduce it, the
+whole witness is replayed instead.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import z3
+
+from kverify.launch.dtypes import np_dtype
+
+from .counterexample import UINT, _bv, _minimize, _run, _side_inputs, _values_differ, _z3_vars
+
+STYLES = ("1+2^-12", "full mantissas", "cancellation", "uniform")
+_EPS_BITS = {"float16": 6, "bfloat16": 4, "float32": 12, "float64": 27}
+
+
+def design(style: str, b, rng) -> np.ndarray:
+    """One buffer's contents for an input style (see the module docstring)."""
+    shape, n = tuple(b.shape), int(np.prod(b.shape, dtype=np.int64)) if b.shape else 1
+    if b.dtype in ("float16", "float32", "float64", "bfloat16"):
+        ft = np.float32 if b.dtype == "bfloat16" else np_dtype(b.dtype)
+        sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        if style == "1+2^-12":
+            x = sign * (1.0 + 2.0 ** -_EPS_BITS[b.dtype])
+        elif style == "full mantissas":
+            mant = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}[b.dtype]
+            frac = rng.integers(1, 1 << min(mant, 52), n, dtype=np.int64).astype(np.float64) / float(1 << min(mant, 52))
+            x = sign * (1.0 + frac) * 2.0 ** rng.integers(-3, 4, n)
+        elif style == "cancellation":
+            base = (1.0 + rng.random(n)) * 2.0 ** rng.integers(-2, 3, n)
+            x = np.where(np.arange(n) % 2 == 0, base, -np.roll(base, 1) * (1.0 + 2.0 ** -_EPS_BITS[b.dtype]))
+        else:
+            x = rng.uniform(-1.0, 1.0, n)
+        x = x.astype(ft).reshape(shape)
+        if b.dtype == "bfloat16":
+            x = (x.view(np.uint32) >> 16).astype(np.uint16)
+        return x
+    if b.dtype == "bool":
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    it = np_dtype(b.dtype)
+    info = np.iinfo(it)
+    if style == "1+2^-12":
+        return rng.integers(-4, 5, shape).clip(info.min, info.max).astype(it)
+    if style == "cancellation":
+        edge = np.array([info.max, info.max - 1, info.min, info.min + 1, 0, 1], dtype=object)
+        return np.array(edge[rng.integers(0, len(edge), n)].tolist(), dtype=it).reshape(shape)
+    return rng.integers(int(info.min), int(info.max), shape, endpoint=True, dtype=np.int64 if info.bits < 64
+                        else it).astype(it)
+
+
+def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_cap=4.0, progress=None):
+    """Run both kernels on the designed input sets; the first bitwise difference as
+    ``(buffer, flat index, inputs, style)`` (inputs keyed by shared buffer name), or None.
+    Stops after ``time_cap`` seconds of interpreter runs (an input set already started runs to
+    its end)."""
+    t0 = time.perf_counter()
+    inv_c = {v: k for k, v in cnames.items()}
+    inv_r = {v: k for k, v in rnames.items()}
+    for k, style in enumerate(STYLES):
+        if time.perf_counter() - t0 > time_cap:
+            return None
+        if progress is not None:
+            progress.update("concrete witnesses before the solver", f"input set {k + 1}/{len(STYLES)} ({style})")
+        rng = np.random.default_rng([seed, k])
+        inputs = {b.name: design(style, b, rng) for b in buffers}
+        try:
+            rc = _run(cand, _side_inputs(cand, cnames, inputs))
+            rr = _run(ref, _side_inputs(ref, rnames, inputs))
+        except Exception:  # noqa: BLE001 - the interpreter cannot run it: no cheap witness
+            return None
+        if rc.status != "complete" or rr.status != "complete":
+            continue
+        for name in outs:
+            a, b_ = rc.outputs.get(inv_c.get(name)), rr.outputs.get(inv_r.get(name))
+            if a is None or b_ is None:
+                continue
+            bad = _values_differ(a, b_, model)
+            if bad.any():
+                return name, int(np.flatnonzero(bad)[0]), inputs, style
+    return None
+
+
+def small_inputs(cv, rv, inputs, buffers):
+    """The witness restricted to the variables of one element's terms, minimized; an
+    assignment {variable name: bits} for ``counterexample._bv_cex``, or None when the
+    ground terms do not differ on it (an uninterpreted function, say)."""
+    za, zb = _bv(cv, rv)
+    vs = _z3_vars((za, zb))
+    if not vs or len(vs) > 4096:
+        return None
+    by = {b.name: b for b in buffers}
+    assign = {}
+    for nm in vs:
+        buf, _, rest = nm.partition("[")
+        if buf not in by or not rest.endswith("]"):
+            return None  # a fresh variable (uninitialized memory): not an input
+        b = by[buf]
+        flat = np.asarray(inputs[buf]).reshape(-1).view(UINT[b.esize])
+        assign[nm] = int(flat[int(rest[:-1])])
+    subs = [(vs[n], z3.BitVecVal(v, vs[n].size())) for n, v in assign.items()]
+    a = z3.simplify(z3.substitute(za, *subs))
+    b_ = z3.simplify(z3.substitute(zb, *subs))
+    if not (z3.is_bv_value(a) and z3.is_bv_value(b_) and a.as_long() != b_.as_long()):
+        return None
+    return _minimize(za, zb, assign, vs)
