@@ -357,7 +357,8 @@ def cmd_equiv(args) -> int:
     print(f"kverify equiv {args.candidate} {args.reference}: {rep.name}: {rep.verdict.upper()} "
           f"(model {args.fp})")
     for o, (shape, r) in zip(rep.obligations, results):
-        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements")
+        outs = f" ({', '.join(r.outputs)})" if r.outputs else ""
+        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements{outs}")
         print(f"           {r.message}")
         print(f"           scope: {r.scope}")
         if r.counterexample:
@@ -374,7 +375,10 @@ def cmd_equiv(args) -> int:
             for name, d in c.get("inputs", {}).items():
                 what = "output" if d.get("role", "input") != "input" else "input"
                 extra = ", initial contents" if what == "output" else ""
-                print(f"           {what} {name}{extra}: nonzero {d['nonzero']} (all other elements 0)")
+                cnt = d.get("nonzero_count", len(d["nonzero"]))
+                rest = "all other elements 0" if cnt <= len(d["nonzero"]) else \
+                    f"the first {len(d['nonzero'])} of {cnt} nonzero elements; all of them are in the inputs file"
+                print(f"           {what} {name}{extra}: nonzero {d['nonzero']} ({rest})")
             print(f"           replay: {c['replay']}")
         if r.tested:
             t = r.tested

@@ -41,6 +41,7 @@ FAMILIES = [
     "device_func",
     "stencil",
     "stencil_fma",
+    "threshold",
     "warp_reduce_smem",
     "proxy_waw",
     "flag_handoff",

@@ -307,7 +307,8 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
     cl, rl = cexd / f"{stem}.candidate.launch.json", cexd / f"{stem}.reference.launch.json"
     _write_launch(cand, cl)
     _write_launch(ref, rl)
-    nonzero = {n: [int(i) for i in np.flatnonzero(np.asarray(a).reshape(-1) != 0)[:16]] for n, a in inputs.items()}
+    nz_all = {n: np.flatnonzero(np.asarray(a).reshape(-1) != 0) for n, a in inputs.items()}
+    nonzero = {n: [int(i) for i in v[:16]] for n, v in nz_all.items()}  # the report shows the first 16
     shape = ex_r.buffers[[b.name for b in ex_r.buffers].index(name)].shape
     cv, rv = np.asarray(oc).reshape(-1)[first].item(), np.asarray(orr).reshape(-1)[first].item()
     if first == idx and (cloc is not None or rloc is not None or lines is not None):
@@ -336,10 +337,13 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
         # output buffers' initial contents are inputs of the run too (an element one kernel
         # never writes keeps them), but they are labelled as what they are
         "inputs": {n: {"nonzero": {str(i): np.asarray(a).reshape(-1)[i].item() for i in nz},
+                       "nonzero_count": int(nz_all[n].size),
                        "role": "output (initial contents)" if n in outs else "input"}
                    for n, a in inputs.items() for nz in [nonzero[n]] if nz},
         "inputs_file": {"candidate": str(cin), "reference": str(rin)},
         "launch": {"candidate": str(cl), "reference": str(rl)},
-        "replay": f"kverify run {cand.path} --launch {cl} --inputs {cin}",
+        # bitexact/int: the replay compares exactly (a last-bit difference is the point)
+        "replay": f"kverify run {cand.path} --launch {cl} --inputs {cin}" + (
+            " --rtol 0 --atol 0" if model != "real" else ""),
         "replay_reference": f"kverify run {ref.path} --launch {rl} --inputs {rin} --no-ref",
     }

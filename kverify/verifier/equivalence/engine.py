@@ -66,6 +66,7 @@ class EquivResult:
     structural: int = 0
     solver: int = 0
     witness_time_s: float = 0.0
+    outputs: list = field(default_factory=list)  # the output buffers compared (shared names)
 
 
 def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
@@ -153,7 +154,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         if test_on_unknown:
             _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, progress=progress)
             outs = (res.tested or {}).get("outputs")
-        res.elements = output_count(ref, rnames, outs if outs is not None else output_names(cand, ref, cnames, rnames))
+        res.outputs = list(outs if outs is not None else output_names(cand, ref, cnames, rnames))
+        res.elements = output_count(ref, rnames, res.outputs)
         res.time_s = time.perf_counter() - t0
         return res
     t1 = time.perf_counter()
@@ -162,6 +164,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     res.sym_time_s = t1 - t0
     out_names = output_names(cand, ref, cnames, rnames, ex_c.written_buffers() | ex_r.written_buffers())
     res.elements = sum(len(orf.get(n, ())) for n in out_names)
+    res.outputs = list(out_names)
 
     def lines(name, i):
         """(candidate store loc, reference store loc) of output element ``name[i]``."""

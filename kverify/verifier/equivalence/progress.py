@@ -12,14 +12,17 @@ from __future__ import annotations
 import sys
 import time
 
+#: seconds before the first progress line (a quick answer shows none)
+DELAY_S = 2.0
+
 
 class Progress:
     """Reports phases; ``Progress(enabled=False)`` (or :data:`QUIET`) reports nothing."""
 
-    def __init__(self, enabled: bool = True, stream=None, delay: float = 2.0, prefix: str = "kverify equiv"):
+    def __init__(self, enabled: bool = True, stream=None, delay: float | None = None, prefix: str = "kverify equiv"):
         self.enabled = enabled
         self.stream = stream if stream is not None else sys.stderr
-        self.delay = delay
+        self.delay = DELAY_S if delay is None else delay
         self.prefix = prefix
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.t0 = time.perf_counter()

@@ -34,7 +34,8 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir, outs
     if out.get("counterexample"):
         cex = out["counterexample"]
         ex_like = _Bufs(ref, rnames)
-        rep = _replay(cand, ref, cnames, rnames, ex_like, cex["inputs_arrays"], cex["buffer"], cex["index"], model,
+        small = _shrink(cand, ref, cnames, rnames, cex["inputs_arrays"], cex["buffer"], cex["index"], model)
+        rep = _replay(cand, ref, cnames, rnames, ex_like, small, cex["buffer"], cex["index"], model,
                       cex_dir, None, None, lines=lines, outs=outs)
         out["counterexample"] = {k: v for k, v in cex.items() if k != "inputs_arrays"}
         if rep and rep.get("confirmed"):
@@ -47,6 +48,44 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir, outs
             and not out.get("problems"):
         res.verdict = "tested"
         res.message += f"; tested on {out['examples']} inputs without a difference (not a proof)"
+
+
+def _differs_at(cand, ref, cnames, rnames, inputs, name, idx, model) -> bool:
+    inv_c = {v: k for k, v in cnames.items()}
+    inv_r = {v: k for k, v in rnames.items()}
+    rc = _run(cand, _side_inputs(cand, cnames, inputs))
+    rr = _run(ref, _side_inputs(ref, rnames, inputs))
+    if rc.status != "complete" or rr.status != "complete":
+        return False
+    return bool(_values_differ(np.asarray(rc.outputs[inv_c[name]]).reshape(-1)[idx:idx + 1],
+                               np.asarray(rr.outputs[inv_r[name]]).reshape(-1)[idx:idx + 1], model).any())
+
+
+def _shrink(cand, ref, cnames, rnames, inputs, name, idx, model, radius=2):
+    """Smaller inputs for a difference found by testing at ``name[idx]``: every element of
+    every buffer zeroed except the flat indices within ``radius`` of ``idx`` (then each of
+    those zeroed in turn), as long as that element still differs; the given inputs when even
+    the first step loses the difference (the element depends on inputs elsewhere)."""
+    try:
+        trial = {}
+        for n, a in inputs.items():
+            a = np.asarray(a)
+            z = np.zeros_like(a).reshape(-1)
+            lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
+            z[lo:hi] = a.reshape(-1)[lo:hi]
+            trial[n] = z.reshape(a.shape)
+        if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+            return inputs
+        for n in trial:
+            flat = trial[n].reshape(-1)
+            for i in np.flatnonzero(flat != 0):
+                keep = flat[i].copy()
+                flat[i] = 0
+                if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+                    flat[i] = keep
+        return trial
+    except Exception:  # noqa: BLE001 - shrinking is best effort; the original inputs still replay
+        return inputs
 
 
 class _Bufs:
