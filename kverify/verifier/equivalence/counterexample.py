@@ -311,10 +311,10 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
     nonzero = {n: [int(i) for i in v[:16]] for n, v in nz_all.items()}  # the report shows the first 16
     shape = ex_r.buffers[[b.name for b in ex_r.buffers].index(name)].shape
     cv, rv = np.asarray(oc).reshape(-1)[first].item(), np.asarray(orr).reshape(-1)[first].item()
-    if first == idx and (cloc is not None or rloc is not None or lines is not None):
-        known = (cloc, rloc)
-    elif lines is not None:
+    if lines is not None:
         known = lines(name, first)
+    elif first == idx and (cloc is not None or rloc is not None):
+        known = (cloc, rloc)
     else:
         known = None  # the symbolic runs did not finish: which store wrote it is not known
     if known is not None:

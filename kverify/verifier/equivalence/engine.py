@@ -26,7 +26,7 @@ from kverify.launch import lookup, param_key
 from kverify.semantics.ir.errors import Unsupported
 
 from . import realterm as R
-from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _unflat, output_names
+from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _side_inputs, _unflat, output_names
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor
 from .testing import _fallback_test
@@ -113,7 +113,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                test_examples: int = 8, seed: int = 0, max_steps: int = 5_000_000, test_on_unknown: bool = True,
                progress=None, witnesses: bool = True) -> EquivResult:
     """``witnesses``: under ``bitexact``/``int``, run both kernels on the designed inputs of
-    :mod:`witness` before asking the solver (off only to measure what it saves)."""
+    :mod:`witness` before symbolic execution and the solver (off only to measure what it saves)."""
     from .progress import QUIET
 
     progress = progress or QUIET
@@ -136,6 +136,12 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         return EquivResult("unknown", model, str(e), time_s=time.perf_counter() - t0, assumptions=assumptions,
                            scope=scope)
     alg = make_algebra(model)
+    if model != "real" and witnesses:
+        # cheap concrete witnesses first: a bitwise difference on designed inputs refutes
+        # without symbolic execution or the solver
+        res = _witness_first(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope)
+        if res is not None:
+            return res
     try:
         ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate")
         ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference")
@@ -213,63 +219,50 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             differing.append((name, i, cv, rv, cl, rl))
             if model == "real":
                 break  # the first difference is searched for a counterexample (below)
-    # 2. bitexact/int: cheap concrete witnesses on the interpreter before any solver call
-    witness, how = None, None
-    if differing and model != "real" and witnesses:
-        from .witness import find_witness, small_inputs
-
-        tw = time.perf_counter()
-        found = find_witness(cand, ref, cnames, rnames, ex_r.buffers, out_names, model, seed, progress=progress)
-        res.witness_time_s = time.perf_counter() - tw
-        if found is not None:
-            wname, widx, winputs, wstyle = found
-            cv = alg.as_output(oc[wname][widx][0], dtypes[wname])
-            rv = alg.as_output(orf[wname][widx][0], dtypes[wname])
-            small = small_inputs(cv, rv, winputs, ex_r.buffers)
-            witness = (wname, widx, cv, rv, oc[wname][widx][1], orf[wname][widx][1], small, winputs, wstyle)
-    # 3. the solver, element by element (a cheap random probe first)
-    if witness is None:
-        nd = len(differing)
-        for j, (name, i, cv, rv, cl, rl) in enumerate(differing):
-            if model == "real":
-                first = (name, i, cv, rv, cl, rl)
-                break
-            if budget.exhausted():
-                timed_out = True
-                pending.append((name, i))
-                break
-            progress.update("solver", f"element {name}[{i}] ({j + 1}/{nd} whose terms differ)")
-            probe = _probe(cv, rv, seed)
-            if probe is not None:
-                first = (name, i, cv, rv, cl, rl, probe)
-                how = "a random probe of the element's terms"
-                break
-            res.solver += 1
-            solver.push()
-            solver.add(_bv(cv, rv)[0] != _bv(cv, rv)[1])
-            st = budget.check(solver)
-            if st == z3.unsat:
-                solver.pop()
-                if cl is not None and rl is not None:
-                    corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
-                continue
-            if st == z3.sat:
-                model_ = solver.model()
-                solver.pop()
-                assign = {d.name(): model_[d].as_long() for d in model_.decls()
-                          if z3.is_bv_value(model_[d])}
-                first = (name, i, cv, rv, cl, rl, assign)
-                how = "the solver's model"
-                break
-            solver.pop()
+    # 2. the solver, element by element, a cheap random probe first (under bitexact/int the concrete
+    # witnesses already ran, before symbolic execution)
+    how = None
+    nd = len(differing)
+    for j, (name, i, cv, rv, cl, rl) in enumerate(differing):
+        if model == "real":
+            first = (name, i, cv, rv, cl, rl)
+            break
+        if budget.exhausted():
             timed_out = True
             pending.append((name, i))
             break
+        progress.update("solver", f"element {name}[{i}] ({j + 1}/{nd} whose terms differ)")
+        probe = _probe(cv, rv, seed)
+        if probe is not None:
+            first = (name, i, cv, rv, cl, rl, probe)
+            how = "a random probe of the element's terms"
+            break
+        res.solver += 1
+        solver.push()
+        solver.add(_bv(cv, rv)[0] != _bv(cv, rv)[1])
+        st = budget.check(solver)
+        if st == z3.unsat:
+            solver.pop()
+            if cl is not None and rl is not None:
+                corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
+            continue
+        if st == z3.sat:
+            model_ = solver.model()
+            solver.pop()
+            assign = {d.name(): model_[d].as_long() for d in model_.decls()
+                      if z3.is_bv_value(model_[d])}
+            first = (name, i, cv, rv, cl, rl, assign)
+            how = "the solver's model"
+            break
+        solver.pop()
+        timed_out = True
+        pending.append((name, i))
+        break
     progress.clear()
     res.correspondence = [{"candidate": k, "reference": sorted(v)} for k, v in sorted(corr.items())]
     t2 = time.perf_counter()
     res.solve_time_s = t2 - t1
-    if first is None and witness is None and not timed_out:
+    if first is None and not timed_out:
         res.verdict = "proved"
         res.message = (f"all {n_el} output elements equal for all inputs ({res.structural} by identical "
                        f"normal forms, {res.solver} by the solver)")
@@ -280,35 +273,22 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         res.verdict = "unknown"
         res.message = (f"solver budget ({timeout_s:g} solver seconds) spent on output element {el} "
                        f"({res.structural} of {n_el} elements proved by identical normal forms, "
-                       f"{res.solver - 1} by the solver; no cheap concrete witness)")
+                       f"{res.solver - 1} by the solver; no concrete witness)")
         _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
                        lines=lines, progress=progress)
         progress.clear()
         res.time_s = time.perf_counter() - t0
         return res
     # a difference: build inputs, replay on the interpreter
-    cex = None
-    if witness is not None:
-        name, idx = witness[0], witness[1]
-        if witness[6] is not None:
-            cex = _replay(cand, ref, cnames, rnames, ex_r, _bv_cex(witness[6], ex_r), name, idx, model, cex_dir,
-                          witness[4], witness[5], lines=lines, outs=out_names)
-        if cex is None or not cex.get("confirmed"):
-            cex = _replay(cand, ref, cnames, rnames, ex_r, witness[7], name, idx, model, cex_dir, witness[4],
-                          witness[5], lines=lines, outs=out_names)
-        if cex is not None and cex.get("confirmed"):
-            cex["found_by"] = f"concrete witness before the solver (input set {witness[8]!r})"
-        first = witness[:6]
+    name, idx = first[0], first[1]
+    if model == "real":
+        inputs = _real_cex(alg, first[2], first[3], ex_r, seed)
     else:
-        name, idx = first[0], first[1]
-        if model == "real":
-            inputs = _real_cex(alg, first[2], first[3], ex_r, seed)
-        else:
-            inputs = _bv_cex(first[6], ex_r)
-        cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5],
-                      lines=lines, outs=out_names)
-        if cex is not None and cex.get("confirmed"):
-            cex["found_by"] = "random small integers on the normal forms" if model == "real" else how
+        inputs = _bv_cex(first[6], ex_r)
+    cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5],
+                  lines=lines, outs=out_names)
+    if cex is not None and cex.get("confirmed"):
+        cex["found_by"] = "random small integers on the normal forms" if model == "real" else how
     if cex is not None and cex.get("confirmed"):
         res.verdict = "refuted"
         res.counterexample = cex
@@ -324,6 +304,49 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
                        lines=lines, progress=progress)
         progress.clear()
+    res.time_s = time.perf_counter() - t0
+    return res
+
+
+def _witness_first(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope):
+    """The concrete witnesses of :mod:`witness` (bitexact/int); a ``refuted`` result when one
+    is confirmed, else None (and the proof attempt goes on)."""
+    from .testing import _Bufs, _shrink, changed_buffers
+    from .witness import find_witness, store_line
+
+    tw = time.perf_counter()
+    buffers = _Bufs(ref, rnames).buffers
+    try:
+        outs = output_names(cand, ref, cnames, rnames, None if (ref.spec.outputs or cand.spec.outputs)
+                            else changed_buffers(cand, ref, cnames, rnames, seed))
+    except Exception:  # noqa: BLE001 - the interpreter cannot run them: no cheap witness
+        return None
+    found = find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed, progress=progress)
+    if found is None:
+        return None
+    name, idx, inputs, style = found
+    progress.update("concrete witness found", f"{name}[{idx}]: shrinking the inputs")
+    small = _shrink(cand, ref, cnames, rnames, inputs, name, idx, model)
+    ex_like = _Bufs(ref, rnames)
+
+    def lines(n, i):
+        inv_c = {v: k for k, v in cnames.items()}
+        inv_r = {v: k for k, v in rnames.items()}
+        okc, lc = store_line(cand, _side_inputs(cand, cnames, small), inv_c[n], i)
+        okr, lr = store_line(ref, _side_inputs(ref, rnames, small), inv_r[n], i)
+        return (lc, lr) if okc and okr else None
+
+    cex = _replay(cand, ref, cnames, rnames, ex_like, small, name, idx, model, cex_dir, None, None,
+                  lines=lines, outs=outs)
+    progress.clear()
+    if not cex or not cex.get("confirmed"):
+        return None
+    cex["found_by"] = f"concrete witness before symbolic execution (input set {style!r})"
+    res = EquivResult("refuted", model, "", assumptions=assumptions, scope=scope, counterexample=cex,
+                      outputs=list(outs), elements=output_count(ref, rnames, outs))
+    res.witness_time_s = time.perf_counter() - tw
+    res.message = (f"{cex['buffer']}[{_unflat(cex['index'], ex_like, cex['buffer'])}] differs: candidate "
+                   f"{cex['candidate_value']}, reference {cex['reference_value']}")
     res.time_s = time.perf_counter() - t0
     return res
 

@@ -61,24 +61,40 @@ def _differs_at(cand, ref, cnames, rnames, inputs, name, idx, model) -> bool:
                                np.asarray(rr.outputs[inv_r[name]]).reshape(-1)[idx:idx + 1], model).any())
 
 
-def _shrink(cand, ref, cnames, rnames, inputs, name, idx, model, radius=2):
-    """Smaller inputs for a difference found by testing at ``name[idx]``: every element of
-    every buffer zeroed except the flat indices within ``radius`` of ``idx`` (then each of
-    those zeroed in turn), as long as that element still differs; the given inputs when even
-    the first step loses the difference (the element depends on inputs elsewhere)."""
+def _shrink(cand, ref, cnames, rnames, inputs, name, idx, model, budget_s=1.0):
+    """Smaller inputs for a difference at ``name[idx]``, found on the interpreter while that
+    element still differs: every element of every buffer zeroed except the flat indices
+    within 1 of ``idx`` (else within 4; else the inputs stay whole), then each buffer zeroed
+    whole, then each remaining element, the last two steps only while ``budget_s`` seconds of
+    runs are not spent."""
+    t0 = time.perf_counter()
     try:
-        trial = {}
-        for n, a in inputs.items():
-            a = np.asarray(a)
-            z = np.zeros_like(a).reshape(-1)
-            lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
-            z[lo:hi] = a.reshape(-1)[lo:hi]
-            trial[n] = z.reshape(a.shape)
-        if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+        trial = None
+        for radius in (1, 4):
+            t = {}
+            for n, a in inputs.items():
+                a = np.asarray(a)
+                z = np.zeros_like(a).reshape(-1)
+                lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
+                z[lo:hi] = a.reshape(-1)[lo:hi]
+                t[n] = z.reshape(a.shape)
+            if _differs_at(cand, ref, cnames, rnames, t, name, idx, model):
+                trial = t
+                break
+        if trial is None:
             return inputs
+        for n in sorted(trial, key=lambda n: n != name):  # the output's initial contents first
+            if time.perf_counter() - t0 > budget_s or not trial[n].any():
+                continue
+            keep = trial[n]
+            trial[n] = np.zeros_like(keep)
+            if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+                trial[n] = keep
         for n in trial:
             flat = trial[n].reshape(-1)
             for i in np.flatnonzero(flat != 0):
+                if time.perf_counter() - t0 > budget_s:
+                    return trial
                 keep = flat[i].copy()
                 flat[i] = 0
                 if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):

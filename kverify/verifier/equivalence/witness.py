@@ -1,8 +1,9 @@
-"""Cheap concrete witnesses for the ``bitexact`` and ``int`` models, tried before the
-solver: both kernels run on the interpreter on a few input sets designed to expose
-floating-point contraction (``fma(a, b, c)`` against ``a*b + c``) and rounding-order
-differences, and integer wrap-around. A bitwise difference found this way is a
-counterexample already confirmed by the interpreter, so the solver is never asked.
+"""Cheap concrete witnesses for the ``bitexact`` and ``int`` models, tried before symbolic
+execution and the solver: both kernels run on the interpreter on a few input sets designed
+to expose floating-point contraction (``fma(a, b, c)`` against ``a*b + c``) and
+rounding-order differences, and integer wrap-around. A bitwise difference found this way is
+a counterexample already confirmed by the interpreter, so neither the symbolic runs nor the
+solver are needed (a few interpreter runs of each kernel instead of per-thread z3 terms).
 
 The input sets (every element of every buffer, output buffers' initial contents included):
   ``1+2^-12``        +-(1 + 2^-12) with random signs (2^-6 for f16, 2^-27 for f64): the
@@ -15,11 +16,12 @@ The input sets (every element of every buffer, output buffers' initial contents 
 Integer buffers get random values over the whole range, small values, and values near the
 extremes.
 
-When a difference shows, the element's terms name the input variables it depends on; those
-take the witness's values, every other element is 0, and the assignment is minimized by
-zeroing variables while the ground terms still differ (as for solver models). The replay on
-the interpreter confirms the final inputs; if the small inputs do not reproduce it, the
-whole witness is replayed instead.
+When a difference shows, the inputs are shrunk on the interpreter (``testing._shrink``:
+everything outside a window around the element zeroed, then each remaining element in turn,
+as long as that element still differs), and the replay confirms the final inputs. The source
+lines of the stores that produced the element come from the interpreter's write shadow
+(``store_lines``: one more run of each kernel with the shadow on), "never written" only when
+that run wrote no byte of it.
 """
 from __future__ import annotations
 
@@ -125,3 +127,30 @@ def small_inputs(cv, rv, inputs, buffers):
     if not (z3.is_bv_value(a) and z3.is_bv_value(b_) and a.as_long() != b_.as_long()):
         return None
     return _minimize(za, zb, assign, vs)
+
+
+def store_line(side, inputs: dict, key: str, idx: int):
+    """(found, loc): the source location of the last store to element ``idx`` of buffer
+    parameter ``key`` in a run of ``side`` on ``inputs`` (parameter keys), read from the
+    interpreter's write shadow; ``(True, None)`` when no byte of it was written, ``(False,
+    None)`` when the run does not tell."""
+    from kverify.launch import initial_inputs
+    from kverify.semantics.interpreter import _machine
+    from kverify.semantics.interpreter.scheduler import Deterministic
+
+    try:
+        full = initial_inputs(side.kernel, side.spec, {k: np.array(v, copy=True) for k, v in inputs.items()}, 0)
+        m = _machine(side.module, side.kernel, side.spec, full, Deterministic(), 500_000, True).run()
+        if m.status != "complete" or key not in m.buffers:
+            return False, None
+        start, dtype, _shape = m.buffers[key]
+        es = np.dtype(dtype).itemsize
+        sh = m.gmem.shadow
+        lo = start + idx * es
+        agents = sh.w_agent[lo:lo + es]
+        if (agents < 0).all():
+            return True, None
+        j = int(np.flatnonzero(agents >= 0)[-1])
+        return True, m.locs[int(sh.w_loc[lo + j])]
+    except Exception:  # noqa: BLE001 - the lines are a courtesy; the refutation stands without them
+        return False, None
