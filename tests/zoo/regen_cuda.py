@@ -42,6 +42,7 @@ FAMILIES = [
     "stencil",
     "stencil_fma",
     "threshold",
+    "midpoint",
     "warp_reduce_smem",
     "proxy_waw",
     "flag_handoff",

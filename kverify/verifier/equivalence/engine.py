@@ -30,6 +30,7 @@ from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _side_inpu
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor
 from .testing import _fallback_test
+from .witness import STYLES
 
 MODELS = ("real", "bitexact", "int")
 
@@ -139,9 +140,14 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     if model != "real" and witnesses:
         # cheap concrete witnesses first: a bitwise difference on designed inputs refutes
         # without symbolic execution or the solver
-        res = _witness_first(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope)
+        tw = time.perf_counter()
+        res = _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope,
+                       STYLES[:1], "before symbolic execution")
+        witness_s = time.perf_counter() - tw
         if res is not None:
             return res
+    else:
+        witness_s = 0.0
     try:
         ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate")
         ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference")
@@ -154,8 +160,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"
         res = EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
-                          scope=scope)
-        res.sym_time_s = res.time_s
+                          scope=scope, witness_time_s=witness_s)
+        res.sym_time_s = res.time_s - witness_s
         outs = None
         if test_on_unknown:
             _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, progress=progress)
@@ -166,8 +172,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         return res
     t1 = time.perf_counter()
     oc, orf = ex_c.output_terms(), ex_r.output_terms()
-    res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope)
-    res.sym_time_s = t1 - t0
+    res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope, witness_time_s=witness_s)
+    res.sym_time_s = t1 - t0 - witness_s
     out_names = output_names(cand, ref, cnames, rnames, ex_c.written_buffers() | ex_r.written_buffers())
     res.elements = sum(len(orf.get(n, ())) for n in out_names)
     res.outputs = list(out_names)
@@ -219,8 +225,17 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             differing.append((name, i, cv, rv, cl, rl))
             if model == "real":
                 break  # the first difference is searched for a counterexample (below)
-    # 2. the solver, element by element, a cheap random probe first (under bitexact/int the concrete
-    # witnesses already ran, before symbolic execution)
+    # 2. bitexact/int: the other concrete witness input sets, before the solver
+    if differing and model != "real" and witnesses:
+        tw = time.perf_counter()
+        wres = _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope,
+                        STYLES[1:], "before the solver", outs=out_names)
+        res.witness_time_s += time.perf_counter() - tw
+        if wres is not None:
+            wres.sym_time_s, wres.structural = res.sym_time_s, res.structural
+            wres.witness_time_s = res.witness_time_s
+            return wres
+    # 3. the solver, element by element, a cheap random probe first
     how = None
     nd = len(differing)
     for j, (name, i, cv, rv, cl, rl) in enumerate(differing):
@@ -308,20 +323,23 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     return res
 
 
-def _witness_first(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope):
-    """The concrete witnesses of :mod:`witness` (bitexact/int); a ``refuted`` result when one
-    is confirmed, else None (and the proof attempt goes on)."""
+def _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope, styles, when,
+             outs=None):
+    """The concrete witnesses of :mod:`witness` (bitexact/int) for the input sets ``styles``;
+    a ``refuted`` result when one is confirmed, else None (and the proof attempt goes on).
+    ``outs``: the output buffers when known (else from the launch specs or a run)."""
     from .testing import _Bufs, _shrink, changed_buffers
     from .witness import find_witness, store_line
 
     tw = time.perf_counter()
     buffers = _Bufs(ref, rnames).buffers
     try:
-        outs = output_names(cand, ref, cnames, rnames, None if (ref.spec.outputs or cand.spec.outputs)
-                            else changed_buffers(cand, ref, cnames, rnames, seed))
+        if outs is None:
+            outs = output_names(cand, ref, cnames, rnames, None if (ref.spec.outputs or cand.spec.outputs)
+                                else changed_buffers(cand, ref, cnames, rnames, seed))
     except Exception:  # noqa: BLE001 - the interpreter cannot run them: no cheap witness
         return None
-    found = find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed, progress=progress)
+    found = find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed, progress=progress, styles=styles)
     if found is None:
         return None
     name, idx, inputs, style = found
@@ -341,7 +359,7 @@ def _witness_first(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0
     progress.clear()
     if not cex or not cex.get("confirmed"):
         return None
-    cex["found_by"] = f"concrete witness before symbolic execution (input set {style!r})"
+    cex["found_by"] = f"concrete witness {when} (input set {style!r})"
     res = EquivResult("refuted", model, "", assumptions=assumptions, scope=scope, counterexample=cex,
                       outputs=list(outs), elements=output_count(ref, rnames, outs))
     res.witness_time_s = time.perf_counter() - tw

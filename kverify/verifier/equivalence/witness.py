@@ -1,9 +1,11 @@
-"""Cheap concrete witnesses for the ``bitexact`` and ``int`` models, tried before symbolic
-execution and the solver: both kernels run on the interpreter on a few input sets designed
-to expose floating-point contraction (``fma(a, b, c)`` against ``a*b + c``) and
-rounding-order differences, and integer wrap-around. A bitwise difference found this way is
-a counterexample already confirmed by the interpreter, so neither the symbolic runs nor the
-solver are needed (a few interpreter runs of each kernel instead of per-thread z3 terms).
+"""Cheap concrete witnesses for the ``bitexact`` and ``int`` models: both kernels run on the
+interpreter on a few input sets designed to expose floating-point contraction (``fma(a, b,
+c)`` against ``a*b + c``) and rounding-order differences, and integer wrap-around. A bitwise
+difference found this way is a counterexample already confirmed by the interpreter, so
+neither the symbolic runs nor the solver are needed (a few interpreter runs of each kernel
+instead of per-thread z3 terms). The engine tries the first input set before symbolic
+execution (two interpreter runs, so a proof pays little), and the others after it, before
+the solver, only when some output element's terms are not identical.
 
 The input sets (every element of every buffer, output buffers' initial contents included):
   ``1+2^-12``        +-(1 + 2^-12) with random signs (2^-6 for f16, 2^-27 for f64): the
@@ -20,7 +22,7 @@ When a difference shows, the inputs are shrunk on the interpreter (``testing._sh
 everything outside a window around the element zeroed, then each remaining element in turn,
 as long as that element still differs), and the replay confirms the final inputs. The source
 lines of the stores that produced the element come from the interpreter's write shadow
-(``store_lines``: one more run of each kernel with the shadow on), "never written" only when
+(``store_line``: one more run of each kernel with the shadow on), "never written" only when
 that run wrote no byte of it.
 """
 from __future__ import annotations
@@ -28,11 +30,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import z3
 
 from kverify.launch.dtypes import np_dtype
 
-from .counterexample import UINT, _bv, _minimize, _run, _side_inputs, _values_differ, _z3_vars
+from .counterexample import _run, _side_inputs, _values_differ
 
 STYLES = ("1+2^-12", "full mantissas", "cancellation", "uniform")
 _EPS_BITS = {"float16": 6, "bfloat16": 4, "float32": 12, "float64": 27}
@@ -72,7 +73,8 @@ def design(style: str, b, rng) -> np.ndarray:
                         else it).astype(it)
 
 
-def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_cap=4.0, progress=None):
+def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_cap=4.0, progress=None,
+                 styles=STYLES):
     """Run both kernels on the designed input sets; the first bitwise difference as
     ``(buffer, flat index, inputs, style)`` (inputs keyed by shared buffer name), or None.
     Stops after ``time_cap`` seconds of interpreter runs (an input set already started runs to
@@ -80,7 +82,8 @@ def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_c
     t0 = time.perf_counter()
     inv_c = {v: k for k, v in cnames.items()}
     inv_r = {v: k for k, v in rnames.items()}
-    for k, style in enumerate(STYLES):
+    for style in styles:
+        k = STYLES.index(style)
         if time.perf_counter() - t0 > time_cap:
             return None
         if progress is not None:
@@ -102,31 +105,6 @@ def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_c
             if bad.any():
                 return name, int(np.flatnonzero(bad)[0]), inputs, style
     return None
-
-
-def small_inputs(cv, rv, inputs, buffers):
-    """The witness restricted to the variables of one element's terms, minimized; an
-    assignment {variable name: bits} for ``counterexample._bv_cex``, or None when the
-    ground terms do not differ on it (an uninterpreted function, say)."""
-    za, zb = _bv(cv, rv)
-    vs = _z3_vars((za, zb))
-    if not vs or len(vs) > 4096:
-        return None
-    by = {b.name: b for b in buffers}
-    assign = {}
-    for nm in vs:
-        buf, _, rest = nm.partition("[")
-        if buf not in by or not rest.endswith("]"):
-            return None  # a fresh variable (uninitialized memory): not an input
-        b = by[buf]
-        flat = np.asarray(inputs[buf]).reshape(-1).view(UINT[b.esize])
-        assign[nm] = int(flat[int(rest[:-1])])
-    subs = [(vs[n], z3.BitVecVal(v, vs[n].size())) for n, v in assign.items()]
-    a = z3.simplify(z3.substitute(za, *subs))
-    b_ = z3.simplify(z3.substitute(zb, *subs))
-    if not (z3.is_bv_value(a) and z3.is_bv_value(b_) and a.as_long() != b_.as_long()):
-        return None
-    return _minimize(za, zb, assign, vs)
 
 
 def store_line(side, inputs: dict, key: str, idx: int):
