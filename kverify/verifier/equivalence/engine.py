@@ -225,6 +225,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             differing.append((name, i, cv, rv, cl, rl))
             if model == "real":
                 break  # the first difference is searched for a counterexample (below)
+        if differing and model == "real":
+            break
     # 2. bitexact/int: the other concrete witness input sets, before the solver
     if differing and model != "real" and witnesses:
         tw = time.perf_counter()
