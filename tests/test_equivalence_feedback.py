@@ -186,3 +186,18 @@ def test_overflow_free_midpoint_is_proved_by_the_solver(tmp_path):
     _, r = _pair("midpoint_halves_vs_wide", tmp_path)
     assert r.verdict == "proved", r.message
     assert r.solver == r.elements == 128 and r.structural == 0
+
+
+def test_progress_on_a_terminal_redraws_one_line_and_erases_it():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    t = Tty()
+    pr = progress_mod.Progress(stream=t, delay=0.0)
+    pr.update("symbolic execution of the candidate (k)", "CTA 1/4")
+    pr.update("solver", "element out[0] (1/2 whose terms differ)")
+    pr.clear()
+    v = t.getvalue()
+    assert "\n" not in v and v.count("\r\x1b[K") == 3 and v.endswith("\r\x1b[K")
+    assert "symbolic execution of the candidate (k): CTA 1/4" in v and "solver: element out[0]" in v
