@@ -201,3 +201,20 @@ def test_progress_on_a_terminal_redraws_one_line_and_erases_it():
     v = t.getvalue()
     assert "\n" not in v and v.count("\r\x1b[K") == 3 and v.endswith("\r\x1b[K")
     assert "symbolic execution of the candidate (k): CTA 1/4" in v and "solver: element out[0]" in v
+
+
+def test_fma_contraction_in_a_tiled_2d_stencil(tmp_path):
+    """The 5-point 2D stencil: the tiled kernel written like the naive one is proved bitexact,
+    the __fmul_rn one is refuted with the inputs shrunk to a 3x3 box around out[0, 2] (the
+    row below is 24 flat indices away), and proved under the real model."""
+    _, r = _pair("stencil2d_fma_tiled_vs_naive", tmp_path)
+    assert r.verdict == "proved" and r.elements == 480, r.message
+    _, r = _pair("stencil2d_fma_fmul_rn_vs_naive", tmp_path)
+    assert r.verdict == "refuted", r.message
+    c = r.counterexample
+    assert c["buffer"] == "out" and c["index_nd"] == [0, 2] and c["mismatches"] == 1
+    assert c["candidate_line"].endswith("stencil2d_tiled__fmul_rn.cu:17")
+    assert c["reference_line"].endswith("stencil2d_naive.cu:14")
+    assert set(c["inputs"]) == {"in"} and {int(i) for i in c["inputs"]["in"]["nonzero"]} <= {1, 2, 3, 25, 26, 27}
+    _, r = _pair("stencil2d_fma_fmul_rn_vs_naive_real", tmp_path)
+    assert r.verdict == "proved" and r.structural == 480

@@ -276,14 +276,16 @@ def _write_launch(side, path):
     Path(path).write_text(json.dumps(d, indent=1))
 
 
-def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, cloc, rloc, lines=None, outs=None):
+def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, cloc, rloc, lines=None, outs=None,
+            runs=None):
     """Both kernels on ``inputs``; a confirmed counterexample at the first differing element
     of output ``name`` (``idx`` is the element the terms pointed to, with the store lines
     ``cloc``/``rloc``). ``lines(name, i)`` gives the store lines of any element when the
     symbolic runs finished (None: they are not known, and the report says so instead of
-    claiming "never written"); ``outs`` are the output buffers (shared names)."""
+    claiming "never written"); ``outs`` are the output buffers (shared names); ``runs``: the
+    two kernels' runs on exactly these inputs when the caller has them already."""
     ci, ri = _side_inputs(cand, cnames, inputs), _side_inputs(ref, rnames, inputs)
-    rc, rr = _run(cand, ci), _run(ref, ri)
+    rc, rr = runs if runs is not None else (_run(cand, ci), _run(ref, ri))
     if rc.status != "complete" or rr.status != "complete":
         return {"confirmed": False, "reason": f"interpreter: {rc.status} / {rr.status}"}
     inv_c = {v: k for k, v in cnames.items()}

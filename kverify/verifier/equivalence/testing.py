@@ -63,21 +63,30 @@ def _differs_at(cand, ref, cnames, rnames, inputs, name, idx, model) -> bool:
 
 def _shrink(cand, ref, cnames, rnames, inputs, name, idx, model, budget_s=1.0):
     """Smaller inputs for a difference at ``name[idx]``, found on the interpreter while that
-    element still differs: every element of every buffer zeroed except the flat indices
-    within 1 of ``idx`` (else within 4; else the inputs stay whole), then each buffer zeroed
-    whole, then each remaining element, the last two steps only while ``budget_s`` seconds of
-    runs are not spent."""
+    element still differs: every element of every buffer zeroed except those within 1 of the
+    element (an n-d box for a buffer with the output's number of dimensions, else a window of
+    flat indices; else within 4; else the inputs stay whole), then each buffer zeroed whole,
+    then each remaining element, the last two steps only while ``budget_s`` seconds of runs
+    are not spent."""
     t0 = time.perf_counter()
     try:
         trial = None
+        oshape = np.asarray(inputs[name]).shape
+        pos = np.unravel_index(idx, oshape) if len(oshape) > 1 else None
         for radius in (1, 4):
             t = {}
             for n, a in inputs.items():
                 a = np.asarray(a)
-                z = np.zeros_like(a).reshape(-1)
-                lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
-                z[lo:hi] = a.reshape(-1)[lo:hi]
-                t[n] = z.reshape(a.shape)
+                z = np.zeros_like(a)
+                if pos is not None and a.ndim == len(oshape):
+                    # an n-d box around the element (a 2D stencil reads the rows above and below)
+                    box = tuple(slice(max(0, p - radius), min(d, p + radius + 1)) for p, d in zip(pos, a.shape))
+                    z[box] = a[box]
+                else:
+                    zf, af = z.reshape(-1), a.reshape(-1)
+                    lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
+                    zf[lo:hi] = af[lo:hi]
+                t[n] = z
             if _differs_at(cand, ref, cnames, rnames, t, name, idx, model):
                 trial = t
                 break

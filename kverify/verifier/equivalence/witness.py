@@ -22,7 +22,7 @@ When a difference shows, the inputs are shrunk on the interpreter (``testing._sh
 everything outside a window around the element zeroed, then each remaining element in turn,
 as long as that element still differs), and the replay confirms the final inputs. The source
 lines of the stores that produced the element come from the interpreter's write shadow
-(``store_line``: one more run of each kernel with the shadow on), "never written" only when
+(``ShadowRun``: the confirming run of each kernel has the shadow on), "never written" only when
 that run wrote no byte of it.
 """
 from __future__ import annotations
@@ -107,28 +107,35 @@ def find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed=0, time_c
     return None
 
 
-def store_line(side, inputs: dict, key: str, idx: int):
-    """(found, loc): the source location of the last store to element ``idx`` of buffer
-    parameter ``key`` in a run of ``side`` on ``inputs`` (parameter keys), read from the
-    interpreter's write shadow; ``(True, None)`` when no byte of it was written, ``(False,
-    None)`` when the run does not tell."""
-    from kverify.launch import initial_inputs
-    from kverify.semantics.interpreter import _machine
-    from kverify.semantics.interpreter.scheduler import Deterministic
+class ShadowRun:
+    """One interpreter run with the race shadow on: ``status`` and ``outputs`` as a
+    ``RunResult`` has them, and ``line(key, idx)``: ``(found, loc)`` for the last store to
+    element ``idx`` of buffer parameter ``key`` (``(True, None)``: no byte of it was written;
+    ``(False, None)``: the run does not tell)."""
 
-    try:
+    def __init__(self, side, inputs: dict):
+        from kverify.launch import initial_inputs
+        from kverify.semantics.interpreter import _machine
+        from kverify.semantics.interpreter.scheduler import Deterministic
+
         full = initial_inputs(side.kernel, side.spec, {k: np.array(v, copy=True) for k, v in inputs.items()}, 0)
-        m = _machine(side.module, side.kernel, side.spec, full, Deterministic(), 500_000, True).run()
-        if m.status != "complete" or key not in m.buffers:
+        self.m = _machine(side.module, side.kernel, side.spec, full, Deterministic(), 500_000, True).run()
+        self.status = self.m.status
+        self.outputs = self.m.outputs()
+
+    def line(self, key: str, idx: int):
+        m = self.m
+        try:
+            if m.status != "complete" or key not in m.buffers:
+                return False, None
+            start, dtype, _shape = m.buffers[key]
+            es = np.dtype(dtype).itemsize
+            sh = m.gmem.shadow
+            lo = start + idx * es
+            agents = sh.w_agent[lo:lo + es]
+            if (agents < 0).all():
+                return True, None
+            j = int(np.flatnonzero(agents >= 0)[-1])
+            return True, m.locs[int(sh.w_loc[lo + j])]
+        except Exception:  # noqa: BLE001 - the lines are a courtesy; the refutation stands without them
             return False, None
-        start, dtype, _shape = m.buffers[key]
-        es = np.dtype(dtype).itemsize
-        sh = m.gmem.shadow
-        lo = start + idx * es
-        agents = sh.w_agent[lo:lo + es]
-        if (agents < 0).all():
-            return True, None
-        j = int(np.flatnonzero(agents >= 0)[-1])
-        return True, m.locs[int(sh.w_loc[lo + j])]
-    except Exception:  # noqa: BLE001 - the lines are a courtesy; the refutation stands without them
-        return False, None
