@@ -110,8 +110,8 @@ def test_progress_shows_the_solver_and_testing_phases():
 
 def test_a_difference_found_by_testing_does_not_claim_never_written(tmp_path, capsys):
     """Both kernels write every y[i]; the real model stops at the data-dependent select, so
-    testing finds the difference. The store lines are not known then, and the report says
-    so instead of "candidate never written, reference never written"."""
+    testing finds the difference. The store lines then come from the interpreter's race
+    shadow, not "candidate never written, reference never written"."""
     f = [str(ZOO / "threshold" / "threshold__wrong_cut.ptx"), str(ZOO / "threshold" / "threshold.ptx")]
     rep, results = equivalence_report(*f, launch=THRESHOLD, ref_launch=THRESHOLD, model="real",
                                       cex_dir=str(tmp_path), test_examples=4)
@@ -119,8 +119,8 @@ def test_a_difference_found_by_testing_does_not_claim_never_written(tmp_path, ca
     assert r.verdict == "refuted", r.message
     assert r.elements == 100 and r.outputs == ["y"]  # not "0 output elements"
     c = r.counterexample
-    assert c["buffer"] == "y" and c["candidate_line"] is None and c["reference_line"] is None
-    assert c["lines_known"] is False
+    assert c["buffer"] == "y" and c["lines_known"] is True
+    assert c["candidate_line"].endswith("threshold__wrong_cut.cu:5") and c["reference_line"].endswith("threshold.cu:5")
     # the outputs are the buffers the kernels store to (the launch names none): x is an input
     assert r.tested["outputs"] == ["y"] and r.tested["input_mutation_checked"] == ["x"]
     # shrunk to the one element that matters
@@ -132,7 +132,7 @@ def test_a_difference_found_by_testing_does_not_claim_never_written(tmp_path, ca
     text = capsys.readouterr().out
     assert "never written" not in text and " 0 output elements" not in text
     assert "100 output elements (y)" in text
-    assert "lines: not known (symbolic execution did not finish; the interpreter found it)" in text
+    assert "lines: candidate threshold__wrong_cut.cu:5, reference threshold.cu:5" in text
 
 
 def test_outputs_default_to_the_buffers_the_kernels_store_to(tmp_path, capsys):

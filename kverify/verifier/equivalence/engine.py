@@ -331,7 +331,7 @@ def _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assu
     a ``refuted`` result when one is confirmed, else None (and the proof attempt goes on).
     ``outs``: the output buffers when known (else from the launch specs or a run)."""
     from .testing import _Bufs, _shrink, changed_buffers
-    from .witness import ShadowRun, find_witness
+    from .witness import find_witness, shadow_lines
 
     tw = time.perf_counter()
     buffers = _Bufs(ref, rnames).buffers
@@ -350,20 +350,7 @@ def _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assu
     ex_like = _Bufs(ref, rnames)
 
     # the confirming runs keep the race shadow, which knows the last store to every byte
-    try:
-        runs = (ShadowRun(cand, _side_inputs(cand, cnames, small)), ShadowRun(ref, _side_inputs(ref, rnames, small)))
-    except Exception:  # noqa: BLE001 - replay without the shadow (no store lines)
-        runs = None
-    inv_c = {v: k for k, v in cnames.items()}
-    inv_r = {v: k for k, v in rnames.items()}
-
-    def lines(n, i):
-        if runs is None:
-            return None
-        okc, lc = runs[0].line(inv_c[n], i)
-        okr, lr = runs[1].line(inv_r[n], i)
-        return (lc, lr) if okc and okr else None
-
+    runs, lines = shadow_lines(cand, ref, cnames, rnames, small)
     cex = _replay(cand, ref, cnames, rnames, ex_like, small, name, idx, model, cex_dir, None, None,
                   lines=lines, outs=outs, runs=runs)
     progress.clear()

@@ -35,8 +35,13 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir, outs
         cex = out["counterexample"]
         ex_like = _Bufs(ref, rnames)
         small = _shrink(cand, ref, cnames, rnames, cex["inputs_arrays"], cex["buffer"], cex["index"], model)
+        runs = None
+        if lines is None:  # the symbolic runs did not finish: the interpreter's race shadow knows the stores
+            from .witness import shadow_lines
+
+            runs, lines = shadow_lines(cand, ref, cnames, rnames, small)
         rep = _replay(cand, ref, cnames, rnames, ex_like, small, cex["buffer"], cex["index"], model,
-                      cex_dir, None, None, lines=lines, outs=outs)
+                      cex_dir, None, None, lines=lines, outs=outs, runs=runs)
         out["counterexample"] = {k: v for k, v in cex.items() if k != "inputs_arrays"}
         if rep and rep.get("confirmed"):
             res.verdict = "refuted"

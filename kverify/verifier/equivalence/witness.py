@@ -139,3 +139,22 @@ class ShadowRun:
             return True, m.locs[int(sh.w_loc[lo + j])]
         except Exception:  # noqa: BLE001 - the lines are a courtesy; the refutation stands without them
             return False, None
+
+
+def shadow_lines(cand, ref, cnames, rnames, inputs):
+    """Both kernels on ``inputs`` (shared names) with the race shadow on: ``(runs, lines)``
+    for ``counterexample._replay`` (``lines(name, i)``: the store locations of an output
+    element, None when the runs do not tell), or ``(None, None)`` when they cannot run."""
+    try:
+        runs = (ShadowRun(cand, _side_inputs(cand, cnames, inputs)), ShadowRun(ref, _side_inputs(ref, rnames, inputs)))
+    except Exception:  # noqa: BLE001 - replay without the shadow (no store lines)
+        return None, None
+    inv_c = {v: k for k, v in cnames.items()}
+    inv_r = {v: k for k, v in rnames.items()}
+
+    def lines(n, i):
+        okc, lc = runs[0].line(inv_c[n], i)
+        okr, lr = runs[1].line(inv_r[n], i)
+        return (lc, lr) if okc and okr else None
+
+    return runs, lines
