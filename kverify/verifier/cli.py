@@ -369,7 +369,7 @@ def cmd_equiv(args) -> int:
             if c.get("candidate_line") or c.get("reference_line"):
                 print(f"           lines: candidate {c.get('candidate_line')}, reference {c.get('reference_line')}")
             elif not c.get("lines_known", True):
-                print("           lines: not known (symbolic execution did not finish; the interpreter found it)")
+                print("           lines: not known (symbolic execution did not finish and the interpreter run did not tell)")
             if c.get("found_by"):
                 print(f"           found by: {c['found_by']}")
             for name, d in c.get("inputs", {}).items():
