@@ -337,6 +337,7 @@ def cmd_equiv(args) -> int:
     import json
 
     from .equivalence import equivalence_report
+    from .equivalence.progress import Progress
     from .report import exit_code, report_json
 
     if args.reference and args.ref:
@@ -345,18 +346,25 @@ def cmd_equiv(args) -> int:
     if not reference:
         raise KernelError("a reference is required: REFERENCE (a kernel) or --ref torch:MODULE:FN",
                           "<command line>", 1, 1)
-    rep, results = equivalence_report(args.candidate, reference, launch=args.launch,
-                                      ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
-                                      timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
-                                      cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed,
-                                      bind=args.bind)
+    # phases on stderr for anything over 2 s: on a terminal, or when asked for (never on stdout)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    progress = Progress(enabled=show)
+    try:
+        rep, results = equivalence_report(args.candidate, reference, launch=args.launch,
+                                          ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
+                                          timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
+                                          cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed,
+                                          bind=args.bind, progress=progress)
+    finally:
+        progress.clear()
     if args.format == "json":
         print(json.dumps(report_json([rep], "equiv"), indent=2, default=str))
         return exit_code([rep])
     print(f"kverify equiv {args.candidate} {reference}: {rep.name}: {rep.verdict.upper()} "
           f"(model {args.fp})")
     for o, (shape, r) in zip(rep.obligations, results):
-        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements")
+        outs = f" ({', '.join(r.outputs)})" if r.outputs else ""
+        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements{outs}")
         print(f"           {r.message}")
         print(f"           scope: {r.scope}")
         if r.counterexample:
@@ -366,8 +374,17 @@ def cmd_equiv(args) -> int:
                   f"({c['mismatches']} of {c['of']} elements differ)")
             if c.get("candidate_line") or c.get("reference_line"):
                 print(f"           lines: candidate {c.get('candidate_line')}, reference {c.get('reference_line')}")
+            elif not c.get("lines_known", True):
+                print("           lines: not known (symbolic execution did not finish and the interpreter run did not tell)")
+            if c.get("found_by"):
+                print(f"           found by: {c['found_by']}")
             for name, d in c.get("inputs", {}).items():
-                print(f"           input {name}: nonzero {d['nonzero']} (all other elements 0)")
+                what = "output" if d.get("role", "input") != "input" else "input"
+                extra = ", initial contents" if what == "output" else ""
+                cnt = d.get("nonzero_count", len(d["nonzero"]))
+                rest = "all other elements 0" if cnt <= len(d["nonzero"]) else \
+                    f"the first {len(d['nonzero'])} of {cnt} nonzero elements; all of them are in the inputs file"
+                print(f"           {what} {name}{extra}: nonzero {d['nonzero']} ({rest})")
             print(f"           replay: {c['replay']}")
             if str(reference).startswith("torch:") and c.get("replay_reference"):
                 print(f"           reference: {c['replay_reference']}")
@@ -401,6 +418,9 @@ def _add_equiv(sub):
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cex-dir", default="kverify-cex", help="where counterexample inputs and launches are written")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--progress", action="store_true", default=None,
+                   help="show the phase on stderr for anything over 2 s (default: only when stderr is a terminal)")
+    s.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     s.set_defaults(func=cmd_equiv)
 
 

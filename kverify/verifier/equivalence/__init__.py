@@ -83,12 +83,13 @@ class EquivObligation(Obligation):
     tested: dict | None = None
     correspondence: list = None
     shape: dict = None
+    outputs: list = None
 
     def to_json(self, strict: bool = False) -> dict:
         d = super().to_json(strict)
         d.update({"model": self.model, "equivalence": self.equivalence, "scope": self.scope,
                   "shape": self.shape or {}, "assumptions": self.assumptions or [], "tested": self.tested,
-                  "correspondence": self.correspondence or []})
+                  "correspondence": self.correspondence or [], "outputs": self.outputs or []})
         return d
 
 
@@ -119,14 +120,16 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
         locations=locs, counterexample=cex, time_s=res.time_s,
         rule=MISMATCH.id if res.verdict == "refuted" else None, model=res.model,
         equivalence=res.verdict, scope=res.scope, assumptions=res.assumptions, tested=res.tested,
-        correspondence=res.correspondence, shape=shape)
+        correspondence=res.correspondence, shape=shape, outputs=res.outputs)
 
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
-                       seed=0, bind=None) -> tuple[KernelReport, list]:
+                       seed=0, bind=None, progress=None, witnesses=True) -> tuple[KernelReport, list]:
     """``ref_file`` is a kernel file, or a torch reference: ``torch:MODULE:FN`` or a callable
-    (see :mod:`torchref`; ``bind`` maps its parameters to the candidate's)."""
+    (see :mod:`torchref`; ``bind`` maps its parameters to the candidate's). ``progress``: a
+    :class:`~.progress.Progress` (phases on stderr), default none; ``witnesses=False`` skips the
+    concrete witnesses before the solver (to measure them)."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
     shape_list = parse_shapes(shapes)
@@ -147,7 +150,10 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         if cand_file == ref_file and cand.kernel.name == ref.kernel.name and launch == ref_launch:
             pass
         rep.name = f"{cand.kernel.name} vs {ref.kernel.name}"
-        res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed)
+        if progress is not None:
+            progress.restart(",".join(f"{k}={v}" for k, v in sh.items()))
+        res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed, progress=progress,
+                         witnesses=witnesses)
         results.append((sh, res))
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
     return rep, results

@@ -19,10 +19,26 @@ UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _outputs(side, names: dict):
+    """The output buffers (shared names) one launch spec names; all its buffers when it
+    names none (see :func:`output_names` for the rule the engine uses)."""
     outs = side.spec.outputs
     if not outs:
         return [names[k] for k in names]
     return [names.get(o, o) for o in outs]
+
+
+def output_names(cand, ref, cnames: dict, rnames: dict, written: set | None = None) -> list:
+    """The outputs compared: those the reference's launch spec names, else those the
+    candidate's names, else the buffers either kernel stores to (``written``, shared names),
+    else (nothing known about the stores) every buffer."""
+    if ref.spec.outputs:
+        return _outputs(ref, rnames)
+    if cand.spec.outputs:
+        return _outputs(cand, cnames)
+    allb = [rnames[k] for k in rnames]
+    if written is not None:
+        return [n for n in allb if n in written]
+    return allb
 
 
 def _bv(a, b):
@@ -243,12 +259,17 @@ def _run(side, inputs):
 
 
 def _values_differ(a, b, model):
+    """Per element: do the two outputs differ under the model (``real``: beyond 1e-3;
+    otherwise bitwise, with NaN canonical: two NaNs agree whatever their payloads)."""
     a, b = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
     if model == "real" and np.issubdtype(a.dtype, np.floating):
         af, bf = a.astype(np.float64), b.astype(np.float64)
         return ~np.isclose(af, bf, rtol=1e-3, atol=1e-3, equal_nan=True)
     if a.dtype.itemsize == b.dtype.itemsize:
-        return a.view(UINT[a.dtype.itemsize]) != b.view(UINT[b.dtype.itemsize])
+        bad = a.view(UINT[a.dtype.itemsize]) != b.view(UINT[b.dtype.itemsize])
+        if np.issubdtype(a.dtype, np.floating) and np.issubdtype(b.dtype, np.floating):
+            bad &= ~(np.isnan(a) & np.isnan(b))
+        return bad
     return a != b
 
 
@@ -261,9 +282,16 @@ def _write_launch(side, path):
     Path(path).write_text(json.dumps(d, indent=1))
 
 
-def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, cloc, rloc):
+def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, cloc, rloc, lines=None, outs=None,
+            runs=None):
+    """Both kernels on ``inputs``; a confirmed counterexample at the first differing element
+    of output ``name`` (``idx`` is the element the terms pointed to, with the store lines
+    ``cloc``/``rloc``). ``lines(name, i)`` gives the store lines of any element when the
+    symbolic runs finished (None: they are not known, and the report says so instead of
+    claiming "never written"); ``outs`` are the output buffers (shared names); ``runs``: the
+    two kernels' runs on exactly these inputs when the caller has them already."""
     ci, ri = _side_inputs(cand, cnames, inputs), _side_inputs(ref, rnames, inputs)
-    rc, rr = _run(cand, ci), _run(ref, ri)
+    rc, rr = runs if runs is not None else (_run(cand, ci), _run(ref, ri))
     if rc.status != "complete" or rr.status != "complete":
         return {"confirmed": False, "reason": f"interpreter: {rc.status} / {rr.status}"}
     inv_c = {v: k for k, v in cnames.items()}
@@ -279,16 +307,29 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
     stem = f"{Path(cand.path).stem}__vs__{Path(ref.path).stem}"
     cin, rin = cexd / f"{stem}.candidate.npz", cexd / f"{stem}.reference.npz"
     # the reference's outputs ride along as expectations: `kverify run --inputs` compares with them
-    expect = {f"expected__{inv_c[n]}": np.asarray(rr.outputs[inv_r[n]]) for n in _outputs(ref, rnames)
+    outs = list(outs) if outs is not None else _outputs(ref, rnames)
+    expect = {f"expected__{inv_c[n]}": np.asarray(rr.outputs[inv_r[n]]) for n in outs
               if n in inv_c and inv_r.get(n) in rr.outputs}
     np.savez(cin, **ci, **expect)
     np.savez(rin, **ri)
     cl, rl = cexd / f"{stem}.candidate.launch.json", cexd / f"{stem}.reference.launch.json"
     _write_launch(cand, cl)
     _write_launch(ref, rl)
-    nonzero = {n: [int(i) for i in np.flatnonzero(np.asarray(a).reshape(-1) != 0)[:16]] for n, a in inputs.items()}
+    nz_all = {n: np.flatnonzero(np.asarray(a).reshape(-1) != 0) for n, a in inputs.items()}
+    nonzero = {n: [int(i) for i in v[:16]] for n, v in nz_all.items()}  # the report shows the first 16
     shape = ex_r.buffers[[b.name for b in ex_r.buffers].index(name)].shape
     cv, rv = np.asarray(oc).reshape(-1)[first].item(), np.asarray(orr).reshape(-1)[first].item()
+    if lines is not None:
+        known = lines(name, first)
+    elif first == idx and (cloc is not None or rloc is not None):
+        known = (cloc, rloc)
+    else:
+        known = None  # the symbolic runs did not finish: which store wrote it is not known
+    if known is not None:
+        cline = _loc(known[0]) if known[0] is not None else "never written"
+        rline = _loc(known[1]) if known[1] is not None else "never written"
+    else:
+        cline = rline = None
     return {
         "confirmed": True,
         "buffer": name,
@@ -298,12 +339,19 @@ def _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, 
         "reference_value": rv,
         "mismatches": int(bad.sum()),
         "of": int(bad.size),
-        "candidate_line": (_loc(cloc) if cloc is not None else "never written") if first == idx else None,
-        "reference_line": (_loc(rloc) if rloc is not None else "never written") if first == idx else None,
-        "inputs": {n: {"nonzero": {str(i): np.asarray(a).reshape(-1)[i].item() for i in nz}}
+        "candidate_line": cline,
+        "reference_line": rline,
+        "lines_known": known is not None,
+        # output buffers' initial contents are inputs of the run too (an element one kernel
+        # never writes keeps them), but they are labelled as what they are
+        "inputs": {n: {"nonzero": {str(i): np.asarray(a).reshape(-1)[i].item() for i in nz},
+                       "nonzero_count": int(nz_all[n].size),
+                       "role": "output (initial contents)" if n in outs else "input"}
                    for n, a in inputs.items() for nz in [nonzero[n]] if nz},
         "inputs_file": {"candidate": str(cin), "reference": str(rin)},
         "launch": {"candidate": str(cl), "reference": str(rl)},
-        "replay": f"kverify run {cand.path} --launch {cl} --inputs {cin}",
+        # bitexact/int: the replay compares exactly (a last-bit difference is the point)
+        "replay": f"kverify run {cand.path} --launch {cl} --inputs {cin}" + (
+            " --rtol 0 --atol 0" if model != "real" else ""),
         "replay_reference": f"kverify run {ref.path} --launch {rl} --inputs {rin} --no-ref",
     }

@@ -25,12 +25,13 @@ from kverify.symbolic.budget import SolverBudget
 from kverify.launch import lookup, param_key
 from kverify.semantics.ir.errors import Unsupported
 
-from . import folds as F
 from . import realterm as R
-from .counterexample import _bv, _bv_cex, _outputs, _probe, _real_cex, _replay, _unflat
+from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _side_inputs, _unflat, output_names
+from . import folds as F
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor
 from .testing import _fallback_test
+from .witness import STYLES
 
 MODELS = ("real", "bitexact", "int")
 
@@ -66,6 +67,8 @@ class EquivResult:
     scope: str = ""
     structural: int = 0
     solver: int = 0
+    witness_time_s: float = 0.0
+    outputs: list = field(default_factory=list)  # the output buffers compared (shared names)
 
 
 def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
@@ -87,17 +90,37 @@ def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
     return dict(zip(ck, rk)), rmap
 
 
-def symbolic_run(side: Side, alg, names, tag, max_steps):
+def symbolic_run(side: Side, alg, names, tag, max_steps, progress=None, which="candidate"):
     if hasattr(side, "symbolic_run"):  # a reference that is not a kernel (torchref.TorchReference)
         return side.symbolic_run(alg, names, tag, max_steps)
     ex = Executor(side.module, side.kernel, side.spec, alg, names, tag, max_steps=max_steps)
+    if progress is not None and progress.enabled:
+        ex.on_cta = lambda k, n: progress.update(f"symbolic execution of the {which} ({side.name})", f"CTA {k}/{n}")
     ex.run()
     return ex
 
 
+def output_count(side: Side, names: dict, outs: list) -> int:
+    """Elements of the output buffers ``outs`` (shared names) in one kernel's launch."""
+    n = 0
+    for i, _p in enumerate(side.kernel.params):
+        b = lookup(side.spec.buffers, side.kernel, i)
+        if b is not None and names.get(param_key(side.kernel, i)) in outs:
+            c = 1
+            for d in b["shape"]:
+                c *= int(d)
+            n += c
+    return n
+
+
 def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60.0, cex_dir: str | None = None,
                test_examples: int = 8, seed: int = 0, max_steps: int = 5_000_000, test_on_unknown: bool = True,
-               ) -> EquivResult:
+               progress=None, witnesses: bool = True) -> EquivResult:
+    """``witnesses``: under ``bitexact``/``int``, run both kernels on the designed inputs of
+    :mod:`witness` before symbolic execution and the solver (off only to measure what it saves)."""
+    from .progress import QUIET
+
+    progress = progress or QUIET
     t0 = time.perf_counter()
     assumptions = ["both kernels are free of data races (kverify check establishes this); threads run "
                    "barrier interval by barrier interval and asynchronous copies complete when issued"]
@@ -117,9 +140,20 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         return EquivResult("unknown", model, str(e), time_s=time.perf_counter() - t0, assumptions=assumptions,
                            scope=scope)
     alg = make_algebra(model)
+    if model != "real" and witnesses:
+        # cheap concrete witnesses first: a bitwise difference on designed inputs refutes
+        # without symbolic execution or the solver
+        tw = time.perf_counter()
+        res = _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope,
+                       STYLES[:1], "before symbolic execution")
+        witness_s = time.perf_counter() - tw
+        if res is not None:
+            return res
+    else:
+        witness_s = 0.0
     try:
-        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps)
-        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps)
+        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate")
+        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference")
     except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget, F.FoldBudget) as e:
         kind = ("control flow or an address depends on input data" if isinstance(e, DataDependent)
                 else f"not expressible in the {model} model" if isinstance(e, (ModelUnsupported, R.RealUnsupported))
@@ -128,18 +162,35 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         where = f" at {_loc(loc)}" if loc is not None and getattr(loc, "loc", None) else ""
         msg = f"symbolic execution stopped ({kind}): {e}{where}"
         res = EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
-                          scope=scope)
-        res.sym_time_s = res.time_s
+                          scope=scope, witness_time_s=witness_s)
+        res.sym_time_s = res.time_s - witness_s
+        outs = None
         if test_on_unknown and not getattr(e, "no_fallback", False):  # (tensor-core sums under bitexact)
-            _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+            _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, progress=progress)
+            outs = (res.tested or {}).get("outputs")
+        res.outputs = list(outs if outs is not None else output_names(cand, ref, cnames, rnames))
+        res.elements = output_count(ref, rnames, res.outputs)
         res.time_s = time.perf_counter() - t0
         return res
     t1 = time.perf_counter()
     assumptions.extend(_used_assumptions(alg, ex_c, ex_r))
     oc, orf = ex_c.output_terms(), ex_r.output_terms()
-    res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope)
-    res.sym_time_s = t1 - t0
-    out_names = _outputs(ref, rnames)
+    res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope, witness_time_s=witness_s)
+    res.sym_time_s = t1 - t0 - witness_s
+    out_names = output_names(cand, ref, cnames, rnames, ex_c.written_buffers() | ex_r.written_buffers())
+    res.elements = sum(len(orf.get(n, ())) for n in out_names)
+    res.outputs = list(out_names)
+
+    def lines(name, i):
+        """(candidate store loc, reference store loc) of output element ``name[i]``."""
+        return oc[name][i][1], orf[name][i][1]
+
+    if not out_names:
+        res.verdict = "unknown"
+        res.message = ("neither kernel stores to any buffer and the launch specs name no outputs: "
+                       "nothing to compare")
+        res.time_s = time.perf_counter() - t0
+        return res
     for name in out_names:
         if name not in oc:
             res.verdict = "unknown"
@@ -147,7 +198,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
             res.time_s = time.perf_counter() - t0
             return res
         if len(oc[name]) != len(orf[name]):
-            res.verdict = "refuted" if False else "unknown"
+            res.verdict = "unknown"
             res.message = (f"output {name!r} has {len(oc[name])} elements in the candidate and "
                            f"{len(orf[name])} in the reference")
             res.time_s = time.perf_counter() - t0
@@ -160,10 +211,15 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     budget = SolverBudget(max(timeout_s, 0.1))  # solver work, not wall-clock time
     timed_out = False
     stop = None
-    n_el = 0
+    n_el = res.elements
+    # 1. identical terms (normal forms) prove an element at once; the others are collected
+    differing = []
+    k = 0
     for name in out_names:
         for i, ((cv, cl), (rv, rl)) in enumerate(zip(oc[name], orf[name])):
-            n_el += 1
+            k += 1
+            if k % 256 == 0:
+                progress.update("comparing output elements", f"element {k}/{n_el}")
             cv, rv = alg.as_output(cv, dtypes[name]), alg.as_output(rv, dtypes[name])
             if isinstance(cv, F.Lazy) or isinstance(rv, F.Lazy):  # atomic folds (folds.py)
                 st, got = F.compare(cv, rv, seed)
@@ -179,48 +235,67 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                     timed_out, stop = True, f"{got} (output element {name}[{i}])"
                     break
                 cv, rv = got
-            eq = _structurally_equal(cv, rv)
-            if eq:
+            if _structurally_equal(cv, rv):
                 res.structural += 1
                 if cl is not None and rl is not None:
                     corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
                 continue
+            differing.append((name, i, cv, rv, cl, rl))
             if model == "real":
-                first = first or (name, i, cv, rv, cl, rl)
-                if first is not None:
-                    break
-                continue
-            # bit-vectors: ask z3
-            if budget.exhausted():
-                timed_out = True
-                break
-            probe = _probe(cv, rv, seed)
-            if probe is not None:
-                first = (name, i, cv, rv, cl, rl, probe)
-                break
-            res.solver += 1
-            solver.push()
-            solver.add(_bv(cv, rv)[0] != _bv(cv, rv)[1])
-            st = budget.check(solver)
-            if st == z3.unsat:
-                solver.pop()
-                if cl is not None and rl is not None:
-                    corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
-                continue
-            if st == z3.sat:
-                model_ = solver.model()
-                solver.pop()
-                assign = {d.name(): model_[d].as_long() for d in model_.decls()
-                          if z3.is_bv_value(model_[d])}
-                first = (name, i, cv, rv, cl, rl, assign)
-                break
-            solver.pop()
+                break  # the first difference is searched for a counterexample (below)
+        if (differing and model == "real") or first is not None or timed_out:
+            break
+    # 2. bitexact/int: the other concrete witness input sets, before the solver
+    if first is not None or timed_out:
+        differing = []  # a fold comparison decided (or ran out of budget)
+    if differing and model != "real" and witnesses:
+        tw = time.perf_counter()
+        wres = _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope,
+                        STYLES[1:], "before the solver", outs=out_names)
+        res.witness_time_s += time.perf_counter() - tw
+        if wres is not None:
+            wres.sym_time_s, wres.structural = res.sym_time_s, res.structural
+            wres.witness_time_s = res.witness_time_s
+            return wres
+    # 3. the solver, element by element, a cheap random probe first
+    how = None
+    nd = len(differing)
+    for j, (name, i, cv, rv, cl, rl) in enumerate(differing):
+        if model == "real":
+            first = (name, i, cv, rv, cl, rl)
+            break
+        if budget.exhausted():
             timed_out = True
             pending.append((name, i))
             break
-        if first is not None or timed_out:
+        progress.update("solver", f"element {name}[{i}] ({j + 1}/{nd} whose terms differ)")
+        probe = _probe(cv, rv, seed)
+        if probe is not None:
+            first = (name, i, cv, rv, cl, rl, probe)
+            how = "a random probe of the element's terms"
             break
-    res.elements = n_el
+        res.solver += 1
+        solver.push()
+        solver.add(_bv(cv, rv)[0] != _bv(cv, rv)[1])
+        st = budget.check(solver)
+        if st == z3.unsat:
+            solver.pop()
+            if cl is not None and rl is not None:
+                corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
+            continue
+        if st == z3.sat:
+            model_ = solver.model()
+            solver.pop()
+            assign = {d.name(): model_[d].as_long() for d in model_.decls()
+                      if z3.is_bv_value(model_[d])}
+            first = (name, i, cv, rv, cl, rl, assign)
+            how = "the solver's model"
+            break
+        solver.pop()
+        timed_out = True
+        pending.append((name, i))
+        break
+    progress.clear()
     res.correspondence = [{"candidate": k, "reference": sorted(v)} for k, v in sorted(corr.items())]
     t2 = time.perf_counter()
     res.solve_time_s = t2 - t1
@@ -231,9 +306,14 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         res.time_s = time.perf_counter() - t0
         return res
     if timed_out:
+        el = f"{pending[0][0]}[{_unflat(pending[0][1], ex_r, pending[0][0])}]" if pending else "?"
         res.verdict = "unknown"
-        res.message = stop or f"solver budget ({timeout_s:g} solver seconds) spent on output element {pending[0] if pending else '?'}"
-        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+        res.message = stop or (f"solver budget ({timeout_s:g} solver seconds) spent on output element {el} "
+                               f"({res.structural} of {n_el} elements proved by identical normal forms, "
+                               f"{res.solver - 1} by the solver; no concrete witness)")
+        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
+                       lines=lines, progress=progress)
+        progress.clear()
         res.time_s = time.perf_counter() - t0
         return res
     # a difference: build inputs, replay on the interpreter
@@ -242,12 +322,15 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
         inputs = _real_cex(alg, first[2], first[3], ex_r, seed)
     else:
         inputs = _bv_cex(first[6], ex_r)
-    cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5])
+    cex = _replay(cand, ref, cnames, rnames, ex_r, inputs, name, idx, model, cex_dir, first[4], first[5],
+                  lines=lines, outs=out_names)
+    if cex is not None and cex.get("confirmed"):
+        cex["found_by"] = "random small integers on the normal forms" if model == "real" else how
     if cex is not None and cex.get("confirmed"):
         res.verdict = "refuted"
         res.counterexample = cex
-        res.message = (f"{name}[{_unflat(idx, ex_r, name)}] differs: candidate {cex['candidate_value']}, "
-                       f"reference {cex['reference_value']}")
+        res.message = (f"{cex['buffer']}[{_unflat(cex['index'], ex_r, cex['buffer'])}] differs: candidate "
+                       f"{cex['candidate_value']}, reference {cex['reference_value']}")
     else:
         detail = ""
         if model == "real":
@@ -255,7 +338,50 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                       f"reference {R.show(first[3], alg.A, 3)}")
         res.verdict = "unknown"
         res.message = "the outputs' terms differ but no input confirmed the difference on the interpreter" + detail
-        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir)
+        _fallback_test(res, cand, ref, cnames, rnames, model, test_examples, seed, cex_dir, outs=out_names,
+                       lines=lines, progress=progress)
+        progress.clear()
+    res.time_s = time.perf_counter() - t0
+    return res
+
+
+def _witness(cand, ref, cnames, rnames, model, seed, cex_dir, progress, t0, assumptions, scope, styles, when,
+             outs=None):
+    """The concrete witnesses of :mod:`witness` (bitexact/int) for the input sets ``styles``;
+    a ``refuted`` result when one is confirmed, else None (and the proof attempt goes on).
+    ``outs``: the output buffers when known (else from the launch specs or a run)."""
+    from .testing import _Bufs, _shrink, changed_buffers
+    from .witness import find_witness, shadow_lines
+
+    tw = time.perf_counter()
+    buffers = _Bufs(ref, rnames).buffers
+    try:
+        if outs is None:
+            outs = output_names(cand, ref, cnames, rnames, None if (ref.spec.outputs or cand.spec.outputs)
+                                else changed_buffers(cand, ref, cnames, rnames, seed))
+    except Exception:  # noqa: BLE001 - the interpreter cannot run them: no cheap witness
+        return None
+    found = find_witness(cand, ref, cnames, rnames, buffers, outs, model, seed, progress=progress, styles=styles)
+    if found is None:
+        return None
+    name, idx, inputs, style = found
+    progress.update("concrete witness found", f"{name}[{idx}]: shrinking the inputs")
+    small = _shrink(cand, ref, cnames, rnames, inputs, name, idx, model)
+    ex_like = _Bufs(ref, rnames)
+
+    # the confirming runs keep the race shadow, which knows the last store to every byte
+    runs, lines = shadow_lines(cand, ref, cnames, rnames, small)
+    cex = _replay(cand, ref, cnames, rnames, ex_like, small, name, idx, model, cex_dir, None, None,
+                  lines=lines, outs=outs, runs=runs)
+    progress.clear()
+    if not cex or not cex.get("confirmed"):
+        return None
+    cex["found_by"] = f"concrete witness {when} (input set {style!r})"
+    res = EquivResult("refuted", model, "", assumptions=assumptions, scope=scope, counterexample=cex,
+                      outputs=list(outs), elements=output_count(ref, rnames, outs))
+    res.witness_time_s = time.perf_counter() - tw
+    res.message = (f"{cex['buffer']}[{_unflat(cex['index'], ex_like, cex['buffer'])}] differs: candidate "
+                   f"{cex['candidate_value']}, reference {cex['reference_value']}")
     res.time_s = time.perf_counter() - t0
     return res
 

@@ -10,17 +10,23 @@ import numpy as np
 from kverify.launch import dtypes, lookup, param_key
 from kverify.launch.dtypes import np_dtype
 
-from .counterexample import UINT, _outputs, _replay, _run, _side_inputs, _values_differ
+from .counterexample import UINT, _outputs, _replay, _run, _side_inputs, _values_differ, output_names
 
 
-def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir):
+def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir, outs=None, lines=None, progress=None):
     """Bounded differential testing on the interpreter: hypothesis-chosen inputs
     (including NaN/Inf/denormals under bitexact), outputs poisoned with two different
-    values (both must give the same result), inputs checked for mutation."""
+    values (both must give the same result), inputs checked for mutation. ``outs``: the
+    output buffers (shared names; default: named by a launch spec, else those a run of
+    either kernel changes); ``lines(name, i)``: the store lines of an element when the
+    symbolic runs finished."""
     if n <= 0:
         return
     try:
-        out = differential_test(cand, ref, cnames, rnames, model, n, seed)
+        if outs is None:
+            outs = output_names(cand, ref, cnames, rnames, None if (ref.spec.outputs or cand.spec.outputs)
+                                else changed_buffers(cand, ref, cnames, rnames, seed))
+        out = differential_test(cand, ref, cnames, rnames, model, n, seed, outs=outs, progress=progress)
     except Exception as e:  # the interpreter cannot run it either
         res.tested = {"error": f"{type(e).__name__}: {e}"}
         return
@@ -28,8 +34,14 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir):
     if out.get("counterexample"):
         cex = out["counterexample"]
         ex_like = _Bufs(ref, rnames)
-        rep = _replay(cand, ref, cnames, rnames, ex_like, cex["inputs_arrays"], cex["buffer"], cex["index"], model,
-                      cex_dir, None, None)
+        small = _shrink(cand, ref, cnames, rnames, cex["inputs_arrays"], cex["buffer"], cex["index"], model)
+        runs = None
+        if lines is None:  # the symbolic runs did not finish: the interpreter's race shadow knows the stores
+            from .witness import shadow_lines
+
+            runs, lines = shadow_lines(cand, ref, cnames, rnames, small)
+        rep = _replay(cand, ref, cnames, rnames, ex_like, small, cex["buffer"], cex["index"], model,
+                      cex_dir, None, None, lines=lines, outs=outs, runs=runs)
         out["counterexample"] = {k: v for k, v in cex.items() if k != "inputs_arrays"}
         if rep and rep.get("confirmed"):
             res.verdict = "refuted"
@@ -41,6 +53,69 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir):
             and not out.get("problems"):
         res.verdict = "tested"
         res.message += f"; tested on {out['examples']} inputs without a difference (not a proof)"
+
+
+def _differs_at(cand, ref, cnames, rnames, inputs, name, idx, model) -> bool:
+    inv_c = {v: k for k, v in cnames.items()}
+    inv_r = {v: k for k, v in rnames.items()}
+    rc = _run(cand, _side_inputs(cand, cnames, inputs))
+    rr = _run(ref, _side_inputs(ref, rnames, inputs))
+    if rc.status != "complete" or rr.status != "complete":
+        return False
+    return bool(_values_differ(np.asarray(rc.outputs[inv_c[name]]).reshape(-1)[idx:idx + 1],
+                               np.asarray(rr.outputs[inv_r[name]]).reshape(-1)[idx:idx + 1], model).any())
+
+
+def _shrink(cand, ref, cnames, rnames, inputs, name, idx, model, budget_s=1.0):
+    """Smaller inputs for a difference at ``name[idx]``, found on the interpreter while that
+    element still differs: every element of every buffer zeroed except those within 1 of the
+    element (an n-d box for a buffer with the output's number of dimensions, else a window of
+    flat indices; else within 4; else the inputs stay whole), then each buffer zeroed whole,
+    then each remaining element, the last two steps only while ``budget_s`` seconds of runs
+    are not spent."""
+    t0 = time.perf_counter()
+    try:
+        trial = None
+        oshape = np.asarray(inputs[name]).shape
+        pos = np.unravel_index(idx, oshape) if len(oshape) > 1 else None
+        for radius in (1, 4):
+            t = {}
+            for n, a in inputs.items():
+                a = np.asarray(a)
+                z = np.zeros_like(a)
+                if pos is not None and a.ndim == len(oshape):
+                    # an n-d box around the element (a 2D stencil reads the rows above and below)
+                    box = tuple(slice(max(0, p - radius), min(d, p + radius + 1)) for p, d in zip(pos, a.shape))
+                    z[box] = a[box]
+                else:
+                    zf, af = z.reshape(-1), a.reshape(-1)
+                    lo, hi = max(0, idx - radius), min(a.size, idx + radius + 1)
+                    zf[lo:hi] = af[lo:hi]
+                t[n] = z
+            if _differs_at(cand, ref, cnames, rnames, t, name, idx, model):
+                trial = t
+                break
+        if trial is None:
+            return inputs
+        for n in sorted(trial, key=lambda n: n != name):  # the output's initial contents first
+            if time.perf_counter() - t0 > budget_s or not trial[n].any():
+                continue
+            keep = trial[n]
+            trial[n] = np.zeros_like(keep)
+            if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+                trial[n] = keep
+        for n in trial:
+            flat = trial[n].reshape(-1)
+            for i in np.flatnonzero(flat != 0):
+                if time.perf_counter() - t0 > budget_s:
+                    return trial
+                keep = flat[i].copy()
+                flat[i] = 0
+                if not _differs_at(cand, ref, cnames, rnames, trial, name, idx, model):
+                    flat[i] = keep
+        return trial
+    except Exception:  # noqa: BLE001 - shrinking is best effort; the original inputs still replay
+        return inputs
 
 
 class _Bufs:
@@ -59,12 +134,34 @@ class _Bufs:
                                        dtypes.itemsize(b["dtype"])))
 
 
-def differential_test(cand, ref, cnames, rnames, model, n, seed):
-    from hypothesis import HealthCheck, given, settings, strategies as st
+def changed_buffers(cand, ref, cnames, rnames, seed) -> set:
+    """Buffers (shared names) whose contents a run of either kernel on random inputs changes:
+    the outputs when no launch spec names them and the symbolic runs did not finish."""
+    rng = np.random.default_rng(seed)
+    bufs = _Bufs(ref, rnames).buffers
+    base = {}
+    for b in bufs:
+        if b.dtype.startswith("float"):
+            base[b.name] = rng.uniform(-1, 1, b.shape).astype(np_dtype(b.dtype))
+        else:
+            base[b.name] = rng.integers(0, 50, b.shape).astype(np_dtype(b.dtype))
+    out = set()
+    for side, names in ((cand, cnames), (ref, rnames)):
+        r = _run(side, _side_inputs(side, names, base))
+        for key, shared in names.items():
+            after = r.outputs.get(key)
+            if after is not None and shared in base and \
+                    _values_differ(np.asarray(after), base[shared], "bitexact").any():
+                out.add(shared)
+    return out
+
+
+def differential_test(cand, ref, cnames, rnames, model, n, seed, outs=None, progress=None):
+    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
     from hypothesis.errors import HypothesisException
 
     bufs = _Bufs(ref, rnames).buffers
-    outs = set(_outputs(ref, rnames))
+    outs = set(outs if outs is not None else _outputs(ref, rnames))
     inputs_only = [b for b in bufs if b.name not in outs]
     tried = []
     problems = []
@@ -102,12 +199,16 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
         lambda sk: {"_style": sk[0], "_seed": sk[1], **{b.name: make(sk[0], sk[1] + j, b)
                                                          for j, b in enumerate(bufs)}})
 
-    @settings(max_examples=n, database=None, derandomize=True, deadline=None,
+    # no shrinking: every example is replayable from its seed, and a shrink run costs a pair of
+    # interpreter runs per step
+    @settings(max_examples=n, database=None, derandomize=True, deadline=None, phases=(Phase.generate,),
               suppress_health_check=list(HealthCheck), print_blob=False)
     @given(strat)
     def prop(drawn):
         inputs = {k: v for k, v in drawn.items() if not k.startswith("_")}
         tried.append((drawn["_style"], drawn["_seed"]))
+        if progress is not None:
+            progress.update("testing", f"example {len(tried)}/{n} ({drawn['_style']})")
         ci, ri = _side_inputs(cand, cnames, inputs), _side_inputs(ref, rnames, inputs)
         rc, rr = _run(cand, ci), _run(ref, ri)
         for name in outs:
@@ -166,7 +267,7 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed):
     out = {"examples": len(tried), "strategy": "hypothesis (derandomized) chooses a style and a seed per "
            "example; numpy draws every input element from it: " + ", ".join(styles),
            "tried": [{"style": s_, "seed": k} for s_, k in tried],
-           "poisoned_outputs": ["NaN", 12345.0], "input_mutation_checked": [b.name for b in inputs_only],
+           "outputs": sorted(outs), "poisoned_outputs": ["NaN", 12345.0], "input_mutation_checked": [b.name for b in inputs_only],
            "time_s": round(time.perf_counter() - t, 3)}
     if problems:
         out["problems"] = problems

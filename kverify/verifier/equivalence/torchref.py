@@ -379,6 +379,10 @@ class _TermsResult:
     def output_terms(self):
         return self._terms
 
+    def written_buffers(self) -> set:
+        """The buffers the reference function returns (what it "stores to")."""
+        return set(self._terms)
+
 
 # --------------------------------------------------------------------------- dtypes
 

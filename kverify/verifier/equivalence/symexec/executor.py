@@ -69,6 +69,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         self.tag = tag
         self.max_steps = max_steps
         self.steps = 0
+        self.on_cta = None  # called with (k, n) before CTA k of n runs (progress)
         self.gmem: dict = {}
         self.reg_width = RegisterWidths(module)
         self.funcs = {k.name: k for k in module.kernels}
@@ -85,9 +86,13 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         gx, gy, gz = self.spec.grid
         if self.spec.cluster != (1, 1, 1):
             raise Unsupported("thread-block clusters")
+        n, k = gx * gy * gz, 0
         for z in range(gz):
             for y in range(gy):
                 for x in range(gx):
+                    k += 1
+                    if self.on_cta is not None:
+                        self.on_cta(k, n)
                     self._run_cta(CTAState((x, y, z)))
         return self
 

@@ -165,6 +165,18 @@ class Memory:
                 for q in range(n - j, sz):
                     store[a + j + q] = (1, self.alg.extract_bytes(v, q, 1, sz), lc)
 
+    def written_buffers(self) -> set:
+        """Names of the buffers this launch stored to (any byte of global memory)."""
+        out, spans = set(), sorted((b.start, b.start + b.nbytes, b.name) for b in self.buffers)
+        for a in self.gmem:
+            for lo, hi, name in spans:
+                if lo <= a < hi:
+                    out.add(name)
+                    break
+            if len(out) == len(spans):
+                break
+        return out
+
     def output_terms(self):
         """{buffer name: [(term, store loc or None) per element]} for the launch's outputs
         (all buffers when the spec names none)."""
