@@ -124,10 +124,14 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
-                       seed=0) -> tuple[KernelReport, list]:
+                       seed=0, all_sizes: str | None = None) -> tuple[KernelReport, list]:
+    """``all_sizes``: ``None`` (no all-sizes obligation), ``""`` (the default precondition:
+    every size a multiple of the candidate's blockDim.x) or a precondition such as
+    ``"M % 16 == 0; N % 16 == 0; K % 16 == 0"``. With it and no ``shapes``, only the
+    all-sizes obligation is reported; with ``shapes`` it comes after the bounded family."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
-    shape_list = parse_shapes(shapes)
+    shape_list = parse_shapes(shapes) if (shapes or all_sizes is None) else []
     cm = load_module(cand_file)
     rm = load_module(ref_file)
     rep = KernelReport(name="", path=cand_file)
@@ -141,5 +145,19 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed)
         results.append((sh, res))
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
+    if all_sizes is not None:
+        from .allsizes import check_all_sizes
+
+        res = check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel, all_sizes or None, model,
+                              min(timeout_s, 20.0), cex_dir, test_examples, seed, cm, rm)
+        rep.name = rep.name or f"{cand_file} vs {ref_file}"
+        if not shape_list:
+            rep.name = f"{load_side(cand_file, launch, {}, kernel, cm).kernel.name} vs " \
+                       f"{load_side(ref_file, ref_launch or (launch if not is_manifest(launch) else None), {}, ref_kernel, rm).kernel.name}"
+        results.append(({}, res))
+        ob = obligation_of(res, (res.counterexample or {}).get("shape") or {}, False)
+        ob.title = "equivalence[all sizes]"
+        ob.bound = res.scope
+        rep.obligations.append(ob)
     return rep, results
 

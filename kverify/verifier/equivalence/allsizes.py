@@ -49,11 +49,13 @@ import z3
 
 from kverify.launch import lookup, param_key
 from kverify.launch.layout import shared_layout
+from kverify.semantics.ir.errors import KernelError
 from kverify.semantics.ir.nodes import Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sym, VecOp
 from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import walk
 from kverify.semantics.values import Z3Domain, evaluate, is_float
+from kverify.symbolic.executor import Executor
 from kverify.symbolic.families import is_barrier
 from kverify.symbolic.terms import fit, mk_and, mk_not, mk_or
 
@@ -269,7 +271,15 @@ def size_expr(text, env: dict):
 
 
 def size_cond(text, env: dict):
-    """A precondition ``A % 16 == 0`` / ``K >= 16`` / ``N <= 4096`` (';' or ',' separated)."""
+    """A precondition ``A % 16 == 0`` / ``K >= 16`` / ``N <= 4096`` (';' or ',' separated);
+    a malformed one is bad input (``KernelError``)."""
+    try:
+        return _size_cond(text, env)
+    except NotProved as e:
+        raise KernelError(str(e), "<command line>", 1, 1) from None
+
+
+def _size_cond(text, env: dict):
     out = []
     for part in text.replace(",", ";").split(";"):
         part = part.strip()
@@ -473,6 +483,10 @@ class Run:
             vals = [(s["pc"], s["regs"].get(r)) for s in live]
             defined = [(pc, v) for pc, v in vals if v is not None]
             first = defined[0][1]
+            if len(defined) < len(vals):  # undefined on some path: not a value to rely on
+                out["regs"][r] = (p_atom(Atom("opaque", name=f"undef{r}")) if r in self.floats
+                                  else self.fresh(f"undef{r}", self.widths.get(r, 32)))
+                continue
             if isinstance(first, dict):
                 if all(isinstance(v, dict) and poly_key(v) == poly_key(first) for _, v in defined):
                     out["regs"][r] = first
@@ -852,6 +866,7 @@ class Run:
         barriers = False
         for s, _ in walk(lp.body):
             if isinstance(s, Instr):
+                written.update(Executor.dests(s))
                 if s.operands and isinstance(s.operands[0], Reg) and s.op not in ("st",):
                     written.add(s.operands[0].name)
                 if is_barrier(s):
@@ -970,8 +985,8 @@ class Run:
             delta = {m: v for m, v in c.items() if m != hk}
             if hk in c and c[hk][0] == 1 and not any(a.kind == "head" for a in p_atoms(delta)):
                 init = regs0.get(r)
-                if not isinstance(init, dict):
-                    init = p_const(0) if init is None else None
+                if not isinstance(init, dict):  # undefined before the loop, or not a float
+                    init = None
                 if init is None:
                     out_regs[r] = p_atom(Atom("opaque", name=f"{lp.label}.{r}"))
                     continue
@@ -1247,11 +1262,11 @@ def prove_all_sizes(cand, ref, cand_t: dict, ref_t: dict, precondition: str | No
     _check_kinds(sc.val, "candidate's")
     _check_kinds(sr.val, "reference's")
     match_monomials(list(sc.val.values()), list(sr.val.values()), h, solver, what)
-    scope = f"for all {', '.join(names)} with {text.replace(';', ',')}"
+    scope = f"for all {', '.join(names)} >= 1 with {text.replace(';', ',')}"
     return scope, {"names": names, "queries": solver.queries, "precondition": text}
 
 
-def smallest_sizes(witness, names, solver, caps=(16, 64, 256, 1024, 4096)):
+def smallest_sizes(witness, names, solver, caps=(16, 64, 256, 1024, 4096), order=None):
     """Sizes of a model of ``witness``, each at most the smallest cap that admits one (then
     each size lowered while a model remains), or ``None``."""
     vs = {n: BV(n, 32) for n in names}
@@ -1261,7 +1276,7 @@ def smallest_sizes(witness, names, solver, caps=(16, 64, 256, 1024, 4096)):
         if r != z3.sat:
             continue
         sizes = {n: m.eval(v, model_completion=True).as_long() for n, v in vs.items()}
-        for n in names:  # lower each size while the others stay
+        for n in order or names:  # lower each size while the others stay
             fixed = [vs[o] == sizes[o] for o in names if o != n]
             r2, m2 = solver.check(witness, *fixed, z3.ULT(vs[n], sizes[n]), *bound)
             while r2 == z3.sat:
@@ -1301,20 +1316,24 @@ def check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel,
     ref_t = _template(rl, ref_file, ref_kernel)
     cand = load_side(cand_file, launch, {}, kernel, cm)
     ref = load_side(ref_file, rl, {}, ref_kernel, rm)
-    names = []
     try:
         scope, info = prove_all_sizes(cand, ref, cand_t, ref_t, precondition, timeout_s)
         res = EquivResult("proved", model, f"proved {scope}: each kernel's accumulation loop summarized by "
                           f"induction, shared-memory reads resolved to their writer thread for every thread, "
                           f"the same output address and value for every thread ({info['queries']} z3 queries)",
                           time_s=time.perf_counter() - t0, assumptions=assumptions + [
-                              f"sizes are int32 launch arguments, every buffer's element count and every "
-                              f"grid dimension within CUDA's limits"], scope=scope)
+                              "sizes are int32 launch arguments with every buffer's element count below 2^31 "
+                              "and gridDim.x < 2^31, gridDim.y, gridDim.z <= 65535"], scope=scope)
         res.solver = info["queries"]
         return res
     except NotProved as e:
         reason = str(e)
         witness = e.witness
+    except KernelError:
+        raise
+    except Exception as e:  # noqa: BLE001 - fail closed: an unforeseen form is unknown, never a crash
+        reason = f"the argument stopped on a form it does not take ({type(e).__name__}: {e})"
+        witness = None
     solver = getattr(prove_all_sizes, "last_solver", None)
     names = sorted({k for t in (cand_t, ref_t) for k, v in (t.get("args") or {}).items()
                     if isinstance(v, int) and not isinstance(v, bool)})
@@ -1322,26 +1341,35 @@ def check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel,
     if witness is None or solver is None or solver.full is None:
         return EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
                            scope="all sizes: not proved")
-    t1 = time.perf_counter()
-    sizes = smallest_sizes(witness, names, solver)
-    if _DEBUG:
-        print(f"  smallest sizes {sizes} in {time.perf_counter() - t1:.2f}s", flush=True)
-    if sizes is None:
+    tried = []
+    for attempt in range(3):  # the smallest sizes where the step fails, run concretely (a few, if inconclusive)
+        avoid = [z3.Or(*[BV(n, 32) != v for n, v in t.items() if n in names]) for t in tried]
+        order = names[attempt % len(names):] + names[:attempt % len(names)] if attempt else names
+        order = list(reversed(order)) if attempt else order
+        sizes = smallest_sizes(mk_and(witness, *avoid), names, solver, order=order)
+        if sizes is None:
+            break
+        shape = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        if math.prod(max(1, v) for v in sizes.values()) > MAX_CONCRETE_WORK:
+            tried.append(sizes)
+            break
+        c2 = load_side(cand_file, launch, sizes, kernel, cm)
+        r2 = load_side(ref_file, rl, sizes, ref_kernel, rm)
+        conc = check_pair(c2, r2, model, timeout_s, cex_dir, test_examples, seed, test_on_unknown=False)
+        if conc.verdict == "refuted":
+            conc.message = (f"refuted at {shape} (where the all-sizes argument fails: {reason}): {conc.message}")
+            conc.scope = f"all sizes: refuted at {shape}"
+            conc.time_s = time.perf_counter() - t0
+            conc.counterexample = dict(conc.counterexample or {}, shape=sizes)
+            return conc
+        tried.append(dict(sizes, verdict=conc.verdict))
+        if conc.verdict == "proved":
+            break
+    if not tried:
         return EquivResult("unknown", model, msg + "; no sizes found where the step fails",
                            time_s=time.perf_counter() - t0, assumptions=assumptions, scope="all sizes: not proved")
-    shape = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    if math.prod(max(1, v) for v in sizes.values()) > MAX_CONCRETE_WORK:
-        return EquivResult("unknown", model, msg + f"; the step fails at {shape}, too large to run concretely",
-                           time_s=time.perf_counter() - t0, assumptions=assumptions, scope="all sizes: not proved")
-    c2 = load_side(cand_file, launch, sizes, kernel, cm)
-    r2 = load_side(ref_file, rl, sizes, ref_kernel, rm)
-    conc = check_pair(c2, r2, model, timeout_s, cex_dir, test_examples, seed)
-    if conc.verdict == "refuted":
-        conc.message = (f"refuted at {shape} (where the all-sizes argument fails: {reason}): {conc.message}")
-        conc.scope = f"all sizes: refuted at {shape}"
-        conc.time_s = time.perf_counter() - t0
-        conc.counterexample = dict(conc.counterexample or {}, shape=sizes)
-        return conc
-    return EquivResult("unknown", model, msg + f"; at {shape}, where the step fails, the concrete check says "
-                       f"{conc.verdict}", time_s=time.perf_counter() - t0, assumptions=assumptions,
-                       scope="all sizes: not proved")
+    said = "; ".join(", ".join(f"{k}={v}" for k, v in t.items() if k != "verdict") +
+                     (f": the concrete check says {t['verdict']}" if "verdict" in t else ": too large to run")
+                     for t in tried)
+    return EquivResult("unknown", model, msg + f"; sizes where the step fails: {said}",
+                       time_s=time.perf_counter() - t0, assumptions=assumptions, scope="all sizes: not proved")
