@@ -116,3 +116,16 @@ def test_cli_all_sizes_text_and_json(capsys):
     assert main(argv + ["--format", "json"]) == 0
     o = json.loads(capsys.readouterr().out)["kernels"][0]["obligations"][0]
     assert o["title"] == "equivalence[all sizes]" and o["status"] == "proved" and o["scope"] == SCOPE
+
+
+def test_a_missing_barrier_at_the_end_of_the_tile_loop_is_never_proved(tmp_path):
+    """Without the second __syncthreads() the next tile's stores share a barrier interval with
+    this tile's reads: the concrete engine finds a difference at K = 32, and the all-sizes
+    argument must not prove what the bounded check refutes."""
+    p = dict(PAIRS["gemm_tiled_vs_naive_all_sizes"], candidate="gemm_tiled/gemm_tiled__missing_sync_after_compute.ptx")
+    rep, results = _all_sizes(p, tmp_path)
+    r = results[0][1]
+    assert r.verdict == "unknown" and r.scope == "all sizes: not proved", r.message
+    assert ("gemm_tiled__missing_sync_after_compute.ptx:21: the store at "
+            "tests/zoo/gemm_tiled/gemm_tiled__missing_sync_after_compute.ptx:18" in r.message.replace(str(ZOO.parent.parent) + "/", ""))
+    assert "same barrier interval" in r.message

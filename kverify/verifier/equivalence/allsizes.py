@@ -336,6 +336,9 @@ class Run:
         self.pending: dict = {}
         self.uniform_checked: set = set()
         self.probe = False
+        self.reads: list = []  # resolved shared loads: (instr, ctx, phase, addr, width, here, writer site)
+        self.nb: dict = {}  # loop id -> barriers per iteration (None: not constant)
+        self.kvars: set = set()  # names of loop iteration counters
         self.injective_checked: set = set()
         self.widths: dict = {}
         self.floats: set = set()
@@ -425,7 +428,30 @@ class Run:
         for s in self.gstores:
             if s.buf in self.loads:
                 raise NotProved(f"{self.side.path}: buffer {s.buf} is both read and written")
+        self.same_interval_stores()
         return self
+
+    def same_interval_stores(self):
+        """No store may overwrite what a resolved shared load reads while it reads it: a store
+        site that can run in the load's barrier interval (the same phase, the wrap from the
+        last interval of an iteration into the first of the next, another loop) must not alias
+        the load's address for any thread and any iteration. (Without it, a missing barrier at
+        the end of a loop body would go unnoticed.)"""
+        for ins, ctx, p, addr, width, here, S in self.reads:
+            nb = self.nb.get(ctx[-1]) if ctx else None
+            for S2 in self.sstores:
+                if S2.ctx == ctx and S2.phase is not None and p is not None:
+                    wrap = bool(ctx) and (nb is None or (p == nb and S2.phase == 0) or (p == 0 and S2.phase == nb))
+                    if S2.phase != p and not wrap:
+                        continue
+                ren = self.rename(None) + [(v, z3.Const(n + "'", v.sort())) for n, v in
+                                           free_consts(mk_and(S2.pc, S2.addr == S2.addr)).items() if n in self.kvars]
+                a2 = z3.substitute(S2.addr, *ren)
+                f = mk_and(here, z3.substitute(thread_range_tid(self.thread, self.ntid), *ren),
+                           z3.substitute(S2.pc, *ren), z3.ULT(a2, addr + width), z3.ULT(addr, a2 + S2.width))
+                if self.solver.sat(f, full=False):
+                    raise NotProved(f"{self.where(ins)}: the store at {self.where(S2.instr)} may overwrite what this "
+                                    f"shared load reads within the same barrier interval (a missing barrier?)")
 
     def stmts(self, body, st):
         for s in body:
@@ -755,6 +781,7 @@ class Run:
                     raise NotProved(f"{self.where(ins)}: the shared load may also read the store at "
                                     f"{self.where(S2.instr)}")
             self.injective(S)
+            self.reads.append((ins, self.ctx, p, addr, width, here, S))
             if flt:
                 if not isinstance(S.val, dict):
                     raise NotProved(f"{self.where(ins)}: float load of an integer store")
@@ -908,6 +935,7 @@ class Run:
         trip = self.symint(lp.trip_count, regs0, signed)
         self.n += 1
         k = BV(f"{self.tag}.k{self.n}.{lp.label}", 64)
+        self.kvars.add(str(k))
         rng = mk_and(k >= 0, k < trip)
         head_pc = mk_and(st["pc"], rng)
         regs = dict(regs0)
@@ -948,6 +976,8 @@ class Run:
         if not conts:
             raise NotProved(f"loop {lp.label}: no back edge")
         cont = self.merge(conts) if len(conts) > 1 else conts[0]
+        if not probe:
+            self.nb[id(lp)] = cont["phase"] if all(c["phase"] == cont["phase"] for c in conts) else None
         if probe:
             found = {}
             hv = {str(v) for r, v in regs.items() if r in written and not isinstance(v, dict)}
