@@ -390,7 +390,7 @@ def _add_equiv(sub):
                    help="also prove equivalence for every value of the launch template's integer args (real model): "
                         "'proved for all ...' only when the whole argument holds, else the smallest failing sizes are "
                         "run concretely (refuted with a counterexample) or the verdict is unknown with the failed step. "
-                        "PRECONDITION: 'M % 16 == 0; N % 16 == 0; ...' (default: every size a multiple of the "
+                        "PRECONDITION: 'M %% 16 == 0; N %% 16 == 0; ...' (default: every size a multiple of the "
                         "candidate's blockDim.x)")
     s.add_argument("--timeout", type=float, default=60.0, help="solver budget per shape in solver seconds (z3 resource units, S x 5,000,000)")
     s.add_argument("--kernel", help="candidate kernel name")
