@@ -10,7 +10,8 @@ Pipeline: :mod:`symexec` runs every thread of each launch over the value algebra
 chosen model (:mod:`algebra`; the ``real`` normal forms are in :mod:`realterm`), giving
 one term per output element; :mod:`engine` compares them (identical normal forms, else
 z3), turns a difference into concrete inputs replayed on the interpreter, and falls back
-to bounded differential testing when no proof goes through.
+to bounded differential testing when no proof goes through. :mod:`allsizes` proves a pair
+for every value of the launch template's sizes (``--all-sizes``), or finds failing sizes.
 """
 from __future__ import annotations
 

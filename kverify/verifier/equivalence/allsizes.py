@@ -1298,6 +1298,9 @@ def prove_all_sizes(cand, ref, cand_t: dict, ref_t: dict, precondition: str | No
     _check_kinds(sr.val, "reference's")
     match_monomials(list(sc.val.values()), list(sr.val.values()), h, solver, what)
     scope = f"for all {', '.join(names)} >= 1 with {text.replace(';', ',')}"
+    fixed = [t.get("grid") for t in (cand_t, ref_t) if all(isinstance(x, int) for x in (t.get("grid") or [1, 1, 1]))]
+    if fixed:  # the grid does not follow the sizes: the claim is for this grid only
+        scope += f" (at the fixed grid {tuple(fixed[0] or (1, 1, 1))})"
     return scope, {"names": names, "queries": solver.queries, "precondition": text}
 
 
