@@ -55,8 +55,8 @@ def main(argv=None):
             r = results[-1][1]
             row = {"name": p["name"], "verdict": r.verdict, "scope": r.scope, "wall_s": wall, "cpu_s": cpu}
             print(f"{p['name']:32} all sizes: {r.verdict:8} {wall:7.2f} s wall {cpu:7.2f} s cpu  {r.scope}", flush=True)
-            fam = (p.get("all_sizes") or {}).get("bounded") or ";".join(p.get("sizes") or []) and None
-            for sh in ([fam] if fam else []) + [s for s in p.get("sizes") or [] if not fam]:
+            fam = (p.get("all_sizes") or {}).get("bounded")  # one family, else each of the pair's sizes
+            for sh in [fam] if fam else p.get("sizes") or []:
                 res, w, c = run(p, cex, shapes=sh)
                 row.setdefault("bounded", []).append({"shapes": sh, "verdicts": [x.verdict for _, x in res],
                                                      "wall_s": w, "cpu_s": c})

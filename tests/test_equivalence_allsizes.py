@@ -126,6 +126,7 @@ def test_a_missing_barrier_at_the_end_of_the_tile_loop_is_never_proved(tmp_path)
     rep, results = _all_sizes(p, tmp_path)
     r = results[0][1]
     assert r.verdict == "unknown" and r.scope == "all sizes: not proved", r.message
+    msg = r.message.replace(str(ZOO.parent.parent) + "/", "")
     assert ("gemm_tiled__missing_sync_after_compute.ptx:21: the store at "
-            "tests/zoo/gemm_tiled/gemm_tiled__missing_sync_after_compute.ptx:18" in r.message.replace(str(ZOO.parent.parent) + "/", ""))
+            "tests/zoo/gemm_tiled/gemm_tiled__missing_sync_after_compute.ptx:18" in msg)
     assert "same barrier interval" in r.message

@@ -79,7 +79,7 @@ class Solver:
     def __init__(self, timeout_ms=20000):
         self.timeout_ms = timeout_ms
         self.queries = 0
-        self.log: list = []  # (seconds, result, formulas) of every query
+        self.log: list = []  # (seconds, result) of every query
         self.full = self.light = None
         self.PRE = z3.Bool("precondition")  # stands for the precondition in every formula
 
@@ -101,7 +101,7 @@ class Solver:
         t0 = time.perf_counter()
         r = s.check()
         dt = time.perf_counter() - t0
-        self.log.append((dt, r, fs))
+        self.log.append((dt, r))
         if _DEBUG:
             import sys
             import traceback
@@ -437,7 +437,7 @@ class Run:
         last interval of an iteration into the first of the next, another loop) must not alias
         the load's address for any thread and any iteration. (Without it, a missing barrier at
         the end of a loop body would go unnoticed.)"""
-        for ins, ctx, p, addr, width, here, S in self.reads:
+        for ins, ctx, p, addr, width, here, _writer in self.reads:
             nb = self.nb.get(ctx[-1]) if ctx else None
             for S2 in self.sstores:
                 if S2.ctx == ctx and S2.phase is not None and p is not None:
@@ -546,7 +546,8 @@ class Run:
             if d is False:
                 return st
             if d is None:
-                raise NotProved(f"{self.where(ins)}: {ins.opcode} is guarded by a predicate that varies by thread or size")
+                raise NotProved(f"{self.where(ins)}: {ins.opcode} is guarded by a predicate that varies by "
+                                f"thread or size")
         if not ins.supported:
             raise NotProved(f"{self.where(ins)}: unsupported instruction {ins.opcode}")
         if self.probe:
@@ -683,7 +684,8 @@ class Run:
             st["regs"][ops[0].name] = self.shared_read(ins, st, addr, width, is_float(ty))
             return st
         if space in ("global", "generic"):
-            addr = z3.simplify(self.read(st, a.base, 64) + a.offset if a.base is not None else z3.BitVecVal(a.offset, 64))
+            base = self.read(st, a.base, 64) if a.base is not None else z3.BitVecVal(0, 64)
+            addr = z3.simplify(base + a.offset)
             bufs = [n for n in free_consts(addr) if n.startswith("ptr.")]
             if len(bufs) != 1:
                 raise NotProved(f"{self.where(ins)}: the address is not derived from exactly one buffer parameter")
@@ -1236,7 +1238,6 @@ def prove_all_sizes(cand, ref, cand_t: dict, ref_t: dict, precondition: str | No
     text = precondition if precondition else default_precondition(names, tile)
     conds = size_cond(text, sizes)
     pre = [*conds]
-    scope_extra = []
     for n in names:
         pre.append(z3.UGE(sizes[n], 1))
         pre.append(z3.ULT(sizes[n], 1 << 31))
@@ -1251,7 +1252,7 @@ def prove_all_sizes(cand, ref, cand_t: dict, ref_t: dict, precondition: str | No
         thread["nctaid"][tag] = [z3.Extract(31, 0, x) for x in terms]
     n_light = len(pre)
     for t in (cand_t, ref_t):
-        for bname, b in (t.get("buffers") or {}).items():
+        for b in (t.get("buffers") or {}).values():
             count = z3.BitVecVal(1, 64)
             for e in b.get("shape") or ():
                 x = size_expr(e, sizes)
