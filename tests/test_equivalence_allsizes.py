@@ -130,3 +130,15 @@ def test_a_missing_barrier_at_the_end_of_the_tile_loop_is_never_proved(tmp_path)
     assert ("gemm_tiled__missing_sync_after_compute.ptx:21: the store at "
             "tests/zoo/gemm_tiled/gemm_tiled__missing_sync_after_compute.ptx:18" in msg)
     assert "same barrier interval" in r.message
+
+
+def test_a_tail_bug_is_refuted_by_the_store_condition_step(tmp_path):
+    """vadd__tail_off_by_one stores for i < n - 1: the threads that store differ from the
+    reference's for every n, and the smallest n the precondition admits shows it."""
+    p = PAIRS["vadd_tail_off_by_one"]
+    rep, results = _all_sizes(p, tmp_path, model="real")
+    r = results[0][1]
+    assert r.verdict == "refuted", r.message
+    assert "the threads that store differ" in r.message
+    assert r.counterexample["shape"] == {"n": 256} and r.counterexample["index"] == 255
+    assert rep.obligations[0].status == "violated"
