@@ -142,3 +142,19 @@ def test_a_tail_bug_is_refuted_by_the_store_condition_step(tmp_path):
     assert "the threads that store differ" in r.message
     assert r.counterexample["shape"] == {"n": 256} and r.counterexample["index"] == 255
     assert rep.obligations[0].status == "violated"
+
+
+def test_twin_that_skips_the_last_tile_beyond_k64_is_refuted_by_growing_a_size(tmp_path):
+    """Its tile loop is bounded by K > 64 ? K - 16 : K, a trip count the argument does not
+    summarize: no proof, and growing one size at a time finds K = 80 concretely."""
+    p = PAIRS["gemm_tiled_skip_last_tile"]
+    a = p["all_sizes"]
+    rep, results = _all_sizes(p, tmp_path, shapes=a["bounded"])
+    assert [r.verdict for _, r in results[:3]] == ["proved"] * 3
+    assert [o.status for o in rep.obligations[:3]] == ["bounded"] * 3
+    r = results[3][1]
+    assert r.verdict == "refuted", r.message
+    assert "no trip count" in r.message
+    assert r.scope == "all sizes: refuted at K=80, M=16, N=16" and r.counterexample["shape"] == a["at"]
+    assert r.counterexample["buffer"] == a["cex_buffer"] and r.counterexample["confirmed"]
+    assert rep.obligations[3].status == "violated" and rep.verdict == "violated"

@@ -69,9 +69,10 @@ class NotProved(Exception):
     """A step of the argument did not go through. ``witness``: a z3 formula whose models
     are candidate sizes where the kernels may differ (or ``None``)."""
 
-    def __init__(self, msg, witness=None):
+    def __init__(self, msg, witness=None, probe=False):
         super().__init__(msg)
         self.witness = witness
+        self.probe = probe  # a loop was not summarized: larger sizes are worth running concretely
 
 
 # --------------------------------------------------------------------------- solver
@@ -895,7 +896,7 @@ class Run:
 
     def loop(self, lp: Loop, st):
         if lp.trip_count is None:
-            raise NotProved(f"loop {lp.label} at {self.where(lp)}: no trip count")
+            raise NotProved(f"loop {lp.label} at {self.where(lp)}: no trip count", probe=True)
         written = set()
         barriers = False
         for s, _ in walk(lp.body):
@@ -996,10 +997,10 @@ class Run:
         where = f"loop {lp.label} at {self.where(lp)}"
         # trip count: iteration 0 is entered; the back edge is taken exactly when k + 1 < trip
         if not self.solver.valid(mk_and(self.hyps, st["pc"]), trip > 0):
-            raise NotProved(f"{where}: the trip count is not positive on entry")
+            raise NotProved(f"{where}: the trip count is not positive on entry", probe=True)
         nxt = k + 1 < trip
         if not self.solver.valid(mk_and(self.hyps, head_pc), mk_and(cont["pc"] == nxt, end["pc"] == mk_not(nxt))):
-            raise NotProved(f"{where}: the back edge is not taken exactly while k + 1 < trip")
+            raise NotProved(f"{where}: the back edge is not taken exactly while k + 1 < trip", probe=True)
         # induction variables
         for r, step in steps.items():
             now = cont["regs"].get(r)
@@ -1350,6 +1351,7 @@ ASSUMES = ("both kernels are free of data races (kverify check establishes this)
 REAL = ("real model: floats are reals; rounding, .ftz and the error of approximate instructions are abstracted; "
         "inputs are finite")
 MAX_CONCRETE_WORK = 1 << 22  # product of the sizes of a concrete re-check of a failed step
+PROBE_RUNS = 6  # concrete checks when a loop is not summarized
 
 
 def check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel, precondition=None,
@@ -1386,15 +1388,42 @@ def check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel,
     except NotProved as e:
         reason = str(e)
         witness = e.witness
+        probe = e.probe
     except KernelError:
         raise
     except Exception as e:  # noqa: BLE001 - fail closed: an unforeseen form is unknown, never a crash
         reason = f"the argument stopped on a form it does not take ({type(e).__name__}: {e})"
-        witness = None
+        witness, probe = None, False
     solver = getattr(prove_all_sizes, "last_solver", None)
     names = sorted({k for t in (cand_t, ref_t) for k, v in (t.get("args") or {}).items()
                     if isinstance(v, int) and not isinstance(v, bool)})
     msg = f"not proved for all sizes: {reason}"
+    if (witness is None or solver is None or solver.full is None) and probe and solver is not None \
+            and solver.full is not None:
+        # a loop the argument cannot summarize: grow one size at a time (multiples of the block
+        # width, the precondition holding), at most PROBE_RUNS concrete checks
+        unit = int(cand.spec.block[0])
+        said = []
+        for n in names:
+            for m in range(2, 7):
+                if len(said) >= PROBE_RUNS:
+                    break
+                sizes = {o: unit * (m if o == n else 1) for o in names}
+                r, _ = solver.check(solver.PRE, *[BV(o, 32) == v for o, v in sizes.items()])
+                if r != z3.sat:
+                    continue
+                shape = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                conc = check_pair(load_side(cand_file, launch, sizes, kernel, cm),
+                                  load_side(ref_file, rl, sizes, ref_kernel, rm),
+                                  model, timeout_s, cex_dir, test_examples, seed, test_on_unknown=False)
+                said.append(f"{shape}: {conc.verdict}")
+                if conc.verdict == "refuted":
+                    conc.message = f"refuted at {shape} (the all-sizes argument fails: {reason}): {conc.message}"
+                    conc.scope = f"all sizes: refuted at {shape}"
+                    conc.time_s = time.perf_counter() - t0
+                    conc.counterexample = dict(conc.counterexample or {}, shape=sizes)
+                    return conc
+        msg += "; sizes run concretely: " + "; ".join(said)
     if witness is None or solver is None or solver.full is None:
         return EquivResult("unknown", model, msg, time_s=time.perf_counter() - t0, assumptions=assumptions,
                            scope="all sizes: not proved")
