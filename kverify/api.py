@@ -253,10 +253,11 @@ def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int 
 def equiv(candidate, reference, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, *,
           launch=None, ref_launch=None, kernel_name: str | None = None, ref_kernel_name: str | None = None,
           fp: str = "real", timeout: float = 60.0, tests: int = 8, seed: int = 0, cex_dir: str | None = None,
-          bind: dict | None = None) -> Report:
+          bind: dict | None = None, all_sizes: str | None = None) -> Report:
     """``kverify equiv``: is ``candidate`` equivalent to ``reference`` (paths or PTX text) for the
     launch (``launch=``, or ``grid``/``block``/``args`` applied to both; tensors give shapes and
-    dtypes, their contents are not used: the proof is over all inputs).
+    dtypes, their contents are not used: the proof is over all inputs). ``all_sizes``: as
+    ``--all-sizes`` (``""`` for the default precondition; the launch must be a template).
 
     ``reference`` may be a PyTorch function (a callable, or ``"torch:MODULE:FN"``): its parameters
     take the candidate's buffers and scalar arguments of the same name (or the kernel parameter
@@ -287,5 +288,5 @@ def equiv(candidate, reference, grid=None, block=None, args=(), cluster=None, dy
             ref_launch = rspec.to_dict()
     rep, _ = equivalence_report(cand, ref, launch=launch, ref_launch=ref_launch, model=fp, timeout_s=timeout,
                                 kernel=kernel_name, ref_kernel=ref_kernel_name, cex_dir=cex_dir, test_examples=tests,
-                                seed=seed)
+                                seed=seed, all_sizes=all_sizes)
     return Report([rep], "equiv")

@@ -354,7 +354,7 @@ def cmd_equiv(args) -> int:
                                           ref_launch=args.ref_launch, model=args.fp, shapes=args.shapes,
                                           timeout_s=args.timeout, kernel=args.kernel, ref_kernel=args.ref_kernel,
                                           cex_dir=args.cex_dir, test_examples=args.tests, seed=args.seed,
-                                          bind=args.bind, progress=progress)
+                                          bind=args.bind, progress=progress, all_sizes=args.all_sizes)
     finally:
         progress.clear()
     if args.format == "json":
@@ -363,10 +363,13 @@ def cmd_equiv(args) -> int:
     print(f"kverify equiv {args.candidate} {reference}: {rep.name}: {rep.verdict.upper()} "
           f"(model {args.fp})")
     for o, (shape, r) in zip(rep.obligations, results):
-        outs = f" ({', '.join(r.outputs)})" if r.outputs else ""
-        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {r.elements} output elements{outs}")
+        count = "every output element" if o.title == "equivalence[all sizes]" and r.verdict == "proved" \
+            else f"{r.elements} output elements" + (f" ({', '.join(r.outputs)})" if r.outputs else "")
+        print(f"  {r.verdict:8} {o.title:28} {r.time_s:6.2f}s  {count}")
         print(f"           {r.message}")
         print(f"           scope: {r.scope}")
+        if o.title == "equivalence[all sizes]" and r.verdict == "proved":
+            print(f"           assumes also: {r.assumptions[-1]}")
         if r.counterexample:
             c = r.counterexample
             print(f"           counterexample: {c['buffer']}[{', '.join(map(str, c['index_nd']))}] (flat "
@@ -411,6 +414,12 @@ def _add_equiv(sub):
     s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real",
                    help="floating-point model of the comparison (default real)")
     s.add_argument("--shapes", help="arg values to instantiate both launches with: NAME=V1,V2[;NAME=...]")
+    s.add_argument("--all-sizes", nargs="?", const="", default=None, metavar="PRECONDITION",
+                   help="also prove equivalence for every value of the launch template's integer args (real model): "
+                        "'proved for all ...' only when the whole argument holds, else the smallest failing sizes are "
+                        "run concretely (refuted with a counterexample) or the verdict is unknown with the failed step. "
+                        "PRECONDITION: 'M %% 16 == 0; N %% 16 == 0; ...' (default: every size a multiple of the "
+                        "candidate's blockDim.x)")
     s.add_argument("--timeout", type=float, default=60.0, help="solver budget per shape in solver seconds (z3 resource units, S x 5,000,000)")
     s.add_argument("--kernel", help="candidate kernel name")
     s.add_argument("--ref-kernel", help="reference kernel name")

@@ -10,7 +10,8 @@ Pipeline: :mod:`symexec` runs every thread of each launch over the value algebra
 chosen model (:mod:`algebra`; the ``real`` normal forms are in :mod:`realterm`), giving
 one term per output element; :mod:`engine` compares them (identical normal forms, else
 z3), turns a difference into concrete inputs replayed on the interpreter, and falls back
-to bounded differential testing when no proof goes through.
+to bounded differential testing when no proof goes through. :mod:`allsizes` proves a pair
+for every value of the launch template's sizes (``--all-sizes``), or finds failing sizes.
 """
 from __future__ import annotations
 
@@ -125,17 +126,25 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
-                       seed=0, bind=None, progress=None, witnesses=True) -> tuple[KernelReport, list]:
+                       seed=0, bind=None, progress=None, witnesses=True,
+                       all_sizes: str | None = None) -> tuple[KernelReport, list]:
     """``ref_file`` is a kernel file, or a torch reference: ``torch:MODULE:FN`` or a callable
     (see :mod:`torchref`; ``bind`` maps its parameters to the candidate's). ``progress``: a
     :class:`~.progress.Progress` (phases on stderr), default none; ``witnesses=False`` skips the
-    concrete witnesses before the solver (to measure them)."""
+    concrete witnesses before the solver (to measure them). ``all_sizes``: ``None`` (no all-sizes
+    obligation), ``""`` (the default precondition: every size a multiple of the candidate's
+    blockDim.x) or a precondition such as ``"M % 16 == 0; N % 16 == 0; K % 16 == 0"``. With it
+    and no ``shapes``, only the all-sizes obligation is reported; with ``shapes`` it comes after
+    the bounded family."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
-    shape_list = parse_shapes(shapes)
+    shape_list = parse_shapes(shapes) if (shapes or all_sizes is None) else []
     from .torchref import is_torch_ref
 
     if is_torch_ref(ref_file):
+        if all_sizes is not None:
+            raise KernelError("--all-sizes applies to a kernel reference, not a torch reference", "<command line>",
+                              1, 1)
         return _torch_report(cand_file, ref_file, launch, ref_launch, model, shape_list, timeout_s, kernel, cex_dir,
                              test_examples, seed, bind)
     if bind:
@@ -156,6 +165,20 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
                          witnesses=witnesses)
         results.append((sh, res))
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
+    if all_sizes is not None:
+        from .allsizes import check_all_sizes
+
+        res = check_all_sizes(cand_file, ref_file, launch, ref_launch, kernel, ref_kernel, all_sizes or None, model,
+                              min(timeout_s, 20.0), cex_dir, test_examples, seed, cm, rm)
+        rep.name = rep.name or f"{cand_file} vs {ref_file}"
+        if not shape_list:
+            rep.name = f"{load_side(cand_file, launch, {}, kernel, cm).kernel.name} vs " \
+                       f"{load_side(ref_file, ref_launch or (launch if not is_manifest(launch) else None), {}, ref_kernel, rm).kernel.name}"
+        results.append(({}, res))
+        ob = obligation_of(res, (res.counterexample or {}).get("shape") or {}, False)
+        ob.title = "equivalence[all sizes]"
+        ob.bound = res.scope
+        rep.obligations.append(ob)
     return rep, results
 
 
