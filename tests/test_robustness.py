@@ -161,3 +161,57 @@ def test_an_operand_of_the_wrong_kind_is_an_input_error(tmp_path, body, message)
     r = _show(tmp_path, body)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr, r.stderr
+
+
+def test_operand_kinds_are_checked_for_every_instruction_of_a_long_running_process():
+    # was: the front end's validation memo was keyed by opcode and operand count only, so after
+    # one well-formed ld every later ld with a register where its address belongs passed
+    # unchecked (in one process: gate --jobs 1, the API, the fuzz workers) and crashed later
+    from kverify.semantics.ir import KernelError
+    from kverify.semantics.ir.ptx import parse_ptx
+
+    head = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n" \
+           "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
+    parse_ptx(head + "\tld.global.u32 %r1, [%rd1];\n\tret;\n}\n", "ok.ptx")
+    with pytest.raises(KernelError, match="must be an address"):
+        parse_ptx(head + "\tld.global.u32 %r1, %rd1;\n\tret;\n}\n", "bad.ptx")
+
+
+def test_a_vector_of_written_registers_with_a_constant_in_it_is_an_input_error(tmp_path):
+    # was: internal error in checker interpreter (AttributeError: 'Imm' object has no attribute 'name')
+    ptx = (ROOT / "tests/zoo/wgmma_tile/wgmma_tile.ptx").read_text()
+    line = next(x for x in ptx.splitlines() if "wgmma.mma_async" in x and "{%f" in x)
+    first = line[line.index("{") + 1:].split(",")[0]
+    bad = tmp_path / "k.ptx"
+    bad.write_text(ptx.replace(line, line.replace("{" + first + ",", "{42,", 1)))
+    r = _kverify("show", str(bad))
+    assert r.returncode == 2, r.stderr
+    assert "operand 1 (d) must be a vector of registers, got 42 in it" in r.stderr
+
+
+TMA_LAUNCH = {"kernel": "tma_matmul_kernel", "grid": [4, 1, 1], "block": [128, 1, 1], "cluster": [1, 1, 1], "shared_bytes": 98328, "args": {"tma_matmul_kernel_param_1": 256, "tma_matmul_kernel_param_2": 384, "tma_matmul_kernel_param_3": 384, "tma_matmul_kernel_param_4": 1, "tma_matmul_kernel_param_6": 384, "tma_matmul_kernel_param_7": 256, "tma_matmul_kernel_param_8": 256, "tma_matmul_kernel_param_9": 1, "tma_matmul_kernel_param_11": 256, "tma_matmul_kernel_param_12": 256, "tma_matmul_kernel_param_13": 256, "tma_matmul_kernel_param_14": 1, "tma_matmul_kernel_param_15": 256, "tma_matmul_kernel_param_16": 256, "tma_matmul_kernel_param_17": 384, "tma_matmul_kernel_param_18": 0, "tma_matmul_kernel_param_19": 0}, "buffers": {"a": {"dtype": "float16", "shape": [256, 384]}, "b": {"dtype": "float16", "shape": [384, 256]}, "c": {"dtype": "float16", "shape": [256, 256]}}, "tensormaps": {"tma_matmul_kernel_param_0": {"dtype": "float16", "shape": [256, 384], "strides": [384, 1], "box": [128, 64], "swizzle": "128B", "elem_type_enum": 6, "padding": "zero", "buffer": "a"}, "tma_matmul_kernel_param_5": {"dtype": "float16", "shape": [384, 256], "strides": [256, 1], "box": [64, 64], "swizzle": "128B", "elem_type_enum": 6, "padding": "zero", "buffer": "b"}, "tma_matmul_kernel_param_10": {"dtype": "float16", "shape": [256, 256], "strides": [256, 1], "box": [128, 64], "swizzle": "128B", "elem_type_enum": 6, "padding": "zero", "buffer": "c"}}, "outputs": ["c"]}
+
+
+def _tma_mutant(tmp_path, old, new):
+    text = (ROOT / "tests/zoo/triton/tma_matmul.ptx").read_text()
+    assert text.count(old) == 1
+    (tmp_path / "k.ptx").write_text(text.replace(old, new))
+    (tmp_path / "launch.json").write_text(json.dumps(TMA_LAUNCH))
+    return _kverify("check", str(tmp_path / "k.ptx"), "--launch", str(tmp_path / "launch.json"), "--no-smt",
+                    "--budget", "2")
+
+
+def test_a_type_without_value_semantics_is_unknown_with_the_reason(tmp_path):
+    # was: internal error in checker interpreter (ValueError: unknown PTX type 'e4m3')
+    r = _tma_mutant(tmp_path, "setp.lt.s32 \t%p7, %r27, 64;", "setp.lt.e4m3 \t%p7, %r27, 64;")
+    assert "internal error" not in r.stdout, r.stdout
+    assert "setp.lt.e4m3: unknown PTX type 'e4m3' for setp" in r.stdout
+
+
+def test_a_misaligned_swizzled_tma_destination_is_a_bounds_finding(tmp_path):
+    # was: internal error in checker interpreter (ValueError: TMA shared-memory address 0xc001 must be
+    # 128-byte aligned); an odd destination offset comes from a mutated shift
+    r = _tma_mutant(tmp_path, "shl.b32 \t%r35, %r4, 13;", "shl.b32 \t%r35, %r4, 0;")
+    assert "internal error" not in r.stdout, r.stdout
+    assert "error[bounds]: TMA shared-memory destination at offset 0xc001 must be 128-byte aligned for the 128B " \
+           "swizzle" in r.stdout

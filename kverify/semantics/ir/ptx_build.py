@@ -349,6 +349,12 @@ def _operand_error(instr) -> str | None:
             return f"{instr.opcode}: operand {i + 1} ({slot.name}) is a value, not an address, got {x}"
         if slot.access == "def" and not isinstance(x, (Reg, Sink, VecOp, PairOp)):
             return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a register it writes, got {x}"
+        written = slot.access == "def" or (r.mnemonic in _optable.REGISTER_MEMORY_SLOTS
+                                           and slot.access in ("load", "update"))
+        if written and isinstance(x, VecOp):
+            bad = next((e for e in x.elems if not isinstance(e, (Reg, Sink))), None)
+            if bad is not None:
+                return f"{instr.opcode}: operand {i + 1} ({slot.name}) must be a vector of registers, got {bad} in it"
     return None
 
 
@@ -356,7 +362,9 @@ def _check_instr(ins: Instr) -> list:
     row = _optable.OPS.get(ins.op)
     if row is None:
         return []
-    key = (ins.op, ins.mods, len(ins.operands))
+    # the operand kinds are part of the key: check_instr also checks each slot's kind
+    # (an address where an addr slot is, a register where a def is), not only the count
+    key = (ins.op, ins.mods, tuple(type(o) for o in ins.operands))
     e = _check_cache.get(key)
     if e is not None and e[0] is row:
         return e[1]

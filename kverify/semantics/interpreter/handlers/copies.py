@@ -244,6 +244,10 @@ def h_bulk_tensor(m, w, ins, mask):
                 except Fault as f:
                     fault(m, w, ins, f)
                     continue
+                if tm.swizzle != "none" and doff % 128:  # §9.7.9.27: a swizzled tile lands 128-byte aligned
+                    fault(m, w, ins, Fault(f"TMA shared-memory destination at offset {doff:#x} must be 128-byte "
+                                           f"aligned for the {tm.swizzle} swizzle", lane))
+                    continue
 
                 def action(dreg=dreg, doff=doff, coords=coords):
                     dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
