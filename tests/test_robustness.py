@@ -215,3 +215,48 @@ def test_a_misaligned_swizzled_tma_destination_is_a_bounds_finding(tmp_path):
     assert "internal error" not in r.stdout, r.stdout
     assert "error[bounds]: TMA shared-memory destination at offset 0xc001 must be 128-byte aligned for the 128B " \
            "swizzle" in r.stdout
+
+
+def _vadd_mutant(tmp_path, old, new):
+    """tests/zoo/vadd with one line of its PTX changed, beside its sources (names resolve)."""
+    for f in (ROOT / "tests/zoo/vadd").iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    text = (tmp_path / "vadd.ptx").read_text()
+    assert text.count(old) == 1, old
+    (tmp_path / "vadd.ptx").write_text(text.replace(old, new))
+    return _kverify("check", str(tmp_path / "vadd.ptx"), "--launch", str(tmp_path / "launch.json"), "--no-smt",
+                    "--budget", "2")
+
+
+@pytest.mark.parametrize("old,new,reason", [
+    # was: OverflowError: Python int too large to convert to C long
+    ("st.global.f32 \t[%rd10], %f3;", "st.global.b128 \t[%rd10], %f3;",
+     "st.global.b128: 128-bit elements are not modelled"),
+    # was: KeyError: 'u64'
+    ("add.f32 \t%f3, %f2, %f1;", "ex2.approx.u64 \t%f3, %f1;", "ex2.approx.u64: no value semantics for type u64"),
+    # was: TypeError: int() argument must be ... not 'NoneType'
+    ("add.f32 \t%f3, %f2, %f1;", "cvt.rn.f16x2.f32 \t%f3, %f1;", "cvt.rn.f16x2.f32: an operand this form reads is missing"),
+])
+def test_forms_without_value_semantics_are_unknown_with_the_reason(tmp_path, old, new, reason):
+    r = _vadd_mutant(tmp_path, old, new)
+    assert "internal error" not in r.stdout, r.stdout
+    assert reason in r.stdout, r.stdout
+    assert r.returncode == 3
+
+
+def test_an_address_based_on_the_sink_is_an_input_error(tmp_path):
+    # was: internal error in checker interpreter (AttributeError: 'Sink' object has no attribute 'name')
+    r = _show(tmp_path, "ld.global.u32 %r1, [_+8];")
+    assert r.returncode == 2, r.stderr
+    assert "k.ptx:10:5: ld.global.u32: operand 2: an address needs a register or a variable, got [_+8]" in r.stderr
+
+
+def test_a_parameter_larger_than_the_parameter_space_is_an_input_error(tmp_path):
+    # was: internal error in checker interpreter (ValueError: Maximum allowed dimension exceeded)
+    p = tmp_path / "k.ptx"
+    p.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n"
+                 ".visible .entry k(.param .align 64 .b8 k_param_0[18446744073709551616])\n{\n\tret;\n}\n")
+    r = _kverify("show", str(p))
+    assert r.returncode == 2, r.stderr
+    assert (f"{p}:4:" in r.stderr and "parameter k_param_0 of 18446744073709551616 bytes exceeds the 32764-byte "
+            "kernel parameter space" in r.stderr), r.stderr

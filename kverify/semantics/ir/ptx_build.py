@@ -178,7 +178,11 @@ class _Assembler:
     def param(self, p):
         name, attrs, arr, line, col = p
         ty, align, ptr = _decl_type(attrs, self.path, line, col)
-        return Param(name, ty, align, arr, Pointer(ptr if isinstance(ptr, str) else "generic", align) if ptr else None)
+        prm = Param(name, ty, align, arr, Pointer(ptr if isinstance(ptr, str) else "generic", align) if ptr else None)
+        if prm.size > PARAM_SPACE_LIMIT:
+            raise KernelError(f"parameter {name} of {prm.size} bytes exceeds the {PARAM_SPACE_LIMIT}-byte kernel "
+                              f"parameter space", self.path, line, col)
+        return prm
 
     def flatten(self, body):
         """Hoist declarations out of nested scopes, renaming clashing names, and resolve
@@ -328,6 +332,10 @@ def _shape_only(fn) -> bool:
             and code is not None and not (_INSTANCE_FIELDS & set(code.co_names)))
 
 
+#: the largest kernel parameter list (CUDA 12.1+ on sm_70 and later: 32,764 bytes)
+PARAM_SPACE_LIMIT = 32764
+
+
 def _operand_error(instr) -> str | None:
     """An operand of the wrong kind for its slot (slots before the first optional or variadic
     one, where positions are fixed): a memory access (``load``/``store``/``update``) or an
@@ -337,6 +345,9 @@ def _operand_error(instr) -> str | None:
     r = _optable.OPS.get(instr.op)
     if r is None or not instr.supported:
         return None
+    for i, x in enumerate(instr.operands):
+        if isinstance(x, Addr) and isinstance(x.base, Sink):
+            return f"{instr.opcode}: operand {i + 1}: an address needs a register or a variable, got {x}"
     for i, (slot, x) in enumerate(zip(r.operands, instr.operands)):
         if slot.optional or slot.variadic:
             break

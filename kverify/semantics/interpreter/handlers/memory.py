@@ -225,10 +225,18 @@ def fault(m, w, ins, f):
     return np.zeros(32, U64)
 
 
+def _scalar_width(ins, nb):
+    """Registers hold at most 64 bits here: a 128-bit element (``.b128``) is not modelled."""
+    if nb > 8:
+        raise Unsupported(f"{ins.opcode}: {8 * nb}-bit elements are not modelled (registers hold at most 64 bits)",
+                          ins)
+
+
 @handler("ld", "ldu")
 def h_ld(m, w, ins, mask):
     ty = elem_type(ins)
     nb = max(bits_of(ty) // 8, 1)
+    _scalar_width(ins, nb)
     dst, a = ins.operands[0], ins.operands[1]
     space = space_of(ins)
     base = m.addr_values(w, a)
@@ -246,6 +254,7 @@ def h_ld(m, w, ins, mask):
 def h_st(m, w, ins, mask):
     ty = elem_type(ins)
     nb = max(bits_of(ty) // 8, 1)
+    _scalar_width(ins, nb)
     a, src = ins.operands[0], ins.operands[1]
     space = space_of(ins)
     base = m.addr_values(w, a)

@@ -92,12 +92,19 @@ def h_value(m, w, ins, mask):
     if fam in CARRY_IN:
         args.append(carry_flag(w))
     with np.errstate(all="ignore"):
+        if any(x is None for x in args) or (fam == "cvt" and isinstance(ty, tuple) and ty[0] in ("f16x2", "bf16x2")
+                                            and len(args) < 2):  # a form with fewer operands than it reads
+            raise Unsupported(f"{ins.opcode}: an operand this form reads is missing", ins)
         try:
             r = evaluate(D, fam, ty, mods, *args)
         except ValueError as e:  # a type the value semantics does not define for this family (setp.e4m3)
             if "unknown PTX type" not in str(e):
                 raise
             raise Unsupported(f"{ins.opcode}: {e} for {fam}", ins) from None
+        except KeyError as e:  # a float operation given an integer type (ex2.approx.u64)
+            if not (e.args and e.args[0] in SCALAR_BITS):
+                raise
+            raise Unsupported(f"{ins.opcode}: no value semantics for type {e.args[0]} in {fam}", ins) from None
     dst = ops[0]
     if "cc" in mods and fam in CARRY_OUT:  # (d, carry-out): the carry goes to CC.CF
         r, cf = r
