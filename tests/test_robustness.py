@@ -260,3 +260,46 @@ def test_a_parameter_larger_than_the_parameter_space_is_an_input_error(tmp_path)
     assert r.returncode == 2, r.stderr
     assert (f"{p}:4:" in r.stderr and "parameter k_param_0 of 18446744073709551616 bytes exceeds the 32764-byte "
             "kernel parameter space" in r.stderr), r.stderr
+
+
+def test_a_float_to_int_cvt_without_rounding_is_unknown_with_the_reason(tmp_path):
+    # was: internal error in checker interpreter (ValueError: cvt float->int needs one of .rni/.rzi/.rmi/.rpi)
+    r = _vadd_mutant(tmp_path, "add.f32 \t%f3, %f2, %f1;", "cvt.u32.f32 \t%f3, %f2;")
+    assert "internal error" not in r.stdout, r.stdout
+    assert "cvt.u32.f32: cvt float->int needs one of .rni/.rzi/.rmi/.rpi for cvt" in r.stdout
+
+
+@pytest.mark.parametrize("body,message", [
+    # was: ValueError: Maximum allowed dimension exceeded (a parameter image aligned to 2^64)
+    ("mov.u32 %r1, 1;", None),
+    # was: OverflowError: Python int too large to convert to C long
+    ("ld.shared.f32 %f1, [%rd1+0xfffffffffffffffff];",
+     "ld.shared.f32: operand 2: the address offset 0xfffffffffffffffff does not fit in 64 bits"),
+])
+def test_out_of_range_offsets_are_input_errors(tmp_path, body, message):
+    r = _show(tmp_path, body)
+    if message is None:
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_an_alignment_that_is_not_a_small_power_of_two_is_an_input_error(tmp_path):
+    p = tmp_path / "k.ptx"
+    p.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n"
+                 ".visible .entry k(.param .u64 .ptr .global .align 18446744073709551616 k_param_0)\n{\n\tret;\n}\n")
+    r = _kverify("show", str(p))
+    assert r.returncode == 2, r.stderr
+    assert ".align 18446744073709551616 is not a power of two up to 65536" in r.stderr, r.stderr
+
+
+def test_a_negative_shared_address_is_a_bounds_finding(tmp_path):
+    # was: internal error in checker interpreter (IndexError: list index out of range)
+    p = tmp_path / "k.ptx"
+    p.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n"
+                 "\t.reg .b32 %r<4>;\n\t.reg .f32 %f<2>;\n\t.shared .align 4 .b8 s[128];\n"
+                 "\tmov.u32 %r1, s;\n\tld.shared.f32 %f1, [%r1+-64];\n\tret;\n}\n")
+    r = _kverify("check", str(p), "--grid", "1", "--block", "32", "--no-smt")
+    assert "internal error" not in r.stdout, r.stdout
+    assert r.returncode == 1 and "error[bounds]: shared::cluster address -0x40 names CTA rank -2, outside the " \
+        "cluster" in r.stdout, r.stdout

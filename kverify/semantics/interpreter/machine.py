@@ -645,7 +645,7 @@ class Machine(AccessMixin, MbarrierMixin):
             if len(r0) and (r0 != r0[0]).any():
                 raise Unsupported("one shared::cluster access spans several CTAs")
             r = int(r0[0]) if len(r0) else 0
-            cta = w.cta if r == 0 else (cl[r - 1] if r - 1 < len(cl) else None)
+            cta = w.cta if r == 0 else (cl[r - 1] if 0 <= r - 1 < len(cl) else None)
             if cta is None:
                 raise Fault(f"shared::cluster address {int(addrs[lanes_mask][0]):#x} names CTA rank {r - 1}, "
                             f"outside the cluster", int(np.flatnonzero(lanes_mask)[0]))

@@ -21,6 +21,10 @@ from .ptx_grammar import _CACHE_LIMIT, _Raw
 from .types import Pointer, Scalar, Vector, is_type_name
 
 
+#: the largest .align accepted (a power of two; shared-memory swizzle atoms need 1024)
+MAX_ALIGN = 1 << 16
+
+
 def _decl_type(attrs, path, line, col):
     vec = None
     scal = None
@@ -29,6 +33,8 @@ def _decl_type(attrs, path, line, col):
     for kind, v in attrs:
         if kind == "align":
             align = v
+            if not isinstance(v, int) or v < 1 or v > MAX_ALIGN or v & (v - 1):
+                raise KernelError(f".align {v} is not a power of two up to {MAX_ALIGN}", path, line, col)
         elif kind == "ptr":
             ptr = True
         elif v in ("v2", "v4", "v8"):
@@ -348,6 +354,8 @@ def _operand_error(instr) -> str | None:
     for i, x in enumerate(instr.operands):
         if isinstance(x, Addr) and isinstance(x.base, Sink):
             return f"{instr.opcode}: operand {i + 1}: an address needs a register or a variable, got {x}"
+        if isinstance(x, Addr) and not -(1 << 63) <= x.offset < (1 << 63):
+            return f"{instr.opcode}: operand {i + 1}: the address offset {x.offset:#x} does not fit in 64 bits"
     for i, (slot, x) in enumerate(zip(r.operands, instr.operands)):
         if slot.optional or slot.variadic:
             break
