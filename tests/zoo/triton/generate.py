@@ -116,15 +116,17 @@ def compile_ptx(fn, signature, constexprs, attrs, num_warps, num_stages):
     return compiled.asm["ptx"], compiled.metadata
 
 
-def normalize_ptx(ptx: str) -> str:
-    """Machine-independent .file paths; drop the DWARF sections (see module docstring)."""
-    this_file = os.path.abspath(__file__)
+def normalize_ptx(ptx: str, this_file: str = __file__, repo_rel: str = REPO_REL) -> str:
+    """Machine-independent .file paths (``this_file`` becomes ``repo_rel``, triton's own files
+    ``triton/...``); drop the DWARF sections (see module docstring). The other generators of our
+    Triton kernels (generate_softmax.py, ../layernorm/generate.py) use it too."""
+    this_file = os.path.abspath(this_file)
     triton_root = os.path.dirname(os.path.dirname(os.path.abspath(triton.__file__)))
 
     def fix_file(m):
         path = m.group(2)
         if os.path.abspath(path) == this_file:
-            path = REPO_REL
+            path = repo_rel
         elif path.startswith(triton_root + os.sep):
             path = os.path.relpath(path, triton_root)
         return f'{m.group(1)}"{path}"'

@@ -72,23 +72,11 @@ def compile_ptx(fn):
 
 
 def normalize_ptx(ptx: str) -> str:
-    this_file = os.path.abspath(__file__)
-    triton_root = os.path.dirname(os.path.dirname(os.path.abspath(triton.__file__)))
+    """Machine-independent .file paths; drop the DWARF sections (tests/zoo/triton/generate.py)."""
+    sys.path.insert(0, HERE)
+    from generate import normalize_ptx as normalize  # the one post-processing of our Triton PTX
 
-    def fix_file(m):
-        path = m.group(2)
-        if os.path.abspath(path) == this_file:
-            path = REPO_REL
-        elif path.startswith(triton_root + os.sep):
-            path = os.path.relpath(path, triton_root)
-        return f'{m.group(1)}"{path}"'
-
-    ptx = re.sub(r'^(\s*\.file\s+\d+\s+)"([^"]*)"', fix_file, ptx, flags=re.M)
-    cut = re.search(r"^\s*\.section\s+\.debug_", ptx, flags=re.M)
-    if cut:
-        ptx = ptx[: cut.start()].rstrip() + "\n"
-    assert os.path.dirname(this_file) not in ptx, "absolute path left in PTX"
-    return ptx
+    return normalize(ptx, __file__, REPO_REL)
 
 
 def build(outdir):
