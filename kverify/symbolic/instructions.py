@@ -19,7 +19,7 @@ import z3
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
 from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float
+from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, source_widths
 
 from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
                        is_atomic, is_barrier, is_unmodelled_memory, operand, sync_of)
@@ -130,36 +130,10 @@ class Instructions:
                 return st
             ty = (types[0], types[1])
             fl = is_float(types[0]) or is_float(types[1])
-            srcw = [SCALAR_BITS[types[1]]] * (len(ops) - 1)
-            if fam == "slct":
-                srcw = [SCALAR_BITS[types[0]], SCALAR_BITS[types[0]], SCALAR_BITS[types[1]]]
-            if fam == "set" and len(ops) > 3:
-                srcw[-1] = 1
         else:
             ty = types[-1]
             fl = is_float(ty)
-            w = SCALAR_BITS[ty]
-            srcw = [w] * (len(ops) - 1)
-            if fam in ("shl", "shr"):
-                srcw[1:] = [32] * (len(srcw) - 1)
-            elif fam in ("mad",) and "wide" in mods:
-                srcw[2:] = [2 * w]
-            elif fam in ("setp", "set") and len(srcw) > 2:
-                srcw[2] = 1
-            elif fam == "selp":
-                srcw[2] = 1
-            elif fam == "bfe":
-                srcw[1:] = [32, 32]
-            elif fam == "bfi":
-                srcw[2:] = [32, 32]
-            elif fam in ("prmt", "shf"):
-                srcw[2:] = [32]
-            elif fam == "lop3":
-                srcw = srcw[:-1]
-            elif fam in ("addc", "subc", "madc"):
-                pass
-            if ty == "pred":
-                srcw = [1 if x == 1 or fam not in ("selp",) else x for x in srcw]
+        srcw = source_widths(fam, ty, mods, len(ops) - 1)
         bitwise = fam in ("mov", "selp") or (fam in ("and", "or", "xor", "not") and not fl)
         if fl and not bitwise:
             self.havoc_dests(st, ins, guard, f"f.{fam}")

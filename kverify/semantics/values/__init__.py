@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.ir.types import SCALAR_BITS
+
 from . import ops
 from .concrete import ConcreteDomain
 from .symbolic import Z3Domain
@@ -94,6 +96,42 @@ def source_bits(family: str, ty, mods, i: int) -> int:
     if family == "mad" and "wide" in mods and i == 2:
         return 2 * b
     return b
+
+
+def source_widths(family: str, ty, mods, n: int) -> list:
+    """Bit width of each of the ``n`` source operands of a value instruction of ``family`` with
+    type ``ty`` (a name, or ``(dtype, stype)`` for cvt/set/slct): the instruction's width,
+    except shift amounts, bit positions and lengths (32), ``mad.wide``'s addend (2w), predicate
+    operands (1) and ``lop3``'s immediate (not a source here)."""
+    if family in ("cvt", "set", "slct"):
+        dty, sty = ty
+        srcw = [SCALAR_BITS[sty]] * n
+        if family == "slct":
+            srcw = [SCALAR_BITS[dty], SCALAR_BITS[dty], SCALAR_BITS[sty]][:n]
+        if family == "set" and n > 2:
+            srcw[-1] = 1
+        return srcw
+    w = SCALAR_BITS[ty]
+    srcw = [w] * n
+    if family in ("shl", "shr"):
+        srcw[1:] = [32] * (n - 1)
+    elif family == "mad" and "wide" in mods:
+        srcw[2:] = [2 * w]
+    elif family in ("setp", "set") and n > 2:
+        srcw[2] = 1
+    elif family == "selp":
+        srcw[2] = 1
+    elif family == "bfe":
+        srcw[1:] = [32, 32]
+    elif family == "bfi":
+        srcw[2:] = [32, 32]
+    elif family in ("prmt", "shf"):
+        srcw[2:] = [32]
+    elif family == "lop3":
+        srcw = srcw[:-1]
+    if ty == "pred":
+        srcw = [1 if x == 1 or family != "selp" else x for x in srcw]
+    return srcw
 
 
 def evaluate(D, family: str, ty, mods, *args):

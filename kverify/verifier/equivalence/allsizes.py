@@ -55,7 +55,7 @@ from kverify.semantics.ir.nodes import Addr, Block, Break, Continue, FImm, If, I
 from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import walk
-from kverify.semantics.values import Z3Domain, evaluate, is_float
+from kverify.semantics.values import Z3Domain, evaluate, is_float, source_widths
 from kverify.symbolic.executor import Executor
 from kverify.symbolic.families import is_barrier
 from kverify.symbolic.terms import fit, mk_and, mk_not, mk_or
@@ -610,32 +610,7 @@ class Run:
             if len(types) < 2:
                 raise NotProved(f"{self.where(ins)}: {ins.opcode}")
             ty = (types[0], types[1])
-            srcw = [SCALAR_BITS[types[1]]] * (len(ops) - 1)
-            if fam == "slct":
-                srcw = [SCALAR_BITS[types[0]], SCALAR_BITS[types[0]], SCALAR_BITS[types[1]]]
-            if fam == "set" and len(ops) > 3:
-                srcw[-1] = 1
-        else:
-            w = SCALAR_BITS[ty]
-            srcw = [w] * (len(ops) - 1)
-            if fam in ("shl", "shr"):
-                srcw[1:] = [32] * (len(srcw) - 1)
-            elif fam == "mad" and "wide" in mods:
-                srcw[2:] = [2 * w]
-            elif fam in ("setp", "set") and len(srcw) > 2:
-                srcw[2] = 1
-            elif fam == "selp":
-                srcw[2] = 1
-            elif fam == "bfe":
-                srcw[1:] = [32, 32]
-            elif fam == "bfi":
-                srcw[2:] = [32, 32]
-            elif fam in ("prmt", "shf"):
-                srcw[2:] = [32]
-            elif fam == "lop3":
-                srcw = srcw[:-1]
-            if ty == "pred":
-                srcw = [1 if x == 1 or fam != "selp" else x for x in srcw]
+        srcw = source_widths(fam, ty, mods, len(ops) - 1)
         if "cc" in mods or fam in ("addc", "subc", "madc"):
             raise NotProved(f"{self.where(ins)}: carry arithmetic")
         if fam == "mov":
