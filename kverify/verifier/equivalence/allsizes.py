@@ -57,7 +57,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import walk
 from kverify.semantics.values import Z3Domain, evaluate, is_float, source_widths
 from kverify.symbolic.executor import Executor
-from kverify.symbolic.families import is_barrier
+from kverify.symbolic.families import deref, is_atomic, is_barrier
 from kverify.symbolic.terms import fit, mk_and, mk_not, mk_or
 
 _D = Z3Domain()
@@ -563,14 +563,14 @@ class Run:
         return self._instr(ins, st)
 
     def _instr(self, ins, st):
-        op = ins.op
+        row = OPS[ins.op]
         if is_barrier(ins):
             return self.barrier(ins, st)
-        if op in ("ret", "exit"):
+        if row.flow in ("return", "exit"):
             return dict(st, pc=z3.BoolVal(False))
-        if op in ("ld", "st"):
+        if row.effect == "memory" and not is_atomic(ins):  # ld / ldu / st
             return self.memory(ins, st)
-        if OPS[op].semantics is None or op in ("atom", "red", "cp", "call", "bra"):
+        if row.semantics is None or row.semantics == "atom" or row.flow is not None or row.effect != "value":
             raise NotProved(f"{self.where(ins)}: {ins.opcode} is outside what the all-sizes argument covers")
         return self.alu(ins, st)
 
@@ -641,18 +641,19 @@ class Run:
             raise NotProved(f"{self.where(ins)}: vector {ins.op}")
         width = max(1, SCALAR_BITS.get(ty, 32) // 8)
         ops = ins.operands
-        if ins.op == "ld":
-            a = ops[1]
-        else:
-            a = ops[0]
+        slot, mode = deref(ins) or (None, None)
+        if mode not in ("read", "write") or is_atomic(ins):
+            raise NotProved(f"{self.where(ins)}: {ins.opcode} is outside what the all-sizes argument covers")
+        store = mode == "write"
+        a = ops[slot]
         if not isinstance(a, Addr):
             raise NotProved(f"{self.where(ins)}: address operand not understood")
-        if space in ("param", "param::entry", "param::func") and ins.op == "ld":
+        if space in ("param", "param::entry", "param::func") and not store:
             return self.load_param(ins, st, a)
         if space in ("shared", "shared::cta"):
             addr = self.read(st, a.base, 32) + a.offset if a.base is not None else z3.BitVecVal(a.offset, 32)
             addr = z3.simplify(addr)
-            if ins.op == "st":
+            if store:
                 val = self.fread(st, ops[1]) if is_float(ty) else fit(self.read(st, ops[1], width * 8), width * 8)
                 self.sstores.append(Site(ctx=self.ctx, phase=st["phase"], pc=st["pc"], addr=addr, val=val,
                                          width=width, instr=ins, buf=None, n=len(self.sstores)))
@@ -666,7 +667,7 @@ class Run:
             if len(bufs) != 1:
                 raise NotProved(f"{self.where(ins)}: the address is not derived from exactly one buffer parameter")
             buf = bufs[0][4:]
-            if ins.op == "st":
+            if store:
                 if self.ctx:
                     raise NotProved(f"{self.where(ins)}: a global store inside a loop")
                 if not is_float(ty):
@@ -710,7 +711,7 @@ class Run:
     # ---- barriers and shared memory
     def barrier(self, ins, st):
         ops = ins.operands
-        if ins.op not in ("bar", "barrier") or len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].value != 0 \
+        if OPS[ins.op].sync != "bar" or len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].value != 0 \
                 or any(m in ("arrive", "red") for m in ins.mods):
             raise NotProved(f"{self.where(ins)}: only bar.sync 0 is covered")
         self.uniform(st["pc"], f"the barrier at {self.where(ins)}")
@@ -877,7 +878,7 @@ class Run:
         for s, _ in walk(lp.body):
             if isinstance(s, Instr):
                 written.update(Executor.dests(s))
-                if s.operands and isinstance(s.operands[0], Reg) and s.op not in ("st",):
+                if s.operands and isinstance(s.operands[0], Reg) and (deref(s) or (None, None))[1] != "write":
                     written.add(s.operands[0].name)
                 if is_barrier(s):
                     barriers = True
