@@ -303,3 +303,13 @@ def test_a_negative_shared_address_is_a_bounds_finding(tmp_path):
     assert "internal error" not in r.stdout, r.stdout
     assert r.returncode == 1 and "error[bounds]: shared::cluster address -0x40 names CTA rank -2, outside the " \
         "cluster" in r.stdout, r.stdout
+
+
+def test_a_whole_file_check_reports_an_entry_without_a_block_size_at_its_line_and_runs_the_others():
+    # one entry has __launch_bounds__, the other (a helper) has no block size
+    r = _kverify("check", "tests/data/whole_file/two_entries.ptx", "--arg", "n=100")
+    assert ("tests/data/whole_file/two_entries.ptx:54:17: error: no block size for helper_fill: give --block "
+            "X[,Y,Z]") in r.stderr + r.stdout, r.stderr + r.stdout
+    assert "tests/data/whole_file/two_entries.ptx: kernel scale: VERIFIED" in r.stdout
+    assert "tests/data/whole_file/two_entries.ptx: kernel helper_fill: ERROR" in r.stdout
+    assert r.returncode == 2

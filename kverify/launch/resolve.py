@@ -57,6 +57,15 @@ class Resolved:
 # --------------------------------------------------------------------------- reading
 
 
+
+def _entry_at(kernel, file) -> tuple:
+    """(line, col) of the kernel's ``.entry`` in ``file`` when ``file`` is the PTX it was read
+    from, else (0, 0): a whole-file error names the entry it is about."""
+    loc = getattr(kernel, "loc", None)
+    if loc is not None and loc.line and str(file).endswith(".ptx"):
+        return loc.line, loc.col or 1
+    return 0, 0
+
 def manifest_next_to(file: str | None) -> str | None:
     """The zoo ``manifest.json`` next to ``file``, if there is one."""
     if file and os.path.isfile(Path(file).parent / "manifest.json"):
@@ -309,12 +318,12 @@ def from_flags(kernel, file: str, grid: str | None = None, block: str | None = N
             return None
         if kernel.block_dim is None:
             raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
-                              f"(or .reqntid / __launch_bounds__ in the kernel)", file, 0, 0)
+                              f"(or .reqntid / __launch_bounds__ in the kernel)", file, *_entry_at(kernel, file))
         return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim),
                                      "cluster": _kernel_cluster(kernel)}, "<command line>")
     b = dims(block, "--block", file) if block else (hdr[0] if hdr else list(kernel.block_dim or []))
     if not b:
-        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, 0, 0)
+        raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, *_entry_at(kernel, file))
     g = dims(grid, "--grid", file) if grid else (hdr[1] if hdr else None)
     c = dims(cluster, "--cluster", file) if cluster else _kernel_cluster(kernel)
     values, buffers, tensormaps = {}, {}, {}
