@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # kverify capture on real programs: a TMA kernel of our own (driver API and runtime API host
-# programs, tests/capture/) and CUTLASS's example 48 (sm90 warp-specialized GEMM) compiled from
-# the headers of the nvidia-cutlass pip wheel. No CUTLASS code is in this repository: the example
+# programs, tests/capture/) and CUTLASS's examples 48 (sm90 warp-specialized GEMM) and 49 (the
+# collective builder's schedules: ping-pong, cooperative, stream-K) compiled from the headers of
+# the nvidia-cutlass pip wheel. No CUTLASS code is in this repository: the example
 # is compiled here, at run time, from the installed wheel.
 #
 #   bench/capture_demo.sh record DIR   # on a machine with an H100/H200 GPU, nvcc and python3:
-#                                      # builds the programs, records their launches into DIR/{drv,rt,cutlass}
+#                                      # builds the programs, records their launches into DIR/{drv,rt,cutlass,cutlass_big,cutlass49}
 #   bench/capture_demo.sh check DIR    # anywhere kverify is installed: kverify check on every
 #                                      # recorded launch of DIR, summary -> bench/results/capture.json
 #
 # Environment: CUTLASS_SOURCE (default: <site-packages>/cutlass_library/source of `pip install
 # nvidia-cutlass==4.2.0.0`), CURAND_INCLUDE (where curand_kernel.h is, when the CUDA toolkit lacks
-# it), GEMM48 (an already built example 48 binary: skips its compilation), PYTHON (default python3),
+# it), GEMM48 / GEMM49 (already built example binaries: skip their compilation), PYTHON (default python3),
 # KVERIFY_PYTHONPATH (prepended to PYTHONPATH, a checkout of kverify), RESULTS (check's output file).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,16 +30,21 @@ if [ "$mode" = record ]; then
   nvcc -O2 -o "$bin/host_driver" "$src/host_driver.cpp" -lcuda ||
     nvcc -O2 -o "$bin/host_driver" "$src/host_driver.cpp" -L/usr/local/cuda/lib64/stubs -lcuda
   nvcc -gencode 'arch=compute_90a,code=[sm_90a,compute_90a]' --compress-mode=none -o "$bin/tma_rt" "$src/tma_scale_rt.cu"
-  if [ -z "${GEMM48:-}" ]; then
-    cs=${CUTLASS_SOURCE:-$($py -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source"))')}
+  cs=${CUTLASS_SOURCE:-$($py -c 'import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__) + "/source")')}
+  build() {  # example source, binary: the two examples compile at once
     nvcc -std=c++17 -O2 --expt-relaxed-constexpr -gencode 'arch=compute_90a,code=[sm_90a,compute_90a]' --compress-mode=none -DNDEBUG \
       -I"$cs/include" -I"$cs/tools/util/include" -I"$cs/examples/common" ${CURAND_INCLUDE:+-I"$CURAND_INCLUDE"} \
-      -o "$bin/gemm48" "$cs/examples/48_hopper_warp_specialized_gemm/48_hopper_warp_specialized_gemm.cu"
-    GEMM48=$bin/gemm48
-  fi
+      -o "$2" "$cs/examples/$1"
+  }
+  [ -n "${GEMM48:-}" ] || { build 48_hopper_warp_specialized_gemm/48_hopper_warp_specialized_gemm.cu "$bin/gemm48" & }
+  [ -n "${GEMM49:-}" ] || { build 49_hopper_gemm_with_collective_builder/49_collective_builder.cu "$bin/gemm49" & }
+  wait
+  GEMM48=${GEMM48:-$bin/gemm48}; GEMM49=${GEMM49:-$bin/gemm49}
   $py -m kverify.capture -o "$dir/drv" -- "$bin/host_driver" "$src/tma_scale.ptx" | tee "$dir/drv.txt"
   $py -m kverify.capture -o "$dir/rt" -- "$bin/tma_rt" | tee "$dir/rt.txt"
   $py -m kverify.capture -o "$dir/cutlass" -- "$GEMM48" --m=256 --n=256 --k=128 --iterations=0 | tee "$dir/cutlass.txt"
+  $py -m kverify.capture -o "$dir/cutlass_big" -- "$GEMM48" --m=1024 --n=1024 --k=512 --iterations=0 | tee "$dir/cutlass_big.txt"
+  $py -m kverify.capture -o "$dir/cutlass49" -- "$GEMM49" --m=256 --n=256 --k=128 | tee "$dir/cutlass49.txt"
   exit 0
 fi
 
@@ -50,7 +56,7 @@ root, out = Path(sys.argv[1]), Path(sys.argv[2])
 dev = root / "device.txt"
 result = {"recorded_on": dev.read_text().strip().splitlines() if dev.exists() else None,
           "checked_with": "kverify check --format json --timeout 60 from " + (os.environ.get("KVERIFY_PYTHONPATH") or "this checkout"), "runs": []}
-for name in ("drv", "rt", "cutlass"):
+for name in ("drv", "rt", "cutlass", "cutlass_big", "cutlass49"):
     d = root / name
     if not (d / "index.json").exists():
         continue

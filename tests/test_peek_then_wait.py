@@ -60,6 +60,45 @@ def test_peek_then_wait_is_not_folded_when_it_is_not_the_same_wait(between, pari
     assert [w.blocking for w in waits] == [False, True], why
 
 
+# CUTLASS's ClusterBarrier::wait as nvcc emits it: the suspend-time hint moved into a register
+# inside the fallback branch, and the retry loop in its own inline-asm scope
+PEEK_HINT = """ mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;
+ selp.b32 %r3, 1, 0, %p1;
+ setp.ne.s32 %p2, %r3, 0;
+ @%p2 bra $L_done;
+{setup} {{
+ .reg .pred P1;
+ LAB_WAIT:
+ mbarrier.try_wait.parity.shared::cta.b64 P1, [%r1], {parity}, %r5;
+ @P1 bra DONE;
+ bra LAB_WAIT;
+ DONE:
+ }}
+$L_done:
+ st.shared.u32 [%r1+8], {after};
+"""
+
+
+def test_peek_then_wait_with_a_suspend_time_hint_is_one_blocking_wait():
+    k = _parse(PEEK_HINT.format(setup=" mov.u32 %r5, 10000000;\n", parity="%r2", after="%r3"))
+    (w,) = _waits(k)
+    assert w.blocking and w.operands[0].name == "%p1" and len(w.operands) == 3
+    assert not any(isinstance(s, If) for s in k.body)
+
+
+@pytest.mark.parametrize("setup, parity, after, why", [
+    (" mov.u32 %r5, 10000000;\n", "%r2", "%r5", "the hint register is read after the wait"),
+    (" mov.u32 %r5, 10000000;\n", "%r4", "%r3", "the fallback waits on another phase register"),
+    (" mov.u32 %r2, 1;\n", "%r2", "%r3", "the fallback redefines the phase register"),
+    (" st.shared.u32 [%r1+16], %r2;\n", "%r2", "%r3", "the fallback stores before it waits"),
+])
+def test_peek_then_wait_with_a_hint_is_not_folded_when_it_is_not_the_same_wait(setup, parity, after, why):
+    k = _parse(PEEK_HINT.format(setup=setup, parity=parity, after=after))
+    waits = _waits(k)
+    assert len(waits) == 2, why
+    assert [w.blocking for w in waits] == [False, True], why
+
+
 def test_zoo_peek_pipeline_has_only_blocking_waits():
     k = load_ptx(ZOO / "peek_pipeline.ptx").kernel()
     waits = _waits(k)

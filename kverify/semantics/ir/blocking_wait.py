@@ -134,8 +134,9 @@ def _peek_then_wait(stmts: list) -> list:
     the probe (PTX ISA 9.7.13.15.16: a successful try_wait is the same acquire as the blocking
     one). Recognized when folding the pure ops on ``p`` = 0 and 1 shows the fallback branch is
     taken exactly when the probe returned False, the other branch is empty, the fallback is
-    exactly the recognized blocking wait with the probe's opcode and barrier/phase operands
-    (not redefined in between), and its predicate is not read afterwards.
+    the recognized blocking wait with the probe's opcode and barrier/phase operands (not
+    redefined in between; it may add the suspend-time hint, set up by pure register ops in the
+    fallback whose results are not read afterwards), and its predicate is not read afterwards.
     """
     out = list(stmts)
     i = 0
@@ -179,12 +180,23 @@ def _fold_peek(peek: Instr, pure: list, s, rest) -> bool | None:
     if taken[0] == taken[1]:
         return None
     fail, ok = (s.then, s.orelse) if taken[0] else (s.orelse, s.then)
-    if ok or len(fail) != 1:
+    if ok or not fail:
         return None
-    w = fail[0]
+    # the fallback: pure register ops (CUTLASS moves its suspend-time hint into a register)
+    # whose results nothing after it reads, then the blocking wait
+    setup, w = fail[:-1], fail[-1]
+    if not all(isinstance(x, Instr) and x.guard is None and x.supported and x.operands
+               and semantics_of(x) in _PURE and _defined(x) is not None for x in setup):
+        return None
+    if any(_defined(x) in args or _reads(rest, _defined(x)) for x in setup):
+        return None
+    n = len(peek.operands)
+    # the same opcode, barrier and phase; the fallback may add the optional suspend-time hint
+    # operand (PTX ISA 9.7.13.15.16: ``try_wait waitComplete, [addr], phase {, suspendTimeHint}``),
+    # which bounds how long one try waits, not what it waits for
     if not (isinstance(w, Instr) and w.blocking and w.guard is None and w.op == peek.op
-            and w.mods == peek.mods and w.operands[1:] == peek.operands[1:]
-            and isinstance(w.operands[0], Reg)):
+            and w.mods == peek.mods and w.operands[1:n] == peek.operands[1:]
+            and len(w.operands) - n in (0, 1) and isinstance(w.operands[0], Reg)):
         return None
     if _reads(rest, w.operands[0].name):
         return None
