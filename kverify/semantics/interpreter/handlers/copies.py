@@ -160,6 +160,24 @@ def _multicast(m, w, ins, ops, at, lane, dst, mbar, mods):
     return [(((r + 1) << CTA_SHIFT) | (dst & CTA_MASK), ((r + 1) << CTA_SHIFT) | (mbar & CTA_MASK)) for r in ranks]
 
 
+def _one_per_replica(m, w, ins, mask, key) -> np.ndarray:
+    """``mask`` with one lane kept of each set of lanes whose store ``key(lane)`` is identical
+    (same source bytes, same destination): each lane would issue a copy writing the same bytes
+    to the same place; reported as ``async-group.store-replicated`` (a warning) and performed once."""
+    groups: dict = {}
+    for lane in np.flatnonzero(mask).tolist():
+        groups.setdefault(key(lane), []).append(lane)
+    mask = np.array(mask, bool)
+    for lanes in groups.values():
+        if len(lanes) > 1:
+            m.report(AG.STORE_REPLICATED.id, f"{ins.opcode} executed by {len(lanes)} lanes of warp {w.index} of "
+                     f"{w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) with identical operands: {len(lanes)} "
+                     f"copies of the same bytes to the same place; performed once ({AG.STORE_REPLICATED.section})",
+                     [ins.loc], lanes=len(lanes))
+            mask[lanes[1:]] = False
+    return mask
+
+
 @handler("cp.async.bulk")
 def h_bulk(m, w, ins, mask):
     mods = ins.mods
@@ -172,6 +190,8 @@ def h_bulk(m, w, ins, mask):
     to_shared = dst_sp is not None and dst_sp.startswith("shared")
     mb = m.addr_values(w, ops[3]) if to_shared else None
     mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
+    if not to_shared:
+        mask = _one_per_replica(m, w, ins, mask, lambda lane: (int(dst[lane]), int(src[lane]), int(size[lane])))
     for lane in np.flatnonzero(mask):
         n = int(size[lane])
         targets = (_multicast(m, w, ins, ops, 4, lane, int(dst[lane]), int(mb[lane]), mods) if to_shared
@@ -229,6 +249,10 @@ def h_bulk_tensor(m, w, ins, mask):
     nb = tm.box_bytes
     gregion = m.gmem
     gbuf = gregion.data[gstart:]
+    if not load:
+        srcs = m.addr_values(w, src_a)
+        cvals = [np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,)) for c in tm_a.coords]
+        mask = _one_per_replica(m, w, ins, mask, lambda lane: (int(srcs[lane]), tuple(int(c[lane]) for c in cvals)))
     for lane in np.flatnonzero(mask):
         coords = [int(np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,))[lane]) for c in tm_a.coords]
         coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]

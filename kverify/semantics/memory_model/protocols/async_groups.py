@@ -68,8 +68,19 @@ WAIT_REQUIRED = Rule(
     "accumulator/A-fragment registers of an in-flight wgmma.mma_async accessed before a "
     "wgmma.wait_group that covers it",
 )
+STORE_REPLICATED = Rule(
+    "async-group.store-replicated",
+    "§9.7.9.25.4.2 cp.async.bulk, §9.7.9.25.5.2 cp.async.bulk.tensor (each executing thread issues "
+    "one copy)",
+    _DM + "cp-async-bulk-tensor",
+    "lanes of one warp execute the same bulk copy to global memory (bulk_group completion) with "
+    "identical operands in one instruction: each lane issues a copy of the same bytes to the same "
+    "place, writes no order can tell apart (CUTLASS's and quack's warp-wide TMA store); issue it "
+    "from one lane (elect.sync); the interpreter performs it once",
+    severity="warning",
+)
 
-RULES: tuple[Rule, ...] = (WAIT_RANGE, OVERLAP, MISSING_FENCE, WAIT_REQUIRED)
+RULES: tuple[Rule, ...] = (WAIT_RANGE, OVERLAP, MISSING_FENCE, WAIT_REQUIRED, STORE_REPLICATED)
 
 #: the op table's ``sync`` effects of the wgmma-group instructions (what this protocol consumes)
 WGMMA_SYNC = frozenset({"wgmma.fence", "wgmma.commit", "wgmma.wait", "wgmma.mma"})
