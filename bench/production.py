@@ -1,18 +1,26 @@
-"""``kverify check`` on production Hopper pipelines: the CuTe TMA/wgmma tutorial and CUTLASS
-example 48 (sm90 warp-specialized GEMM), compiled at benchmark time from the pinned
-``nvidia-cutlass`` wheel (``pip install -e .[bench]``; PTX cached in
-~/.cache/kverify/production, never in the repository), plus our own zoo pipelines.
+"""``kverify check`` on production Hopper pipelines: our own zoo pipelines; the CuTe TMA/wgmma
+tutorial compiled at benchmark time from the pinned ``nvidia-cutlass`` wheel (``pip install -e
+.[bench]``; PTX cached in ~/.cache/kverify/production, never in the repository); and the CUTLASS
+sm90 GEMMs of examples 48 and 49 (warp-specialized cooperative, ping-pong, plain warp-specialized,
+non-warp-specialized, stream-K, an epilogue visitor tree) as ``kverify capture`` recorded them on
+an H200 (``bench/capture_demo.sh record DIR`` on the GPU machine compiles the examples from the
+same wheel; ``--captured DIR``, default ~/.cache/kverify/cap), each with its real ``Params``
+bytes and tensor maps, at the sizes the capture ran (example 48 at 256x256x128 and
+1024x1024x512).
 
-    python bench/production.py [--only NAME]
+    python bench/production.py [--only NAME] [--captured DIR] [--no-mutants]
+
+Seeded bugs of each captured GEMM are made here, at benchmark time, by editing one line of its
+PTX each (``MUTANTS``): the consumer's peek-then-wait on the full barrier names the wrong
+parity; the consumer does not wait at all; the mainloop's ``wgmma.wait_group 1`` is gone (the
+stage is released while the wgmma reading it may be in flight; visible only when the k-loop
+wraps around the stages).
 
 One ``kverify check --format json`` process per kernel, pinned to one core where ``taskset``
-exists; wall seconds and peak RSS (``wait4``) of that process. The zoo kernels run with their
-manifest launches (interpreter + static checks); the CUTLASS kernels take their launch
-parameters as one ``Params`` struct, whose bytes are not constructed here, so they get
-``--grid/--block`` only: the static obligations (parity, tx bytes, arrivals, the SMT race
-check) and the interpreter obligations ``unknown`` for want of buffers. Prints a table and
-writes bench/results/production.json. Targets (issue 14): a definite verdict in <= 10 s and
-1 GiB.
+exists; wall seconds and peak RSS (``wait4``) of that process. The tutorial kernels take their
+launch parameters as structs whose bytes are not built here, so they get ``--grid/--block``
+only (interpreter obligations ``unknown`` for want of buffers). Prints a table and writes
+bench/results/production.json. Targets (issue 14): a definite verdict in <= 10 s and 1 GiB.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -33,12 +42,13 @@ OUT = ROOT / "bench" / "results" / "production.json"
 CACHE = Path.home() / ".cache" / "kverify" / "production"
 ZOO = ROOT / "tests" / "zoo"
 CUTLASS_PIN = "4.2.0.0"
-TIMEOUT_S = 120  # per check; a killed check is a row with verdict "timeout"
+TIMEOUT_S = 600  # per check; a killed check is a row with verdict "timeout"
+CAPTURED = Path.home() / ".cache" / "kverify" / "cap"
+MUTANT_DIR = CACHE / "mutants"
 
 #: (name, wheel source path, nvcc -I dirs relative to the wheel source)
 CUTLASS = [
     ("cute_wgmma_tma_sm90", "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"),
-    ("cutlass_ex48_ws_gemm", "examples/48_hopper_warp_specialized_gemm/48_hopper_warp_specialized_gemm.cu"),
 ]
 ZOO_KERNELS = ["peek_pipeline/peek_pipeline", "peek_pipeline/peek_pipeline__wrong_parity",
                "peek_pipeline/peek_pipeline__missing_wait", "peek_pipeline/peek_pipeline__wait_group_too_shallow",
@@ -86,6 +96,104 @@ def entries(ptx: Path) -> list[tuple[str, int]]:
     return out
 
 
+# --------------------------------------------------------------------------- seeded bugs
+_PEEK = re.compile(r"^\s*mbarrier\.try_wait\.parity\.shared::cta\.b64 (\w+), \[(%\w+)\], (%\w+);\s*$")
+
+
+def _peeks(lines):
+    """(peek line, fallback line, match) of every peek-then-wait: a non-blocking try_wait whose
+    fallback retry loop waits on the same barrier and phase registers within 30 lines."""
+    out = []
+    for i, line in enumerate(lines):
+        m = _PEEK.match(line)
+        if m:
+            j = next((j for j in range(i + 1, min(i + 30, len(lines)))
+                      if "mbarrier.try_wait.parity" in lines[j] and f"[{m.group(2)}], {m.group(3)}," in lines[j]), None)
+            if j is not None:
+                out.append((i, j, m))
+    return out
+
+
+def _wrong_parity(lines):
+    hits = _peeks(lines)
+    for i, j, m in hits:
+        for k in (i, j):
+            lines[k] = (f".reg .b32 %kvmut{k}; xor.b32 %kvmut{k}, {m.group(3)}, 1; "
+                        + lines[k].replace(f"], {m.group(3)}", f"], %kvmut{k}"))
+    return [i + 1 for i, _, _ in hits]
+
+
+def _missing_wait(lines):
+    hits = _peeks(lines)
+    for i, _, m in hits:
+        lines[i] = f"mov.pred {m.group(1)}, 1;"
+    return [i + 1 for i, _, _ in hits]
+
+
+def _missing_wait_group(lines):
+    hits = [i for i, line in enumerate(lines) if re.match(r"\s*wgmma\.wait_group\.sync\.aligned [1-9]\d*;", line)]
+    for i in hits:
+        lines[i] = ""
+    return [i + 1 for i in hits]
+
+
+#: name -> (edit, what it seeds); every edit keeps the line count, so lines stay comparable
+MUTANTS = {"wrong_parity": (_wrong_parity, "the consumer's peek-then-wait on the full barrier flips its parity"),
+           "missing_wait": (_missing_wait, "the consumer's peek succeeds at once: no wait on the full barrier"),
+           "missing_wait_group": (_missing_wait_group, "the mainloop's wgmma.wait_group N>0 removed")}
+
+
+def mutate(ptx: Path, name: str) -> tuple[Path | None, list]:
+    lines = ptx.read_text().split("\n")
+    where = MUTANTS[name][0](lines)
+    if not where:
+        return None, []
+    MUTANT_DIR.mkdir(parents=True, exist_ok=True)
+    out = MUTANT_DIR / f"{ptx.parent.name}-{ptx.stem}-{name}.ptx"
+    out.write_text("\n".join(lines))
+    return out, where
+
+
+# --------------------------------------------------------------------------- captured launches
+_SCHEDULE = (("KernelTmaWarpSpecializedPingpong", "ping-pong"), ("KernelTmaWarpSpecializedCooperative", "cooperative"),
+             ("KernelTmaWarpSpecialized", "warp-specialized"), ("MainloopSm90TmaGmmaILi", "TMA, not warp-specialized"))
+
+
+def schedule_of(kernel: str) -> str:
+    name = next((v for k, v in _SCHEDULE if k in kernel), "?")
+    stages = re.search(r"MainloopSm90TmaGmma(?:WarpSpecialized)?ILi(\d+)E", kernel)
+    if stages:
+        name += f", {stages.group(1)} stages"
+    if "StreamKScheduler" in kernel:
+        name += ", stream-K"
+    if "Sm90TreeVisitor" in kernel:
+        name += ", EVT epilogue"
+    return name
+
+
+def captured_gemms(root: Path) -> list:
+    """(label, ptx, kernel, spec, size) of each distinct CUTLASS GEMM launch ``kverify capture``
+    recorded under ``root``/*/index.json."""
+    out, seen = [], set()
+    for index in sorted(root.glob("*/index.json")):
+        idx = json.loads(index.read_text())
+        cmd = " ".join(idx.get("command") or [])
+        size = "x".join(re.findall(r"--[mnk]=(\d+)", cmd)) or "?"
+        example = re.search(r"gemm(\d+)", cmd)
+        for launch in idx["launches"]:
+            k = launch["kernel"]
+            if "GemmUniversal" not in k or not launch.get("ptx"):
+                continue
+            key = (k, tuple(launch["grid"]), size)
+            if key in seen:
+                continue
+            seen.add(key)
+            label = f"ex{example.group(1) if example else '?'} {schedule_of(k)} {size}"
+            out.append((label, index.parent / launch["ptx"], k, index.parent / launch["spec"], size,
+                        launch["grid"], launch["block"], launch["cluster"]))
+    return out
+
+
 def measured(argv: list[str]) -> dict:
     cmd = [sys.executable, "-m", "kverify", "check", *argv, "--format", "json"]
     if shutil.which("taskset"):
@@ -123,9 +231,31 @@ def summarize(name: str, res: dict, note: str) -> dict:
     return row
 
 
+def first_findings(res: dict, n: int = 3) -> list:
+    """The first ``n`` error findings of a check: rule, PTX line, message head."""
+    try:
+        k = json.loads(res["out"])["kernels"][0]
+    except (ValueError, KeyError, IndexError):
+        return []
+    out = []
+    for f in k.get("findings", []):
+        if f.get("severity", "error") != "error":
+            continue
+        locs = f.get("locations") or []
+        out.append({"rule": f.get("rule"), "ptx_line": locs[0].get("ptx_line") if locs else None,
+                    "message": (f.get("message") or "")[:160]})
+        if len(out) == n:
+            break
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", help="run only kernels whose name contains this")
+    ap.add_argument("--captured", type=Path, default=CAPTURED,
+                    help="directory of bench/capture_demo.sh record (default ~/.cache/kverify/cap)")
+    ap.add_argument("--no-mutants", action="store_true", help="skip the seeded bugs of the captured GEMMs")
+    ap.add_argument("--no-cute", action="store_true", help="skip the CuTe tutorial (static checks only)")
     a = ap.parse_args()
     rows = []
     for z in ZOO_KERNELS:
@@ -134,8 +264,28 @@ def main() -> int:
         ptx = ZOO / f"{z}.ptx"
         res = measured([str(ptx.relative_to(ROOT)), "--launch", str((ptx.parent / "manifest.json").relative_to(ROOT))])
         rows.append(summarize(z, res, "zoo, manifest launch"))
+    for label, ptx, kern, spec, size, grid, block, cluster in (captured_gemms(a.captured)
+                                                                if a.captured.is_dir() else []):
+        if a.only and a.only not in label:
+            continue
+        shape = f"grid {'x'.join(map(str, grid))}, block {block[0]}, cluster {'x'.join(map(str, cluster))}"
+        res = measured([str(ptx), "--kernel", kern, "--launch", str(spec)])
+        rows.append({**summarize(label, res, f"captured on the H200; {shape}"), "seeded": None})
+        if a.no_mutants:
+            continue
+        for mname, (_, what) in MUTANTS.items():
+            mptx, where = mutate(ptx, mname)
+            if mptx is None:
+                continue
+            res = measured([str(mptx), "--kernel", kern, "--launch", str(spec)])
+            row = summarize(f"{label} [{mname}]", res, f"seeded: {what} (PTX lines {where})")
+            row["seeded"] = {"mutant": mname, "lines": where}
+            row["findings"] = first_findings(res)
+            rows.append(row)
     src = cutlass_source()
     for name, rel in CUTLASS:
+        if a.no_cute:
+            continue
         if a.only and a.only not in name:
             continue
         if src is None or shutil.which("nvcc") is None:
