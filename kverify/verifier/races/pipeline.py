@@ -66,6 +66,10 @@ class Uncovered(Exception):
     """Something the pipeline argument does not cover (the message says what)."""
 
 
+class PremiseUnknown(Uncovered):
+    """A premise (mbarrier obligation) gave no answer: another launch binding may still prove it."""
+
+
 @dataclass
 class Ev:
     """One instruction site of the symbolic thread that the argument uses."""
@@ -237,21 +241,37 @@ def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10
         kernel = module.kernel(kernel)
     if not applies(module, kernel):
         return []
-    try:
-        return _Proof(module, kernel, launch, timeout_s, t0).run()
-    except Uncovered as e:
-        why = str(e)
-    except z3.Z3Exception as e:
-        why = f"solver error: {e}"
-    except Exception as e:  # noqa: BLE001 - fail closed
-        why = f"internal error in the pipeline race argument ({type(e).__name__}: {e})"
+    scalars = {k: v for k, v in ((launch.args or {}) if launch is not None else {}).items()
+               if not isinstance(v, dict)}
+    # first every value of the scalar parameters (every trip count); when a premise gives no
+    # answer there, the launch's own values (a proof for those only, said in its scope)
+    attempts = [(True, timeout_s / 4 if scalars else timeout_s)] + ([(False, timeout_s)] if scalars else [])
+    why, first = "", ""
+    for symbolic, budget in attempts:
+        try:
+            obs = _Proof(module, kernel, launch, budget, t0, symbolic).run()
+            if first and obs[0].status == "proved":
+                obs[0].message += f"; not proved for every value of the scalar parameters: {first}"
+            return obs
+        except PremiseUnknown as e:
+            why = str(e)
+            first = first or why
+            continue
+        except Uncovered as e:
+            why = str(e)
+        except z3.Z3Exception as e:
+            why = f"solver error: {e}"
+        except Exception as e:  # noqa: BLE001 - fail closed
+            why = f"internal error in the pipeline race argument ({type(e).__name__}: {e})"
+        break
     return [Obligation(TITLE_ASYNC, "races", "unknown", f"pipeline argument: {why}", None, [], None,
                        time.perf_counter() - t0)]
 
 
 class _Proof:
-    def __init__(self, module, kernel, launch, timeout_s, t0):
+    def __init__(self, module, kernel, launch, timeout_s, t0, symbolic=True):
         self.module, self.kernel, self.launch = module, kernel, launch
+        self.symbolic = symbolic
         self.timeout_s, self.t0 = timeout_s, t0
         self.tags = {}
         self.fresh_n = 0
@@ -259,7 +279,8 @@ class _Proof:
 
     # ------------------------------------------------------------------ driver
     def run(self):
-        chk = self.chk = PipelineFacts(self.module, self.kernel, symbolic_launch(self.launch), self.timeout_s,
+        chk = self.chk = PipelineFacts(self.module, self.kernel,
+                                       symbolic_launch(self.launch) if self.symbolic else self.launch, self.timeout_s,
                                        self.t0).prepare()
         env = self.env = chk.env
         reasons = chk.ex.reasons["shared"]
@@ -271,7 +292,7 @@ class _Proof:
             chk.budget.restart()
             o = fn(chk)
             if o.status != "proved":
-                raise Uncovered(f"the mbarrier phase correspondence is not proved for every trip count "
+                raise (PremiseUnknown if o.status == "unknown" else Uncovered)(f"the mbarrier phase correspondence is not proved for every trip count "
                                 f"({o.title}: {o.status}: {o.message[:300]})")
         chk.budget.restart()
         self._barrier_sites()
@@ -313,12 +334,16 @@ class _Proof:
         lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
                           for ln, op in locs)
         loops = sorted({e.loops[0][0].name for e in copies + reads + generic if e.loops})
-        bound = (f"{CLAIM} (loops {', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
+        claim = CLAIM if self.symbolic else (
+            "every loop iteration, every schedule, the launch's scalar arguments ("
+            + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
+        bound = (f"{claim} (loops {', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
                  f"{lines}")
         msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
                f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
-               f"proved for every trip count)")
-        ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, [self.chk.loc(e.instr) for e in copies + reads][:6],
+               f"proved {'for every trip count' if self.symbolic else 'for the same launch'})")
+        locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads))[:6]
+        ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, locs,
                         None, time.perf_counter() - self.t0)
         return self._out([ok], generic)
 
@@ -430,6 +455,25 @@ class _Proof:
                 if off is None:
                     raise Uncovered(f"{chk.loc(s.instr)}: {why}")
                 self.off[id(s)] = off
+        # the barriers are initialized before every use: the inits (outside loops) are followed by
+        # fence.mbarrier_init and a CTA barrier that every thread executes before its first use
+        # (§9.7.13.15.9 init, §9.7.13.4 fence.mbarrier_init)
+        from kverify.semantics.ir.visit import instructions
+
+        inits = [s for s in chk.sites if s.kind == "init"]
+        uses = [chk.seq(s) for s in chk.sites if s.kind != "init"]
+        if inits and uses:
+            last, first = max(chk.seq(s) for s in inits), min(uses)
+            if any(s.loops for s in inits):
+                raise Uncovered(f"{chk.loc(inits[0].instr)}: an mbarrier.init inside a loop")
+            bars = [y for y in chk.ex.syncs if y.kind == "barrier" and y.scope == "cta" and not y.loops
+                    and last < chk.ex.seq[id(y.instr)] < first and chk.prove(TRUE, y.pc)[0] == "proved"]
+            fences = [i for i in instructions(self.kernel.body) if sync_of(i) == "fence.mbarrier_init"
+                      and last < chk.ex.seq[id(i)] < (chk.ex.seq[id(bars[0].instr)] if bars else -1)]
+            if not bars or not fences:
+                raise Uncovered(f"{chk.loc(inits[0].instr)}: the mbarrier.init is not followed by "
+                                f"{'fence.mbarrier_init and ' if not fences else ''}a CTA barrier of every thread "
+                                "before the first use of a barrier (initialization visibility is the interpreter's)")
         # the signals of one barrier come from one loop (their uses count the phases)
         sig = [s for s in chk.sites if s.kind in ("arrive", "copy", "expect_tx")]
         for s in sig:
@@ -650,6 +694,11 @@ class _Proof:
         r, m = self.sat([base, mk_not(ab), mk_not(ba)], ["a", "b"] + self.extra)
         if r == "unsat":
             return None
+        if r == "sat":  # prefer small iterations in the report
+            small = z3.BitVecVal(64, 64)
+            r2, m2 = self.sat([base, mk_not(ab), mk_not(ba), z3.ULT(x, small), z3.ULT(y, small)],
+                              ["a", "b"] + self.extra)
+            m = m2 if r2 == "sat" else m
         locs = [chk.loc(a.instr), chk.loc(b.instr)]
         if r == "unknown":
             return Obligation(TITLE_ASYNC, "races", "unknown",
