@@ -227,7 +227,7 @@ def _races(ctx):
 
 
 @register("pipeline", ("race-free: async", "race-free: shared"),
-          applies=lambda ctx: ctx.smt and {"async", "mbarrier"} <= ctx.uses,
+          applies=lambda ctx: ctx.smt and "async" in ctx.uses,
           claims="for every iteration and trip count")
 def _pipeline_races(ctx):
     from .races.pipeline import check_pipeline_races

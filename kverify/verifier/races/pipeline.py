@@ -226,11 +226,11 @@ def symbolic_launch(launch):
 
 
 def applies(module, kernel) -> bool:
-    """The kernel has an asynchronous copy into shared memory or a wgmma, and mbarriers."""
+    """The kernel has a bulk copy or a wgmma."""
     from kverify.semantics.ir.visit import instructions
 
     syncs = {sync_of(i) for i in instructions(kernel.body)}
-    return bool(syncs & {"bulk.copy", "wgmma.mma"}) and any(s and s.startswith("mbarrier") for s in syncs)
+    return bool(syncs & {"bulk.copy", "wgmma.mma"})
 
 
 def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
@@ -286,17 +286,26 @@ class _Proof:
         reasons = chk.ex.reasons["shared"]
         if reasons:
             raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
+        evs = [e for e in chk.ex.events]
+        self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence")]
+        reads = [e for e in evs if e.kind == "wgmma" and not e.why]
+        generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
+                      a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
+        # generic writes read by wgmma (the proxy rule in one thread's program order)
+        proxy_viol = self._proxy_program_order(generic, reads)
+        if proxy_viol is not None:
+            return self._out([proxy_viol], generic)
         if env.block is None:
             raise Uncovered("block size unknown (the warp-level release argument counts threads)")
         for what, fn in (("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check)):
             chk.budget.restart()
             o = fn(chk)
             if o.status != "proved":
-                raise (PremiseUnknown if o.status == "unknown" else Uncovered)(f"the mbarrier phase correspondence is not proved for every trip count "
-                                f"({o.title}: {o.status}: {o.message[:300]})")
+                raise (PremiseUnknown if o.status == "unknown" else Uncovered)(
+                    f"the mbarrier phase correspondence is not proved{' for every trip count' if self.symbolic else ''} "
+                    f"({o.title}: {o.status}: {o.message[:300]})")
         chk.budget.restart()
         self._barrier_sites()
-        evs = [e for e in chk.ex.events]
         others = [e for e in evs if e.kind == "other"]
         if others:
             raise Uncovered(f"line {others[0].line}: {others[0].why}")
@@ -311,15 +320,10 @@ class _Proof:
                 raise Uncovered(f"line {e.line}: {e.why}")
         if not copies:
             raise Uncovered("no asynchronous copy into shared memory")
-        self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence")]
         pairs = []
         for i, x in enumerate(copies):
             for y in copies[i:] + reads + generic:
                 pairs.append((x, y))
-        # generic writes read by wgmma (the proxy rule in one thread's program order)
-        proxy_viol = self._proxy_program_order(generic, reads)
-        if proxy_viol is not None:
-            return self._out([proxy_viol], generic)
         self._early_signals()
         unordered = []
         for x, y in pairs:
@@ -651,6 +655,9 @@ class _Proof:
             ok = mk_or(self.after_wait(sb, prev, ev, x, "s"), self.phase_follows(sb, prev, ev, x, "s", "e"))
             base = mk_and(self.rng(s.loops, x, "s"), self.at(s.pc, s.loops, x, "s"), z3.UGE(su, 1))
             r, m = self.sat([base, mk_not(ok)], ["s"] + self.extra)
+            if r == "sat":
+                r2, m2 = self.sat([base, mk_not(ok), z3.ULT(x, z3.BitVecVal(64, 64))], ["s"] + self.extra)
+                m = m2 if r2 == "sat" else m
             if r != "unsat":
                 it = m.eval(x, model_completion=True).as_long() if m is not None else None
                 raise Uncovered(f"{self.chk.loc(s.instr)}: the signal of iteration {it} is not shown to follow the "
@@ -694,11 +701,13 @@ class _Proof:
         r, m = self.sat([base, mk_not(ab), mk_not(ba)], ["a", "b"] + self.extra)
         if r == "unsat":
             return None
-        if r == "sat":  # prefer small iterations in the report
-            small = z3.BitVecVal(64, 64)
+        for bound in (4, 64) if r == "sat" else ():  # prefer small iterations in the report
+            small = z3.BitVecVal(bound, 64)
             r2, m2 = self.sat([base, mk_not(ab), mk_not(ba), z3.ULT(x, small), z3.ULT(y, small)],
                               ["a", "b"] + self.extra)
-            m = m2 if r2 == "sat" else m
+            if r2 == "sat":
+                m = m2
+                break
         locs = [chk.loc(a.instr), chk.loc(b.instr)]
         if r == "unknown":
             return Obligation(TITLE_ASYNC, "races", "unknown",
@@ -756,9 +765,10 @@ class _Proof:
                     cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [it, it] if loops else [],
                            "locations": [str(l) for l in locs]}
                     return Obligation(TITLE_ASYNC, "races", "violated",
-                                      f"the generic write at {locs[0]} and the wgmma at {locs[1]} read the same shared "
-                                      f"bytes{f' (iteration {it})' if loops else ''} with no fence.proxy.async between "
-                                      "them: the async proxy may read stale data (§8.6 proxies)",
+                                      f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
+                                      f"writes before it{f' (iteration {it})' if loops else ''}, with no "
+                                      "fence.proxy.async between them: the async proxy may read stale data "
+                                      "(§8.6 proxies)",
                                       None, locs, cex, 0.0, RACE_ASYNC_PROXY.id)
         return None
 
