@@ -119,7 +119,7 @@ class PipelineExecutor(MbarExecutor):
         ev = lambda kind, **kw: self.events.append(Ev(kind, ins, self.seq[id(ins)], pc, loops, **kw))
         if sync == "bulk.copy":
             dst = ins.operands[0]
-            if _dst_shared(ins) and row.mnemonic == "cp.async.bulk":
+            if _dst_shared(ins) and operand(ins, "size") is not None:  # a byte count, not a tensor box
                 lo, _ = self._mbar_addr(st, dst)
                 size = self._val32(st, operand(ins, "size"))
                 ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
