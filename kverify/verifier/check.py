@@ -6,6 +6,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
 ``CHECKERS`` lists them in order:
 
   races        SMT two-thread proof (``verifier.races``): race-free: shared / global
+  pipeline     mbarrier ring pipelines, every loop iteration (``verifier.races.pipeline``):
+               race-free: async (and shared, without generic shared writes)
   mbarrier     symbolic, every loop iteration (``verifier.mbarrier``): mbarrier conformance:
                parity, tx bytes, arrivals
   interpreter  the run and its schedule exploration (``semantics.interpreter``): every
@@ -19,7 +21,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     memory safety                        bounds, uninitialized reads, trap
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
-wins (a replayable one first, the other's counterexample attached); then a proof; then
+wins (a replayable one first, the other's counterexample attached; a proof of the same
+obligation by another checker is named in its message as a disagreement); then a proof; then
 ``vacuous`` when the kernel has no operation of the obligation's kind; then a bound (which
 says why it is not a proof when another mechanism could not prove it); else ``unknown``.
 A checker that raises gives ``unknown`` for each obligation it declared ("internal error in
@@ -223,6 +226,15 @@ def _races(ctx):
     return got
 
 
+@register("pipeline", ("race-free: async", "race-free: shared"),
+          applies=lambda ctx: ctx.smt and "async" in ctx.uses,
+          claims="for every iteration and trip count")
+def _pipeline_races(ctx):
+    from .races.pipeline import check_pipeline_races
+
+    return check_pipeline_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s)
+
+
 @register("mbarrier", MBARRIER_STATIC_TITLES, applies=lambda ctx: ctx.smt and "mbarrier" in ctx.uses,
           claims="for every loop iteration")
 def _mbarrier_static(ctx):
@@ -388,6 +400,11 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
         (c, o), others = viol[0], viol[1:]
         if others and others[0][1].counterexample:
             o.counterexample = dict(o.counterexample or {}, smt=others[0][1].counterexample)
+        if "proved" in by:  # a proof and a violation of one obligation: a bug in one of the checkers
+            pc, po = by["proved"][0]
+            o = Obligation(o.title, o.checker, o.status, f"{o.message}; checker {pc.name} proved this obligation "
+                           f"({po.bound or po.message}): the two disagree, a bug in one of them", o.bound,
+                           o.locations, o.counterexample, o.time_s, o.rule, o.objects)
         return o
     if "proved" in by:
         return by["proved"][0][1]

@@ -1,0 +1,774 @@
+"""Race freedom of mbarrier ring-buffer pipelines (TMA / ``cp.async.bulk`` producers, wgmma or
+generic-load consumers) for every loop iteration and trip count: a static happens-before
+argument over the facts of :mod:`kverify.verifier.mbarrier`.
+
+Owns the static evidence for "race-free: async" (rules ``race.async-pending``,
+``race.async-proxy``) of such kernels, and for "race-free: shared" where the kernel makes no
+generic-proxy write to shared memory. One symbolic thread runs the kernel body (the mbarrier
+executor, extended here to record copy destinations, wgmma operand footprints, wgmma
+commit / wait_group, ``fence.proxy.async`` and warp barriers); every instruction site inside
+a single loop is a function of that loop's iteration counter. Then, with z3:
+
+* premises: the three mbarrier conformance obligations (parity, tx bytes, arrivals) are proved
+  for the same symbolic launch, every blocking wait's role offset is known, and every
+  barrier site runs in every iteration with a reuse distance ``d`` (``a(k+d) == a(k)``, no
+  smaller one): the signal (copy complete-tx, arrive) at iteration ``k`` then belongs to phase
+  ``n(k) = k div d`` of barrier ``a(k)``, and a wait at ``k`` returns only after phase
+  ``n(k) - offset`` completed (§9.7.13.15.4 phases, §9.7.13.15.16 try_wait.parity);
+* no early signal: a signal of use ``n >= 1`` follows, through a wait before it in its
+  iteration, the completion of phase ``n - 1`` of its barrier (directly, or through every
+  arrival of the phase it waits for) -- with the premises, the induction that makes phase
+  ``n`` consist of exactly the use-``n`` signals;
+* edges: a copy at ``k`` completes phase ``n(k)``; an access after a wait (same iteration,
+  program order, executed whenever the access is) for phase ``m >= n(k)`` of the same
+  barrier is ordered after the copy (§9.7.9.25.4.1 complete-tx, §9.7.13.15.11). An access is
+  released by an arrive after it (the same thread, or a thread of its warp after a warp
+  barrier or, for wgmma, after the warp-collective ``wgmma.wait_group N`` that retired its
+  group: at least ``N`` commits after the wgmma's own before the wait, §9.7.15.7
+  async groups); a generic access released towards an async-proxy write needs a
+  ``fence.proxy.async`` between the access and the release (§8.6 proxies). A copy is also
+  ordered before a later access when every arrival of the phase the access's wait names
+  follows a wait on the copy's phase (write-after-write through the consumers);
+* for every pair of a copy (iteration ``k``, one thread) and another access of overlapping
+  bytes (iteration ``k'``, another or the same thread), z3 is asked for an instance where
+  neither is ordered before the other: unsat -> proved.
+
+Anything outside the encoding -- nested loops, a stage access outside the loop, barrier
+sites that are not periodic or skip iterations, unrecognized (non-blocking) waits, async
+operations other than bulk copies into shared memory and wgmma, a thread-dependent barrier
+address -- makes the obligation ``unknown`` with the reason; an unordered instance is
+``unknown`` with both lines and iterations (the interpreter replays races), except a generic
+access ordered with an async-proxy write only without the proxy fence, which is ``violated``
+(``race.async-proxy``) when no approximated value is involved.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import z3
+
+from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY
+from kverify.semantics.ir.nodes import Imm, VecOp
+from kverify.semantics.memory_model import wgmma as WG
+from kverify.symbolic import TRUE, mk_and, mk_not, mk_or, operand, row_of, sync_of
+from kverify.verifier.mbarrier import arrivals, parity, tx
+from kverify.verifier.mbarrier.facts import MAX_REUSE, Facts
+from kverify.verifier.mbarrier.sites import MbarExecutor
+from kverify.verifier.report import Obligation
+
+TITLE_ASYNC = "race-free: async"
+TITLE_SHARED = "race-free: shared"
+CLAIM = "every loop iteration and trip count, every value of the scalar parameters, every schedule"
+
+
+class Uncovered(Exception):
+    """Something the pipeline argument does not cover (the message says what)."""
+
+
+class PremiseUnknown(Uncovered):
+    """A premise (mbarrier obligation) gave no answer: another launch binding may still prove it."""
+
+
+@dataclass
+class Ev:
+    """One instruction site of the symbolic thread that the argument uses."""
+
+    kind: str  # copy | wgmma | read | write | commit | wgwait | fence | other
+    instr: object
+    seq: int
+    pc: object
+    loops: tuple
+    lo: object = None  # BV32 first shared byte
+    hi: object = None  # BV32 one past the last byte
+    n: int = 0  # wgmma.wait_group N
+    mbar: object = None  # the MbarSite of a copy
+    why: str = ""  # an access whose footprint is not understood
+
+    @property
+    def line(self):
+        return self.instr.loc.line or self.instr.loc.ptx_line
+
+    @property
+    def generic(self) -> bool:
+        return self.kind in ("read", "write")
+
+    @property
+    def writes(self) -> bool:
+        return self.kind in ("copy", "write")
+
+
+class PipelineExecutor(MbarExecutor):
+    """The mbarrier executor, also recording what the pipeline argument needs (module docstring)."""
+
+    def __init__(self, env, check, launch=None):
+        super().__init__(env, check, launch)
+        self.events: list = []
+
+    def _loop_attempt(self, lp, st, ivs, mode, written, region_unknown):
+        mark = len(self.events)
+        res = super()._loop_attempt(lp, st, ivs, mode, written, region_unknown)
+        if res[0] != "ok":
+            del self.events[mark:]  # the attempt is undone
+        return res
+
+    def async_instr(self, ins, st, guard):
+        sync, row = sync_of(ins), row_of(ins)
+        pc = mk_and(st.pc, guard)
+        loops = tuple(self.loop_stack)
+        ev = lambda kind, **kw: self.events.append(Ev(kind, ins, self.seq[id(ins)], pc, loops, **kw))
+        if sync == "bulk.copy":
+            dst = ins.operands[0]
+            if _dst_shared(ins) and operand(ins, "size") is not None:  # a byte count, not a tensor box
+                lo, _ = self._mbar_addr(st, dst)
+                size = self._val32(st, operand(ins, "size"))
+                ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
+                   why="" if lo is not None and size is not None else "copy destination or size not understood")
+            elif _dst_shared(ins):
+                lo, _ = self._mbar_addr(st, dst)
+                size, why = self._tensor_bytes(ins)
+                ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
+                   why=why or ("" if lo is not None else "copy destination not understood"))
+            else:
+                ev("other", why=f"{ins.opcode}: an asynchronous read of shared memory completed by bulk groups")
+        elif sync == "wgmma.mma":
+            spans, why = self._wgmma_footprint(ins, st)
+            for lo, hi in spans or [(None, None)]:
+                ev("wgmma", lo=lo, hi=hi, why=why)
+        elif sync == "wgmma.commit":
+            ev("commit")
+        elif sync == "wgmma.wait":
+            n = operand(ins, "n")
+            ev("wgwait", n=n.value if isinstance(n, Imm) else -1)
+        elif sync == "fence.proxy.async":
+            ev("fence")
+        elif row is not None and row.effect == "async" or sync in ("cp.async", "cp.async.commit", "cp.async.wait",
+                                                                  "cp.async.wait_all", "bulk.commit", "bulk.wait"):
+            if sync not in ("bulk.commit", "bulk.wait", "cp.async.commit", "cp.async.wait", "cp.async.wait_all"):
+                ev("other", why=f"{ins.opcode}: an asynchronous operation the pipeline argument does not model")
+        return super().async_instr(ins, st, guard)
+
+    def _wgmma_footprint(self, ins, st):
+        """The shared bytes the wgmma's descriptor operands may cover: [lo, hi) around the start
+        address, over-approximated for every majorness (no swizzle only)."""
+        shape = next((m for m in ins.mods if m.startswith("m64n")), None)
+        if shape is None:
+            return None, "wgmma shape not understood"
+        m, n, k = WG.mma_dims(shape)
+        tys = ins.types()
+        esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1, "e4m3": 1, "e5m2": 1}.get(tys[1] if len(tys) > 1 else "")
+        if esz is None:
+            return None, f"wgmma operand type {tys} not understood"
+        spans = []
+        a_op, b_op = operand(ins, "a"), operand(ins, "b")
+        for op, rows in ((a_op, m), (b_op, n)):
+            if op is None:
+                return None, "wgmma operand missing"
+            if isinstance(op, VecOp):
+                continue  # A from registers
+            t, _ = self.read(st, op, 64)
+            if t is None or z3.is_bool(t) or t.size() != 64:
+                if op is a_op:
+                    continue  # A from registers
+                return None, "wgmma descriptor not understood"
+            t = z3.simplify(t)
+            fields = [z3.simplify(z3.Extract(hi, lo, t)) for hi, lo in ((29, 16), (45, 32), (51, 49), (63, 62))]
+            if not all(z3.is_bv_value(f) for f in fields):
+                return None, "wgmma descriptor: LBO, SBO, base offset or swizzle not constant"
+            lbo, sbo, base, swz = (f.as_long() for f in fields)
+            lbo, sbo = lbo << 4, sbo << 4
+            if base or swz:
+                return None, "wgmma descriptor with a swizzle or base offset (footprint not modelled)"
+            name = {1: "int8", 2: "float16", 4: "tf32"}[esz]
+            offs = []
+            for major in ("K", "MN"):
+                try:
+                    a = WG.operand_byte_addresses(WG.Descriptor(0, lbo, sbo), rows, k, name, major)
+                except (ValueError, NotImplementedError) as e:
+                    return None, f"wgmma operand layout: {e}"
+                offs += [int(a.min()), int(a.max()) + esz]
+            start = z3.simplify(z3.Concat(z3.Extract(13, 0, t), z3.BitVecVal(0, 4)))
+            start = z3.ZeroExt(14, start)
+            spans.append((start + min(offs), start + max(offs)))
+        return spans, ""
+
+
+def _dst_shared(ins) -> bool:
+    """The bulk copy writes shared memory (its first state-space modifier is the destination)."""
+    for m in ins.mods:
+        if m.startswith("shared"):
+            return True
+        if m == "global":
+            return False
+    return False
+
+
+class PipelineFacts(Facts):
+    """The mbarrier facts, run with :class:`PipelineExecutor`."""
+
+    def prepare(self):
+        from kverify.symbolic import Env
+
+        env = self.env = Env(self.module, self.kernel, self.launch)
+        ex = self.ex = PipelineExecutor(env, lambda f: self.solve([f]), self.launch)
+        ex.run()
+        self.sites = ex.sites
+        return self
+
+
+def symbolic_launch(launch):
+    """``launch`` with its scalar arguments dropped (symbolic): a proof then holds for every
+    value of them -- every trip count. By-value structs (tensor maps) stay."""
+    if launch is None:
+        return None
+    args = {k: v for k, v in (launch.args or {}).items() if isinstance(v, dict)}
+    return replace(launch, args=args)
+
+
+def applies(module, kernel) -> bool:
+    """The kernel has a bulk copy or a wgmma."""
+    from kverify.semantics.ir.visit import instructions
+
+    syncs = {sync_of(i) for i in instructions(kernel.body)}
+    return bool(syncs & {"bulk.copy", "wgmma.mma"})
+
+
+def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
+    """Static evidence for "race-free: async" (and "race-free: shared" when the kernel has no
+    generic shared write) of an mbarrier pipeline; ``[]`` when the kernel is not one."""
+    t0 = time.perf_counter()
+    if kernel is None or isinstance(kernel, str):
+        kernel = module.kernel(kernel)
+    if not applies(module, kernel):
+        return []
+    scalars = {k: v for k, v in ((launch.args or {}) if launch is not None else {}).items()
+               if not isinstance(v, dict)}
+    # first every value of the scalar parameters (every trip count); when a premise gives no
+    # answer there, the launch's own values (a proof for those only, said in its scope)
+    attempts = [(True, timeout_s / 4 if scalars else timeout_s)] + ([(False, timeout_s)] if scalars else [])
+    why, first = "", ""
+    for symbolic, budget in attempts:
+        try:
+            obs = _Proof(module, kernel, launch, budget, t0, symbolic).run()
+            if first and obs[0].status == "proved":
+                obs[0].message += f"; not proved for every value of the scalar parameters: {first}"
+            return obs
+        except PremiseUnknown as e:
+            why = str(e)
+            first = first or why
+            continue
+        except Uncovered as e:
+            why = str(e)
+        except z3.Z3Exception as e:
+            why = f"solver error: {e}"
+        except Exception as e:  # noqa: BLE001 - fail closed
+            why = f"internal error in the pipeline race argument ({type(e).__name__}: {e})"
+        break
+    return [Obligation(TITLE_ASYNC, "races", "unknown", f"pipeline argument: {why}", None, [], None,
+                       time.perf_counter() - t0)]
+
+
+class _Proof:
+    def __init__(self, module, kernel, launch, timeout_s, t0, symbolic=True):
+        self.module, self.kernel, self.launch = module, kernel, launch
+        self.symbolic = symbolic
+        self.timeout_s, self.t0 = timeout_s, t0
+        self.tags = {}
+        self.fresh_n = 0
+        self.extra: list = []
+
+    # ------------------------------------------------------------------ driver
+    def run(self):
+        chk = self.chk = PipelineFacts(self.module, self.kernel,
+                                       symbolic_launch(self.launch) if self.symbolic else self.launch, self.timeout_s,
+                                       self.t0).prepare()
+        env = self.env = chk.env
+        reasons = chk.ex.reasons["shared"]
+        if reasons:
+            raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
+        evs = [e for e in chk.ex.events]
+        self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence")]
+        reads = [e for e in evs if e.kind == "wgmma" and not e.why]
+        generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
+                      a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
+        # generic writes read by wgmma (the proxy rule in one thread's program order)
+        proxy_viol = self._proxy_program_order(generic, reads)
+        if proxy_viol is not None:
+            return self._out([proxy_viol], generic)
+        if env.block is None:
+            raise Uncovered("block size unknown (the warp-level release argument counts threads)")
+        for what, fn in (("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check)):
+            chk.budget.restart()
+            o = fn(chk)
+            if o.status != "proved":
+                raise (PremiseUnknown if o.status == "unknown" else Uncovered)(
+                    f"the mbarrier phase correspondence is not proved{' for every trip count' if self.symbolic else ''} "
+                    f"({o.title}: {o.status}: {o.message[:300]})")
+        chk.budget.restart()
+        self._barrier_sites()
+        others = [e for e in evs if e.kind == "other"]
+        if others:
+            raise Uncovered(f"line {others[0].line}: {others[0].why}")
+        # the accesses the argument is about: async copies into shared memory, wgmma operand
+        # reads, and the generic shared accesses that may overlap them
+        copies = [e for e in evs if e.kind == "copy"]
+        reads = [e for e in evs if e.kind == "wgmma"]
+        generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
+                      a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
+        for e in copies + reads:
+            if e.why:
+                raise Uncovered(f"line {e.line}: {e.why}")
+        if not copies:
+            raise Uncovered("no asynchronous copy into shared memory")
+        pairs = []
+        for i, x in enumerate(copies):
+            for y in copies[i:] + reads + generic:
+                pairs.append((x, y))
+        self._early_signals()
+        unordered = []
+        for x, y in pairs:
+            r = self._pair(x, y)
+            if r is not None:
+                if r.status == "violated":
+                    return self._out([r], generic)
+                unordered.append(r)
+        if unordered:
+            return self._out([unordered[0]], generic)
+        locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic if e.loops})
+        lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
+                          for ln, op in locs)
+        loops = sorted({e.loops[0][0].name for e in copies + reads + generic if e.loops})
+        claim = CLAIM if self.symbolic else (
+            "every loop iteration, every schedule, the launch's scalar arguments ("
+            + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
+        bound = (f"{claim} (loops {', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
+                 f"{lines}")
+        msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
+               f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
+               f"proved {'for every trip count' if self.symbolic else 'for the same launch'})")
+        locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads))[:6]
+        ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, locs,
+                        None, time.perf_counter() - self.t0)
+        return self._out([ok], generic)
+
+    def _out(self, obs, generic):
+        o = obs[0]
+        o.time_s = time.perf_counter() - self.t0
+        out = [o]
+        if o.status == "proved" and not any(g.writes for g in generic):
+            out.append(Obligation(TITLE_SHARED, "races", "proved",
+                                  "no generic-proxy write to shared memory: every shared write is an asynchronous "
+                                  "copy, ordered as 'race-free: async' says", o.bound, [], None, 0.0))
+        return out
+
+    # ------------------------------------------------------------------ terms
+    def tag_subst(self, tag):
+        """Per-thread symbols of thread A renamed for the instance ``tag``."""
+        if tag not in self.tags:
+            subs = []
+            for a, _ in self.env.pairs:
+                nm = str(a)
+                new = z3.Bool(f"{nm}@{tag}") if z3.is_bool(a) else z3.BitVec(f"{nm}@{tag}", a.size())
+                subs.append((a, new))
+            cons = [z3.substitute(c, *subs) if subs else c for c, _ in self.env.constraints_a]
+            self.tags[tag] = (subs, cons)
+        return self.tags[tag]
+
+    def at(self, term, loops, x, tag):
+        """``term`` of a site in ``loops`` (one loop) at iteration ``x`` of thread instance ``tag``."""
+        if loops:
+            term = z3.substitute(term, (loops[0][1], x))
+        subs, _ = self.tag_subst(tag)
+        return z3.substitute(term, *subs) if subs else term
+
+    def rng(self, loops, x, tag):
+        if not loops:
+            return TRUE
+        info = loops[0][0]
+        lim = z3.ULT(x, z3.BitVecVal(1 << 31, 64))
+        if info.trip is None:
+            return lim
+        return mk_and(lim, z3.ULT(x, self.at(info.trip, loops, x, tag)))
+
+    def var(self, what):
+        self.fresh_n += 1
+        return z3.BitVec(f"{what}~{self.fresh_n}", 64)
+
+    def sat(self, fs, tags):
+        """sat / unsat / unknown of ``fs`` with the constraints of the thread instances ``tags``."""
+        cons = []
+        for t in tags:
+            cons += self.tag_subst(t)[1]
+        # every instance is a thread of one CTA (shared memory and mbarriers are per CTA)
+        first = self.tag_subst(tags[0])[0]
+        for t in tags[1:]:
+            cons += [p == q for (o, p), (_, q) in zip(first, self.tag_subst(t)[0]) if str(o).startswith("ctaid.")]
+        s = z3.Solver()
+        s.add(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
+        r = self.chk.budget.check(s)
+        if r == z3.sat:
+            return "sat", s.model()
+        return ("unsat", None) if r == z3.unsat else ("unknown", None)
+
+    # ------------------------------------------------------------------ barrier sites
+    def _barrier_sites(self):
+        """Reuse distance and use counting of every barrier site (module docstring)."""
+        chk = self.chk
+        self.d, self.off = {}, {}
+        per_thread = {str(a) for a, _ in self.env.pairs}
+        for s in chk.sites:
+            if s.kind in ("init", "inval"):
+                continue
+            if s.kind == "other" or s.addr is None:
+                raise Uncovered(f"{chk.loc(s.instr)}: {s.instr.opcode} (barrier address not understood)")
+            if s.note:
+                raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
+            if len(s.loops) != 1:
+                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
+                                " (uses are counted by the iteration of one loop)")
+            info, k = s.loops[0]
+            if (chk.syms(s.addr) & per_thread) - {str(k)}:
+                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on the thread")
+            variant = chk.ex.loop_syms.get(id(info), set())
+            if chk.syms(s.addr) & variant:
+                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary "
+                                "does not track")
+            j = z3.BitVec(f"{k}~earlier", 64)
+            earlier = mk_and(chk.in_range(info, k, k), z3.ULT(j, k), s.pc)
+            if chk.syms(s.pc) & variant or (str(k) in chk.syms(s.pc)
+                                             and chk.prove(earlier, z3.substitute(s.pc, (k, j)))[0] != "proved"):
+                raise Uncovered(f"{chk.loc(s.instr)}: the site may skip an iteration of loop {info.name}")
+            d = None
+            for dd in range(1, MAX_REUSE + 1):
+                hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + dd), s.pc)
+                if chk.prove(hyp, chk.shift(s.addr, k, dd) == s.addr)[0] == "proved":
+                    d = dd
+                    break
+            if d is None:
+                raise Uncovered(f"{chk.loc(s.instr)}: no reuse distance of the barrier address within {MAX_REUSE}")
+            for d2 in range(1, d):
+                hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d2))
+                if chk.prove(hyp, chk.shift(s.addr, k, d2) != s.addr)[0] != "proved":
+                    raise Uncovered(f"{chk.loc(s.instr)}: the barrier address repeats every {d} iterations but "
+                                    "not only then")
+            self.d[id(s)] = d
+            if s.kind == "wait":
+                if not s.instr.blocking:
+                    raise Uncovered(f"{chk.loc(s.instr)}: the wait is not a recognized blocking retry loop")
+                off, why = chk.role(s)
+                if off is None:
+                    raise Uncovered(f"{chk.loc(s.instr)}: {why}")
+                self.off[id(s)] = off
+        # the barriers are initialized before every use: the inits (outside loops) are followed by
+        # fence.mbarrier_init and a CTA barrier that every thread executes before its first use
+        # (§9.7.13.15.9 init, §9.7.13.4 fence.mbarrier_init)
+        from kverify.semantics.ir.visit import instructions
+
+        inits = [s for s in chk.sites if s.kind == "init"]
+        uses = [chk.seq(s) for s in chk.sites if s.kind != "init"]
+        if inits and uses:
+            last, first = max(chk.seq(s) for s in inits), min(uses)
+            if any(s.loops for s in inits):
+                raise Uncovered(f"{chk.loc(inits[0].instr)}: an mbarrier.init inside a loop")
+            bars = [y for y in chk.ex.syncs if y.kind == "barrier" and y.scope == "cta" and not y.loops
+                    and last < chk.ex.seq[id(y.instr)] < first and chk.prove(TRUE, y.pc)[0] == "proved"]
+            fences = [i for i in instructions(self.kernel.body) if sync_of(i) == "fence.mbarrier_init"
+                      and last < chk.ex.seq[id(i)] < (chk.ex.seq[id(bars[0].instr)] if bars else -1)]
+            if not bars or not fences:
+                raise Uncovered(f"{chk.loc(inits[0].instr)}: the mbarrier.init is not followed by "
+                                f"{'fence.mbarrier_init and ' if not fences else ''}a CTA barrier of every thread "
+                                "before the first use of a barrier (initialization visibility is the interpreter's)")
+        # the signals of one barrier come from one loop (their uses count the phases)
+        sig = [s for s in chk.sites if s.kind in ("arrive", "copy", "expect_tx")]
+        for s in sig:
+            for t in sig:
+                if s is not t and s.loops[0][0] is not t.loops[0][0] and chk.may_alias(s, t):
+                    raise Uncovered(f"{chk.loc(s.instr)} and {chk.loc(t.instr)} signal one barrier from different "
+                                    "loops (phases are counted per loop)")
+        self.waits = [s for s in chk.sites if s.kind == "wait"]
+        self.arrives = [s for s in chk.sites if s.kind == "arrive"]
+        self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
+
+    def bar(self, s, x, tag):
+        return self.at(s.addr, s.loops, x, tag)
+
+    def use(self, s, x):
+        return z3.UDiv(x, z3.BitVecVal(self.d[id(s)], 64))
+
+    def waits_before(self, e):
+        """The blocking waits before ``e`` in its iteration, executed whenever ``e`` is."""
+        key = ("pre", id(e.instr), e.seq)
+        if key in self.chk.memo:
+            return self.chk.memo[key]
+        out = []
+        for w in self.waits:
+            if not e.loops or w.loops[0][0] is not e.loops[0][0] or not self.chk.seq(w) < e.seq:
+                continue
+            info, k = e.loops[0]
+            if self.chk.prove(mk_and(self.chk.in_range(info, k, k), e.pc), w.pc)[0] == "proved":
+                out.append(w)
+        self.chk.memo[key] = out
+        return out
+
+    def after_wait(self, sig_bar, sig_use, e, y, tag):
+        """``e`` at iteration ``y`` of thread ``tag`` follows a wait for a phase at or after
+        ``sig_use`` of barrier ``sig_bar``."""
+        alts = []
+        for w in self.waits_before(e):
+            off = z3.BitVecVal(self.off[id(w)], 64)
+            alts.append(mk_and(self.bar(w, y, tag) == sig_bar, z3.UGE(self.use(w, y), sig_use + off)))
+        return mk_or(*alts) if alts else z3.BoolVal(False)
+
+    def phase_follows(self, sig_bar, sig_use, e, y, tag, fresh):
+        """Every arrival of the phase the waits before ``e`` name follows a wait for phase
+        ``sig_use`` (or later) of ``sig_bar`` (write-after-write through the consumers). Returns
+        the formula of its negation's witnesses, so the caller can negate existentially:
+        (``ok``) such that ``Not(ok)`` has only existential variables."""
+        alts = []
+        for w in self.waits_before(e):
+            off = self.off[id(w)]
+            wb, wu = self.bar(w, y, tag), self.use(w, y)
+            bad = [z3.ULT(wu, z3.BitVecVal(off, 64))]  # the wait names the phase before phase 0
+            for a in self.arrives:
+                if not self.chk.may_alias(w, a):
+                    continue
+                z, t = self.var("z"), f"{fresh}{len(alts)}{id(a) % 997}"
+                self.extra.append(t)
+                inphase = mk_and(self.rng(a.loops, z, t), self.at(a.pc, a.loops, z, t), self.bar(a, z, t) == wb,
+                                 self.use(a, z) + off == wu)
+                ev = Ev("arrive", a.instr, self.chk.seq(a), a.pc, a.loops)
+                bad.append(mk_and(inphase, mk_not(self.after_wait(sig_bar, sig_use, ev, z, t))))
+            alts.append(mk_not(mk_or(*bad)))
+        return mk_or(*alts) if alts else z3.BoolVal(False)
+
+    # ------------------------------------------------------------------ releases
+    def releases(self, e, fence_needed):
+        """The arrive sites that release access ``e`` (module docstring), or [] with a reason."""
+        key = ("rel", id(e.instr), e.seq, e.lo is None or e.lo.get_id(), fence_needed)
+        memo = self.chk.memo
+        if key in memo:
+            return memo[key]
+        chk = self.chk
+        info, k = e.loops[0]
+        hyp = mk_and(chk.in_range(info, k, k), e.pc)
+        same_iter = lambda s_loops: s_loops and s_loops[0][0] is info
+        runs = lambda pc: chk.prove(hyp, pc)[0] == "proved"
+        retire = e.seq
+        if e.kind == "wgmma":
+            commits = [g for g in self.group if g.kind == "commit" and same_iter(g.loops) and g.seq > e.seq
+                       and runs(g.pc)]
+            waits = [g for g in self.group if g.kind == "wgwait" and same_iter(g.loops) and g.seq > e.seq
+                     and runs(g.pc)]
+            retire = None
+            if commits:
+                own = min(c.seq for c in commits)
+                for g in sorted(waits, key=lambda g: g.seq):
+                    later = sum(1 for c in commits if own < c.seq < g.seq)
+                    if g.seq > own and 0 <= g.n <= later:
+                        retire = g.seq
+                        break
+            if retire is None:
+                memo[key] = ([], (f"the wgmma at line {e.line} is not retired by a wgmma.wait_group in its iteration "
+                                  f"(before any release)"))
+                return memo[key]
+        fences = [g for g in self.group if g.kind == "fence" and same_iter(g.loops) and g.seq > retire and runs(g.pc)]
+        syncs = [y for y in chk.ex.syncs if y.kind == "barrier" and y.instr is not None and same_iter(y.loops)
+                 and chk.ex.seq[id(y.instr)] > retire and runs(y.pc)]
+        out, why = [], ""
+        for a in self.arrives:
+            if not same_iter(a.loops) or chk.seq(a) <= retire:
+                continue
+            sa = chk.seq(a)
+            own = runs(a.pc)
+            if own:
+                via = retire
+            else:
+                via = None
+                if e.kind == "wgmma":
+                    via = retire  # wgmma.wait_group is warp-collective (.sync.aligned)
+                else:
+                    cand = [chk.ex.seq[id(y.instr)] for y in syncs if chk.ex.seq[id(y.instr)] < sa]
+                    via = min(cand) if cand else None
+                if via is None:
+                    why = why or (f"the arrive at line {a.instr.loc.line} is by other threads than the access at line "
+                                  f"{e.line}, with no warp or CTA barrier between them")
+                    continue
+                if not self.warp_covers(e, a):
+                    why = why or (f"not every warp executing line {e.line} has a thread arriving at line "
+                                  f"{a.instr.loc.line}")
+                    continue
+            if fence_needed and not any(retire < f.seq < (sa if own else via + 1) for f in fences):
+                why = why or (f"no fence.proxy.async between the generic access at line {e.line} and its release "
+                              f"(line {a.instr.loc.line})")
+                continue
+            out.append(a)
+        memo[key] = (out, why)
+        return memo[key]
+
+    def warp_covers(self, e, a):
+        """Every warp with a thread executing ``e`` (some iteration) has a thread executing the
+        arrive ``a`` in the same iteration whenever one of them executes ``e``."""
+        chk, env = self.chk, self.env
+        bx, by, bz = env.block
+        info, k = e.loops[0]
+        tid = env.tid
+        for w0 in range(0, bx * by * bz, 32):
+            def pc_of(pc, t):
+                x, y, zz = t % bx, (t // bx) % by, t // (bx * by)
+                return z3.substitute(pc, (tid[0], z3.BitVecVal(x, 32)), (tid[1], z3.BitVecVal(y, 32)),
+                                     (tid[2], z3.BitVecVal(zz, 32)))
+            ts = range(w0, min(w0 + 32, bx * by * bz))
+            any_e = mk_or(*[pc_of(e.pc, t) for t in ts])
+            rng = chk.in_range(info, k, k)
+            if chk.solve([rng, any_e])[0] == "unsat":
+                continue
+            ok = False
+            for t in ts:
+                if chk.prove(mk_and(rng, any_e), pc_of(a.pc, t))[0] == "proved":
+                    ok = True
+                    break
+            if not ok:
+                return False
+        return True
+
+    def released_before(self, e, x, tag_e, f, y, tag_f, fence_needed):
+        """Access ``e`` (iteration ``x``) is released by an arrive that the waits before ``f``
+        (iteration ``y``) wait for."""
+        rel, _ = self.releases(e, fence_needed)
+        alts = []
+        for a in rel:
+            ab, au = self.bar(a, x, tag_e), self.use(a, x)
+            for w in self.waits_before(f):
+                off = z3.BitVecVal(self.off[id(w)], 64)
+                alts.append(mk_and(self.bar(w, y, tag_f) == ab, z3.UGE(self.use(w, y), au + off)))
+        return mk_or(*alts) if alts else z3.BoolVal(False)
+
+    # ------------------------------------------------------------------ the checks
+    def _early_signals(self):
+        """Every signal of use n >= 1 follows the completion of phase n - 1 of its barrier."""
+        for s in [s for s in self.chk.sites if s.kind in ("arrive", "copy", "expect_tx")]:
+            self.extra = []
+            x = self.var("x")
+            sb, su = self.bar(s, x, "s"), self.use(s, x)
+            prev = su - 1
+            ev = Ev(s.kind, s.instr, self.chk.seq(s), s.pc, s.loops)
+            ok = mk_or(self.after_wait(sb, prev, ev, x, "s"), self.phase_follows(sb, prev, ev, x, "s", "e"))
+            base = mk_and(self.rng(s.loops, x, "s"), self.at(s.pc, s.loops, x, "s"), z3.UGE(su, 1))
+            r, m = self.sat([base, mk_not(ok)], ["s"] + self.extra)
+            if r == "sat":
+                r2, m2 = self.sat([base, mk_not(ok), z3.ULT(x, z3.BitVecVal(64, 64))], ["s"] + self.extra)
+                m = m2 if r2 == "sat" else m
+            if r != "unsat":
+                it = m.eval(x, model_completion=True).as_long() if m is not None else None
+                raise Uncovered(f"{self.chk.loc(s.instr)}: the signal of iteration {it} is not shown to follow the "
+                                f"completion of its barrier's previous phase" if r == "sat" else
+                                f"{self.chk.loc(s.instr)}: solver gave no answer on the ordering of its signals")
+
+    def _ordered(self, p, x, tp, q, y, tq, fence):
+        """p (iteration x, thread tp) happens before q (iteration y, thread tq)."""
+        if p.kind == "copy":
+            s = self.mbar_of.get(id(p.instr))
+            if s is None:
+                return z3.BoolVal(False)
+            sb, su = self.bar(s, x, tp), self.use(s, x)
+            return mk_or(self.after_wait(sb, su, q, y, tq), self.phase_follows(sb, su, q, y, tq, f"c{tq}"))
+        return self.released_before(p, x, tp, q, y, tq, fence)
+
+    def _pair(self, a, b):
+        self.extra = []
+        chk = self.chk
+        x, y = self.var("kx"), self.var("ky")
+        if not a.loops or not b.loops or len(a.loops) > 1 or len(b.loops) > 1:
+            # a stage access outside the pipeline loop: covered only if it never overlaps
+            base = self._overlap(a, x, "a", b, y, "b")
+            r, _ = self.sat([base], ["a", "b"])
+            if r == "unsat":
+                return None
+            where = a if (not a.loops or len(a.loops) > 1) else b
+            return Obligation(TITLE_ASYNC, "races", "unknown",
+                              f"pipeline argument: the access at {chk.loc(where.instr)} "
+                              f"({'outside any loop' if not where.loops else 'in nested loops'}) may touch the bytes of "
+                              f"the copy at {chk.loc(a.instr)}; only accesses inside the pipeline loop are ordered",
+                              None, [chk.loc(a.instr), chk.loc(where.instr)], None, 0.0)
+        base = self._overlap(a, x, "a", b, y, "b")
+        if a is b:
+            same = mk_and(x == y, *[p == q for (o, p), (_, q) in zip(self.tag_subst("a")[0], self.tag_subst("b")[0])
+                                    if str(o).startswith("tid.")])
+            base = mk_and(base, mk_not(same))
+        fence = b.generic  # a generic access released towards an async-proxy write
+        ab = self._ordered(a, x, "a", b, y, "b", False)
+        ba = self._ordered(b, y, "b", a, x, "a", fence)
+        r, m = self.sat([base, mk_not(ab), mk_not(ba)], ["a", "b"] + self.extra)
+        if r == "unsat":
+            return None
+        for bound in (4, 64) if r == "sat" else ():  # prefer small iterations in the report
+            small = z3.BitVecVal(bound, 64)
+            r2, m2 = self.sat([base, mk_not(ab), mk_not(ba), z3.ULT(x, small), z3.ULT(y, small)],
+                              ["a", "b"] + self.extra)
+            if r2 == "sat":
+                m = m2
+                break
+        locs = [chk.loc(a.instr), chk.loc(b.instr)]
+        if r == "unknown":
+            return Obligation(TITLE_ASYNC, "races", "unknown",
+                              f"pipeline argument: solver gave no answer for the copy at {locs[0]} and the access at "
+                              f"{locs[1]} (budget {chk.budget.seconds:g} solver seconds)", None, locs, None, 0.0)
+        kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
+        what = {"copy": "asynchronous copy", "wgmma": "wgmma operand read", "read": "generic read",
+                "write": "generic write"}
+        desc = (f"the {what[a.kind]} at {locs[0]} in iteration {kx} and the {what[b.kind]} at {locs[1]} in iteration "
+                f"{ky} touch the same shared bytes")
+        if fence:
+            ba0 = self._ordered(b, y, "b", a, x, "a", False)
+            r0, m0 = self.sat([base, mk_not(ab), mk_not(ba0)], ["a", "b"] + self.extra)
+            approx = chk.syms(base) & self.env.approx
+            if r0 == "unsat" and not approx:
+                _, why = self.releases(b, True)
+                kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
+                cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [kx, ky], "locations": [str(l) for l in locs]}
+                return Obligation(TITLE_ASYNC, "races", "violated",
+                                  f"{desc}; the mbarrier ring orders them in the generic proxy only: {why} "
+                                  "(an async-proxy write after a generic access needs fence.proxy.async after the "
+                                  "access, §8.6 proxies)", None, locs[::-1], cex, 0.0, RACE_ASYNC_PROXY.id)
+        _, why = self.releases(b, fence) if b.kind != "copy" else ([], "")
+        return Obligation(TITLE_ASYNC, "races", "unknown",
+                          f"pipeline argument: {desc} and may be unordered: no mbarrier phase orders them"
+                          + (f" ({why})" if why else ""), None, locs,
+                          {"rule": RACE_ASYNC_PENDING.id, "iterations": [kx, ky], "locations": [str(l) for l in locs]},
+                          0.0)
+
+    def _overlap(self, a, x, ta, b, y, tb):
+        lo1, hi1 = (z3.ZeroExt(32, self.at(t, a.loops, x, ta)) for t in (a.lo, a.hi))
+        lo2, hi2 = (z3.ZeroExt(32, self.at(t, b.loops, y, tb)) for t in (b.lo, b.hi))
+        return mk_and(self.rng(a.loops, x, ta), self.rng(b.loops, y, tb), self.at(a.pc, a.loops, x, ta),
+                      self.at(b.pc, b.loops, y, tb), z3.ULT(lo1, hi2), z3.ULT(lo2, hi1))
+
+    def _proxy_program_order(self, generic, reads):
+        """A generic write followed in program order (same iteration) by a wgmma reading its bytes
+        with no fence.proxy.async between them: violated ``race.async-proxy``."""
+        chk = self.chk
+        for w in [g for g in generic if g.writes]:
+            for r in reads:
+                if [id(i) for i, _ in w.loops] != [id(i) for i, _ in r.loops] or len(w.loops) > 1:
+                    continue
+                if not w.seq < r.seq:
+                    continue
+                if any(w.seq < f.seq < r.seq for f in self.group if f.kind == "fence"):
+                    continue
+                x = self.var("k")
+                loops = w.loops
+                f = mk_and(self._overlap(w, x, "a", replace(r, loops=loops), x, "b"))
+                res, m = self.sat([f], ["a", "b"])
+                if res == "sat" and not (chk.syms(f) & self.env.approx):
+                    locs = [chk.loc(w.instr), chk.loc(r.instr)]
+                    it = m.eval(x, model_completion=True).as_long() if loops else None
+                    cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [it, it] if loops else [],
+                           "locations": [str(l) for l in locs]}
+                    return Obligation(TITLE_ASYNC, "races", "violated",
+                                      f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
+                                      f"writes before it{f' (iteration {it})' if loops else ''}, with no "
+                                      "fence.proxy.async between them: the async proxy may read stale data "
+                                      "(§8.6 proxies)",
+                                      None, locs, cex, 0.0, RACE_ASYNC_PROXY.id)
+        return None
+
