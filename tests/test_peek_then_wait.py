@@ -118,8 +118,11 @@ def test_correct_peek_pipeline_is_verified_by_one_run():
     rep, _, dt = _check("peek_pipeline.cu")
     assert rep.verdict == "verified"
     by = {o.title: o for o in rep.obligations}
-    for t in ("race-free: async", "mbarrier conformance", "deadlock-free", "memory safety"):
+    for t in ("mbarrier conformance", "deadlock-free", "memory safety"):
         assert by[t].status == "bounded" and "every schedule (one run" in by[t].bound, t
+    # the pipeline argument (tests/test_pipeline_races.py) proves the stage accesses race-free for
+    # every trip count
+    assert by["race-free: async"].status == "proved"
     for t in ("parity (initial phase and alternation)", "tx bytes (per phase)", "arrivals (per phase)"):
         assert by[f"mbarrier conformance: {t}"].status == "proved", t
     assert dt < 10
