@@ -20,7 +20,8 @@ What it accepts (after template expressions are evaluated, ``resolve.instantiate
 * ``tensormaps``: ``{"dtype", "shape", "box", "buffer", "swizzle", "strides",
   "elem_strides", "oob_fill", ...}``;
 * ``outputs``: a list of strings; ``dynamic_smem``/``shared_bytes``: a non-negative integer
-  at most ``MAX_SMEM``.
+  at most ``MAX_SMEM``; ``cooperative``: true or false (a cooperative launch; absent: assumed
+  when the kernel reads cooperative groups' grid workspace).
 
 Whether a by-value struct fits its parameter, and whether the buffers it names exist, is
 checked when it is bound to the kernel (``params``).
@@ -176,6 +177,8 @@ class _Checker:
         for k in ("dynamic_smem", "shared_bytes"):
             if d.get(k) is not None:
                 self.int_(d[k], [k], 0, MAX_SMEM, f"a non-negative integer (at most {MAX_SMEM})")
+        if d.get("cooperative") is not None and not isinstance(d["cooperative"], bool):
+            self.fail(["cooperative"], "expected true or false", d["cooperative"])
 
     def arg(self, a, keys):
         if isinstance(a, (bool, int, float, str)):

@@ -70,6 +70,10 @@ class LaunchSpec:
     path: str = "<launch>"
     grid_assumed: bool = False  # no grid was given: (1, 1, 1) runs, proofs must not rest on it
     assume: tuple = ()  # preconditions over the scalar parameters (``--assume``; ``symbolic.assume``)
+    # a cooperative launch (cudaLaunchCooperativeKernel): every CTA co-resident, and the grid
+    # workspace cooperative groups' grid.sync() reads through %envreg1/%envreg2 exists. None:
+    # assumed when the kernel reads that workspace (the bound says so)
+    cooperative: bool | None = None
 
     @property
     def threads_per_block(self) -> int:
@@ -80,7 +84,7 @@ class LaunchSpec:
         if not isinstance(d, dict):
             raise KernelError("launch spec: expected a JSON object", path, 1, 1)
         known = {"kernel", "grid", "block", "cluster", "args", "buffers", "tensormaps", "outputs",
-                 "dynamic_smem", "shared_bytes"}
+                 "dynamic_smem", "shared_bytes", "cooperative"}
         extra = set(d) - known
         if extra:
             raise KernelError(f"launch spec: unknown key(s) {', '.join(sorted(extra))}", path, 1, 1)
@@ -97,7 +101,8 @@ class LaunchSpec:
         return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
                           args, buffers, tensormaps, tuple(d.get("outputs") or ()),
-                          int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None)
+                          int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None,
+                          cooperative=d.get("cooperative"))
 
     def to_dict(self) -> dict:
         """The JSON form ``from_dict`` reads."""
@@ -109,6 +114,8 @@ class LaunchSpec:
             d["outputs"] = list(self.outputs)
         if self.dynamic_smem:
             d["dynamic_smem"] = self.dynamic_smem
+        if self.cooperative is not None:
+            d["cooperative"] = self.cooperative
         return d
 
     @staticmethod

@@ -274,6 +274,9 @@ def _interpreter(ctx):
     g, b = spec.grid, spec.block
     launch = f"grid {g[0]}x{g[1]}x{g[2]}{' (assumed: the launch gives no grid)' if spec.grid_assumed else ''}, " \
         f"block {b[0]}x{b[1]}x{b[2]}"
+    if r.cooperative:
+        launch += (", cooperative launch (every CTA co-resident, cooperative groups' grid workspace given"
+                   + ("; assumed: the kernel reads that workspace)" if spec.cooperative is None else ")"))
     if reps is not None:
         shown = ", ".join(str(c[0]) if g[1] == g[2] == 1 else str(c) for c in reps[:12])
         more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""

@@ -8,6 +8,7 @@ Exit codes (DESIGN.md decision 8): 0 verified / ok, 1 violated, 2 bad input or u
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from kverify.semantics.ir import KernelError, load_module, print_kernel, print_module, source_lines
@@ -282,6 +283,8 @@ def cmd_check(args) -> int:
                                                           args.dynamic_smem)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
+                if args.cooperative is not None:
+                    spec = dataclasses.replace(spec, cooperative=args.cooperative)
                 prefix = f"{os.path.basename(f)}.{k.name}"
                 with _exporting(args.export_smt, prefix):
                     reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
@@ -513,6 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block", help="block X[,Y,Z] (default: .reqntid / __launch_bounds__)")
     s.add_argument("--cluster", help="cluster X[,Y,Z] (without --launch; default: .reqnctapercluster)")
     s.add_argument("--dynamic-smem", type=int, metavar="BYTES", help="dynamic shared memory of the launch")
+    s.add_argument("--cooperative", action=argparse.BooleanOptionalAction, default=None,
+                   help="a cooperative launch (cudaLaunchCooperativeKernel: every CTA co-resident, the grid "
+                        "workspace of cooperative groups' grid.sync() given); default: assumed when the kernel "
+                        "reads that workspace")
     s.add_argument("--arg", action="append", metavar="NAME=VALUE",
                    help="a parameter: NAME=NUMBER (a scalar), NAME=SHAPE:DTYPE (a buffer: 64x48:f32), "
                    "NAME=SHAPE:DTYPE:box=BOX[:swizzle=128B] (a tensor map: 64x64:f32:box=32x32); pointers "

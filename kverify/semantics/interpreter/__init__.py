@@ -56,6 +56,7 @@ class RunResult:
     executed: dict = field(default_factory=dict)  # id(Instr) -> synchronization Instr some run executed
     mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
     ctas_run: int = 0  # CTAs the first run interpreted
+    cooperative: bool = False  # a cooperative launch: the grid workspace given, every CTA co-resident
 
     @property
     def explored_all(self) -> bool:
@@ -147,7 +148,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
-                     ctas_run=m.ctas_run)
+                     ctas_run=m.ctas_run, cooperative=m.cooperative)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

@@ -276,8 +276,9 @@ class Shadow:
         mixed = False
         for b in np.unique(idx).tolist():
             self.atom_strength[b] = strong
-            if rel is not None:
-                self.rel[b] = (rel, strong)
+            if rel is not None:  # an RMW continues the release sequences before it (§8.9): join
+                old = self.rel.get(b)
+                self.rel[b] = (rel if old is None else join(old[0], rel), strong)
             prev = self.atom_vc.get(b)
             self.atom_vc[b] = vc.copy() if prev is None else join(prev, vc)
             mixed |= self.atom_op.setdefault(b, op) != op

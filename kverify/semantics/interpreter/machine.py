@@ -53,7 +53,7 @@ from .handlers.barriers import cluster_barrier_exit, complete_with_exited
 from .mbarriers import MbarrierMixin
 from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
-from .specials import SPECIALS, TIMING_SPECIALS
+from .specials import GRID_WORKSPACE, GRID_WORKSPACE_BYTES, SPECIALS, TIMING_SPECIALS, reads_grid_workspace
 from .state import CTA, U64, RunFinding, StepBudget, Wait, Warp, low_mask
 
 
@@ -128,6 +128,10 @@ class Machine(AccessMixin, MbarrierMixin):
         self.executed: dict = {}  # id(Instr) -> synchronization Instr a warp executed
         self.mbarriers: dict = {}  # mbarrier object (shared variable + offset) -> phases completed
         self.param_vars = {v.name for v in kernel.vars if v.space.startswith("param")}
+        # cooperative launch (LaunchSpec.cooperative): given, or assumed when the kernel reads the
+        # grid workspace registers; all CTAs then run side by side (co-resident)
+        self.reads_workspace = reads_grid_workspace(module, kernel)
+        self.cooperative = spec.cooperative if spec.cooperative is not None else self.reads_workspace
         self.reg_width = RegisterWidths(module)
         self._setup_memory(inputs)
 
@@ -222,6 +226,13 @@ class Machine(AccessMixin, MbarrierMixin):
             allocs.append((v.name, off, arr))
             self.gvar_addr[v.name] = GLOBAL_BASE + off
             off = next_buffer(off, size)
+        # a cooperative launch: the zeroed grid workspace cooperative groups' grid.sync() counts
+        # arrivals in, its address in %envreg1 (high half) / %envreg2 (low half)
+        self.grid_workspace = 0
+        if self.cooperative:
+            allocs.append((GRID_WORKSPACE, off, np.zeros(GRID_WORKSPACE_BYTES, np.uint8)))
+            self.grid_workspace = GLOBAL_BASE + off
+            off = next_buffer(off, GRID_WORKSPACE_BYTES)
         self.gmem = Region("global", "global", off)
         for name, start, arr in allocs:
             raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
@@ -280,6 +291,7 @@ class Machine(AccessMixin, MbarrierMixin):
                               spec.path, 1, 1)
         nwarps = (self.threads_per_block + 31) // 32
         self._clusters = (gx // cx) * (gy // cy) * (gz // cz)
+        together = []  # a cooperative launch: every cluster's CTAs, run side by side
         try:
             for z0 in range(0, gz, cz):
                 for y0 in range(0, gy, cy):
@@ -298,13 +310,13 @@ class Machine(AccessMixin, MbarrierMixin):
                             c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
                             c.smem.allocs = [(n, s, z) for n, (s, z) in self.smem_vars.items()]
                         self.ctas_run += len(ctas)
-                        self._run_cluster(ctas)
-                        for c in ctas:  # the mbarriers the launch used: phases each completed
-                            for info in c.mbars.values():
-                                obj = info.name.split(" of CTA")[0]
-                                self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
-                        if self.status != "complete":
+                        if self.cooperative:
+                            together += ctas
+                            continue
+                        if not self._run_ctas(ctas):
                             return self
+            if together:
+                self._run_ctas(together)
         except Unsupported as e:
             self.status = "unsupported"
             loc = e.instr.loc if e.instr is not None else None
@@ -315,6 +327,16 @@ class Machine(AccessMixin, MbarrierMixin):
                            f"budget: the run's wall-clock limit ({self.max_seconds:g} s, --time-budget) was reached "
                            f"after {self.steps} warp-instructions")
         return self
+
+    def _run_ctas(self, ctas) -> bool:
+        """Run ``ctas`` side by side (a cluster, or a cooperative launch's whole grid); False
+        when the run stopped short of completing."""
+        self._run_cluster(ctas)
+        for c in ctas:  # the mbarriers the launch used: phases each completed
+            for info in c.mbars.values():
+                obj = info.name.split(" of CTA")[0]
+                self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
+        return self.status == "complete"
 
     def _run_cluster(self, ctas):
         warps = [w for c in ctas for w in c.warps]

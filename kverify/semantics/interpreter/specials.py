@@ -1,10 +1,33 @@
 """Special registers (PTX ISA §10): their per-lane values for a warp of a launch, and which of
-them depend on timing rather than on the launch."""
+them depend on timing rather than on the launch.
+
+``%envreg1``/``%envreg2`` (§10.25 ``%envreg<32>``, driver-defined) carry the high and low halves of
+the grid workspace of a cooperative launch: cooperative groups' ``grid.sync()`` (CUDA's
+``cooperative_groups/details/sync.h``) counts the CTAs' arrivals in a word of it with
+``atom.add.release.gpu`` and spins on ``ld.acquire.gpu``, and traps when the pointer is null (a
+launch that is not cooperative). The interpreter gives a cooperative launch a zeroed workspace
+(``Machine.grid_workspace``) and runs its CTAs side by side.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.ir.nodes import operand_regs
+from kverify.semantics.ir.visit import reachable_instructions
+
 from .state import LANES, U64
+
+#: the grid workspace's allocation name and size (cooperative groups use a 32-bit word at +4)
+GRID_WORKSPACE = "grid workspace (cooperative launch)"
+GRID_WORKSPACE_BYTES = 16
+_WORKSPACE_REGS = ("%envreg1", "%envreg2")
+
+
+def reads_grid_workspace(module, kernel) -> bool:
+    """Whether ``kernel`` (or a function it calls) reads the cooperative-launch workspace
+    registers."""
+    return any(r.name in _WORKSPACE_REGS for i in reachable_instructions(module, kernel)
+               for o in i.operands for r in operand_regs(o))
 
 
 def _dim(v, comp):
@@ -45,6 +68,8 @@ SPECIALS = {
     "%is_explicit_cluster": lambda m, w, c: np.full(32, m.spec.cluster != (1, 1, 1)),
     "%dynamic_smem_size": lambda m, w, c: np.full(32, m.spec.dynamic_smem, U64),
     "%total_smem_size": lambda m, w, c: np.full(32, m.smem_size, U64),
+    "%envreg1": lambda m, w, c: np.full(32, m.grid_workspace >> 32, U64),
+    "%envreg2": lambda m, w, c: np.full(32, m.grid_workspace & 0xFFFFFFFF, U64),
 }
 
 

@@ -121,6 +121,10 @@ def h_createpolicy(m, w, ins, mask):
 
 @handler("trap", "brkpt")
 def h_trap(m, w, ins, mask):
-    m.report(TRAP.id, f"{ins.opcode} executed by {w.describe()}", [ins.loc])
+    why = ""
+    if m.reads_workspace and not m.cooperative:
+        why = (" (the launch is not cooperative: cooperative groups' grid.sync() traps when its grid workspace, "
+               "%envreg1/%envreg2, is null; --cooperative or \"cooperative\": true checks a cooperative launch)")
+    m.report(TRAP.id, f"{ins.opcode} executed by {w.describe()}{why}", [ins.loc])
     w.live &= ~mask
     return _exit_gen(m, w, mask)
