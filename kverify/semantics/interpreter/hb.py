@@ -57,6 +57,10 @@ than slots, an async reader, a reader of another CTA's shared memory), the byte 
 ``lost``: a later write to it can no longer be checked against every earlier reader, which
 ``lossy`` tells the caller (the interpreter reports it in ``RunResult.shadow_dropped``, and a
 run with a dropped reader does not claim race freedom for the schedules it ran).
+
+The per-byte records are ``paged.PagedArray``s: storage for a 1 KiB page of the region is
+allocated when a record of one of its bytes is first written, so a launch checked through a
+few representative CTAs pays for the bytes they access, not for its whole global memory.
 """
 from __future__ import annotations
 
