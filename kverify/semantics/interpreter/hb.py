@@ -57,6 +57,10 @@ than slots, an async reader, a reader of another CTA's shared memory), the byte 
 ``lost``: a later write to it can no longer be checked against every earlier reader, which
 ``lossy`` tells the caller (the interpreter reports it in ``RunResult.shadow_dropped``, and a
 run with a dropped reader does not claim race freedom for the schedules it ran).
+
+The per-byte records are ``paged.PagedArray``s: storage for a 1 KiB page of the region is
+allocated when a record of one of its bytes is first written, so a launch checked through a
+few representative CTAs pays for the bytes they access, not for its whole global memory.
 """
 from __future__ import annotations
 
@@ -65,6 +69,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY, RACE_GLOBAL, RACE_SHARED
+
+from .paged import PagedArray, PageTable
 
 GENERIC, ASYNC = 0, 1
 READER_SLOTS = 4  # async readers kept per byte (several warpgroups' wgmma read one tile)
@@ -218,28 +224,37 @@ class Shadow:
         n = max(nbytes, 1)
         self.space = space
         self.race_rule = RACE_SHARED.id if space == "shared" else RACE_GLOBAL.id
-        self.w_agent = np.full(n, -1, np.int32)
-        self.w_clk = np.zeros(n, np.int64)
-        self.w_lane = np.zeros(n, np.int8)
-        self.w_loc = np.zeros(n, np.int32)
-        self.w_proxy = np.zeros(n, np.int8)
-        self.w_wsync = np.zeros(n, np.int64)  # the writer warp's LaneOrder.now at the write
-        self.pend_w = np.full(n, -1, np.int32)
-        self.pend_r = np.full((n, READER_SLOTS), -1, np.int32)
-        self.pend_r_loc = np.zeros((n, READER_SLOTS), np.int32)
-        self.pend_w_loc = np.zeros(n, np.int32)
-        self.ra_agent = np.full((n, READER_SLOTS), -1, np.int32)
-        self.ra_loc = np.zeros((n, READER_SLOTS), np.int32)
+        # per-byte records, stored by the pages written so far (``paged``): the cost of a
+        # launch's shadow follows the bytes its interpreted CTAs access, not the region size
+        self.pages = PageTable(n)
+        self._arrays: list[PagedArray] = []
+        self.w_agent = self._paged(np.int32, -1)
+        self.w_clk = self._paged(np.int64)
+        self.w_lane = self._paged(np.int8)
+        self.w_loc = self._paged(np.int32)
+        self.w_proxy = self._paged(np.int8)
+        self.w_wsync = self._paged(np.int64)  # the writer warp's LaneOrder.now at the write
+        self.pend_w = self._paged(np.int32, -1)
+        self.pend_r = self._paged(np.int32, -1, READER_SLOTS)
+        self.pend_r_loc = self._paged(np.int32, 0, READER_SLOTS)
+        self.pend_w_loc = self._paged(np.int32)
+        self.ra_agent = self._paged(np.int32, -1, READER_SLOTS)
+        self.ra_loc = self._paged(np.int32, 0, READER_SLOTS)
         self.dense = dense_agents is not None
-        if self.dense:
+        if self.dense:  # shared memory (small): one column per warp of the CTA, plain arrays
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
             self.r_clk = np.zeros((n, len(self.agents)), np.int64)
             self.r_loc = np.zeros((n, len(self.agents)), np.int32)
             self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
             self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the latest
         else:
-            self._reader_slots(n, 1)
-        self.uninit = np.ones(n, bool) if space in ("shared", "local") else None
+            self.r_agent = self._paged(np.int32, -1, 1)
+            self.r_clk1 = self._paged(np.int64, 0, 1)
+            self.r_lane = self._paged(np.int8, 0, 1)
+            self.r_loc1 = self._paged(np.int32, 0, 1)
+            self.r_lanes1 = self._paged(np.uint32, 0, 1)  # lanes of the slot's warp that read
+            self.r_wsync1 = self._paged(np.int64, 0, 1)  # its LaneOrder.now at the latest
+        self.uninit = self._paged(bool, True) if space in ("shared", "local") else None
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
         # operation and one location (sparse: only bytes atomics touched)
@@ -255,24 +270,28 @@ class Shadow:
         self.atom_loc: dict = {}
         self.atom_strength: dict = {}
 
-    def _reader_slots(self, n, k):
-        """(Re)allocate ``k`` global reader slots per byte, keeping the ones there are."""
-        old = getattr(self, "r_agent", None)
-        new = {"r_agent": np.full((n, k), -1, np.int32), "r_clk1": np.zeros((n, k), np.int64),
-               "r_lane": np.zeros((n, k), np.int8), "r_loc1": np.zeros((n, k), np.int32),
-               "r_lanes1": np.zeros((n, k), np.uint32),  # lanes of the slot's warp that read
-               "r_wsync1": np.zeros((n, k), np.int64)}  # its LaneOrder.now at the latest
-        for name, arr in new.items():
-            if old is not None:
-                arr[:, :old.shape[1]] = getattr(self, name)
-            setattr(self, name, arr)
+    def _paged(self, dtype, fill=0, width=None) -> PagedArray:
+        arr = PagedArray(self.pages, dtype, fill, width)
+        self._arrays.append(arr)
+        return arr
+
+    def footprint(self) -> int:
+        """Bytes the shadow's per-byte records hold now."""
+        dense = sum(a.nbytes for a in (getattr(self, k, None) for k in ("r_clk", "r_loc", "r_lanes", "r_wsync"))
+                    if a is not None)
+        return sum(a.nbytes for a in self._arrays) + self.pages.table.nbytes + dense
+
+    def _reader_slots(self, k):
+        """Grow the global reader slots to ``k`` per byte, keeping the ones there are."""
+        for arr in (self.r_agent, self.r_clk1, self.r_lane, self.r_loc1, self.r_lanes1, self.r_wsync1):
+            arr.widen(k)
 
     def record_atomic(self, idx, vc, loc, op, strong, rel=None) -> bool:
         """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
         releases) with clock ``vc`` updated ``idx``; True when a byte had an atomic of another
         operation since its last plain write (their order matters)."""
         if self.has_atom is None:
-            self.has_atom = np.zeros(len(self.w_agent), bool)
+            self.has_atom = self._paged(bool, False)
         mixed = False
         for b in np.unique(idx).tolist():
             self.atom_strength[b] = strong
@@ -307,7 +326,7 @@ class Shadow:
     def _lose(self, idx, mask):
         if mask.any():
             if self.lost is None:
-                self.lost = np.zeros(len(self.w_agent), bool)
+                self.lost = self._paged(bool, False)
             self.lost[idx[mask]] = True
 
     def _morally_strong_write(self, idx, strong) -> np.ndarray:
@@ -587,7 +606,7 @@ class Shadow:
             k = ra.shape[1]
             if has.all() or k >= GLOBAL_READER_SLOTS:
                 break
-            self._reader_slots(len(self.r_agent), min(2 * k, GLOBAL_READER_SLOTS))
+            self._reader_slots(min(2 * k, GLOBAL_READER_SLOTS))
         self._lose(idx, ~has)
         col = np.where(own.any(axis=1), own.argmax(axis=1), np.where(has, free.argmax(axis=1), 0))
         keep = own.any(axis=1)
@@ -602,7 +621,7 @@ class Shadow:
         fresh = ~keep | (self.r_wsync1[idx, col] < order.full) | (self.r_lanes1[idx, col] == 0)
         self.r_wsync1[idx, col] = order.now
         self.r_lanes1[idx, col] = np.where(fresh, 0, self.r_lanes1[idx, col]).astype(np.uint32)
-        np.bitwise_or.at(self.r_lanes1, (idx, col), lane_bits(lanes))
+        self.r_lanes1.at(np.bitwise_or, (idx, col), lane_bits(lanes))
 
     def record_write(self, idx, agent, clk, loc, lanes=None, proxy=GENERIC, order=None, strong=None, rel=None):
         """The last write of ``idx`` (``strong``: its Strength; ``rel``: its release clock)."""

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import z3
+
+from kverify.semantics.values import ConcreteDomain, Z3Domain, evaluate
 
 #: Largest fold (contributions) turned into one z3 term.
 MAX_TERMS = 300_000
@@ -44,45 +47,26 @@ def identity(op, w):
             "min.s": m >> 1, "max.s": 1 << (w - 1)}[op]
 
 
-def _sx(v, w):
-    return v - (1 << w) if v >> (w - 1) else v
+_CONCRETE, _SYMBOLIC = ConcreteDomain(), Z3Domain()
+
+
+def _family(op, w):
+    """The value-semantics family and PTX type of the fold operator ``op`` on ``w`` bits
+    (``min.s`` -> ``min``, ``s32``; add on unsigned bits; and/or/xor on untyped bits)."""
+    name, _, sign = op.partition(".")
+    return name, f"{sign or ('u' if name == 'add' else 'b')}{w}"
 
 
 def combine(op, w, a, b):
-    m = (1 << w) - 1
-    if op == "add":
-        return (a + b) & m
-    if op == "xor":
-        return a ^ b
-    if op == "or":
-        return a | b
-    if op == "and":
-        return a & b
-    if op == "min.u":
-        return min(a, b)
-    if op == "max.u":
-        return max(a, b)
-    if op == "min.s":
-        return a if _sx(a, w) <= _sx(b, w) else b
-    return a if _sx(a, w) >= _sx(b, w) else b
+    """``a ⊕ b`` for two ``w``-bit values (ints), by the instruction's value semantics."""
+    name, ty = _family(op, w)
+    return int(evaluate(_CONCRETE, name, ty, (), np.uint64(a), np.uint64(b)))
 
 
 def _zcombine(op, a, b):
-    if op == "add":
-        return a + b
-    if op == "xor":
-        return a ^ b
-    if op == "or":
-        return a | b
-    if op == "and":
-        return a & b
-    if op == "min.u":
-        return z3.If(z3.ULE(a, b), a, b)
-    if op == "max.u":
-        return z3.If(z3.UGE(a, b), a, b)
-    if op == "min.s":
-        return z3.If(a <= b, a, b)
-    return z3.If(a >= b, a, b)
+    """``a ⊕ b`` for two z3 bit-vectors of one width, by the instruction's value semantics."""
+    name, ty = _family(op, a.size())
+    return evaluate(_SYMBOLIC, name, ty, (), a, b)
 
 
 class Lazy:

@@ -1,0 +1,95 @@
+"""The race shadow is stored by the pages written (kverify/semantics/interpreter/paged.py): it
+reads and writes like the plain per-byte arrays it replaces, and a check of a large grid
+through a few representative CTAs does not pay for a shadow of the whole global region."""
+import json
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter.hb import Shadow
+from kverify.semantics.interpreter.paged import PAGE, PagedArray, PageTable
+from kverify.semantics.ir import load_module
+from kverify.verifier.check import check_kernel
+
+ZOO = Path(__file__).parent / "zoo"
+
+
+def test_paged_array_reads_and_writes_like_numpy():
+    rng = np.random.default_rng(7)
+    n = 5 * PAGE + 37
+    pages = PageTable(n)
+    flat, flat_ref = PagedArray(pages, np.int32, -1), np.full(n, -1, np.int32)
+    wide, wide_ref = PagedArray(pages, np.uint32, 0, 2), np.zeros((n, 2), np.uint32)
+    for step in range(300):
+        idx = rng.integers(0, n, rng.integers(1, 40))
+        what = step % 6
+        if what == 0:
+            flat[idx] = step
+            flat_ref[idx] = step
+        elif what == 1:
+            b = int(idx[0])
+            flat[b] = -step
+            flat_ref[b] = -step
+        elif what == 2:
+            col = rng.integers(0, wide.shape[1], len(idx))
+            wide.at(np.bitwise_or, (idx, col), np.uint32(1) << (idx % 32).astype(np.uint32))
+            np.bitwise_or.at(wide_ref, (idx, col), np.uint32(1) << (idx % 32).astype(np.uint32))
+        elif what == 3:
+            wide[idx] = 0
+            wide_ref[idx] = 0
+        elif what == 4 and wide.shape[1] < 8:
+            wide.widen(wide.shape[1] * 2)
+            wide_ref = np.concatenate([wide_ref, np.zeros_like(wide_ref)], axis=1)
+        probe = rng.integers(0, n, 64)
+        assert (flat[probe] == flat_ref[probe]).all()
+        assert (wide[probe] == wide_ref[probe]).all()
+        col = rng.integers(0, wide.shape[1], 64)
+        assert (wide[probe, col] == wide_ref[probe, col]).all()
+        assert (flat[10:PAGE + 20] == flat_ref[10:PAGE + 20]).all()
+        assert int(wide[int(probe[0]), 0]) == int(wide_ref[probe[0], 0])
+    assert len(flat) == n and wide.shape == wide_ref.shape
+
+
+def test_shadow_of_a_large_region_holds_only_the_pages_accessed():
+    sh = Shadow(1 << 30, "global")  # 1 GiB: a plain shadow would be tens of GiB
+    far = np.arange(700_000_000, 700_000_128)
+    vc = np.array([0, 1], np.int64)
+    assert sh.check_write(far, 0, vc, vc) == []
+    sh.record_write(far, 0, 1, 3)
+    conf = sh.check_read(far, 1, np.zeros(2, np.int64), vc)  # agent 1 has not seen agent 0's write
+    assert [(c.rule, c.byte, c.other_agent, c.other_loc) for c in conf] == [("race.global", 700_000_000, 0, 3)]
+    sh.record_read(far, 1, 1, 4, vc=np.zeros(2, np.int64))
+    sh.record_read(far, 2, 1, 5, vc=np.zeros(3, np.int64))  # a second unordered reader: the slots grow
+    assert sh.r_agent.shape == (1 << 30, 2)
+    assert (sh.r_agent[far] == [1, 2]).all() and (sh.w_agent[far - 128] == -1).all()
+    assert sh.pages.count == 2  # one page written (block 0 is the fill block)
+    assert sh.pages.table.nbytes == 4 << 20  # 4 bytes per 1 KiB page
+    assert sh.footprint() - sh.pages.table.nbytes < 1 << 20  # two blocks of each record
+
+
+def _vadd(grid):
+    n = grid * 256 - 24
+    return LaunchSpec.from_dict({"kernel": "vadd", "grid": [grid, 1, 1], "block": [256, 1, 1], "args": {"n": n},
+                                 "buffers": {k: {"dtype": "float32", "shape": [n]} for k in "abc"},
+                                 "outputs": ["c"]})
+
+
+def test_check_of_a_large_grid_allocates_no_shadow_for_the_whole_region():
+    path = ZOO / "vadd" / "vadd.ptx"
+    m = load_module(str(path))
+    k = m.kernel("vadd")
+    check_kernel(m, k, _vadd(4), path=str(path))  # imports and caches outside the measurement
+    peak = {}
+    for grid in (4, 1024):
+        tracemalloc.start()
+        rep = check_kernel(m, k, _vadd(grid), path=str(path))
+        peak[grid] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        mem = next(o for o in rep.obligations if o.title == "memory safety")
+        assert rep.verdict == "verified" and mem.status == "bounded"
+    assert "CTAs {0, 1, 1022, 1023} interpreted" in mem.bound
+    # grid 1024: three 1 MiB buffers (3 MiB of global memory); a shadow of every byte of it
+    # holds over 100 bytes per byte. What is left is the buffers, their image and their copies.
+    assert peak[1024] - peak[4] < 16 << 20, peak
