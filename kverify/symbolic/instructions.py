@@ -482,6 +482,24 @@ class Instructions:
         self.note_once("elect.sync: one leader lane per warp (which one is left open)")
         return st
 
+    def dispatch(self, ins: Instr, st: State, guard) -> State:
+        """The check ``brx.idx index, N`` of a structured indirect branch (§9.7.12.4; the
+        ifs after it take each thread to its target). An index of N or more branches to an
+        undefined address: when the solver cannot show that no thread reaches the check with
+        one, the obligations cannot be proved (``branch.index-range``, reported with a
+        thread's values by the interpreter). Either way the path goes on with the index in
+        range."""
+        n = ins.operands[1].value
+        idx = fit(self.read(st, ins.operands[0], 32)[0], 32)
+        inside = z3.ULT(idx, z3.BitVecVal(n, 32))
+        r, _ = self.check(mk_and(st.pc, guard, mk_not(inside)))
+        if r != "unsat":
+            self.reason(f"brx.idx at {where(ins)}: the index may be {n} or more, outside its .branchtargets "
+                        f"list (undefined behaviour, branch.index-range)"
+                        + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
+        pc = mk_and(st.pc, inside) if is_true(guard) else mk_and(st.pc, mk_or(mk_not(guard), inside))
+        return State(pc, st.regs, st.epoch, st.exited)
+
     def call(self, ins: Instr, st: State, guard) -> State:
         from kverify.semantics.ir.visit import callee_of, instructions, reachable_functions
 
