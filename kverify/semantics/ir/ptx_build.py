@@ -88,7 +88,10 @@ class _Assembler:
         for name, mods, line, col in decls:
             dims = tuple(m[1] for m in mods if m[0] == "array")
             loc = Loc(self.path, line, col, line)
-            vals = tuple(x for x in init if isinstance(x, int)) if init else None
+            # integers, and the functions and variables an initializer names (a function
+            # pointer table: ``.global .u64 table[2] = {f, g};``)
+            vals = tuple(x if isinstance(x, int) else Sym(x[1]) for x in init
+                         if isinstance(x, int) or (isinstance(x, tuple) and x[0] == "name")) if init else None
             out.append(VarDecl(space, ty, name, align, dims, "extern" in linkage,
                                linkage[0] if linkage else None, vals, loc))
         return out

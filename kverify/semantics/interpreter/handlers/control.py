@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import ParenList
+from kverify.semantics.ir.nodes import ParenList, Reg
+from kverify.semantics.ir.visit import prototype_of
 from kverify.semantics.memory_model.execution import BRANCH_INDEX_RANGE, BRANCH_UNIFORM, TRAP
 
 from ..state import U64
@@ -80,11 +81,32 @@ def h_call(m, w, ins, mask):
     fn = rest.pop(0)
     if rest and isinstance(rest[0], ParenList):
         args = rest.pop(0).elems
+    if isinstance(fn, Reg):
+        return _indirect_call(m, w, ins, mask, fn, rets, args)
     name = fn.name if hasattr(fn, "name") else str(fn)
     callee = m.funcs.get(name)
     if callee is None or callee.is_entry:
         raise Unsupported(f"call of unknown function {name}", ins)
     return _call(m, w, ins, mask, callee, rets, args)
+
+
+def _indirect_call(m, w, ins, mask, fn, rets, args):
+    """``call (r), %fptr, (a), proto;`` (§9.7.12.5): each lane calls the function its
+    pointer holds (``launch.layout.function_addresses``); lanes holding different functions
+    call them one after the other, as a divergent branch would. A pointer that holds no
+    function of the module, or one of another signature than the prototype, is not run."""
+    caller = m.funcs.get(w.frames[-1]) if w.frames else m.kernel
+    proto = prototype_of(caller, ins)
+    ptrs = m.val(w, fn)
+    for addr in np.unique(ptrs[mask]):
+        name = m.func_at.get(int(addr))
+        callee = m.funcs.get(name) if name is not None else None
+        if callee is None:
+            raise Unsupported(f"call through {fn}: {int(addr):#x} is not the address of a function of "
+                              f"this module", ins)
+        if proto is not None and not proto.matches(callee):
+            raise Unsupported(f"call through {fn}: {name} does not have the signature of {proto.name}", ins)
+        yield from _call(m, w, ins, mask & (ptrs == addr), callee, rets, args)
 
 
 def _call(m, w, ins, mask, callee, rets, args):
