@@ -340,8 +340,8 @@ class _Assembler:
                     return Reg(env_regs[n])
                 if is_branch and n in env_labels:
                     return Label(env_labels[n])
-                if is_branch and self.mode == "ir":  # a brx.idx list: the IR keeps its name only
-                    return Label(n)
+                if is_branch and (self.mode == "ir" or raw.data[1].startswith("brx")):
+                    return Label(n)  # a brx.idx list: checked by _control_operands (IR: its name only)
                 if is_branch:
                     raise self.err(f"branch to undefined label {n}", raw.line, raw.col)
                 if n == "WARP_SZ":  # PTX ISA §4.4 predefined identifier, a constant 32

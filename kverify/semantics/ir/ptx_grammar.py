@@ -273,6 +273,9 @@ class ToRaw(Transformer):
     def ret_params(self, c):
         return ("rets", c)
 
+    def proto_rets(self, c):
+        return ("rets", c)
+
     def linkage(self, c):
         return ("linkage", str(c[0])[1:])
 
