@@ -9,6 +9,9 @@ Address encoding:
   shared::cluster ((rank + 1) << 24) | offset   (plain shared::cta offsets mean the own CTA)
   generic         SHARED_WINDOW + a shared::cluster address, LOCAL_WINDOW + offset,
                   PARAM_WINDOW + offset, CONST_WINDOW + offset, or a global address
+  code            CODE_WINDOW + 16 * n for the n-th ``.func`` of the module: the value
+                  ``mov.u64 %rd, func;`` gives (a function pointer, §7.2 function declarations
+                  and definitions; §9.7.12.5 call through a register)
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ SHARED_WINDOW = 0x7000_0000_0000
 LOCAL_WINDOW = 0x7100_0000_0000
 PARAM_WINDOW = 0x7200_0000_0000
 CONST_WINDOW = 0x7300_0000_0000
+CODE_WINDOW = 0x7400_0000_0000
 WINDOW_SIZE = 1 << 40
 CTA_SHIFT = 24
 CTA_MASK = (1 << CTA_SHIFT) - 1
@@ -29,6 +33,12 @@ BUFFER_ALIGN = 256  # launch buffers start on this boundary of the global image
 RED_ZONE = 1024
 SHARED_RED_ZONE = 256  # the same after every shared variable (shared memory is small)
 TMAP_MAGIC = 0x4B564D41_50000000  # tag written into by-value tensor-map params
+
+
+def function_addresses(module) -> dict:
+    """``{name: address}`` of the module's ``.func`` definitions (``CODE_WINDOW``)."""
+    funcs = [k for k in module.kernels if not k.is_entry]
+    return {k.name: CODE_WINDOW + 16 * i for i, k in enumerate(funcs)}
 
 
 def align_up(x: int, a: int) -> int:

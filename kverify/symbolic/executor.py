@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import z3
 
+from kverify.launch.layout import function_addresses
 from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg, Sym, VecOp
 from kverify.semantics.ir.visit import walk
 
@@ -64,6 +65,7 @@ class Executor(LoopSummaries, Instructions):
         self.warp_barriers = False  # a full-mask bar.warp.sync was counted
         self.elect_sites = 0
         self._closed_forms: dict = {}
+        self.func_addr = function_addresses(env.module)
         for d in self.kernel.regs:
             w = d.type.bits if hasattr(d.type, "bits") else 32
             if d.count is None:
@@ -122,6 +124,8 @@ class Executor(LoopSummaries, Instructions):
             if op.name in self.env.global_vars:
                 base = z3.BitVec(f"gvar.{op.name}", 64)
                 return fit(base + op.offset, w), f"var:{op.name}"
+            if op.name in self.func_addr:  # a function pointer (``mov.u64 %rd, f;``)
+                return z3.BitVecVal(self.func_addr[op.name] + op.offset, w), None
             return self.approx(f"sym.{op.name}", w), None
         if isinstance(op, VecOp):
             return None, None

@@ -38,6 +38,9 @@ NO_ORDERING = frozenset({"griddepcontrol", "setmaxnreg", "fence.mbarrier_init", 
 MBARRIER = MBARRIER_SYNC & ASYNC_ORDERING
 #: families with a handler of their own in the executor (method names)
 HANDLERS = {"ret": "exit", "exit": "exit", "trap": "trap", "call": "call", "elect": "elect"}
+#: handlers chosen by a control row's ``flow`` column: the dispatch check that structuring
+#: leaves of an indirect branch (``brx.idx index, N``)
+FLOW_HANDLERS = {"branch.indirect": "dispatch"}
 #: memory access mode of each dereferencing operand slot
 DEREF = {"load": "read", "store": "write", "update": "update"}
 #: state spaces private to a thread (or read-only): no race, no ordering
@@ -106,7 +109,7 @@ def is_private_memory(ins) -> bool:
 
 def handler(ins) -> str | None:
     r = row_of(ins)
-    return HANDLERS.get(r.mnemonic) if r is not None else None
+    return (HANDLERS.get(r.mnemonic) or FLOW_HANDLERS.get(r.flow)) if r is not None else None
 
 
 def outside_classic_model(ins) -> bool:

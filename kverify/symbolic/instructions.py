@@ -482,6 +482,55 @@ class Instructions:
         self.note_once("elect.sync: one leader lane per warp (which one is left open)")
         return st
 
+    def dispatch(self, ins: Instr, st: State, guard) -> State:
+        """The check ``brx.idx index, N`` of a structured indirect branch (§9.7.12.4; the
+        ifs after it take each thread to its target). An index of N or more branches to an
+        undefined address: when the solver cannot show that no thread reaches the check with
+        one, the obligations cannot be proved (``branch.index-range``, reported with a
+        thread's values by the interpreter). Either way the path goes on with the index in
+        range."""
+        n = ins.operands[1].value
+        idx = fit(self.read(st, ins.operands[0], 32)[0], 32)
+        inside = z3.ULT(idx, z3.BitVecVal(n, 32))
+        r, _ = self.check(mk_and(st.pc, guard, mk_not(inside)))
+        if r != "unsat":
+            self.reason(f"brx.idx at {where(ins)}: the index may be {n} or more, outside its .branchtargets "
+                        f"list (undefined behaviour, branch.index-range)"
+                        + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
+        pc = mk_and(st.pc, inside) if is_true(guard) else mk_and(st.pc, mk_or(mk_not(guard), inside))
+        return State(pc, st.regs, st.epoch, st.exited)
+
+    def indirect_callee(self, ins: Instr, st: State):
+        """``(function, None)`` for a call through a register whose value is, by constant
+        propagation, the address of one function of the module with the prototype's
+        signature (then it is analysed as a direct call); else ``(None, why)``."""
+        from kverify.launch.layout import function_addresses
+        from kverify.semantics.ir.visit import indirect_targets, prototype_of
+
+        module = self.env.module
+        fptr = next((o for o in ins.operands if isinstance(o, Reg)), None)
+        caller = self.current_function()
+        cands = ", ".join(f.name for f in indirect_targets(module, caller, ins)) or "none found"
+        unknown = (None, f"indirect call through {fptr}: the callee is not known statically "
+                         f"(functions of the prototype's signature whose address is taken: {cands})")
+        if fptr is None:
+            return unknown
+        term = z3.simplify(fit(self.read(st, fptr, 64)[0], 64))
+        if not z3.is_bv_value(term):
+            return unknown
+        name = {a: n for n, a in function_addresses(module).items()}.get(term.as_long())
+        fn = next((k for k in module.kernels if k.name == name), None)
+        if fn is None:
+            return None, f"indirect call through {fptr}: {term.as_long():#x} is not the address of a function"
+        proto = prototype_of(caller, ins)
+        if proto is not None and not proto.matches(fn):
+            return None, f"indirect call through {fptr}: {fn.name} does not have the signature of {proto.name}"
+        return fn, None
+
+    def current_function(self):
+        """The function whose body is being executed (the kernel: calls are not inlined)."""
+        return self.kernel
+
     def call(self, ins: Instr, st: State, guard) -> State:
         from kverify.semantics.ir.visit import callee_of, instructions, reachable_functions
 
@@ -489,9 +538,10 @@ class Instructions:
         fn = None
         if target is not None:
             fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
+            what = f"callee {target.name} has no body in this module"
+        else:
+            fn, what = self.indirect_callee(ins, st)
         if fn is None:
-            what = (f"callee {target.name} has no body in this module"
-                    if target is not None else "indirect call: the callee is not known statically")
             self.reason(f"call at {where(ins)}: {what}", ordering=True)
             return st
         for f in reachable_functions(self.env.module, fn):

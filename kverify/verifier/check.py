@@ -18,7 +18,7 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     mbarrier conformance [: <resource>]  mbarrier.* rules of the protocol step function
     named-barrier conformance            barrier.* rules
     deadlock-free                        every schedule covered terminates
-    memory safety                        bounds, uninitialized reads, trap
+    memory safety                        bounds, uninitialized reads, trap, brx.idx index range
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
 wins (a replayable one first, the other's counterexample attached; a proof of the same
@@ -65,7 +65,7 @@ FAMILIES = (
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),
-    ("memory safety", "memory", ("bounds", "uninitialized", "trap")),
+    ("memory safety", "memory", ("bounds", "uninitialized", "trap", "branch.")),
 )
 RACE_TITLES = ("race-free: shared", "race-free: global")
 MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity (initial phase and alternation)",

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from kverify.launch import LaunchSpec, input_array, lookup, param_key, random_array, spec_seed
-from kverify.launch.layout import local_layout, next_buffer, shared_layout
+from kverify.launch.layout import function_addresses, local_layout, next_buffer, shared_layout
 from kverify.launch.params import param_bytes
 from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
@@ -107,6 +107,8 @@ class Machine(AccessMixin, MbarrierMixin):
         self.events = None
         self.check = check_races
         self.funcs = {k.name: k for k in module.kernels}
+        self.func_addr = function_addresses(module)
+        self.func_at = {a: n for n, a in self.func_addr.items()}
         self.threads_per_block = spec.threads_per_block
         self.locs = [None]
         self.loc_index = {}
@@ -222,6 +224,8 @@ class Machine(AccessMixin, MbarrierMixin):
             if v.init:
                 esz = v.type.bits // 8
                 for j, x in enumerate(v.init):
+                    if isinstance(x, Sym):  # a function pointer; another variable's address is not modelled (0)
+                        x = self.func_addr.get(x.name, 0)
                     arr[j * esz:(j + 1) * esz] = np.frombuffer(int(x & low_mask(8 * esz)).to_bytes(esz, "little"), np.uint8)
             allocs.append((v.name, off, arr))
             self.gvar_addr[v.name] = GLOBAL_BASE + off
@@ -596,6 +600,8 @@ class Machine(AccessMixin, MbarrierMixin):
         if w is not None and any(v.name == name and v.space.startswith("param") for v in self.kernel.vars):
             self.param_store(w, name)
             return PARAM_WINDOW + w.params[name][0]
+        if name in self.func_addr:  # a function pointer
+            return self.func_addr[name]
         raise Unsupported(f"unknown symbol {name}")
 
     def write(self, w, dst, value, m):

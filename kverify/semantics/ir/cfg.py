@@ -2,7 +2,9 @@
 
 The flat instruction list (labels and instructions, as the PTX front end flattens a body)
 becomes basic blocks and a CFG over them (networkx), with ``EXIT`` for leaving the
-function; branch (``bra``, PTX ISA 9.7.12) and ``ret``/``exit`` end a block. Also owns the
+function; branch (``bra``, PTX ISA 9.7.12), indirect branch (``brx.idx`` over a
+``.branchtargets`` list, §9.7.12.4, §11.6.1: one edge per listed label) and ``ret``/``exit``
+end a block. Also owns the
 reachable part of a CFG in plain lists, with its depth-first postorder and immediate
 dominators (Cooper, Harvey and Kennedy), which ``structure`` uses for natural loops.
 """
@@ -26,7 +28,8 @@ class BasicBlock:
 
 def build_cfg(flat: list, path: str):
     """Split into basic blocks. ``term`` is ('jump', L) | ('cond', Instr, L) | ('ret', Instr)
-    | None (fall through)."""
+    | ('switch', Instr, (L0, L1, ...)) (``brx.idx`` over its ``.branchtargets`` list) | None
+    (fall through)."""
     blocks: list[BasicBlock] = []
     cur = None
 
@@ -37,7 +40,10 @@ def build_cfg(flat: list, path: str):
         return cur
 
     new(None, 0)
+    tables = {it[1]: it[2] for it in flat if isinstance(it, tuple) and it[0] == "branchtargets"}
     for it in flat:
+        if isinstance(it, tuple) and it[0] == "branchtargets":
+            continue
         if isinstance(it, tuple):  # label
             if cur.instrs or cur.label is not None or cur.term is not None:
                 new(it[1], it[2])
@@ -55,7 +61,11 @@ def build_cfg(flat: list, path: str):
         elif leaves_function(it):
             cur.term = ("ret", it)
         elif flow == "branch.indirect":
-            raise KernelError("indirect branches (brx.idx) are not supported", path, it.loc.ptx_line, 1)
+            t = it.operands[1] if len(it.operands) > 1 else None
+            if not isinstance(t, Label) or t.name not in tables:
+                raise KernelError(f"{it.opcode}: {t} is not a .branchtargets list of this function",
+                                  path, it.loc.ptx_line, 1)
+            cur.term = ("switch", it, tables[t.name])
         else:
             cur.instrs.append(it)
             if not cur.line:
@@ -79,6 +89,11 @@ def build_cfg(flat: list, path: str):
             g.add_edge(b.id, nxt)
         elif t[0] == "ret":
             g.add_edge(b.id, EXIT)
+            if t[1].guard is not None:
+                g.add_edge(b.id, nxt)
+        elif t[0] == "switch":
+            for name in t[2]:
+                g.add_edge(b.id, by_label[name])
             if t[1].guard is not None:
                 g.add_edge(b.id, nxt)
     return blocks, by_label, g.graph(len(blocks))

@@ -405,9 +405,28 @@ class VarDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class CallPrototype:
+    """``name: .callprototype (rets) _ (params);`` (PTX ISA §11.6.2): the signature an
+    indirect ``call`` through a function pointer names; parameter names are ``_``."""
+
+    name: str
+    rets: tuple
+    params: tuple
+    loc: Loc = field(default=NOLOC, compare=False)
+
+    def matches(self, fn) -> bool:
+        """Whether function ``fn`` has this signature (the same number of parameters and
+        return values, each of the same size)."""
+        return (len(fn.params) == len(self.params) and len(fn.rets) == len(self.rets)
+                and all(a.size == b.size for a, b in zip(fn.params, self.params))
+                and all(a.size == b.size for a, b in zip(fn.rets, self.rets)))
+
+
+@dataclass(frozen=True, slots=True)
 class Kernel:
     """A ``.entry`` (``is_entry``) or ``.func``. ``directives`` keeps performance
-    directives such as ``('reqntid', (128, 1, 1))``."""
+    directives such as ``('reqntid', (128, 1, 1))``; ``protos`` the ``.callprototype``
+    declarations of its body."""
 
     name: str
     params: tuple
@@ -419,6 +438,7 @@ class Kernel:
     linkage: str | None = "visible"
     directives: tuple = ()
     loc: Loc = field(default=NOLOC, compare=False)
+    protos: tuple = ()
 
     def directive(self, name: str):
         for k, v in self.directives:

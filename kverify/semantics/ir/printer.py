@@ -128,6 +128,10 @@ class Printer:
         out.append("{")
         out += [IND + self.reg(r) for r in k.regs]
         out += [IND + self.var(v) for v in k.vars]
+        for pr in k.protos:
+            rets = "(" + ", ".join(self.param(x) for x in pr.rets) + ") " if pr.rets else ""
+            out.append(f"{IND}{pr.name}: .callprototype {rets}_ ("
+                       + ", ".join(self.param(x) for x in pr.params) + ");")
         out += self.stmts(k.body, 1)
         out.append("}")
         return out

@@ -13,7 +13,7 @@ from lark import Token
 
 from . import optable as _optable
 from .errors import KernelError
-from .nodes import (Addr, Block, Break, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
+from .nodes import (Addr, Block, Break, CallPrototype, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
                     Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
                     RegDecl, Sink, Sym, VarDecl, VecOp)
 from .optable import check_instr, split_opcode
@@ -88,7 +88,10 @@ class _Assembler:
         for name, mods, line, col in decls:
             dims = tuple(m[1] for m in mods if m[0] == "array")
             loc = Loc(self.path, line, col, line)
-            vals = tuple(x for x in init if isinstance(x, int)) if init else None
+            # integers, and the functions and variables an initializer names (a function
+            # pointer table: ``.global .u64 table[2] = {f, g};``)
+            vals = tuple(x if isinstance(x, int) else Sym(x[1]) for x in init
+                         if isinstance(x, int) or (isinstance(x, tuple) and x[0] == "name")) if init else None
             out.append(VarDecl(space, ty, name, align, dims, "extern" in linkage,
                                linkage[0] if linkage else None, vals, loc))
         return out
@@ -122,10 +125,10 @@ class _Assembler:
         if self.mode == "ir":
             regs, vars_, stmts = self.ir_body(body)
             return Kernel(name, prm, tuple(stmts), tuple(regs), tuple(vars_), rts,
-                          kind == "ENTRY", linkage, tuple(perf), loc)
+                          kind == "ENTRY", linkage, tuple(perf), loc, self._protos)
         regs, vars_, flat = self.flatten(body)
         k = Kernel(name, prm, (), tuple(regs), tuple(vars_), rts, kind == "ENTRY", linkage,
-                   tuple(perf), loc)
+                   tuple(perf), loc, self._protos)
         return structure(k, flat, self.path)
 
     def _iloc(self, iloc):
@@ -136,6 +139,7 @@ class _Assembler:
 
     def ir_body(self, body):
         regs, vars_ = [], []
+        protos: dict = {}
         env = {}
         for it in body:
             if it.kind == "decl":
@@ -147,13 +151,18 @@ class _Assembler:
                         regs.append(RegDecl(ty, name, rng))
                 else:
                     vars_.extend(self.var_decls(it))
+            elif it.kind == "callprototype":
+                nm, rets, prms = it.data
+                protos[nm] = CallPrototype(nm, tuple(self.param(x) for x in rets),
+                                           tuple(self.param(x) for x in prms), Loc(self.path, it.line, it.col, it.line))
+        self._protos = tuple(protos.values())
 
         def conv(items):
             out = []
             for it in items:
                 k = it.kind
                 if k in ("instr", "blocking"):
-                    ins = self.instr(it, env, {})
+                    ins = self._control_operands(self.instr(it, env, {}), it, (), protos)
                     if ins.op == "bra":
                         raise self.err("branches are not allowed in the IR text; use break/continue",
                                        it.line, it.col)
@@ -203,11 +212,15 @@ class _Assembler:
                         counts_regs[d[0]] = counts_regs.get(d[0], 0) + 1
                 elif it.kind == "label":
                     counts_labels[it.data] = counts_labels.get(it.data, 0) + 1
+                elif it.kind in ("branchtargets", "callprototype"):
+                    counts_labels[it.data[0]] = counts_labels.get(it.data[0], 0) + 1
                 elif it.kind == "scope":
                     count(it.data)
 
         count(body)
         regs, vars_, flat = [], [], []
+        tables: set = set()
+        protos: dict = {}
         reg_ranges: dict[str, int] = {}
         serial = [0]
 
@@ -231,14 +244,31 @@ class _Assembler:
                             regs.append(RegDecl(ty, new, rng))
                     else:
                         vars_.extend(self.var_decls(it))
-                elif it.kind == "label":
-                    nm = it.data
+                elif it.kind in ("label", "branchtargets", "callprototype"):
+                    nm = it.data if it.kind == "label" else it.data[0]
                     env_labels[nm] = nm if counts_labels[nm] == 1 else f"{nm}${sid}"
+                    if it.kind == "branchtargets":
+                        tables.add(env_labels[nm])
+                    elif it.kind == "callprototype":
+                        _, rets, prms = it.data
+                        protos[env_labels[nm]] = CallPrototype(
+                            env_labels[nm], tuple(self.param(x) for x in rets),
+                            tuple(self.param(x) for x in prms), Loc(self.path, it.line, it.col, it.line))
             for it in items:
                 if it.kind == "instr":
-                    flat.append(self.instr(it, env_regs, env_labels))
+                    flat.append(self._control_operands(self.instr(it, env_regs, env_labels), it,
+                                                       tables, protos))
                 elif it.kind == "label":
                     flat.append(("label", env_labels[it.data], it.line))
+                elif it.kind == "branchtargets":
+                    name, targets = it.data
+                    resolved = []
+                    for t, line, col in targets:
+                        if t not in env_labels or env_labels[t] in tables or env_labels[t] in protos:
+                            raise self.err(f".branchtargets {name}: {t} is not a label of this function",
+                                           line, col)
+                        resolved.append(env_labels[t])
+                    flat.append(("branchtargets", env_labels[name], tuple(resolved), it.line))
                 elif it.kind == "scope":
                     walk(it.data, env_regs, env_labels, depth + 1)
                 elif it.kind in ("if", "loop", "block", "break", "continue", "blocking"):
@@ -246,7 +276,28 @@ class _Assembler:
 
         walk(body, {}, {}, 0)
         self._reg_ranges = reg_ranges
+        self._protos = tuple(protos.values())
         return regs, vars_, flat
+
+    def _control_operands(self, ins: Instr, raw: _Raw, tables: set, protos: dict) -> Instr:
+        """``brx.idx``'s list operand must name a ``.branchtargets`` of the function (PTX ISA
+        §9.7.12.4); a ``call``'s trailing name that is a ``.callprototype`` becomes a
+        ``Label`` (it names the prototype, not a function)."""
+        flow = _optable.flow_of(ins)
+        if flow == "branch.indirect" and self.mode == "ir":
+            # structured: the dispatch check ``brx.idx index, N`` of an N-target list (structure.py)
+            if len(ins.operands) != 2 or not isinstance(ins.operands[1], Imm) or ins.operands[1].value < 1:
+                raise self.err(f"{ins.opcode}: in the IR text the list operand is the number of targets",
+                               raw.line, raw.col)
+        elif flow == "branch.indirect":
+            t = ins.operands[1] if len(ins.operands) > 1 else None
+            if not isinstance(t, Label) or t.name not in tables:
+                raise self.err(f"{ins.opcode}: {t if t is not None else '(none)'} is not a .branchtargets "
+                               f"list declared in this function", raw.line, raw.col)
+        elif flow == "call" and any(isinstance(o, Sym) and o.name in protos for o in ins.operands):
+            ins = replace(ins, operands=tuple(Label(o.name) if isinstance(o, Sym) and o.name in protos else o
+                                              for o in ins.operands))
+        return ins
 
     def instr(self, raw: _Raw, env_regs, env_labels) -> Instr:
         guard, opcode, ops, loc = raw.data
@@ -289,6 +340,8 @@ class _Assembler:
                     return Reg(env_regs[n])
                 if is_branch and n in env_labels:
                     return Label(env_labels[n])
+                if is_branch and (self.mode == "ir" or raw.data[1].startswith("brx")):
+                    return Label(n)  # a brx.idx list: checked by _control_operands (IR: its name only)
                 if is_branch:
                     raise self.err(f"branch to undefined label {n}", raw.line, raw.col)
                 if n == "WARP_SZ":  # PTX ISA §4.4 predefined identifier, a constant 32

@@ -186,6 +186,17 @@ class ToRaw(Transformer):
     def pragma(self, c):
         return _Raw("pragma", tuple(str(s).strip('"') for s in c))
 
+    def branchtargets(self, c):
+        """``ts: .branchtargets L0, L1;``: (table name, [(label, line, col)])."""
+        return _Raw("branchtargets", (str(c[0]), [(str(t), t.line, t.column) for t in c[2:]]),
+                    c[0].line, c[0].column)
+
+    def callprototype(self, c):
+        """``p: .callprototype (.param .b32 _) _ (.param .b32 _);``: (name, rets, params)."""
+        rets = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "rets"), [])
+        prms = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "params"), [])
+        return _Raw("callprototype", (str(c[0]), rets, prms), c[0].line, c[0].column)
+
     def scope(self, c):
         return _Raw("scope", c)
 
@@ -260,6 +271,9 @@ class ToRaw(Transformer):
         return ("params", c)
 
     def ret_params(self, c):
+        return ("rets", c)
+
+    def proto_rets(self, c):
         return ("rets", c)
 
     def linkage(self, c):

@@ -18,15 +18,20 @@ from .blocking_wait import _blocking_wait, _peek_then_wait
 from .cfg import EXIT, _ReachableGraph, build_cfg
 from .errors import KernelError
 from .induction import _Defs, _induction
-from .nodes import Block, Break, Continue, If, Instr, Kernel, Loop
+from .nodes import Block, Break, Continue, If, Imm, Instr, Kernel, Loop, Reg, RegDecl
 from .optable import leaves_function
+from .types import Scalar
 
 
 def structure(kernel: Kernel, flat: list, path: str) -> Kernel:
     blocks, by_label, g = build_cfg(flat, path)
-    body = _Structurer(blocks, by_label, g, path).run()
+    st = _Structurer(blocks, by_label, g, path)
+    body = st.run()
     body = _simplify(body, None)
-    body = _recognize(body, _Defs(flat))
+    body = _recognize(body, _Defs([x for x in flat if not (isinstance(x, tuple) and x[0] == "branchtargets")]))
+    if st.switch_preds:
+        return replace(kernel, body=tuple(body),
+                       regs=kernel.regs + tuple(RegDecl(Scalar("pred"), r) for r in st.switch_preds))
     return replace(kernel, body=tuple(body))
 
 
@@ -53,7 +58,7 @@ class _Structurer:
                 if not self._dominates(v, u):
                     b = blocks[u]
                     t = b.term
-                    line = t[1].loc.ptx_line if t and t[0] == "cond" else b.line
+                    line = t[1].loc.ptx_line if t and t[0] in ("cond", "switch") else b.line
                     raise KernelError(
                         f"irreducible control flow: the branch to {blocks[v].label or 'block'} "
                         f"enters a loop other than through its header", path, line, 1)
@@ -71,6 +76,16 @@ class _Structurer:
             self.loop_nodes[h] = body
         fwd_in = {n: sum(1 for p in g.predecessors(n) if (p, n) not in self.back) for n in g}
         self.merge = {n for n in g if fwd_in[n] >= 2}
+        # a block a brx.idx list names twice (or also falls through to) is entered from two
+        # arms of its dispatch: a join point, not code to copy into each arm
+        for n in g:
+            t = blocks[n].term
+            if t and t[0] == "switch":
+                seen = [by_label[name] for name in t[2]]
+                if t[1].guard is not None and n + 1 < len(blocks):
+                    seen.append(n + 1)
+                self.merge.update(y for y in seen if seen.count(y) > 1 and (n, y) not in self.back)
+        self.switch_preds: list = []
         # placement: loop exits move up to the header of the outermost loop they leave
         self.parent = {}
         for n in g:
@@ -141,6 +156,14 @@ class _Structurer:
             then = self.do_branch(x, self.by_label[t[2]])
             other = self.do_branch(x, nxt) if nxt != EXIT else []
             code.append(If(ins.guard.reg, ins.guard.negated, tuple(then), tuple(other), ins.loc))
+        elif t[0] == "switch":
+            ins = t[1]
+            arms = self.dispatch(x, ins, t[2])
+            if ins.guard is None:
+                code += arms
+            else:
+                other = self.do_branch(x, nxt) if nxt != EXIT else []
+                code.append(If(ins.guard.reg, ins.guard.negated, tuple(arms), tuple(other), ins.loc))
         elif t[0] == "ret":
             ins = t[1]
             if ins.guard is None:
@@ -150,6 +173,25 @@ class _Structurer:
                 code.append(If(ins.guard.reg, ins.guard.negated, (replace(ins, guard=None),), tuple(other), ins.loc))
         del succ
         return code
+
+    def dispatch(self, x, ins, labels):
+        """``brx.idx index, L`` over the list ``L`` of N labels (PTX ISA §9.7.12.4): the check
+        ``brx.idx index, N`` (an index of N or more is undefined behaviour; with ``.uni`` the
+        index must be the same in all active lanes of the warp), then a chain of ifs on
+        ``index == i``, each lane going to its own target (without ``.uni`` the branch may
+        diverge; the arms reconverge where the structured code joins)."""
+        index = ins.operands[0]
+        code = [replace(ins, guard=None, operands=(index, Imm(len(labels))))]
+        chain = self.do_branch(x, self.by_label[labels[-1]])
+        k = len(self.switch_preds)
+        for i in range(len(labels) - 2, -1, -1):
+            p = Reg(f"%brx${x}_{i}")
+            self.switch_preds.append(p.name)
+            test = Instr("setp", ("eq", "u32"), (p, index, Imm(i)), None, ins.loc)
+            then = self.do_branch(x, self.by_label[labels[i]])
+            chain = [test, If(p, False, tuple(then), tuple(chain), ins.loc)]
+        self.switch_preds[k:] = sorted(self.switch_preds[k:])
+        return code + chain
 
     def do_branch(self, x, y):
         loc = _term_loc(self.blocks[x])
@@ -168,7 +210,7 @@ def _noloc():
 
 def _term_loc(b):
     t = b.term
-    if t and t[0] in ("cond", "ret"):
+    if t and t[0] in ("cond", "ret", "switch"):
         return t[1].loc
     if b.instrs:
         return b.instrs[-1].loc

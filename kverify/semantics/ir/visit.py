@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass, replace
 from typing import Callable, Iterator
 
-from .nodes import Addr, Block, If, Imm, Instr, Kernel, Loop, Module, Reg, Sym
+from .nodes import Addr, Block, If, Imm, Instr, Kernel, Label, Loop, Module, Reg, Sym
 from .optable import flow_of, param_access, semantics_of
 from .symint import SymInt
 
@@ -102,13 +102,45 @@ class RegisterWidths:
 
 
 def callee_of(module, instr):
-    """The module function a ``call`` names, or ``None``."""
-    names = {getattr(o, "name", None) for o in instr.operands}
+    """The module function a ``call`` names, or ``None`` (a call through a register)."""
+    names = {o.name for o in instr.operands if isinstance(o, Sym)}
     return next((f for f in module.kernels if f.name in names), None)
 
 
+def prototype_of(kernel, instr):
+    """The ``.callprototype`` (of ``kernel``, the function containing the call) an
+    indirect ``call`` names, or ``None``."""
+    names = {o.name for o in instr.operands if isinstance(o, Label)}
+    return next((p for p in kernel.protos if p.name in names), None)
+
+
+def address_taken(module) -> list:
+    """The ``.func`` definitions whose address the module takes: a ``Sym`` operand naming
+    one outside a ``call``'s callee slot (``mov.u64 %rd, f;``) or a module variable's
+    initializer naming one (``.global .u64 table[2] = {f, g};``)."""
+    funcs = {k.name: k for k in module.kernels if not k.is_entry}
+    taken = {x.name for v in module.vars for x in (v.init or ()) if isinstance(x, Sym)}
+    for k in module.kernels:
+        for i in instructions(k.body):
+            if flow_of(i) == "call":
+                continue
+            for o in i.operands:
+                if isinstance(o, Sym) and o.name in funcs:
+                    taken.add(o.name)
+    return [funcs[n] for n in funcs if n in taken]
+
+
+def indirect_targets(module, kernel, instr) -> list:
+    """The functions an indirect ``call`` of ``kernel`` may reach: those whose address is
+    taken and whose signature matches the call's prototype (PTX ISA §9.7.12.5: calling
+    through a pointer a function of another signature is undefined)."""
+    proto = prototype_of(kernel, instr)
+    return [f for f in address_taken(module) if proto is None or proto.matches(f)]
+
+
 def reachable_functions(module, kernel) -> Iterator[Kernel]:
-    """``kernel`` and every module function it calls, directly or not, each once."""
+    """``kernel`` and every module function it calls, directly or not (through a function
+    pointer: every ``indirect_targets``), each once."""
     seen, todo = set(), [kernel]
     while todo:
         k = todo.pop()
@@ -121,6 +153,8 @@ def reachable_functions(module, kernel) -> Iterator[Kernel]:
                 callee = callee_of(module, i)
                 if callee is not None:
                     todo.append(callee)
+                elif not any(isinstance(o, Sym) for o in i.operands):  # through a register
+                    todo.extend(indirect_targets(module, k, i))
 
 
 def reachable_instructions(module, kernel) -> Iterator[Instr]:

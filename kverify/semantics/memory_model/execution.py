@@ -1,10 +1,11 @@
 """Rules of execution and the memory model that no protocol owns: they are decided by the
 interpreter's happens-before shadow (races), its memory accesses (bounds, uninitialized
-reads), its run loop (deadlock, trap) and its warp-collective handlers (divergence); the
+reads), its run loop (deadlock, trap), its indirect-branch handler (brx.idx index range, .uni) and its warp-collective
+handlers (divergence); the
 symbolic race checker reports the same race rules. Each is a ``kverify.rules.Rule``.
 
 PTX ISA 9.0: §8 memory consistency model (data races, proxies), §9.7.9.25 asynchronous
-copies, §5.1 state spaces, §9.7.13 synchronization, §9.7.19 trap.
+copies, §5.1 state spaces, §9.7.12.4 brx.idx, §9.7.13 synchronization, §9.7.19 trap.
 """
 from __future__ import annotations
 
@@ -63,3 +64,13 @@ BARRIER_ALIGNED_SPLIT = Rule(
     "one instance of a named barrier with a thread count completed by different .aligned barrier "
     "instructions (producer and consumer branches each with bar.sync ID, N): undefined by the ISA's "
     "letter for .aligned, a working idiom on current hardware", severity="warning")
+BRANCH_INDEX_RANGE = Rule(
+    "branch.index-range", "§9.7.12.4 brx.idx (index at or past the end of its .branchtargets list: "
+    "undefined behaviour)", "control-flow-instructions-brx-idx",
+    "brx.idx with an index not below the length of its .branchtargets target list (control goes to an "
+    "undefined address)")
+BRANCH_UNIFORM = Rule(
+    "branch.uni-divergence", "§9.7.12.4 brx.idx (.uni: all active threads of the warp have the same index)",
+    "control-flow-instructions-brx-idx",
+    "brx.idx.uni executed by active lanes of one warp with different index values (.uni promises a "
+    "non-divergent branch)")

@@ -1,5 +1,6 @@
 """Control families: ret/exit (exited threads count as arrived at CTA barriers), call with
-per-lane .param storage, trap/brkpt, and the instructions the interpreter runs as no-ops
+per-lane .param storage (direct, or through a function pointer: the pointer's value names the
+function), the dispatch check of a structured brx.idx (§9.7.12.4: index range, .uni), trap/brkpt, and the instructions the interpreter runs as no-ops
 (prefetch, nanosleep, membar/fence without a proxy effect...) (§9.7.12).
 """
 from __future__ import annotations
@@ -7,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import ParenList
-from kverify.semantics.memory_model.execution import TRAP
+from kverify.semantics.ir.nodes import ParenList, Reg
+from kverify.semantics.ir.visit import prototype_of
+from kverify.semantics.memory_model.execution import BRANCH_INDEX_RANGE, BRANCH_UNIFORM, TRAP
 
 from ..state import U64
 from .common import registry
@@ -46,6 +48,29 @@ def h_bra(m, w, ins, mask):
     raise Unsupported("unstructured branch left in the structured body", ins)
 
 
+@handler("brx.idx")
+def h_brx(m, w, ins, mask):
+    """The dispatch check of a structured ``brx.idx index, N`` (``structure.dispatch``; the
+    chain of ifs after it takes each lane to its target). A lane whose index is N or more
+    branches to an undefined address: reported, and the lane stops (as after ``trap``). With
+    ``.uni``, lanes of the warp with different indices are reported too."""
+    idx = m.val(w, ins.operands[0], 32).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    n = ins.operands[1].value
+    if "uni" in ins.mods:
+        vals = np.unique(idx[mask])
+        if len(vals) > 1:
+            m.report(BRANCH_UNIFORM.id, f"{ins.opcode} with index values {', '.join(str(int(v)) for v in vals[:4])}"
+                     f"{'...' if len(vals) > 4 else ''} in the active lanes of {w.describe()}", [ins.loc])
+    bad = mask & (idx >= np.uint64(n))
+    if not bad.any():
+        return None
+    lane = int(np.flatnonzero(bad)[0])
+    m.report(BRANCH_INDEX_RANGE.id, f"{ins.opcode}: index {int(idx[lane])} is outside the {n} targets of its "
+             f".branchtargets list ({m._thread(w, lane)})", [ins.loc], thread=m._thread(w, lane))
+    w.live &= ~bad
+    return _exit_gen(m, w, bad)
+
+
 @handler("call")
 def h_call(m, w, ins, mask):
     ops = ins.operands
@@ -56,11 +81,32 @@ def h_call(m, w, ins, mask):
     fn = rest.pop(0)
     if rest and isinstance(rest[0], ParenList):
         args = rest.pop(0).elems
+    if isinstance(fn, Reg):
+        return _indirect_call(m, w, ins, mask, fn, rets, args)
     name = fn.name if hasattr(fn, "name") else str(fn)
     callee = m.funcs.get(name)
     if callee is None or callee.is_entry:
         raise Unsupported(f"call of unknown function {name}", ins)
     return _call(m, w, ins, mask, callee, rets, args)
+
+
+def _indirect_call(m, w, ins, mask, fn, rets, args):
+    """``call (r), %fptr, (a), proto;`` (§9.7.12.5): each lane calls the function its
+    pointer holds (``launch.layout.function_addresses``); lanes holding different functions
+    call them one after the other, as a divergent branch would. A pointer that holds no
+    function of the module, or one of another signature than the prototype, is not run."""
+    caller = m.funcs.get(w.frames[-1]) if w.frames else m.kernel
+    proto = prototype_of(caller, ins)
+    ptrs = m.val(w, fn)
+    for addr in np.unique(ptrs[mask]):
+        name = m.func_at.get(int(addr))
+        callee = m.funcs.get(name) if name is not None else None
+        if callee is None:
+            raise Unsupported(f"call through {fn}: {int(addr):#x} is not the address of a function of "
+                              f"this module", ins)
+        if proto is not None and not proto.matches(callee):
+            raise Unsupported(f"call through {fn}: {name} does not have the signature of {proto.name}", ins)
+        yield from _call(m, w, ins, mask & (ptrs == addr), callee, rets, args)
 
 
 def _call(m, w, ins, mask, callee, rets, args):
