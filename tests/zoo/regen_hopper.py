@@ -31,6 +31,8 @@ FAMILIES = [
     "tma_store",
     "tma_tensor_load",
     "wgmma_tile",
+    "wgmma_fp8",
+    "mma_fp8",
     "wgmma_pipeline",
     "peek_pipeline",
     "cluster_arrive",

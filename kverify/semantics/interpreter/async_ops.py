@@ -121,7 +121,16 @@ class WgmmaOp(AsyncOp):
                     for h in range(2):
                         dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = to_f32(regv >> U64(16 * h), dty)
         dmat = wgmma.fragment_to_matrix(dvals, layout, (64, n))
-        out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b)
+        # One rule for every operand type (f16/bf16/tf32/e4m3/e5m2): the elements are decoded
+        # exactly (values.narrow), the products are exact in f64 (fp8 x fp8 has at most 8
+        # significant bits, exact even in f32), the K products and D are summed in f64 and
+        # rounded once to the accumulator type (RN). PTX leaves the tensor core's accumulation
+        # order and internal precision open (FP8 sums on Hopper are reported to keep fewer
+        # bits than f32), so a GPU may differ in the low bits: bench/conformance.py compares
+        # wgmma kernels by their largest ULP difference, not bit for bit; results agree
+        # exactly when every partial sum is representable.
+        out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b,
+                              dtype=np.float32 if dty == "f32" else np.float64)
         frag = wgmma.matrix_to_fragment(out, layout)  # (128, n/2)
         for wi in range(4):
             w, dregs, *_ = self.parts[wi]

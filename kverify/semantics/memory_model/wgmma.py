@@ -210,10 +210,12 @@ def wgmma_mma(
     scale_d: bool,
     neg_a: bool = False,
     neg_b: bool = False,
+    dtype=np.float32,
 ) -> np.ndarray:
     """``D = (+/-A) . (+/-B)^T + (D if scale_d else 0)`` with A ``M x K``, B ``N x K``.
 
-    The products and the sum are computed in float64 and rounded once to float32.  The
+    The products and the sum are computed in float64 and rounded once to ``dtype``
+    (float32; float64 leaves the rounding to an f16 accumulator to the caller).  The
     tensor core's accumulation order and intermediate precision are not specified by
     PTX and differ (results typically agree within a few float32 ulps for f16/bf16
     inputs); compare with a tolerance.  With ``scale_d`` false the input D is ignored
@@ -235,7 +237,7 @@ def wgmma_mma(
         if d64.shape != acc.shape:
             raise ValueError(f"accumulator shape {d64.shape} != {acc.shape}")
         acc = acc + d64
-    return acc.astype(np.float32)
+    return acc.astype(dtype)
 
 
 # ----------------------------------------------------------------------------------------
