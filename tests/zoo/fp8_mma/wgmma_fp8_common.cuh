@@ -1,4 +1,4 @@
-// Helpers of the wgmma_fp8 family (see wgmma_fp8.cu for the layouts): K-major no-swizzle
+// Helpers of the fp8_mma family's wgmma kernels (see wgmma_fp8.cu for the layouts): K-major no-swizzle
 // fp8 operands in shared memory, their descriptors, and the FP8 wgmma.mma_async forms
 // (PTX ISA §9.7.15 wgmma.mma_async .m64n16k32 with .e4m3/.e5m2 A and B; formats §5.2.3).
 #pragma once

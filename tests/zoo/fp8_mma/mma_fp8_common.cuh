@@ -1,4 +1,4 @@
-// Helpers of the mma_fp8 family (see mma_fp8.cu for the fragments): packing fp8 bytes of
+// Helpers of the fp8_mma family's mma.sync kernels (see mma_fp8.cu for the fragments): packing fp8 bytes of
 // row-major A and B into the m16n8k32 fragments of mma.sync (PTX ISA §9.7.14 mma).
 #pragma once
 #include <cstdint>

@@ -1,6 +1,6 @@
 // mma_fp8: warp-level mma.sync with FP8 operands (PTX ISA §9.7.14 mma, sm_89+:
 // mma.sync.aligned.{m16n8k32,m16n8k16}.row.col.dtype.{e4m3,e5m2}.{e4m3,e5m2}.ctype with
-// dtype = ctype = .f32 or .f16; no .satfinite for fp8, which ptxas 13.0 rejects). The family's
+// dtype = ctype = .f32 or .f16; no .satfinite for fp8, which ptxas 13.0 rejects). The fp8_mma family's
 // three kernels, one file each, one warp each; inputs row-major, fp8 elements as bytes:
 //
 //   mma_fp8       out(16x8, f32) = a(16x64, e4m3) . b(64x8, e5m2): two m16n8k32 steps, the

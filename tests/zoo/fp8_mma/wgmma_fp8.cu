@@ -1,5 +1,5 @@
 // wgmma_fp8: warpgroup-level MMA with FP8 operands (PTX ISA §9.7.15 wgmma.mma_async,
-// .m64nNk32 with .e4m3/.e5m2 A and B; formats §5.2.3), sm_90a. The family's three kernels,
+// .m64nNk32 with .e4m3/.e5m2 A and B; formats §5.2.3), sm_90a. The fp8_mma family's three wgmma kernels,
 // one file each, one warpgroup (128 threads) each; inputs row-major, fp8 elements as bytes:
 //
 //   wgmma_fp8       out(64x16, f32) = a(64x64, e4m3) . b(64x16, e5m2): two m64n16k32 steps
