@@ -47,6 +47,48 @@ def mma_fp8_k16(inputs: dict, args: dict) -> dict:
     return _gemm(inputs, 16, 16, 8, "e5m2", "e4m3", np.float32)
 
 
+
+def _torch_gemm(inputs, m, k, n, ta, tb, out):
+    """PyTorch (CPU): the bytes viewed as float8_e4m3fn / float8_e5m2, float64 products and
+    sums, rounded once to the output type."""
+    import torch
+
+    tt = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    a = torch.from_numpy(np.ascontiguousarray(inputs["a"], np.uint8)).view(tt[ta]).reshape(m, k).double()
+    b = torch.from_numpy(np.ascontiguousarray(inputs["b"], np.uint8)).view(tt[tb]).reshape(k, n).double()
+    return {"out": torch.matmul(a, b).to(torch.float32 if out is np.float32 else torch.float16)}
+
+
+def torch_wgmma_fp8(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``wgmma_fp8``."""
+    return _torch_gemm(inputs, 64, 64, 16, "e4m3", "e5m2", np.float32)
+
+
+def torch_wgmma_fp8_f16(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``wgmma_fp8_f16``."""
+    return _torch_gemm(inputs, 64, 32, 16, "e4m3", "e4m3", np.float16)
+
+
+def torch_wgmma_fp8_areg(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``wgmma_fp8_areg``."""
+    return _torch_gemm(inputs, 64, 32, 16, "e5m2", "e4m3", np.float32)
+
+
+def torch_mma_fp8(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_fp8``."""
+    return _torch_gemm(inputs, 16, 64, 8, "e4m3", "e5m2", np.float32)
+
+
+def torch_mma_fp8_f16(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_fp8_f16``."""
+    return _torch_gemm(inputs, 16, 32, 8, "e4m3", "e4m3", np.float16)
+
+
+def torch_mma_fp8_k16(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_fp8_k16``."""
+    return _torch_gemm(inputs, 16, 16, 8, "e5m2", "e4m3", np.float32)
+
+
 #: values exact in both fp8 formats: their products are multiples of 1/4 of magnitude at most
 #: 16, so every partial sum of up to 64 of them is exact in f32 and of up to 32 exact in f16
 EXACT_VALUES = np.array([0.5, 1.0, 1.5, 2.0, 3.0, 4.0, -0.5, -1.0, -2.0, -3.0, -4.0, 0.0])
