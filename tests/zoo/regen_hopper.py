@@ -31,6 +31,7 @@ FAMILIES = [
     "tma_store",
     "tma_tensor_load",
     "wgmma_tile",
+    "fp8_mma",
     "wgmma_pipeline",
     "peek_pipeline",
     "cluster_arrive",

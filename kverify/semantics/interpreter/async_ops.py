@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.memory_model import wgmma
+from kverify.semantics.values.narrow import FP8, round_to, to_f32
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from .hb import ASYNC, tick
@@ -87,22 +88,21 @@ class WgmmaOp(AsyncOp):
         w0, dregs0, aregs0, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, _ = self.parts[0]
         cta = w0.cta
         smem = cta.smem.data
-        dt = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "f32": "float32", "e4m3": None,
-              "s8": "int8", "u8": "uint8"}
         if aregs0 is None:
-            a = wgmma.load_operand(smem, desc_a, 64, k, dt[aty], "MN" if tn_a else "K")
+            a = _smem_operand(smem, desc_a, 64, k, aty, tn_a)
         else:
-            layout = wgmma.a_register_fragment_layout(dt[aty])
+            layout = wgmma.a_register_fragment_layout(wgmma.OPERAND_STORAGE[aty])
             vals = np.zeros((128, layout.shape[1]), np.float32)
             for wi in range(4):
                 w, _, aregs, *_ = self.parts[wi]
-                per = layout.shape[1] // len(aregs)
+                per = layout.shape[1] // len(aregs)  # elements per 32-bit register
+                width = 32 // per
                 for r, regv in enumerate(aregs):
                     for h in range(per):
-                        bits = (regv >> U64(16 * h)) & U64(0xFFFF)
-                        vals[wi * 32:(wi + 1) * 32, r * per + h] = _half_to_f32(bits, aty)
+                        bits = (regv >> U64(width * h)) & U64((1 << width) - 1)
+                        vals[wi * 32:(wi + 1) * 32, r * per + h] = to_f32(bits, aty)
             a = wgmma.fragment_to_matrix(vals, layout, (64, k))
-        b = wgmma.load_operand(smem, desc_b, n, k, dt[bty], "MN" if tn_b else "K")
+        b = _smem_operand(smem, desc_b, n, k, bty, tn_b)
         layout = wgmma.accumulator_fragment_layout(n)
         for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it)
             w, *_ , names = self.parts[wi]
@@ -119,9 +119,18 @@ class WgmmaOp(AsyncOp):
                 dregs = self.parts[wi][1]
                 for r, regv in enumerate(dregs):
                     for h in range(2):
-                        dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = _half_to_f32((regv >> U64(16 * h)) & U64(0xFFFF), dty)
+                        dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = to_f32(regv >> U64(16 * h), dty)
         dmat = wgmma.fragment_to_matrix(dvals, layout, (64, n))
-        out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b)
+        # One rule for every operand type (f16/bf16/tf32/e4m3/e5m2): the elements are decoded
+        # exactly (values.narrow), the products are exact in f64 (fp8 x fp8 has at most 8
+        # significant bits, exact even in f32), the K products and D are summed in f64 and
+        # rounded once to the accumulator type (RN). PTX leaves the tensor core's accumulation
+        # order and internal precision open (FP8 sums on Hopper are reported to keep fewer
+        # bits than f32), so a GPU may differ in the low bits: bench/conformance.py compares
+        # wgmma kernels by their largest ULP difference, not bit for bit; results agree
+        # exactly when every partial sum is representable.
+        out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b,
+                              dtype=np.float32 if dty == "f32" else np.float64)
         frag = wgmma.matrix_to_fragment(out, layout)  # (128, n/2)
         for wi in range(4):
             w, dregs, *_ = self.parts[wi]
@@ -131,8 +140,8 @@ class WgmmaOp(AsyncOp):
                     w.regs[name] = frag[wi * 32:(wi + 1) * 32, r].astype(np.float32).view(np.uint32).astype(U64)
             else:
                 for r, name in enumerate(names):
-                    lo = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r], dty)
-                    hi = _f32_to_half(frag[wi * 32:(wi + 1) * 32, 2 * r + 1], dty)
+                    lo = round_to(frag[wi * 32:(wi + 1) * 32, 2 * r], dty)
+                    hi = round_to(frag[wi * 32:(wi + 1) * 32, 2 * r + 1], dty)
                     w.regs[name] = lo | (hi << U64(16))
         # the warpgroup's earlier mma_async complete first, and every wait that covers this
         # one covers them
@@ -145,18 +154,9 @@ class WgmmaOp(AsyncOp):
             self.m.step(w.wgmma, AG.Complete(self.agent), self.instr)
 
 
-def _half_to_f32(bits, ty):
-    bits = np.asarray(bits, np.uint64)
-    if ty == "bf16":
-        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
-    return bits.astype(np.uint16).view(np.float16).astype(np.float32)
-
-
-def _f32_to_half(vals, ty):
-    vals = np.asarray(vals, np.float32)
-    if ty == "bf16":
-        u = vals.view(np.uint32).astype(np.uint64)
-        rounded = (u + U64(0x7FFF) + ((u >> U64(16)) & U64(1))) >> U64(16)
-        return rounded & U64(0xFFFF)
-    return vals.astype(np.float16).view(np.uint16).astype(U64)
-
+def _smem_operand(smem, desc, rows, k, ty, trans):
+    """A wgmma operand (``rows x K`` float32 values) read from shared memory: the bytes at
+    the descriptor's canonical layout, decoded per the operand type (fp8 by
+    ``values.narrow``)."""
+    vals = wgmma.load_operand(smem, desc, rows, k, wgmma.OPERAND_STORAGE[ty], "MN" if trans else "K")
+    return to_f32(vals, ty) if ty in FP8 else vals

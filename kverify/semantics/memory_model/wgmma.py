@@ -40,7 +40,14 @@ __all__ = [
     "mma_fragment_layout",
     "mma_dims",
     "ldmatrix_element",
+    "OPERAND_STORAGE",
 ]
+
+#: wgmma / mma.sync operand type -> the element type its shared-memory bytes are read as
+#: (``byte_layout``): fp8 operands as their bytes (``uint8``), which the caller decodes
+#: with ``kverify.semantics.values.narrow`` (this layer does not import the values layer)
+OPERAND_STORAGE = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "e4m3": "uint8", "e5m2": "uint8",
+                   "s8": "int8", "u8": "uint8"}
 
 # ----------------------------------------------------------------------------------------
 # wgmma shared-memory matrix descriptors
@@ -203,10 +210,12 @@ def wgmma_mma(
     scale_d: bool,
     neg_a: bool = False,
     neg_b: bool = False,
+    dtype=np.float32,
 ) -> np.ndarray:
     """``D = (+/-A) . (+/-B)^T + (D if scale_d else 0)`` with A ``M x K``, B ``N x K``.
 
-    The products and the sum are computed in float64 and rounded once to float32.  The
+    The products and the sum are computed in float64 and rounded once to ``dtype``
+    (float32; float64 leaves the rounding to an f16 accumulator to the caller).  The
     tensor core's accumulation order and intermediate precision are not specified by
     PTX and differ (results typically agree within a few float32 ulps for f16/bf16
     inputs); compare with a tolerance.  With ``scale_d`` false the input D is ignored
@@ -228,7 +237,7 @@ def wgmma_mma(
         if d64.shape != acc.shape:
             raise ValueError(f"accumulator shape {d64.shape} != {acc.shape}")
         acc = acc + d64
-    return acc.astype(np.float32)
+    return acc.astype(dtype)
 
 
 # ----------------------------------------------------------------------------------------
@@ -333,25 +342,33 @@ MMA_SHAPES = {
     ("m16n8k16", "f16"): 2, ("m16n8k16", "bf16"): 2,
     ("m16n8k8", "f16"): 2, ("m16n8k8", "bf16"): 2,
     ("m16n8k8", "tf32"): 1, ("m16n8k4", "tf32"): 1,
+    ("m16n8k32", "e4m3"): 4, ("m16n8k32", "e5m2"): 4,
+    ("m16n8k16", "e4m3"): 4, ("m16n8k16", "e5m2"): 4,
 }
 
 
 def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
     """(row, col) of every fragment element per lane of a warp-level ``mma.sync.aligned``
-    with ``.row.col`` A/B and an f32 (or f16) accumulator, for the shapes in ``MMA_SHAPES``.
+    with ``.row.col`` A/B and an f32 or f16 accumulator, for the shapes in ``MMA_SHAPES``.
 
     Returns ``(a, b, c)``: lists indexed by fragment element (A's elements in register
     order, two per ``.f16x2``/``.bf16x2`` register with the even element in the low half,
-    one per ``.tf32`` register); each entry is a pair of int arrays over the 32 lanes.
-    A is ``M x K`` (row m, col k), B is ``K x N`` (row k, col n), C/D is ``M x N``. With
-    ``g = lane >> 2`` (groupID) and ``t = lane % 4`` (threadID_in_group), PTX ISA §9.7.14.5.7
-    (m16n8k8) / §9.7.14.5.8 (m16n8k16):
+    one per ``.tf32`` register, four per register of ``.e4m3``/``.e5m2`` with element
+    ``i`` in byte ``i mod 4``); each entry is a pair of int arrays over the 32 lanes.
+    A is ``M x K`` (row m, col k), B is ``K x N`` (row k, col n), C/D is ``M x N`` (an f16
+    C/D holds elements ``2r`` and ``2r + 1`` in the low and high half of register ``r``).
+    With ``g = lane >> 2`` (groupID) and ``t = lane % 4`` (threadID_in_group), PTX ISA
+    §9.7.14.5.7 (m16n8k8) / §9.7.14.5.8 (m16n8k16) and the m16n8k16 / m16n8k32 sub-sections
+    for 8-bit (.s8/.u8/.e4m3/.e5m2) operands:
 
     * m16n8k16 f16/bf16: A ``(g + 8((i//2) mod 2), 2t + i mod 2 + 8(i//4))`` for i < 8,
       B ``(2t + i mod 2 + 8(i//2), g)`` for i < 4
     * m16n8k8 f16/bf16: A ``(g + 8(i//2), 2t + i mod 2)`` for i < 4, B ``(2t + i, g)`` for i < 2
     * m16n8k8 tf32: A ``(g + 8(i mod 2), t + 4(i//2))`` for i < 4, B ``(t + 4i, g)`` for i < 2
     * m16n8k4 tf32: A ``(g + 8i, t)`` for i < 2, B ``(t, g)``
+    * m16n8k32 e4m3/e5m2 (the 8-bit layout of .s8/.u8): A ``(g + 8((i//4) mod 2), 4t + i mod 4
+      + 16(i//8))`` for i < 16, B ``(4t + i mod 4 + 16(i//4), g)`` for i < 8
+    * m16n8k16 e4m3/e5m2: A ``(g + 8(i//4), 4t + i mod 4)`` for i < 8, B ``(4t + i, g)`` for i < 4
     * C/D (all): ``(g + 8(i//2), 2t + i mod 2)`` for i < 4
     """
     if (shape, atype) not in MMA_SHAPES:
@@ -359,7 +376,13 @@ def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
                          f"(modelled: {', '.join(f'{s}.{t}' for s, t in MMA_SHAPES)})")
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
-    if shape == "m16n8k16":
+    if MMA_SHAPES[(shape, atype)] == 4 and shape == "m16n8k32":
+        a = [(g + 8 * ((i // 4) % 2), 4 * t + (i % 4) + 16 * (i // 8)) for i in range(16)]
+        b = [(4 * t + (i % 4) + 16 * (i // 4), g) for i in range(8)]
+    elif MMA_SHAPES[(shape, atype)] == 4:  # m16n8k16, 8-bit
+        a = [(g + 8 * (i // 4), 4 * t + (i % 4)) for i in range(8)]
+        b = [(4 * t + i, g) for i in range(4)]
+    elif shape == "m16n8k16":
         a = [(g + 8 * ((i // 2) % 2), 2 * t + (i % 2) + 8 * (i // 4)) for i in range(8)]
         b = [(2 * t + (i % 2) + 8 * (i // 2), g) for i in range(4)]
     elif shape == "m16n8k8" and atype != "tf32":

@@ -1,7 +1,9 @@
 """Matrix families: wgmma.fence/commit_group/wait_group/mma_async (warpgroup-wide
 ``WgmmaOp``s, §9.7.15), ldmatrix/stmatrix (m8n8 fragments, §9.7.9.19-20) and warp-level
-mma.sync (§9.7.14; m16n8k16/m16n8k8 f16/bf16 and m16n8k8/m16n8k4 tf32 with f32 accumulators;
-the fragment layouts are ``memory_model.wgmma.mma_fragment_layout``).
+mma.sync (§9.7.14; m16n8k16/m16n8k8 f16/bf16 and m16n8k8/m16n8k4 tf32 with f32 accumulators,
+m16n8k32/m16n8k16 e4m3/e5m2 with f32 or f16 accumulators; the fragment layouts are
+``memory_model.wgmma.mma_fragment_layout``). Operand elements are decoded by
+``values.narrow`` (fp8: §5.2.3).
 """
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import numpy as np
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, VecOp, where as _fmt_loc
 from kverify.semantics.memory_model import wgmma
+from kverify.semantics.memory_model.byte_layout import ELEMENT_SIZE
 from kverify.semantics.memory_model.protocols import async_groups as AG
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, BOUNDS
+from kverify.semantics.values.narrow import FP8, round_to, to_f32
 
 from ..async_ops import WgmmaOp
 from ..hb import ASYNC, join, tick
@@ -21,6 +25,10 @@ from .groups import group_wait
 from .memory import mem_read, mem_write
 
 HANDLERS, handler = registry()
+
+#: wgmma.mma_async A/B operand types the interpreter performs (§9.7.15 wgmma.mma_async); A
+#: and B may differ only between .e4m3 and .e5m2, which ptxas enforces
+WGMMA_FLOAT = ("f16", "bf16", "tf32", "e4m3", "e5m2")
 
 
 # --------------------------------------------------------------------------- wgmma
@@ -63,6 +71,10 @@ def h_wgmma(m, w, ins, mask):
     rest = ops[3:]
     scale_d = bool(_imm(m, w, rest[0])) if rest else True
     tys = ins.types()
+    if len(tys) != 3 or tys[0] not in ("f32", "f16") or tys[1] not in WGMMA_FLOAT or tys[2] not in WGMMA_FLOAT:
+        raise Unsupported(f"{ins.opcode}: only floating-point wgmma (.f32/.f16 accumulator; .f16, .bf16, .tf32, "
+                          f".e4m3, .e5m2 operands) is modelled", ins)
+    # imm-trans-a/b exist only for .f16/.bf16 operands (§9.7.15 wgmma.mma_async); fp8 and tf32 are K-major
     is_float = tys[1] in ("f16", "bf16", "tf32")
     imm_a = int(_imm(m, w, rest[1])) if len(rest) > 1 else 1
     imm_b = int(_imm(m, w, rest[2])) if len(rest) > 2 else 1
@@ -96,7 +108,7 @@ def h_wgmma(m, w, ins, mask):
     shape = next(x for x in ins.mods if x.startswith("m64n"))
     n = int(shape[4:].split("k")[0])
     k = int(shape.split("k")[1])
-    dtn = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "s8": "int8", "u8": "uint8"}
+    dtn = wgmma.OPERAND_STORAGE
     smem = w.cta.smem
     # the shared bytes the operands cover (the same for the four warps of the warpgroup and
     # for every reuse of a stage: cached by descriptor)
@@ -111,9 +123,9 @@ def h_wgmma(m, w, ins, mask):
             reads.append(wgmma.operand_byte_addresses(desc_b, n, k, dtn[tys[2]], "MN" if tn_b else "K"))
         except (ValueError, NotImplementedError, KeyError) as e:
             raise Unsupported(f"wgmma operand layout: {e}", ins)
-        esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1}[tys[1]]
-        idx = cache[ckey] = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(esz)).reshape(-1)
-                                                      for r in reads]))
+        esz = [ELEMENT_SIZE[dtn[t]] for t in ((tys[1],) if desc_a is not None else ()) + (tys[2],)]
+        idx = cache[ckey] = np.unique(np.concatenate([(r.reshape(-1)[:, None] + np.arange(e)).reshape(-1)
+                                                      for r, e in zip(reads, esz)]))
     if idx.max() >= smem.size:
         m.report(BOUNDS.id, f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
@@ -187,19 +199,30 @@ def _mma_lanes(layout):
     return [(np.asarray(r), np.asarray(c)) for r, c in layout]
 
 
+def _mma_accumulators(atype, btype):
+    """The (D, C) types of mma.sync with these A/B types (§9.7.14 mma; ptxas 13.0 for
+    sm_90a agrees): f16/bf16/tf32 operands as modelled with an f32 accumulator; .e4m3/.e5m2 (A and B
+    each either, sm_89+) with D and C both .f32 or both .f16, without .satfinite."""
+    if atype in FP8 and btype in FP8:
+        return (("f32", "f32"), ("f16", "f16"))
+    return (("f32", "f32"),) if atype == btype else ()
+
+
 @handler("mma")
 def h_mma(m, w, ins, mask):
-    from ..async_ops import _half_to_f32
-
     tys = ins.types()
     shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
-    if ("sp" in ins.mods or len(tys) != 4 or tys[0] != "f32" or tys[3] != "f32" or tys[1] != tys[2]
-            or (shape, tys[1]) not in wgmma.MMA_SHAPES or not ("row" in ins.mods and "col" in ins.mods)):
+    if ("sp" in ins.mods or "satfinite" in ins.mods or len(tys) != 4
+            or (tys[0], tys[3]) not in _mma_accumulators(tys[1], tys[2])
+            or (shape, tys[1]) not in wgmma.MMA_SHAPES or (shape, tys[2]) not in wgmma.MMA_SHAPES
+            or not ("row" in ins.mods and "col" in ins.mods)):
         raise Unsupported(f"{ins.opcode}: only mma.sync.aligned.{{m16n8k16,m16n8k8}}.row.col.f32.{{f16,bf16}}"
-                          f".{{f16,bf16}}.f32 and m16n8k{{8,4}} .tf32 are modelled", ins)
+                          f".{{f16,bf16}}.f32, m16n8k{{8,4}} .tf32 and m16n8k{{32,16}}.row.col.{{f32,f16}}"
+                          f".{{e4m3,e5m2}}.{{e4m3,e5m2}}.{{f32,f16}} are modelled", ins)
     if (w.valid & w.live & ~mask).any():
         m.report(BARRIER_DIVERGENCE.id, f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
     d, a, b, c = ins.operands[:4]
+    dty, aty, bty, cty = tys
 
     def vals(op, n):
         els = op.elems if isinstance(op, VecOp) else (op,)
@@ -208,24 +231,35 @@ def h_mma(m, w, ins, mask):
         return [np.broadcast_to(np.asarray(m.val(w, e, 32), U64), (32,)) for e in els]
 
     mm, nn, kk = wgmma.mma_dims(shape)
-    per = wgmma.MMA_SHAPES[(shape, tys[1])]
-    ai, bi, ci = (_mma_lanes(x) for x in wgmma.mma_fragment_layout(shape, tys[1]))
+    per = wgmma.MMA_SHAPES[(shape, aty)]  # A and B elements per register (the same for both)
+    width = 32 // per
+    ai, bi, ci = (_mma_lanes(x) for x in wgmma.mma_fragment_layout(shape, aty))
 
-    def elem(v, h):
-        if per == 1:  # tf32: the f32 bits with the 13 low mantissa bits ignored
-            return (v & U64(0xFFFFE000)).astype(np.uint32).view(np.float32)
-        return _half_to_f32((v >> U64(16 * h)) & U64(0xFFFF), tys[1])
+    def fill(mat, op, lay, ty):
+        for r, v in enumerate(vals(op, len(lay) // per)):
+            for h in range(per):
+                mat[lay[per * r + h]] = to_f32(v >> U64(width * h), ty)
 
     A, B, C = np.zeros((mm, kk)), np.zeros((kk, nn)), np.zeros((mm, nn))
-    for r, v in enumerate(vals(a, len(ai) // per)):
-        for h in range(per):
-            A[ai[per * r + h]] = elem(v, h)
-    for r, v in enumerate(vals(b, len(bi) // per)):
-        for h in range(per):
-            B[bi[per * r + h]] = elem(v, h)
-    for r, v in enumerate(vals(c, 4)):
-        C[ci[r]] = v.astype(np.uint32).view(np.float32)
-    # products of f16/bf16/tf32 values are exact in f64; the sum is rounded once to f32 (RN)
-    D = (A @ B + C).astype(np.float32)
-    for r, e in enumerate(d.elems):
-        m.write(w, e, D[ci[r]].view(np.uint32).astype(U64), mask)
+    fill(A, a, ai, aty)
+    fill(B, b, bi, bty)
+    cper = 1 if cty == "f32" else 2  # accumulator elements per register
+    for r, v in enumerate(vals(c, 4 // cper)):
+        for h in range(cper):
+            C[ci[cper * r + h]] = to_f32(v >> U64(16 * h), cty)
+    # The products of f16/bf16/tf32/e4m3/e5m2 values are exact in f64 (at most 11 x 11
+    # significant bits); the sum of the K products and C is taken in f64 and rounded once,
+    # to f32 (RN) or, for an f16 accumulator, to f16 (RN). PTX does not specify the tensor
+    # core's accumulation order or internal precision, so results on hardware may differ in
+    # the last bits (bench/conformance.py compares mma kernels by their largest ULP
+    # difference); they agree exactly when every partial sum is representable.
+    D = A @ B + C
+    if dty == "f32":
+        out = [D[ci[r]].astype(np.float32).view(np.uint32).astype(U64) for r in range(4)]
+    else:
+        out = [round_to(D[ci[2 * r]], "f16") | (round_to(D[ci[2 * r + 1]], "f16") << U64(16)) for r in range(2)]
+    dels = d.elems if isinstance(d, VecOp) else (d,)
+    if len(dels) != len(out):
+        raise Unsupported(f"{ins.opcode}: expected {len(out)} destination registers, got {len(dels)}", ins)
+    for e, v in zip(dels, out):
+        m.write(w, e, v, mask)

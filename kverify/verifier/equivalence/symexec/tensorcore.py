@@ -34,6 +34,7 @@ from fractions import Fraction
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, VecOp, where
 from kverify.semantics.memory_model import wgmma as WG
+from kverify.semantics.values.narrow import fp8_fraction
 
 from .. import realterm as R
 from ..algebra import DataDependent, ModelUnsupported, is_concrete
@@ -65,14 +66,11 @@ class AccumulationOrder(ModelUnsupported):
 
 
 def _fp8_value(bits: int, fmt: str) -> Fraction:
-    """The value of an fp8 bit pattern (OCP FP8: e4m3 bias 7 without infinities, e5m2 bias 15)."""
-    ebits, mbits, bias = (4, 3, 7) if fmt == "e4m3" else (5, 2, 15)
-    s, e, m = bits >> 7 & 1, bits >> mbits & ((1 << ebits) - 1), bits & ((1 << mbits) - 1)
-    if (fmt == "e4m3" and e == 15 and m == 7) or (fmt == "e5m2" and e == 31):
+    """The value of an fp8 bit pattern (``values.narrow``: OCP FP8 e4m3 / e5m2)."""
+    v = fp8_fraction(bits, fmt)
+    if v is None:
         raise ModelUnsupported(f"a NaN or infinite {fmt} constant (real model)")
-    v = Fraction(m, 1 << mbits) * Fraction(2) ** (1 - bias) if e == 0 else \
-        (1 + Fraction(m, 1 << mbits)) * Fraction(2) ** (e - bias)
-    return -v if s else v
+    return v
 
 
 class TensorCoreHandlers:
@@ -260,6 +258,9 @@ class TensorCoreHandlers:
         if len(tys) != 4:
             raise Unsupported(f"{ins.opcode}: expected .dtype.atype.btype.ctype", ins)
         self._tc_model(ins, tys[1])
+        if tys[1] in ("e4m3", "e5m2") or tys[2] in ("e4m3", "e5m2"):
+            raise ModelUnsupported(f"{ins.opcode}: mma.sync with fp8 operands is not modelled by the symbolic "
+                                   f"engine (the interpreter runs it)")
         if (shape, tys[1]) not in WG.MMA_SHAPES or tys[1] != tys[2] or tys[0] != "f32" or tys[3] != "f32" \
                 or not ("row" in ins.mods and "col" in ins.mods):
             raise Unsupported(f"{ins.opcode}: the symbolic engine models mma.sync.aligned.row.col.f32 with "
