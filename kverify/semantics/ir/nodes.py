@@ -240,7 +240,8 @@ class Instr:
     modifiers in source order, operands, an optional guard predicate.
 
     ``blocking`` marks a ``try_wait``/``test_wait`` whose retry loop was recognized: it
-    stands for "wait until the phase completes". ``supported`` is False for an instruction
+    stands for "wait until the phase completes"; on an ``atom.add``, the grid-barrier spin
+    after it (``grid_barrier.py``): "then wait until the top bit of the location flips". ``supported`` is False for an instruction
     the op table does not know (or a known family with a modifier the table does not
     list); every analysis then treats it conservatively and reports ``unknown``.
     """

@@ -15,6 +15,7 @@ from dataclasses import replace
 import networkx as nx
 
 from .blocking_wait import _blocking_wait, _peek_then_wait
+from .grid_barrier import _grid_barrier
 from .cfg import EXIT, _ReachableGraph, build_cfg
 from .errors import KernelError
 from .induction import _Defs, _induction
@@ -306,7 +307,7 @@ def _recognize(stmts, defs: _Defs):
                        else If(s.cond, s.negated, then, orelse, s.loc))
         else:
             out.append(s)
-    return _peek_then_wait(out)
+    return _grid_barrier(_peek_then_wait(out))
 
 
 def _same_items(a: tuple, b: tuple) -> bool:

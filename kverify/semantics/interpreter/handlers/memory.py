@@ -5,6 +5,8 @@ checks of ``Machine.access`` (a strong ld/st passes its memory order and scope,
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
@@ -15,7 +17,7 @@ from kverify.semantics.memory_model.execution import BOUNDS, UNINITIALIZED
 from ..hb import GENERIC
 from ..memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
                       store_bytes)
-from ..state import D, U64, low_mask
+from ..state import D, U64, Wait, low_mask
 from .common import bits_of, registry, space_of
 
 HANDLERS, handler = registry()
@@ -317,3 +319,26 @@ def h_atom(m, w, ins, mask):
         region.shadow.uninit[idx] = False
     if is_atom:
         m.write(w, ops[0], old_all, mask)
+    if ins.blocking:  # the grid-barrier wait folded into the atomic (kverify.semantics.ir.grid_barrier)
+        return _grid_barrier_wait(m, w, ins, region, offs, nb, mask, old_all)
+    return ()
+
+
+def _grid_barrier_wait(m, w, ins, region, offs, nb, mask, old):
+    """Wait until the top bit of each lane's location differs from that of the value its atomic
+    returned (every CTA of the grid has arrived), then read the location with acquire at the
+    atomic's scope: the last read of the spin loop it stands for."""
+    lanes = np.flatnonzero(mask)
+    top = U64(1 << (8 * nb - 1))
+
+    def flipped():
+        cur = np.array([load_bytes(region.data, np.array([offs[ln]]), nb)[0] for ln in lanes], U64)
+        return bool(np.all((cur ^ old[lanes]) & top))
+
+    if not flipped():
+        yield Wait("grid barrier", flipped,
+                   lambda: f"waits in the grid barrier at {region.owner(int(offs[lanes[0]]))} for the other CTAs "
+                           f"of the grid to arrive", ins)
+    scope = next((x for x in ins.mods if x in ("gpu", "sys")), "gpu")
+    acquire = m.strength(w, replace(ins, mods=("acquire", scope, f"u{8 * nb}")))
+    m.access(w, ins, region, offs, nb, mask, "read", strong=acquire)
