@@ -88,7 +88,8 @@ def test_buffers_reached_by_bulk_copies_are_sized_from_their_byte_counts(path, l
     rc, obs = _quick(path, launch, capsys=capsys)
     assert rc == 0, {k: (o["status"], o["message"]) for k, o in obs.items()}
     assert obs["memory"]["bound"].endswith(f"buffers sized to the kernel's accesses: {sizes}")
-    assert obs["race.async"]["status"] == "bounded"
+    # bulk_pipeline's stage races are proved by the pipeline argument; tma_store's by its run
+    assert obs["race.async"]["status"] == ("proved" if "bulk_pipeline" in path.name else "bounded")
 
 
 def test_tensor_map_parameters_are_not_sized_and_say_why(capsys):
