@@ -61,7 +61,8 @@ from .report import Finding, KernelReport, Location, Namer, Obligation
 FAMILIES = (
     ("race-free: shared", "races", ("race.shared", "race.shared.")),
     ("race-free: global", "races", ("race.global", "race.global.")),
-    ("race-free: async", "races", ("race.async-proxy", "race.async-pending", "async-group.store-replicated")),
+    ("race-free: async", "races", ("race.async-proxy", "race.async-proxy.issuer-fence", "race.async-pending",
+                                    "async-group.store-replicated")),
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),

@@ -68,7 +68,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY, RACE_GLOBAL, RACE_SHARED
+from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_ASYNC_PROXY,
+                                                     RACE_ASYNC_PROXY_ISSUER_FENCE, RACE_GLOBAL, RACE_SHARED)
 
 from .paged import PagedArray, PageTable
 
@@ -432,7 +433,8 @@ class Shadow:
                                     int(rlocs[k]), int(lanes[k])))
         return out
 
-    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None, strong=None):
+    def check_read(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, order=None, strong=None,
+                   issuer_fence=None):
         """Conflicts of a read of bytes ``idx`` by ``agent`` with clock ``vc`` (``order``: the
         LaneOrder of a warp reading, for conflicts between its lanes; ``strong``: the
         Strength of a strong read)."""
@@ -458,15 +460,27 @@ class Shadow:
             out += atomic
         elif proxy == ASYNC:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
-            if gen.any():
-                i, b, ln = self._first(gen, idx, lanes)
-                out.append(Conflict(RACE_ASYNC_PROXY.id,
-                                    "async-proxy read of a generic-proxy write with no fence.proxy.async "
-                                    "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
+            out += self._proxy_conflicts(gen, idx, lanes, wa, issuer_fence, "async-proxy read of a generic-proxy "
+                                         "write with no fence.proxy.async after the write")
         return out
 
+    def _proxy_conflicts(self, gen, idx, lanes, wa, issuer_fence, what) -> list:
+        """The generic writes ``gen`` no fence of their writer orders before an async-proxy access:
+        ``race.async-proxy``, or its warning ``race.async-proxy.issuer-fence`` for those a
+        fence.proxy.async of the issuing thread after them (``issuer_fence``: its clock there) orders."""
+        if not gen.any():
+            return []
+        covered = (vget(issuer_fence, wa) >= self.w_clk[idx]) if issuer_fence is not None else np.zeros(len(idx), bool)
+        hard = gen & ~covered
+        rule = RACE_ASYNC_PROXY.id if hard.any() else RACE_ASYNC_PROXY_ISSUER_FENCE.id
+        i, b, ln = self._first(hard if hard.any() else gen, idx, lanes)
+        if rule != RACE_ASYNC_PROXY.id:
+            what = what.replace("with no fence.proxy.async after the write",
+                                "ordered by a fence.proxy.async of the issuing thread only, not of the writer")
+        return [Conflict(rule, what, b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln)]
+
     def check_write(self, idx, agent, vc, fence_clk, lanes=None, proxy=GENERIC, atomic=False, order=None,
-                    strong=None):
+                    strong=None, issuer_fence=None):
         """Conflicts of a write (``atomic``: an atomic update, which does not race with other
         atomics; ``strong``: the Strength of a strong write or atomic) of bytes ``idx``."""
         ms = self._morally_strong_write(idx, strong)
@@ -503,11 +517,8 @@ class Shadow:
                                 int(self.w_loc[b]), ln))
         elif proxy == ASYNC:
             gen = (wa >= 0) & (self.w_proxy[idx] == GENERIC) & (vget(fence_clk, wa) < self.w_clk[idx])
-            if gen.any():
-                i, b, ln = self._first(gen, idx, lanes)
-                out.append(Conflict(RACE_ASYNC_PROXY.id,
-                                    "async-proxy write over a generic-proxy write with no fence.proxy.async "
-                                    "after the write", b, int(wa[i]), int(self.w_lane[b]), int(self.w_loc[b]), ln))
+            out += self._proxy_conflicts(gen, idx, lanes, wa, issuer_fence, "async-proxy write over a generic-proxy "
+                                         "write with no fence.proxy.async after the write")
         if self.dense:
             rc = self.r_clk[idx]  # (k, W)
             mine = self.agents == agent

@@ -34,6 +34,13 @@ RACE_ASYNC_PROXY = Rule(
     "parallel-synchronization-and-communication-instructions-membar",
     "a generic-proxy access and an async-proxy access (TMA, bulk copy, wgmma operand) to the same bytes "
     "without a fence.proxy.async between them")
+RACE_ASYNC_PROXY_ISSUER_FENCE = Rule(
+    "race.async-proxy.issuer-fence", "§8.6 proxies; §8.9.5 causality order; §9.7.13.4 membar/fence "
+    "(fence.proxy.async)", "parallel-synchronization-and-communication-instructions-membar",
+    "a generic-proxy write reaches an async-proxy access of the same bytes through synchronization and a "
+    "fence.proxy.async in the issuing thread after it, not in the writing thread: the ISA says a proxy fence "
+    "takes effect within a single thread and gives it no rule in the causality order; CUTLASS and the CUDA "
+    "programming guide fence in every writer before the barrier", severity="warning")
 RACE_ASYNC_PENDING = Rule(
     "race.async-pending", "§9.7.9.25 data movement: asynchronous copies (completion mechanisms)",
     "data-movement-and-conversion-instructions-cp-async",

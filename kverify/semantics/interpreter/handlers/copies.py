@@ -32,14 +32,16 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
             m.dropped_reader(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
                      f"shadow could not all keep")
         if m.check:
-            conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy)
+            conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy,
+                                             issuer_fence=w.proxy_fence_vc)
             for c in conf:
                 m._race(w, ins, region, c, "async write")
         region.shadow.pend_w[idx] = agent
         region.shadow.pend_w_loc[idx] = m.loc_id(ins.loc)
     for region, idx in reads:
         if m.check:
-            conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clk, None, proxy)
+            conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clk, None, proxy,
+                                            issuer_fence=w.proxy_fence_vc)
             for c in conf:
                 m._race(w, ins, region, c, "async read")
         region.shadow.set_pending_read(idx, agent, m.loc_id(ins.loc))

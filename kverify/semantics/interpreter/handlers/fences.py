@@ -37,6 +37,7 @@ def h_fence_proxy(m, w, ins, mask):
     if len(m.fence_clk) <= w.agent:
         m.fence_clk = np.concatenate([m.fence_clk, np.zeros(w.agent + 1 - len(m.fence_clk), np.int64)])
     m.fence_clk[w.agent] = w.clock()
+    w.proxy_fence_vc = w.vc.copy()  # every write ordered before this fence (race.async-proxy.issuer-fence)
     w.release_tick()
     return yield_once()
 

@@ -130,7 +130,7 @@ def h_wgmma(m, w, ins, mask):
         m.report(BOUNDS.id, f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
     if m.check:
-        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC):
+        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC, issuer_fence=w.proxy_fence_vc):
             m._race(w, ins, smem, c, "wgmma operand read")
     if fresh:
         smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
