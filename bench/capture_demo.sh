@@ -6,7 +6,7 @@
 # is compiled here, at run time, from the installed wheel.
 #
 #   bench/capture_demo.sh record DIR   # on a machine with an H100/H200 GPU, nvcc and python3:
-#                                      # builds the programs, records their launches into DIR/{drv,rt,cutlass,cutlass_big,cutlass49}
+#                                      # builds the programs, records their launches into DIR/{drv,rt,cutlass,cutlass_k512,cutlass_big,cutlass49}
 #   bench/capture_demo.sh check DIR    # anywhere kverify is installed: kverify check on every
 #                                      # recorded launch of DIR, summary -> bench/results/capture.json
 #
@@ -43,6 +43,7 @@ if [ "$mode" = record ]; then
   $py -m kverify.capture -o "$dir/drv" -- "$bin/host_driver" "$src/tma_scale.ptx" | tee "$dir/drv.txt"
   $py -m kverify.capture -o "$dir/rt" -- "$bin/tma_rt" | tee "$dir/rt.txt"
   $py -m kverify.capture -o "$dir/cutlass" -- "$GEMM48" --m=256 --n=256 --k=128 --iterations=0 | tee "$dir/cutlass.txt"
+  $py -m kverify.capture -o "$dir/cutlass_k512" -- "$GEMM48" --m=256 --n=256 --k=512 --iterations=0 | tee "$dir/cutlass_k512.txt"
   $py -m kverify.capture -o "$dir/cutlass_big" -- "$GEMM48" --m=1024 --n=1024 --k=512 --iterations=0 | tee "$dir/cutlass_big.txt"
   $py -m kverify.capture -o "$dir/cutlass49" -- "$GEMM49" --m=256 --n=256 --k=128 | tee "$dir/cutlass49.txt"
   exit 0
@@ -56,7 +57,7 @@ root, out = Path(sys.argv[1]), Path(sys.argv[2])
 dev = root / "device.txt"
 result = {"recorded_on": dev.read_text().strip().splitlines() if dev.exists() else None,
           "checked_with": "kverify check --format json --timeout 60 from " + (os.environ.get("KVERIFY_PYTHONPATH") or "this checkout"), "runs": []}
-for name in ("drv", "rt", "cutlass", "cutlass_big", "cutlass49"):
+for name in ("drv", "rt", "cutlass", "cutlass_k512", "cutlass_big", "cutlass49"):
     d = root / name
     if not (d / "index.json").exists():
         continue

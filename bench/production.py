@@ -5,8 +5,8 @@ sm90 GEMMs of examples 48 and 49 (warp-specialized cooperative, ping-pong, plain
 non-warp-specialized, stream-K, an epilogue visitor tree) as ``kverify capture`` recorded them on
 an H200 (``bench/capture_demo.sh record DIR`` on the GPU machine compiles the examples from the
 same wheel; ``--captured DIR``, default ~/.cache/kverify/cap), each with its real ``Params``
-bytes and tensor maps, at the sizes the capture ran (example 48 at 256x256x128 and
-1024x1024x512).
+bytes and tensor maps, at the sizes the capture ran (example 48 at 256x256x128, 256x256x512 --
+the same 8 CTAs, 16 k-tiles instead of 4 -- and 1024x1024x512, 64 CTAs).
 
     python bench/production.py [--only NAME] [--captured DIR] [--no-mutants]
 
@@ -255,6 +255,10 @@ def main() -> int:
     ap.add_argument("--captured", type=Path, default=CAPTURED,
                     help="directory of bench/capture_demo.sh record (default ~/.cache/kverify/cap)")
     ap.add_argument("--no-mutants", action="store_true", help="skip the seeded bugs of the captured GEMMs")
+    ap.add_argument("--mutants-of", default="ex48 cooperative, 7 stages 256x256x128;ex48 cooperative, 7 stages "
+                    "256x256x512;ex49 ping-pong;ex49 warp-specialized", help="';'-separated label prefixes of the "
+                    "captured GEMMs that get seeded bugs (default: example 48 at 256x256x128 and at 256x256x512, "
+                    "whose 16 k-tiles wrap around its 7 stages, 49's ping-pong and warp-specialized)")
     ap.add_argument("--no-cute", action="store_true", help="skip the CuTe tutorial (static checks only)")
     a = ap.parse_args()
     rows = []
@@ -271,7 +275,7 @@ def main() -> int:
         shape = f"grid {'x'.join(map(str, grid))}, block {block[0]}, cluster {'x'.join(map(str, cluster))}"
         res = measured([str(ptx), "--kernel", kern, "--launch", str(spec)])
         rows.append({**summarize(label, res, f"captured on the H200; {shape}"), "seeded": None})
-        if a.no_mutants:
+        if a.no_mutants or not any(label.startswith(p) for p in a.mutants_of.split(";") if p):
             continue
         for mname, (_, what) in MUTANTS.items():
             mptx, where = mutate(ptx, mname)
