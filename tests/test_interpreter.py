@@ -220,6 +220,20 @@ def test_check_reads_gpuverify_headers(tmp_path, capsys):
     assert ms["status"] == "vacuous" and ms["message"].startswith("not applicable: buffers sized to the kernel's")
 
 
+@needs_nvcc
+def test_gpuverify_header_defines_and_label_case(tmp_path, capsys):
+    # line 2's -DNAME=VALUE are the test's preprocessor definitions; the label is read in any case
+    src = tmp_path / "kernel.cu"
+    src.write_text("//PASS\n//--blockDim=256 --gridDim=2 -DWIDTH=256\n"
+                   "__global__ void k(int *A) {\n  A[blockIdx.x * WIDTH + threadIdx.x] = threadIdx.x;\n}\n")
+    rc = main(["check", str(src)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "kernel k(int*): VERIFIED" in out and "proved    race-free: global" in out
+    # the command line's own -D wins: a width smaller than the block makes CTAs overlap
+    rc = main(["check", str(src), "-DWIDTH=128"])
+    assert rc == 1 and "race.global" in capsys.readouterr().out
+
+
 def test_check_sizes_buffers_from_the_accesses_or_says_why_not(tmp_path, capsys):
     for f in ("vadd.ptx", "vadd.cu"):
         (tmp_path / f).write_text((ZOO / "vadd" / f).read_text())

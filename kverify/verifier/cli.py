@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import sys
 
+from kverify.launch.resolve import gpuverify_defines
 from kverify.semantics.ir import KernelError, load_module, print_kernel, print_module, source_lines
 from kverify.semantics.ir.visit import instructions
 from kverify.semantics.ir.nodes import where
@@ -40,7 +41,8 @@ def _add_input(p):
 
 def _load(args):
     defines = {}
-    for d in args.defines:
+    header = gpuverify_defines(args.file) if args.file.endswith((".cu", ".cuh")) else []
+    for d in header + list(args.defines):  # the command line's own -D last: it wins
         k, _, v = d.partition("=")
         defines[k] = v or None
     opts = {"arch": args.arch, "defines": defines} if args.file.endswith((".cu", ".cuh")) else {}
