@@ -80,6 +80,10 @@ class Facts:
                 todo.extend(x.children())
         return out
 
+    def site_of(self, s):
+        """``s`` as this view of the facts holds it (a strengthened copy may rewrite sites)."""
+        return getattr(self, "originals", {}).get(id(s), s)
+
     def loc(self, ins):
         return Location.of(ins.loc, self.module.path)
 
