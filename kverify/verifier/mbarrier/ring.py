@@ -158,15 +158,14 @@ def prove_ring(chk, w):
         return z3.If(u == P - 1, z3.BitVecVal(0, 8), u + 1)
 
     g1, g0 = hr1[ghost][0], hr0[ghost][0]
-    outer_only = set(L0.havocs)
     rng0 = mk_and(chk.in_range(L0, k0, k0), chk.in_range(L0, k0, k0 + 1))
     rng1 = mk_and(chk.in_range(L1, k1, k1), chk.in_range(L1, k1, k1 + 1), chk.in_range(L0, k0, k0))
     u, u0, ux = z3.BitVec("ring.u", 8), z3.BitVec("ring.u0", 8), z3.BitVec("ring.ux", 8)
     small = mk_and(z3.ULT(u, P), z3.ULT(u0, P), z3.ULT(ux, P))
-    # the outer invariant (a predicate of the outer head's state): the ring at position u0 for
-    # the outer head and for the first inner head, the same count at both, the bound
+    # the outer invariant (a predicate of the outer head's state): the state the inner loop
+    # would start from is the ring at position u0, its count is the outer head's, the bound
     inv1 = mk_and(regs_at(hr1, u), side1(hr1, k0, k1))
-    outer = mk_and(regs_at(hr0, u0, outer_only), at(regs_at(hr1, u0), k1=ZERO), at(g1, k1=ZERO) == g0,
+    outer = mk_and(at(regs_at(hr1, u0), k1=ZERO), at(g1, k1=ZERO) == g0,
                    z3.ULE(g0, k0 * per), at(side1(hr1, k0, k1), k1=ZERO))
     goals = [("at the first execution", at(L0.head_pc, k0=ZERO), at(z3.substitute(outer, (u0, z3.BitVecVal(0, 8))),
                                                                    k0=ZERO))]
@@ -195,9 +194,16 @@ def prove_ring(chk, w):
                           "the loops")
     # the wait's barrier and parity as functions of the ring position
     hyp = mk_and(chk.ranges(w.loops), w.pc, z3.ULT(u, P), inv1)
-    r, _ = chk.prove(hyp, mk_and(a == _select(addrs[:P], u, 32), (p & 1) == _select(pars[:P], u, 32)))
+    determined, _ = chk.prove(hyp, mk_and(a == _select(addrs[:P], u, 32), (p & 1) == _select(pars[:P], u, 32)))
     inv_n = z3.substitute(inv1, (u, _pos(w.uses, P)))
     subst = [(L1.havocs[r], _select(t, _pos(L1.havocs[ghost], P), L1.havocs[r].size())) for r, t in tables.items()]
-    subst += [(L0.havocs[r], _select(t, _pos(L0.havocs[ghost], P), L0.havocs[r].size()))
-              for r, t in tables.items() if r in L0.havocs]
-    return Ring(P, tables, w.uses, inv_n, addrs, pars, r == "proved", subst), None
+    # the outer head's registers the inner loop starts from (``mov`` copies, or the ring
+    # registers themselves) hold the forms at the outer head's count, for k0 > 0
+    one = z3.BitVecVal(1, 64)
+    for r, t in tables.items():
+        e = z3.simplify(z3.substitute(hr1[r][0], (k1, ZERO), (k0, one)))
+        if any(e.eq(h) for h in L0.havocs.values()):
+            ok, _ = chk.prove(mk_and(k0 != ZERO, chk.in_range(L0, k0, k0)), at(hr1[r][0], k1=ZERO) == e)
+            if ok == "proved":
+                subst.append((e, _select(t, _pos(L0.havocs[ghost], P), e.size())))
+    return Ring(P, tables, w.uses, inv_n, addrs, pars, determined == "proved", subst), None
