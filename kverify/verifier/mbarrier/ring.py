@@ -139,9 +139,11 @@ def prove_ring(chk, w):
               if r in regs and (only is None or r in only)]
         return mk_and(*cs) if cs else z3.BoolVal(True)
 
+    g_entry = z3.substitute(hr1[ghost][0], (k1, ZERO))  # the count when the inner loop starts
+
     def side1(regs, kk0, kk1):
         g = regs[ghost][0]
-        return mk_and(z3.Implies(kk0 == ZERO, g == kk1), z3.ULE(g, kk0 * per + kk1))
+        return mk_and(z3.Implies(kk0 == ZERO, g == kk1), z3.ULE(g, kk0 * per + kk1), g == g_entry + kk1)
 
     def shift(t, L, k, regs):
         pairs = [(k, k + 1)]
@@ -174,7 +176,9 @@ def prove_ring(chk, w):
         goals.append((f"from one iteration of loop {L1.name} to the next", mk_and(rng1, pc, small, inv1),
                       mk_and(g_next == g1 + 1, z3.substitute(shift(inv1, L1, k1, regs), (u, nxt(u))))))
     last_reached = at(L1.head_pc, k1=L1.kx)
-    last = z3.Implies(last_reached, at(z3.substitute(inv1, (u, ux)), k1=L1.kx))
+    # the position at the inner loop's last iteration kx is the entry position advanced kx times
+    ux_link = ux == z3.Extract(7, 0, z3.URem(z3.ZeroExt(56, u0) + L1.kx, z3.BitVecVal(P, 64)))
+    last = z3.Implies(last_reached, mk_and(at(z3.substitute(inv1, (u, ux)), k1=L1.kx), ux_link))
     gx = at(g1, k1=L1.kx)
     for pc, regs in L0.conts:
         g_next = shift(g0, L0, k0, regs)
