@@ -278,7 +278,13 @@ class Facts:
                 if all(lanes):
                     cnt += 1
                 elif any(lanes):
-                    return None, "an elect.sync guard on part of a warp"
+                    part = [i for i, b in enumerate(lanes) if b]
+                    return None, (f"an elect.sync guard combined with a condition that only lane(s) "
+                                  f"{part[0] if len(part) == 1 else part} of warp {w0 // 32} meet (CUTLASS's "
+                                  "elect_one_sync() && warp-group-thread-0 idiom): whether the elected lane "
+                                  "is among them depends on which lane elect.sync picks, which the PTX ISA "
+                                  "leaves unspecified (current hardware elects the lowest active lane); not "
+                                  "counted under that assumption")
             return cnt, residue
         return sum(per), residue
 
