@@ -160,6 +160,19 @@ def prove_ring(chk, w):
         return z3.If(u == P - 1, z3.BitVecVal(0, 8), u + 1)
 
     g1, g0 = hr1[ghost][0], hr0[ghost][0]
+    # the part of the wait's path condition that no iteration changes (its role: warp, elected
+    # lane, parameters): the invariant is proved for the threads meeting it, the only ones that
+    # ever execute the wait
+    variant = {str(k0), str(k1)} | {str(h) for L in (L0, L1) for h in L.havocs.values()}
+    variant |= set().union(*[chk.ex.loop_syms.get(id(L), set()) for L in (L0, L1)])  # values made per iteration
+    todo, fixed = [w.pc], []
+    while todo:
+        c = todo.pop()
+        if z3.is_and(c):
+            todo.extend(c.children())
+        elif not (chk.syms(c) & variant):
+            fixed.append(c)
+    role = mk_and(*fixed) if fixed else z3.BoolVal(True)
     rng0 = mk_and(chk.in_range(L0, k0, k0), chk.in_range(L0, k0, k0 + 1))
     rng1 = mk_and(chk.in_range(L1, k1, k1), chk.in_range(L1, k1, k1 + 1), chk.in_range(L0, k0, k0))
     u, u0, ux = z3.BitVec("ring.u", 8), z3.BitVec("ring.u0", 8), z3.BitVec("ring.ux", 8)
@@ -169,11 +182,11 @@ def prove_ring(chk, w):
     inv1 = mk_and(regs_at(hr1, u), side1(hr1, k0, k1))
     outer = mk_and(at(regs_at(hr1, u0), k1=ZERO), at(g1, k1=ZERO) == g0,
                    z3.ULE(g0, k0 * per), at(side1(hr1, k0, k1), k1=ZERO))
-    goals = [("at the first execution", at(L0.head_pc, k0=ZERO), at(z3.substitute(outer, (u0, z3.BitVecVal(0, 8))),
+    goals = [("at the first execution", mk_and(role, at(L0.head_pc, k0=ZERO)), at(z3.substitute(outer, (u0, z3.BitVecVal(0, 8))),
                                                                    k0=ZERO))]
     for pc, regs in L1.conts:
         g_next = shift(g1, L1, k1, regs)
-        goals.append((f"from one iteration of loop {L1.name} to the next", mk_and(rng1, pc, small, inv1),
+        goals.append((f"from one iteration of loop {L1.name} to the next", mk_and(role, rng1, pc, small, inv1),
                       mk_and(g_next == g1 + 1, z3.substitute(shift(inv1, L1, k1, regs), (u, nxt(u))))))
     last_reached = at(L1.head_pc, k1=L1.kx)
     # the position at the inner loop's last iteration kx is the entry position advanced kx times
@@ -184,7 +197,7 @@ def prove_ring(chk, w):
         g_next = shift(g0, L0, k0, regs)
         u_next = z3.If(z3.And(last_reached, g_next == gx + 1), nxt(ux), u0)
         goals.append((f"from one iteration of loop {L0.name} to the next (over loop {L1.name})",
-                      mk_and(rng0, pc, small, outer, last),
+                      mk_and(role, rng0, pc, small, outer, last),
                       mk_and(z3.Or(g_next == g0, z3.And(last_reached, g_next == gx + 1)),
                              z3.substitute(shift(outer, L0, k0, regs), (u0, u_next)))))
     for where, hyp, goal in goals:
