@@ -187,8 +187,13 @@ class Executor(LoopSummaries, Instructions):
             self.write(st, r, (self.approx(f"{tag}.{r}", w), None), guard)
 
     # ------------------------------------------------------------------ statements
+    def initial_regs(self) -> dict:
+        """Extension point: registers with a value at kernel entry (``{name: (term,
+        region)}``); none by default."""
+        return {}
+
     def run(self):
-        st = State(TRUE, {}, z3.BitVecVal(0, 64), FALSE)
+        st = State(TRUE, dict(self.initial_regs()), z3.BitVecVal(0, 64), FALSE)
         st = self.stmts(self.kernel.body, st, ("kernel",))
         self._resolve_loads()
         return st

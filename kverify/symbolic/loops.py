@@ -39,6 +39,13 @@ class LoopInfo:
     barriers_per_iteration: int = 0
     dropped_ivs: tuple = ()
     cont_pc: object = None  # thread A: iteration k goes on to iteration k + 1
+    # the summary's transition, for invariants over loop-carried registers (mbarrier rings):
+    head_pc: object = None  # iteration k's head is reached
+    havocs: dict = None  # register -> its havocked value at the head of iteration k > 0
+    head_regs: dict = None  # register -> (value, region) at the head of iteration k
+    conts: tuple = ()  # (pc, regs) at each continue of iteration k (regs over the head values)
+    end: tuple = None  # (pc, regs) where iteration k falls off the body's end
+    kx: object = None  # the iteration the loop is left in (``trip - 1`` or a fresh counter)
 
     @property
     def name(self) -> str:
@@ -154,6 +161,7 @@ class LoopSummaries:
         head_pc = mk_and(st.pc, rng)
         regs = dict(regs0)
         steps = {}
+        havocs = {}
         first = k == 0
         forms = self._closed_forms.get(id(lp), {})
         for r in sorted(written):
@@ -175,6 +183,7 @@ class LoopSummaries:
             w = self.widths.get(r, 32)
             h = self.approx(f"h{n}.{r}", w)
             region = "?" if r in region_unknown else (old[1] if old is not None else None)
+            havocs[r] = h
             if old is not None and (z3.is_bool(old[0]) == (w == 1)):
                 regs[r] = (mk_ite(first, fit(old[0], w), h), region)
             else:
@@ -191,6 +200,9 @@ class LoopSummaries:
         end = self.stmts(lp.body, head, (id(lp), "body"))
         self.loop_stack.pop()
         conts = self.pending.get(("cont", lp.label), [])[marks.get(("cont", lp.label), 0):]
+        info.head_pc, info.havocs, info.head_regs = head_pc, havocs, dict(regs)
+        info.conts = tuple((c.pc, dict(c.regs)) for c in conts)
+        info.end = (end.pc, dict(end.regs))
         # restore pending lists for this label; collect breaks that leave the loop
         leaving = []
         for key, lst in self.pending.items():
@@ -310,6 +322,7 @@ class LoopSummaries:
             kx = z3.simplify(trip - 1)
         else:
             kx = self.env.fresh(f"kx{n}.{lp.label}", 64, approx=not info.exact)
+        info.kx = kx
         xs = [(k, kx)]
         regs_x = dict(out.regs)
         for r in written:

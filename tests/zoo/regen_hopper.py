@@ -41,6 +41,7 @@ FAMILIES = [
     "mbarrier_reinit",
     "mbarrier_init_seq",
     "struct_params",
+    "persistent_pipeline",
 ]
 
 _FILE_DIRECTIVE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

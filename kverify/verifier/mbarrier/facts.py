@@ -80,6 +80,10 @@ class Facts:
                 todo.extend(x.children())
         return out
 
+    def site_of(self, s):
+        """``s`` as this view of the facts holds it (a strengthened copy may rewrite sites)."""
+        return getattr(self, "originals", {}).get(id(s), s)
+
     def loc(self, ins):
         return Location.of(ins.loc, self.module.path)
 
@@ -274,7 +278,13 @@ class Facts:
                 if all(lanes):
                     cnt += 1
                 elif any(lanes):
-                    return None, "an elect.sync guard on part of a warp"
+                    part = [i for i, b in enumerate(lanes) if b]
+                    return None, (f"an elect.sync guard combined with a condition that only lane(s) "
+                                  f"{part[0] if len(part) == 1 else part} of warp {w0 // 32} meet (CUTLASS's "
+                                  "elect_one_sync() && warp-group-thread-0 idiom): whether the elected lane "
+                                  "is among them depends on which lane elect.sync picks, which the PTX ISA "
+                                  "leaves unspecified (current hardware elects the lowest active lane); not "
+                                  "counted under that assumption")
             return cnt, residue
         return sum(per), residue
 

@@ -1,6 +1,9 @@
 """The parity obligation (rule ``mbarrier.parity``): see :mod:`.static`."""
 from __future__ import annotations
 
+import copy
+import dataclasses
+import math
 import time
 
 import z3
@@ -10,6 +13,7 @@ from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
 from .facts import MAX_REUSE, Facts, ob as _ob
+from .ring import prove_ring
 
 
 def check(chk: Facts) -> Obligation:
@@ -27,19 +31,33 @@ def check(chk: Facts) -> Obligation:
             unknown.append((w, f"{w.note}: the phase it names is not checked statically" if w.note
                             else "barrier address or parity not understood"))
             continue
-        if len(w.loops) > 1:
-            unknown.append((w, "the wait is inside nested loops: the phase a barrier is in when an outer "
-                            "iteration starts is not tracked"))
+        if len(w.loops) > 2:
+            unknown.append((w, f"the wait is inside {len(w.loops)} nested loops: the ring invariant is checked "
+                            "over two loop levels only"))
             continue
-        off, case = chk.role(w)
+        ck, ring = chk, None
+        if len(w.loops) == 2:
+            ring, why = prove_ring(chk, w)
+            if ring is None:
+                unknown.append((w, f"the wait is inside nested loops: {why}"))
+                continue
+            ck = _strengthened(chk, ring.substitution)
+        off, case = ck.role(ck.site_of(w))
         if off is None:
             unknown.append((w, f"cannot tell which phase its first use waits for: {case}"))
             continue
-        uses, why = chk.earlier_uses(w)
+        uses, why = ck.earlier_uses(ck.site_of(w))
         if uses is None:
             unknown.append((w, why))
             continue
-        res = _straight(chk, w, off, case, uses) if not w.loops else _loop(chk, w, off, case)
+        if not w.loops:
+            res = _straight(chk, w, off, case, uses)
+        elif len(w.loops) == 1:
+            res = _loop(chk, w, off, case)
+        else:
+            res = _nested(chk, w, off, case, ring)
+            if res[0] == "unknown":
+                res = ("unknown", f"the wait is inside nested loops: {res[1]}")
         if res[0] == "violated":
             return _ob("parity", "violated", res[1], t0, [chk.loc(w.instr)], res[2], MB.PARITY.id)
         (proved if res[0] == "proved" else unknown).append((w, res[1]))
@@ -169,3 +187,75 @@ def _reached(chk, info, k, w, k0, d):
         return False
     r, _ = chk.solve([z3.substitute(w.pc, (k, k0v))])
     return r == "sat"
+
+
+
+# ---------------------------------------------------------------------- nested loops (ring state)
+def _strengthened(chk, subst):
+    """``chk`` with every site's terms under ``subst`` (havocked loop-head registers replaced by
+    their proved ring forms, true in every reachable state): the waiting role and the aliasing
+    of barriers are then decided for the ring positions the loops actually reach."""
+    ck = copy.copy(chk)
+    ck.memo = {}
+    ck.originals = {}
+    sites = []
+    for s in chk.sites:
+        kw = {f: z3.substitute(getattr(s, f), *subst) for f in ("addr", "pc", "count", "tx", "parity", "size", "uses")
+              if getattr(s, f) is not None}
+        t = dataclasses.replace(s, **kw)
+        ck.originals[id(s)] = t
+        sites.append(t)
+    ck.sites = sites
+    return ck
+
+
+def _nested(chk, w, off, case, ring):
+    """A wait in an inner loop nested in an outer one, its ring proved (:mod:`.ring`): the n-th
+    execution of the wait (``n`` counted over both loops) uses barrier ``A[n mod d]`` (``d``
+    distinct barriers) for the ``(n div d)``-th time, so it must name parity
+    ``((n div d) + offset) mod 2``. The ring gives the address and parity of every execution as
+    ``P``-periodic tables; comparing them with the required sequence over ``lcm(P, 2d)``
+    executions decides all of them."""
+    (L0, k0), (L1, k1) = w.loops
+    seq, P = ring.addresses, ring.period
+    if not ring.determined:
+        return "unknown", "the wait's barrier and parity are not proved to be functions of the ring position"
+    d = next((d for d in range(1, MAX_REUSE + 1) if len(set(seq[:d])) == d
+              and all(seq[i] == seq[i + d] for i in range(len(seq) - d))), None)
+    if d is None:
+        return "unknown", ("the barrier addresses of the wait's executions do not cycle through distinct barriers "
+                           f"(period at most {MAX_REUSE}) from the first execution on")
+    span = P * 2 * d // math.gcd(P, 2 * d)
+    if span > len(seq):
+        return "unknown", f"the ring period {P} and the phase period {2 * d} repeat only after {span} executions"
+    want = [((n // d) + off) & 1 for n in range(span)]
+    ringdesc = (f"the n-th execution (counted over loops {L0.name} and {L1.name}) uses barrier "
+                f"{', '.join(hex(x) for x in seq[:d])}[n mod {d}] for the (n div {d})-th time")
+    bad = next((n for n in range(span) if ring.parities[n] != want[n]), None)
+    if bad is None:
+        return "proved", (f"first use parity {off} ({case}), flipping every {d} executions: {ringdesc}; the ring "
+                          f"registers are periodic in n (period {P}), proved by induction at the first execution, "
+                          "across each inner and each outer iteration")
+    # the bad execution in the outer loop's first iteration is inner iteration ``bad`` (n == k1 there)
+    nb = z3.BitVecVal(bad, 64)
+    sub = [(k0, z3.BitVecVal(0, 64)), (k1, nb)]
+    hyp = z3.substitute(mk_and(chk.ranges(w.loops), w.pc, ring.inv), *sub)
+    r, m = chk.solve([hyp])
+    fixed = {str(h) for h, _ in ring.substitution}
+    ghosts = {str(L.havocs[g]) for L in (L0, L1) for g in chk.ex.ghosts.values() if g in (L.havocs or {})}
+    approx = (chk.syms(hyp) & chk.env.approx) - fixed - ghosts - {str(k0), str(k1)}
+    use = bad // d
+    if r == "sat" and L1.exact and not approx:
+        addr = seq[bad]
+        cex = {"rule": MB.PARITY.id, "loops": [L0.name, L1.name], "iterations": [0, bad], "execution": bad,
+               "use": use, "barrier_address": addr, "parity": ring.parities[bad], "expected_parity": want[bad],
+               "reuse_distance": d, "location": str(chk.loc(w.instr)), "role": case}
+        return ("violated",) + chk.with_params(
+            f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration 0 of loop {L0.name} and iteration {bad} "
+            f"of loop {L1.name} is use {use} of the barrier at shared address {addr:#x} ({ringdesc}) and names "
+            f"parity {ring.parities[bad]}, but it must wait on parity {want[bad]} ({case})"
+            + _consequence(ring.parities[bad], off, use), cex, m)
+    why = ("it is not reached in the first iteration of loop " + L0.name if r == "unsat" else
+           "its reachability involves approximated values" if r == "sat" else "the solver gave no answer")
+    return "unknown", (f"{ringdesc}; execution {bad} (use {use} of its barrier) names parity {ring.parities[bad]} "
+                       f"instead of {want[bad]}, but {why}")

@@ -22,7 +22,7 @@ from kverify.launch import dtypes, lookup
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, Reg, Sym
 from kverify.semantics.ir.optable import space_of
 from kverify.semantics.values import FAMILIES, is_float
-from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, operand, row_of, sync_of
+from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, mk_ite, operand, row_of, sync_of
 
 SAMPLES = 140  # iterations simulated to guess a closed form
 MAX_PERIOD = 64
@@ -41,6 +41,7 @@ class MbarSite:
     size_reason: str = ""
     drop: bool = False
     note: str = ""
+    uses: object = None  # wait: BV64 count of this thread's earlier executions of this wait instruction
 
 
 class MbarExecutor(Executor):
@@ -52,6 +53,23 @@ class MbarExecutor(Executor):
         self.sites: list = []
         self.loop_syms: dict = {}  # id(LoopInfo) -> names of symbols created inside its body
         self._defs = None
+        # a ghost register per wait instruction counts the thread's executions of it; loops
+        # carry it like any register (havocked at their heads), so an invariant can relate
+        # a wait's barrier and parity to the number of its earlier executions
+        from kverify.semantics.ir.visit import instructions
+
+        self.ghosts = {id(i): f"%mbar_uses{self.seq[id(i)]}" for i in instructions(self.kernel.body)
+                       if sync_of(i) == "mbarrier.wait"}
+        for g in self.ghosts.values():
+            self.widths[g] = 64
+
+    def initial_regs(self) -> dict:
+        return {g: (z3.BitVecVal(0, 64), None) for g in self.ghosts.values()}
+
+    def dests(self, instr: Instr):
+        out = Executor.dests(instr)
+        g = self.ghosts.get(id(instr))
+        return out + [g] if g is not None else out
 
     # ------------------------------------------------------------------ loops
     def _loop_attempt(self, lp, st, ivs, mode, written, region_unknown):
@@ -93,7 +111,9 @@ class MbarExecutor(Executor):
         for r, (t, _) in st.regs.items():
             if t is not None and (z3.is_bv_value(t) or z3.is_true(t) or z3.is_false(t)):
                 known[r] = t
+        ghosts = set(self.ghosts.values())
         cands = [r for r in sorted(written) if r not in ivs and r in known and r not in nested_writes
+                 and r not in ghosts
                  and not z3.is_bool(known[r])]
         if not cands:
             return {}
@@ -220,6 +240,8 @@ class MbarExecutor(Executor):
             a, _ = self._mbar_addr(st, operand(ins, "a"))
             par = self._val32(st, operand(ins, "state")) if "parity" in mods else None
             site = MbarSite("wait", ins, a, pc, loops, parity=par)
+            g = self.ghosts.get(id(ins))
+            site.uses = st.regs.get(g, (None,))[0] if g is not None else None
             if "parity" not in mods:
                 site.note = "state-operand wait"
         elif "mbarrier::complete_tx::bytes" in mods:
@@ -251,6 +273,9 @@ class MbarExecutor(Executor):
             self.sites.append(site)
         self.note_operand_addresses(ins, st)
         self.havoc_dests(st, ins, guard, ins.op)
+        if site is not None and site.uses is not None and not z3.is_bool(site.uses):
+            g = self.ghosts[id(ins)]
+            st.regs[g] = (mk_ite(guard, site.uses + 1, site.uses), None)
         return st
 
     # ------------------------------------------------------------------ tensor maps

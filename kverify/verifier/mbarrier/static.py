@@ -14,7 +14,10 @@ Then, with z3:
   producer's pass-through on a fresh barrier, its threads filling a partner barrier after the
   wait). Straight-line waits count the earlier ones; in a loop, with the reuse distance
   ``d`` (smallest ``d`` in 1..64 with ``a(k+d) == a(k)`` and ``a(k+d') != a(k)`` for
-  ``d' < d``), iterations ``0 .. d-1`` name parity ``offset`` and ``p(k+d) != p(k)``;
+  ``d' < d``), iterations ``0 .. d-1`` name parity ``offset`` and ``p(k+d) != p(k)``; in two
+  nested loops (a persistent tile loop around a k loop, the ring state carried across both),
+  the n-th execution of the wait is use ``n div d`` of barrier ``A[n mod d]``, its ring
+  registers proved to be periodic tables of ``n`` (:mod:`.ring`);
 * tx bytes (rule ``mbarrier.tx-mismatch``, §9.7.13.15.11 expect-tx / complete-tx,
   §9.7.9.25.4.1, §9.7.9.27): per phase of a barrier (one iteration, no wait on it between
   the sites) the bytes the copies deliver -- size times the issuing threads -- equal the
@@ -27,7 +30,8 @@ Then, with z3:
 Verdicts follow DESIGN.md decision 6: proved only for what was checked, violated with a
 counterexample (iterations, barrier address, source line), unknown with the reason.
 docs/mbarrier.md describes the encoding and what is not modelled. Each obligation is one
-module (parity.py, tx.py, arrivals.py) over the facts of one symbolic run (facts.py, sites.py).
+module (parity.py, tx.py, arrivals.py) over the facts of one symbolic run (facts.py, sites.py;
+ring.py: ring invariants of nested loops for parity).
 """
 from __future__ import annotations
 

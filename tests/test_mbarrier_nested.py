@@ -1,0 +1,103 @@
+"""Static mbarrier parity for waits in two nested loops (verifier.mbarrier.ring): the
+persistent_pipeline family, whose (index, phase) ring state runs on across a persistent tile
+loop and the k loop, is proved for every ntiles / k_tiles (scalar parameters symbolic), and its
+seeded twins are violated with the iteration and line, or not proved."""
+import json
+
+import pytest
+
+from conftest import ZOO
+from kverify.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.verifier.mbarrier import check_mbarrier
+
+FAM = "persistent_pipeline"
+
+
+def _parity(file, symbolic):
+    man = json.loads((ZOO / FAM / "manifest.json").read_text())
+    v = next(v for v in man["variants"] if v["file"] == file)
+    launch = dict(v["launch"])
+    if symbolic:
+        launch["args"] = {}  # ntiles and k_tiles symbolic
+    module = load_module(str((ZOO / FAM / file).with_suffix(".ptx")))
+    obs = check_mbarrier(module, v["kernel"], LaunchSpec.from_dict(launch))
+    assert obs[0].title == "mbarrier conformance: parity (initial phase and alternation)"
+    return obs[0]
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_persistent_ring_is_proved_for_every_trip_count(symbolic):
+    ob = _parity("persistent_pipeline.cu", symbolic)
+    assert ob.status == "proved", ob.message
+    assert [loc.line for loc in ob.locations] == [127, 142]
+    # the producer passes fresh empty[] barriers, the consumer waits for the fills
+    assert "persistent_pipeline.cu:127:11 (ptx 152): first use parity 1 (producer's pass-through" in ob.message
+    assert "persistent_pipeline.cu:142:9 (ptx 243): first use parity 0 (consumer of the fill" in ob.message
+    assert ob.message.count("flipping every 3 executions") == 2
+    assert "uses barrier 0xc18, 0xc20, 0xc28[n mod 3]" in ob.message  # empty[0..2]
+    assert "uses barrier 0xc00, 0xc08, 0xc10[n mod 3]" in ob.message  # full[0..2]
+    assert ob.message.count("periodic in n (period 6)") == 2
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_consumer_starting_at_phase_one_is_violated_at_the_first_execution(symbolic):
+    ob = _parity("persistent_pipeline__wrong_initial_phase.cu", symbolic)
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity"
+    assert [loc.line for loc in ob.locations] == [148]
+    cex = ob.counterexample
+    assert cex["iterations"] == [0, 0] and cex["execution"] == 0 and cex["use"] == 0
+    assert cex["parity"] == 1 and cex["expected_parity"] == 0
+    assert cex["barrier_address"] == 0xc00  # full[0]
+    assert "parity 1 returns at once" in ob.message
+
+
+def test_ring_without_phase_flip_is_violated_at_its_second_round():
+    ob = _parity("persistent_pipeline__consumer_no_phase_flip.cu", symbolic=True)
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity"
+    assert [loc.line for loc in ob.locations] == [149]
+    cex = ob.counterexample
+    # execution 3 of the consumer's wait is the second use of full[0]: it needs k_tiles >= 4
+    assert cex["iterations"] == [0, 3] and cex["use"] == 1 and cex["reuse_distance"] == 3
+    assert cex["parity"] == 0 and cex["expected_parity"] == 1
+    assert cex["barrier_address"] == 0xc00
+    assert cex["params"]["k_tiles"] >= 4
+
+
+def test_ring_without_phase_flip_is_not_proved_when_the_launch_keeps_it_in_the_first_tile_round():
+    # the launch's k_tiles = 2: execution 3 is in a later tile, beyond the first outer iteration
+    ob = _parity("persistent_pipeline__consumer_no_phase_flip.cu", symbolic=False)
+    assert ob.status == "unknown"
+    assert [loc.line for loc in ob.locations] == [149]
+    assert ("execution 3 (use 1 of its barrier) names parity 0 instead of 1, but it is not reached in the first "
+            "iteration of loop") in ob.message
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_producer_ring_reset_per_tile_is_not_proved(symbolic):
+    ob = _parity("persistent_pipeline__producer_resets_per_tile.cu", symbolic)
+    assert ob.status == "unknown"
+    assert [loc.line for loc in ob.locations] == [136]
+    assert "the wait is inside nested loops" in ob.message
+    assert "the ring position is not carried as one count across the loops" in ob.message
+
+
+def test_elect_sync_and_thread_zero_guard_is_unknown_naming_the_idiom():
+    """CUTLASS posts expect-tx under ``elect_one_sync() && warp-group thread 0``: the count is one
+    only if the elected lane is lane 0, which the ISA does not promise."""
+    from test_mbarrier_static import HEAD, OWN_SPEC, wait
+    from kverify.semantics.ir import parse_ptx
+
+    body = ("\telect.sync \t%r9|%p5, -1;\n\tsetp.eq.s32 \t%p6, %r1, 0;\n\tand.pred \t%p7, %p5, %p6;\n"
+            "\t@!%p7 bra \t$L_skip;\n\tmov.u32 \t%r10, 64;\n"
+            "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], %r10;\n"
+            "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd2], %r10, [%r2];\n"
+            "$L_skip:\n" + wait("W0", "%r2", 0) + "\tret;\n}\n")
+    module = parse_ptx(HEAD.replace("{count}", "1") + body, "own.ptx")
+    obs = {o.title.split(": ", 1)[1].split(" (")[0]: o
+           for o in check_mbarrier(module, module.kernel("k"), LaunchSpec.from_dict(OWN_SPEC), timeout_s=20)}
+    for what in ("tx bytes", "arrivals"):
+        assert obs[what].status == "unknown"
+        assert ("an elect.sync guard combined with a condition that only lane(s) 0 of warp 0 meet (CUTLASS's "
+                "elect_one_sync() && warp-group-thread-0 idiom)") in obs[what].message
+        assert "which the PTX ISA leaves unspecified" in obs[what].message
