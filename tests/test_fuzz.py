@@ -42,3 +42,13 @@ def test_show_on_ptx_mutants(tmp_path, n):
 def test_check_on_ptx_and_spec_mutants(tmp_path):
     results = [fuzz.run_one(j, BUDGET_S) for j in _jobs(tmp_path, 0, 60, 200, 2)]
     _assert_clean(results)
+
+
+def test_a_long_blank_run_before_a_stray_character_fails_at_once(tmp_path):
+    # the fast path's blank skipping once backtracked exponentially in the length of a blank run
+    # followed by a character no statement starts with (a fuzz mutant of a Triton PTX took 54 s)
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n"
+                   "$L_1:" + " " * 64 + "%  // stray\n ret;\n}\n")
+    r = fuzz.run_one({"kind": "show", "seed_file": str(ptx), "id": 0, "argv": ["show", str(ptx)]}, BUDGET_S)
+    assert r["exit"] == 2 and not r.get("hang") and not r.get("unlocated"), r

@@ -48,7 +48,10 @@ class _Fast:
         self.FLOAT = re.compile(flt)
         self.DIRECTIVE = re.compile(term["DIRECTIVE"])
         self.WS = re.compile(_W + "*")
-        skip = r"(?:[ \t\f\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*"
+        # one blank per repetition: a long run of blanks before a character no statement starts
+        # with then fails in linear time, not by trying every split of the run (``(?:\s+)*``
+        # backtracks exponentially)
+        skip = r"(?:[ \t\f\r\n]|//[^\n]*|/\*[\s\S]*?\*/)*"
         w = _W
         self.STMT = re.compile(
             skip + "(?:"
