@@ -50,6 +50,7 @@ import z3
 
 from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY
 from kverify.semantics.ir.nodes import Imm, VecOp
+from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
 from kverify.symbolic import TRUE, mk_and, mk_not, mk_or, operand, row_of, sync_of
 from kverify.verifier.mbarrier import arrivals, parity, tx
@@ -156,9 +157,10 @@ class PipelineExecutor(MbarExecutor):
             return None, "wgmma shape not understood"
         m, n, k = WG.mma_dims(shape)
         tys = ins.types()
-        esz = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "u8": 1, "e4m3": 1, "e5m2": 1}.get(tys[1] if len(tys) > 1 else "")
-        if esz is None:
+        bits = SCALAR_BITS.get(tys[1]) if len(tys) > 1 else None
+        if bits is None:
             return None, f"wgmma operand type {tys} not understood"
+        esz = bits // 8
         spans = []
         a_op, b_op = operand(ins, "a"), operand(ins, "b")
         for op, rows in ((a_op, m), (b_op, n)):
@@ -172,21 +174,22 @@ class PipelineExecutor(MbarExecutor):
                     continue  # A from registers
                 return None, "wgmma descriptor not understood"
             t = z3.simplify(t)
-            fields = [z3.simplify(z3.Extract(hi, lo, t)) for hi, lo in ((29, 16), (45, 32), (51, 49), (63, 62))]
-            if not all(z3.is_bv_value(f) for f in fields):
+            # every field but the start address (bits 0-13) must be constant: decode those bits
+            rest = z3.simplify(t & z3.BitVecVal(~0x3FFF & ((1 << 64) - 1), 64))
+            if not z3.is_bv_value(rest):
                 return None, "wgmma descriptor: LBO, SBO, base offset or swizzle not constant"
-            lbo, sbo, base, swz = (f.as_long() for f in fields)
-            lbo, sbo = lbo << 4, sbo << 4
-            if base or swz:
+            d = WG.decode_descriptor(rest.as_long())
+            if d.base_offset or d.swizzle != "none":
                 return None, "wgmma descriptor with a swizzle or base offset (footprint not modelled)"
             name = {1: "int8", 2: "float16", 4: "tf32"}[esz]
             offs = []
             for major in ("K", "MN"):
                 try:
-                    a = WG.operand_byte_addresses(WG.Descriptor(0, lbo, sbo), rows, k, name, major)
+                    a = WG.operand_byte_addresses(d, rows, k, name, major)
                 except (ValueError, NotImplementedError) as e:
                     return None, f"wgmma operand layout: {e}"
                 offs += [int(a.min()), int(a.max()) + esz]
+            # the start address, as decode_descriptor reads it, symbolic here
             start = z3.simplify(z3.Concat(z3.Extract(13, 0, t), z3.BitVecVal(0, 4)))
             start = z3.ZeroExt(14, start)
             spans.append((start + min(offs), start + max(offs)))
