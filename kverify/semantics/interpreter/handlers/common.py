@@ -6,6 +6,8 @@ the scheduler (``None``: a scheduling point, a ``Wait``: blocked).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kverify.semantics.ir.types import SCALAR_BITS
 
 SPACE_MODS = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
@@ -41,3 +43,18 @@ def bits_of(ty):
 
 def yield_once():
     yield None
+
+
+def replicas(mask, key) -> tuple:
+    """``(mask with one lane kept per key, [lanes of every key more than one lane shares])``:
+    lanes of one instruction whose operation ``key(lane)`` is identical (an ``mbarrier.init`` of
+    the same barrier and count, a bulk store of the same bytes to the same place), which the
+    interpreter performs once and reports as replicated."""
+    groups: dict = {}
+    for lane in np.flatnonzero(mask).tolist():
+        groups.setdefault(key(lane), []).append(lane)
+    kept = np.array(mask, bool)
+    shared = [lanes for lanes in groups.values() if len(lanes) > 1]
+    for lanes in shared:
+        kept[lanes[1:]] = False
+    return kept, shared

@@ -15,7 +15,7 @@ from ..async_ops import CopyOp
 from ..hb import ASYNC
 from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region
 from ..state import ASYNC_GENERIC, U64
-from .common import SPACE_MODS, registry, yield_once
+from .common import SPACE_MODS, registry, replicas, yield_once
 from .memory import fault
 
 HANDLERS, handler = registry()
@@ -166,17 +166,12 @@ def _one_per_replica(m, w, ins, mask, key) -> np.ndarray:
     """``mask`` with one lane kept of each set of lanes whose store ``key(lane)`` is identical
     (same source bytes, same destination): each lane would issue a copy writing the same bytes
     to the same place; reported as ``async-group.store-replicated`` (a warning) and performed once."""
-    groups: dict = {}
-    for lane in np.flatnonzero(mask).tolist():
-        groups.setdefault(key(lane), []).append(lane)
-    mask = np.array(mask, bool)
-    for lanes in groups.values():
-        if len(lanes) > 1:
-            m.report(AG.STORE_REPLICATED.id, f"{ins.opcode} executed by {len(lanes)} lanes of warp {w.index} of "
-                     f"{w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) with identical operands: {len(lanes)} "
-                     f"copies of the same bytes to the same place; performed once ({AG.STORE_REPLICATED.section})",
-                     [ins.loc], lanes=len(lanes))
-            mask[lanes[1:]] = False
+    mask, shared = replicas(mask, key)
+    for lanes in shared:
+        m.report(AG.STORE_REPLICATED.id, f"{ins.opcode} executed by {len(lanes)} lanes of warp {w.index} of "
+                 f"{w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) with identical operands: {len(lanes)} "
+                 f"copies of the same bytes to the same place; performed once ({AG.STORE_REPLICATED.section})",
+                 [ins.loc], lanes=len(lanes))
     return mask
 
 

@@ -19,7 +19,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from ..hb import hb_after, join
 from ..memory import CTA_SHIFT, SHARED_WINDOW
 from ..state import U64, Wait
-from .common import registry, space_of, yield_once
+from .common import registry, replicas, space_of, yield_once
 
 HANDLERS, handler = registry()
 
@@ -40,18 +40,14 @@ def h_mbar_init(m, w, ins, mask):
     # lanes of this execution that run the same init (same barrier, same count): undefined by
     # the ISA's letter after the first (init of a valid mbarrier), one initialization on current
     # hardware; a warning, and the interpreter performs it once (the first lane's)
-    mask = np.array(mask, bool)
-    groups: dict = {}
-    for lane in np.flatnonzero(mask).tolist():
-        groups.setdefault((int(addrs[lane]), int(count[lane])), []).append(lane)
-    for (a, c), lanes in groups.items():
-        if len(lanes) > 1:
-            _, info = m.mbar_at(w, space, a, ins)
-            m.report(MB.INIT_REPLICATED.id, f"mbarrier.init of {info.name} with count {c} executed by {len(lanes)} "
-                     f"lanes of warp {w.index} of {w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) in one "
-                     f"instruction: all but the first initialize a valid mbarrier; performed once "
-                     f"({MB.INIT_REPLICATED.section})", [ins.loc], mbarrier=info.name, count=c, lanes=len(lanes))
-            mask[lanes[1:]] = False
+    mask, shared = replicas(mask, lambda lane: (int(addrs[lane]), int(count[lane])))
+    for lanes in shared:
+        c = int(count[lanes[0]])
+        _, info = m.mbar_at(w, space, int(addrs[lanes[0]]), ins)
+        m.report(MB.INIT_REPLICATED.id, f"mbarrier.init of {info.name} with count {c} executed by {len(lanes)} "
+                 f"lanes of warp {w.index} of {w.cta.describe()} (lanes {lanes[0]}..{lanes[-1]}) in one "
+                 f"instruction: all but the first initialize a valid mbarrier; performed once "
+                 f"({MB.INIT_REPLICATED.section})", [ins.loc], mbarrier=info.name, count=c, lanes=len(lanes))
     for lane in np.flatnonzero(mask):
         cta, info = m.mbar_at(w, space, int(addrs[lane]), ins)
         who = m._thread(w, lane)
