@@ -329,11 +329,11 @@ def _grid_barrier_wait(m, w, ins, region, offs, nb, mask, old):
     returned (every CTA of the grid has arrived), then read the location with acquire at the
     atomic's scope: the last read of the spin loop it stands for."""
     lanes = np.flatnonzero(mask)
+    at, mine = np.asarray(offs)[lanes], old[lanes]
     top = U64(1 << (8 * nb - 1))
 
     def flipped():
-        cur = np.array([load_bytes(region.data, np.array([offs[ln]]), nb)[0] for ln in lanes], U64)
-        return bool(np.all((cur ^ old[lanes]) & top))
+        return bool(np.all((load_bytes(region.data, at, nb) ^ mine) & top))
 
     if not flipped():
         yield Wait("grid barrier", flipped,
