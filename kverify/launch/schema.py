@@ -179,6 +179,26 @@ class _Checker:
                 self.int_(d[k], [k], 0, MAX_SMEM, f"a non-negative integer (at most {MAX_SMEM})")
         if d.get("cooperative") is not None and not isinstance(d["cooperative"], bool):
             self.fail(["cooperative"], "expected true or false", d["cooperative"])
+        if d.get("dependent") is not None:
+            self.dependent(d["dependent"])
+
+    def dependent(self, dep):
+        """The dependent grid of a PDL pair: a launch of its own (no tensor maps, no nesting) whose
+        ``buffers`` are buffer objects or names of the primary launch's buffers."""
+        keys = ["dependent"]
+        self.obj(dep, keys)
+        extra = set(dep) - {"kernel", "grid", "block", "cluster", "args", "buffers", "outputs", "dynamic_smem"}
+        if extra:
+            self.fail(keys, f"unknown key(s) {', '.join(sorted(extra))} (a dependent launch has kernel, grid, "
+                      f"block, cluster, args, buffers, outputs, dynamic_smem)", show_got=False)
+        if not isinstance(dep.get("kernel"), str):
+            self.fail(keys + ["kernel"], "a dependent launch names its kernel (a string)", dep.get("kernel"))
+        sub = _Checker(self.path)
+        sub.fail = lambda k, what, got=None, show_got=True: self.fail(keys + k, what, got, show_got)
+        sub.spec({k: v for k, v in dep.items() if k != "buffers"})
+        for name, b in self.obj(dep.get("buffers") or {}, keys + ["buffers"]).items():
+            if not isinstance(b, str):
+                self.buffer(b, keys + ["buffers", name])
 
     def arg(self, a, keys):
         if isinstance(a, (bool, int, float, str)):

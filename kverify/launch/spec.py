@@ -74,6 +74,10 @@ class LaunchSpec:
     # workspace cooperative groups' grid.sync() reads through %envreg1/%envreg2 exists. None:
     # assumed when the kernel reads that workspace (the bound says so)
     cooperative: bool | None = None
+    # the grid launched after this one as its programmatic dependent (PDL: programmatic stream
+    # serialization): ``{"kernel", "grid", "block", "cluster", "dynamic_smem", "args", "outputs",
+    # "buffers": {PARAM: "<a buffer of this launch>" | {"dtype", "shape"}}}`` (``dependent_spec``)
+    dependent: dict | None = None
 
     @property
     def threads_per_block(self) -> int:
@@ -84,7 +88,7 @@ class LaunchSpec:
         if not isinstance(d, dict):
             raise KernelError("launch spec: expected a JSON object", path, 1, 1)
         known = {"kernel", "grid", "block", "cluster", "args", "buffers", "tensormaps", "outputs",
-                 "dynamic_smem", "shared_bytes", "cooperative"}
+                 "dynamic_smem", "shared_bytes", "cooperative", "dependent"}
         extra = set(d) - known
         if extra:
             raise KernelError(f"launch spec: unknown key(s) {', '.join(sorted(extra))}", path, 1, 1)
@@ -98,11 +102,31 @@ class LaunchSpec:
             tensormaps[name] = {**t, "dtype": _dtype_name(t["dtype"], f"tensor map {name!r}", path,
                                                           ["tensormaps", name, "dtype"])}
         args = {k: _struct_dtypes(a, ["args", k], path) for k, a in (d.get("args") or {}).items()}
+        dep = d.get("dependent")
+        if dep is not None:
+            dep = dict(dep, buffers={k: b if isinstance(b, str) else
+                                     {**b, "dtype": _dtype_name(b["dtype"], f"dependent buffer {k!r}", path,
+                                                                ["dependent", "buffers", k, "dtype"])}
+                                     for k, b in (dep.get("buffers") or {}).items()})
+            for k, b in dep["buffers"].items():
+                if isinstance(b, str) and b not in buffers:
+                    raise KernelError(f"launch spec: dependent.buffers.{k}: {b!r} is not a buffer of this launch "
+                                      f"(its buffers: {', '.join(buffers) or 'none'})", path,
+                                      *schema.locate(path, ["dependent", "buffers", k]))
         return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
                           args, buffers, tensormaps, tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None,
-                          cooperative=d.get("cooperative"))
+                          cooperative=d.get("cooperative"), dependent=dep)
+
+    def dependent_spec(self) -> tuple["LaunchSpec", dict]:
+        """The dependent grid's launch (its shared buffers typed like this launch's) and which of
+        its parameters are buffers of this launch (parameter -> buffer name)."""
+        d = self.dependent
+        shared = {k: b for k, b in d["buffers"].items() if isinstance(b, str)}
+        buffers = {k: (self.buffers[b] if isinstance(b, str) else b) for k, b in d["buffers"].items()}
+        return LaunchSpec.from_dict({**{k: v for k, v in d.items() if k != "buffers"}, "buffers": buffers},
+                                    self.path), shared
 
     def to_dict(self) -> dict:
         """The JSON form ``from_dict`` reads."""
@@ -116,6 +140,8 @@ class LaunchSpec:
             d["dynamic_smem"] = self.dynamic_smem
         if self.cooperative is not None:
             d["cooperative"] = self.cooperative
+        if self.dependent is not None:
+            d["dependent"] = self.dependent
         return d
 
     @staticmethod

@@ -189,6 +189,9 @@ class Context:
     time_budget: float | None = None  # the interpreter's wall-clock limit (None: its default)
     mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
     race_run: object = None  # (race checker, its obligations) for CTA symmetry to reuse
+    # a PDL pair (``check_pair``): ("primary", {}) records the run (and its global footprint) into the
+    # dict; ("dependent", prior, primary kernel name) checks the run against the primary's footprint
+    pdl: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,11 @@ def _races(ctx):
     keep: list = []
     got = check_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, keep=keep)
     ctx.race_run = (keep[0], got) if keep else None
+    if ctx.pdl and ctx.pdl[0] == "dependent":  # the proof covers this grid's threads, not the primary grid's
+        got = [Obligation(o.title, o.checker, "bounded", f"within this grid: {o.message}; against the primary "
+                          f"grid {ctx.pdl[2]}: not covered by this proof (the run checks it)", o.bound, o.locations,
+                          None, o.time_s) if o.title == "race-free: global" and o.status == "proved" else o
+               for o in got]
     return got
 
 
@@ -255,13 +263,17 @@ def _interpreter(ctx):
     spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
     t0 = time.perf_counter()
     reps, sym_why = None, ""
-    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}):
+    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}) and ctx.pdl is None:
         from kverify.verifier.races.symmetry import representatives
 
         reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
-                       settle=True, ctas=reps, max_seconds=ctx.time_budget)
+                       settle=True, ctas=reps, max_seconds=ctx.time_budget,
+                       footprint=bool(ctx.pdl and ctx.pdl[0] == "primary"),
+                       prior=ctx.pdl[1] if ctx.pdl and ctx.pdl[0] == "dependent" else None)
+        if ctx.pdl and ctx.pdl[0] == "primary":
+            ctx.pdl[1]["run"] = r
     except KernelError as e:
         if "no value for parameter" not in str(e):
             raise
@@ -278,6 +290,9 @@ def _interpreter(ctx):
     if r.cooperative:
         launch += (", cooperative launch (every CTA co-resident, cooperative groups' grid workspace given"
                    + ("; assumed: the kernel reads that workspace)" if spec.cooperative is None else ")"))
+    if ctx.pdl and ctx.pdl[0] == "dependent":
+        launch += (f", launched as the programmatic dependent (PDL) of {ctx.pdl[2]} from the memory its run left "
+                   f"(global accesses before griddepcontrol.wait checked against that run's)")
     if reps is not None:
         shown = ", ".join(str(c[0]) if g[1] == g[2] == 1 else str(c) for c in reps[:12])
         more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""
@@ -433,7 +448,7 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
                  smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
-                 assume=(), strict: bool = False, time_budget: float | None = None) -> KernelReport:
+                 assume=(), strict: bool = False, time_budget: float | None = None, pdl=None) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
     or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
@@ -449,7 +464,7 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         spec = replace(spec, assume=tuple(assume))
         Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs,
-                  time_budget=time_budget)
+                  time_budget=time_budget, pdl=pdl)
     rep = KernelReport(kernel.name, path or "?", strict=strict)
     order, evidence = [], {}
     for c in (CHECKERS if checkers is None else checkers):
@@ -486,6 +501,38 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
         return Namer(module, {v: 8 for v in ctx.mbarrier_vars}).name_report(rep)
     except Exception:  # noqa: BLE001
         return rep
+
+
+def check_pair(module, kernel, spec, dependent, inputs: dict | None = None, **kw) -> list:
+    """A PDL pair (``spec.dependent``, ``kverify.semantics.interpreter.dependent``): the primary
+    grid's report (its run records its global footprint), then the dependent grid's, whose run starts
+    from the memory the primary's run left and checks every global access before
+    ``griddepcontrol.wait`` against that footprint (``race.global.dependent-grid``). Without a
+    complete primary run there is nothing to check against: the dependent's race-free: global is
+    ``unknown`` with the reason. ``dependent``: the dependent grid's kernel (``spec.dependent``'s)."""
+    from dataclasses import replace
+
+    holder: dict = {}
+    first = check_kernel(module, kernel, spec, inputs=inputs, pdl=("primary", holder), **kw)
+    dspec, shared = spec.dependent_spec()
+    dk = dependent
+    r = holder.get("run")
+    ok = r is not None and r.status == "complete" and r.footprint is not None
+    prior = (r.footprint, r.layout, shared) if ok else None
+    dinputs = {p: r.outputs[b] for p, b in shared.items() if b in r.outputs} if ok else None
+    second = check_kernel(module, dk, dspec, inputs=dinputs, pdl=("dependent", prior, kernel.name) if ok else None,
+                          **kw)
+    if not ok:
+        why = (f"not checked against the primary grid {kernel.name}: its run "
+               + (f"did not complete ({r.status}: {r.reason})" if r is not None else "did not run"))
+        second.obligations = [replace(o, status="unknown", message=f"{why}; within this grid: {o.message}",
+                                      counterexample=None)
+                              if o.title == "race-free: global" and o.status in ("proved", "bounded") else o
+                              for o in second.obligations]
+    for o in second.obligations:  # replaying the dependent alone would not reproduce the pair
+        if o.counterexample and o.counterexample.get("rule") == "race.global.dependent-grid":
+            o.counterexample["replay"] = f"kverify check {first.path} --launch {spec.path}"
+    return [first, second]
 
 
 def _report_order(title):

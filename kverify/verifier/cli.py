@@ -260,7 +260,7 @@ def cmd_check(args) -> int:
 
     from kverify.launch import from_flags
 
-    from .check import check_kernel
+    from .check import check_kernel, check_pair
     from .report import KernelReport, Location, exit_code, report_json
 
     reports = []
@@ -279,19 +279,30 @@ def cmd_check(args) -> int:
             reports.append(KernelReport(args.kernel or "", f, error=e.message,
                                         error_location=Location(e.file, e.line, e.col)))
             continue
+        paired = set()  # dependent grids of PDL pairs: checked with their primary
         for k in kernels:
+            if k.name in paired:
+                continue
             try:
                 spec = None if args.launch else from_flags(k, f, args.grid, args.block, args.arg, args.cluster,
                                                           args.dynamic_smem)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
+                if spec.dependent is not None and spec.kernel and _kernel(m, spec.kernel, f).name != k.name:
+                    continue  # a pair's launch names its primary: this kernel is checked as its part or not at all
                 if args.cooperative is not None:
                     spec = dataclasses.replace(spec, cooperative=args.cooperative)
                 prefix = f"{os.path.basename(f)}.{k.name}"
+                kw = dict(budget=args.budget, timeout_s=args.timeout, smt=not args.no_smt, path=f, inputs=inputs,
+                          assume=args.assume, strict=args.strict, time_budget=args.time_budget)
+                if spec.dependent is not None:  # a PDL pair: the primary's report, then the dependent's
+                    dk = _kernel(m, spec.dependent["kernel"], f)
+                    paired.add(dk.name)
+                    with _exporting(args.export_smt, prefix):
+                        reports.extend(check_pair(m, k, spec, dk, **kw))
+                    continue
                 with _exporting(args.export_smt, prefix):
-                    reports.append(check_kernel(m, k, spec, budget=args.budget, timeout_s=args.timeout,
-                                                smt=not args.no_smt, path=f, inputs=inputs, assume=args.assume,
-                                                strict=args.strict, time_budget=args.time_budget))
+                    reports.append(check_kernel(m, k, spec, **kw))
                 if args.recheck:
                     _recheck(reports[-1], args.export_smt, prefix, args.recheck)
             except KernelError as e:

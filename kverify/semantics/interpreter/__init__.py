@@ -57,6 +57,10 @@ class RunResult:
     mbarriers: dict = field(default_factory=dict)  # mbarrier object -> phases completed (first run)
     ctas_run: int = 0  # CTAs the first run interpreted
     cooperative: bool = False  # a cooperative launch: the grid workspace given, every CTA co-resident
+    # a PDL pair's primary (``run_kernel(footprint=True)``): the first run's global footprint
+    # (``dependent.Footprint``) and where its buffers lie (name -> (start, dtype, shape))
+    footprint: object = None
+    layout: dict = field(default_factory=dict)
 
     @property
     def explored_all(self) -> bool:
@@ -72,16 +76,20 @@ class RunResult:
 WALL_BUDGET_S = 300.0
 
 
-def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None, deadline=None, max_seconds=None):
+def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None, deadline=None, max_seconds=None,
+             prior=None):
     m = Machine(module, kernel, spec, inputs, scheduler, max_steps, check, only_ctas=ctas)
     m.deadline, m.max_seconds = deadline, max_seconds
+    if prior is not None:  # (primary's footprint, its buffer layout, this launch's parameter -> its buffer)
+        fp, layout, shared = prior
+        m.pdl_prior = fp.rebase(layout, shared, m.buffers, m.gmem.size)
     return m
 
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
                replay: dict | None = None, reduce: bool = True, settle: bool = False,
-               ctas=None, max_seconds: float | None = None) -> RunResult:
+               ctas=None, max_seconds: float | None = None, footprint: bool = False, prior=None) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
@@ -92,7 +100,10 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
     caller that proved the others symmetric (kverify.verifier.races.symmetry). ``max_seconds``
     (default ``WALL_BUDGET_S``) bounds the whole call's wall-clock time: past it the run is
-    ``incomplete`` with the reason."""
+    ``incomplete`` with the reason. A PDL pair (``dependent``): ``footprint=True`` records the
+    first run's global footprint (the primary grid); ``prior`` — ``(footprint, its layout, this
+    launch's parameter -> the primary's buffer)`` — checks this grid's accesses before
+    ``griddepcontrol.wait`` against it (the dependent grid)."""
     t0 = time.perf_counter()
     max_seconds = WALL_BUDGET_S if max_seconds is None else max_seconds
     deadline = time.monotonic() + max_seconds
@@ -105,7 +116,12 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         sched = Deterministic()
     else:
         raise KernelError(f"unknown schedule {schedule!r} (deterministic, random, exhaustive)", spec.path, 1, 1)
-    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas, deadline, max_seconds).run()
+    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas, deadline, max_seconds, prior)
+    if footprint:
+        from .dependent import Footprint
+
+        m.footprint = Footprint(m.gmem.size)
+    m = m.run()
     findings = dict(m.findings)
     for f in findings.values():
         f.details.setdefault("schedule", schedule if schedule != "exhaustive" else "deterministic")
@@ -131,7 +147,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         total += 1
         for dev in cands:
             r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas, deadline,
-                         max_seconds).run()
+                         max_seconds, prior).run()
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
@@ -148,7 +164,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
-                     ctas_run=m.ctas_run, cooperative=m.cooperative)
+                     ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers))
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

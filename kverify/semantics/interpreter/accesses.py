@@ -12,6 +12,7 @@ from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_G
                                                      RACE_SHARED, RACE_SHARED_SAME_VALUE, UNINITIALIZED)
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
+from . import dependent
 from .hb import ACQUIRING, GENERIC, RELEASING, join, strength, vget
 from .memory import Region
 
@@ -56,6 +57,8 @@ class AccessMixin:
         vc = w.vc if vc is None else vc
         sh = region.shadow
         order = w.lane_order if agent == w.agent else None
+        if region is self.gmem and (self.footprint is not None or self.pdl_prior is not None):
+            self._grid_footprint(w, ins, region, idx, lane_of, kind)
         if kind == "read":
             conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy, order, strong)
             if sh.uninit is not None and sh.uninit[idx].any():
@@ -92,6 +95,15 @@ class AccessMixin:
             if strong is not None and strong.sem in RELEASING:
                 w.release_tick()
 
+    def _grid_footprint(self, w, ins, region, idx, lane_of, kind):
+        """A global access of a grid checked as a PDL pair (``dependent``): recorded in the
+        primary's footprint, or checked against it by a lane of the dependent grid that has not
+        executed ``griddepcontrol.wait``."""
+        if self.pdl_prior is not None:
+            dependent.check(self, w, ins, region, idx, lane_of, kind)
+        if self.footprint is not None:
+            self.footprint.record(idx, ins.loc, kind != "read")
+
     @staticmethod
     def _release_clock(w, strong):
         """The clock a strong write releases: the warp's own for a releasing write, the one at
@@ -109,6 +121,8 @@ class AccessMixin:
         lanes = np.flatnonzero(m)
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
         sh = region.shadow
+        if self.check and region is self.gmem and (self.footprint is not None or self.pdl_prior is not None):
+            self._grid_footprint(w, ins, region, idx, np.repeat(lanes, nbytes), "atomic")
         if self.check:
             for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True,
                                     strong=strong):

@@ -105,6 +105,10 @@ class Machine(AccessMixin, MbarrierMixin):
         # instruction issued and per asynchronous operation completed, (turn, CTA, warp, kind,
         # opcode, Loc) — one ``is not None`` test per synchronization step when off
         self.events = None
+        # a PDL pair (``dependent``): the global footprint this grid records (its primary's run), and
+        # the primary's footprint the lanes of this grid check before griddepcontrol.wait
+        self.footprint = None
+        self.pdl_prior = None
         self.check = check_races
         self.funcs = {k.name: k for k in module.kernels}
         self.func_addr = function_addresses(module)

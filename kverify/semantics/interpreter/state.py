@@ -118,6 +118,7 @@ class Warp:
         self.params: dict[str, np.ndarray] = {}  # call-site .param variables, per lane
         self.frames: list = []
         self.returned = np.zeros(32, bool)
+        self.pdl_waited = np.zeros(32, bool)  # lanes past griddepcontrol.wait (``dependent``)
         self.exited_reported = False
         self.gen = None
 

@@ -29,6 +29,12 @@ RACE_SHARED_SAME_VALUE = Rule(
 RACE_GLOBAL_SAME_VALUE = Rule(
     "race.global.same-value", "§8 memory consistency model (data races, §8.9 ordering of memory operations)", MCM,
     _SAME_VALUE.format("global-memory"), severity="warning")
+RACE_GLOBAL_DEPENDENT_GRID = Rule(
+    "race.global.dependent-grid", "§9.7.13 griddepcontrol (programmatic dependent launch); §8 memory consistency "
+    "model", "parallel-synchronization-and-communication-instructions-griddepcontrol",
+    "a grid launched as the programmatic dependent of another (PDL) accesses global-memory bytes the primary grid "
+    "wrote (or writes bytes it read) before the thread's griddepcontrol.wait: the dependent may run alongside the "
+    "primary, and launch_dependents orders no memory")
 RACE_ASYNC_PROXY = Rule(
     "race.async-proxy", "§8.6 proxies; §9.7.13.4 membar/fence (fence.proxy.async)",
     "parallel-synchronization-and-communication-instructions-membar",

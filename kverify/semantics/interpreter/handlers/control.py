@@ -153,7 +153,18 @@ def _call(m, w, ins, mask, callee, rets, args):
 # --------------------------------------------------------------------------- no-ops
 
 
-@handler("nanosleep", "prefetch", "prefetchu", "setmaxnreg", "griddepcontrol", "applypriority", "discard",
+@handler("griddepcontrol")
+def h_griddepcontrol(m, w, ins, mask):
+    """§9.7.13 griddepcontrol: ``wait`` orders the lanes after every access of the prerequisite grid
+    (checked when the launch is a PDL pair's dependent: ``dependent``); ``launch_dependents`` lets the
+    dependent grid start early (where the primary first does so is recorded for the messages)."""
+    if "wait" in ins.mods:
+        w.pdl_waited |= mask
+    elif m.footprint is not None and m.footprint.trigger is None:
+        m.footprint.trigger = ins.loc
+
+
+@handler("nanosleep", "prefetch", "prefetchu", "setmaxnreg", "applypriority", "discard",
          "cp.async.bulk.prefetch", "cp.async.bulk.prefetch.tensor", "pmevent",
          "fence.proxy.tensormap::generic")
 def h_nop(m, w, ins, mask):
