@@ -199,16 +199,25 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     parameter names: ``"n > 0 and n % 4 == 0"``; ``kverify.symbolic.assume``) is ``--assume``:
     preconditions of the symbolic checkers over the parameters left symbolic; the launch's
     concrete arguments must satisfy it (else a ``KernelError``). ``strict`` is ``--strict``:
-    warning-tier findings make the kernel violated."""
-    from kverify.verifier.check import check_kernel
+    warning-tier findings make the kernel violated. A launch with ``"dependent"`` (a PDL pair) checks
+    both grids: the report has the primary's kernel report, then the dependent's."""
+    from kverify.verifier.check import check_kernel, check_pair
 
     m, k, path = load(kernel, kernel_name, arch, defines)
     spec, given = launch_spec(k, grid, block, args, cluster, dynamic_smem, path, launch)
     if inputs:
         given = {**(given or {}), **inputs}
     assume = [assume] if isinstance(assume, str) else list(assume or ())
-    rep = check_kernel(m, k, spec, budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume,
-                       strict=strict)
+    kw = dict(budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume, strict=strict)
+    if spec.dependent is not None:
+        name = spec.dependent["kernel"]
+        try:
+            dk = m.kernel(name)
+        except KeyError:
+            raise KernelError(f"launch spec: dependent.kernel: no kernel {name!r} (entries: "
+                              f"{', '.join(x.name for x in m.kernels if x.is_entry)})", spec.path, 1, 1) from None
+        return Report([replay_with_inputs(r, given) for r in check_pair(m, k, spec, dk, **kw)], "check", given)
+    rep = check_kernel(m, k, spec, **kw)
     return Report([replay_with_inputs(rep, given)], "check", given)
 
 

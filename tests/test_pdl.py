@@ -107,3 +107,14 @@ def test_bad_dependent_launches_are_bad_input(tmp_path, capsys, dep, message, at
     assert (e.value.message, e.value.line, e.value.col) == (message, 1, col)
     rc = main(["check", str(DATA / "pair.ptx"), "--launch", str(f)])
     assert rc == 2 and f"{f}:1:{col}: error: {message}" in capsys.readouterr().out
+
+
+def test_the_python_api_checks_the_pair():
+    import kverify
+
+    rep = kverify.check(str(DATA / "pair__no_wait.ptx"), kernel_name="producer", launch=str(DATA / "pair.json"))
+    assert [(k.name, k.verdict) for k in rep.kernels] == [("producer", "verified"), ("consumer", "violated")]
+    with pytest.raises(KernelError, match="launch spec: dependent.kernel: no kernel 'nope' \\(entries: producer, consumer\\)"):
+        kverify.check(str(DATA / "pair.ptx"), kernel_name="producer",
+                      launch={**json.loads((DATA / "pair.json").read_text()), "dependent": {
+                          **json.loads((DATA / "pair.json").read_text())["dependent"], "kernel": "nope"}})
