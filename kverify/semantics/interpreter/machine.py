@@ -120,6 +120,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.agents: list[str] = []
         self.fence_clk = np.zeros(0, np.int64)
         self.mbar_fence_clk = np.zeros(0, np.int64)
+        self.init_fences: dict = {}  # agent -> its clocks at fence.mbarrier_init / fence.proxy.async (ascending)
         self.inflight: list[AsyncOp] = []
         self.ops_by_agent: dict = {}
         self.status = "complete"

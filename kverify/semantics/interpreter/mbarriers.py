@@ -5,6 +5,8 @@ PTX ISA §9.7.13.15.
 """
 from __future__ import annotations
 
+import bisect
+
 
 import numpy as np
 
@@ -159,6 +161,20 @@ class MbarrierMixin:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],
                         mbarrier=info.name)
 
+    def mbar_check_init_fenced(self, info, op, who):
+        """A copy's complete-tx: ask the protocol whether the initializing thread fenced the init
+        (a fence after the init that happens before the copy's issue)."""
+        if info.init is None:
+            return
+        ia, ic, iloc, _ = info.init
+        seen = int(vget(op.vc, np.array([ia]))[0])  # the init thread's clock the issue is ordered after
+        fences = self.init_fences.get(ia, ())
+        i = bisect.bisect_left(fences, ic)
+        v = MB.init_fenced(i < len(fences) and fences[i] <= seen, who)
+        if v is not None:
+            self.report(v.rule, f"{v.message} (mbarrier {info.name})", [op.instr.loc, self.locs[iloc]],
+                        mbarrier=info.name)
+
     def mbar_check_remote_init(self, info, ins, who):
         """A remote arrive: ask the protocol whether the init was fenced for the cluster."""
         if info.init is None or not info.state.initialized:
@@ -201,6 +217,7 @@ class MbarrierMixin:
             self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)  # the protocol reports it
             return
         self.mbar_check_init(info, op.warp, op.vc, op.instr, who)
+        self.mbar_check_init_fenced(info, op, who)
         self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
         if nbytes <= 0:
             self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")

@@ -37,6 +37,8 @@ def h_fence_proxy(m, w, ins, mask):
     if len(m.fence_clk) <= w.agent:
         m.fence_clk = np.concatenate([m.fence_clk, np.zeros(w.agent + 1 - len(m.fence_clk), np.int64)])
     m.fence_clk[w.agent] = w.clock()
+    if "global" not in ins.mods:  # a fence covering shared memory also makes an mbarrier.init visible
+        m.init_fences.setdefault(w.agent, []).append(w.clock())
     w.proxy_fence_vc = w.vc.copy()  # every write ordered before this fence (race.async-proxy.issuer-fence)
     w.release_tick()
     return yield_once()
@@ -47,5 +49,6 @@ def h_fence_mbar_init(m, w, ins, mask):
     if len(m.mbar_fence_clk) <= w.agent:
         m.mbar_fence_clk = np.concatenate([m.mbar_fence_clk, np.zeros(w.agent + 1 - len(m.mbar_fence_clk), np.int64)])
     m.mbar_fence_clk[w.agent] = w.clock()
+    m.init_fences.setdefault(w.agent, []).append(w.clock())
     w.release_tick()
     return yield_once()

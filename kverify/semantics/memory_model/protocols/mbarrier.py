@@ -112,6 +112,17 @@ INIT_VISIBILITY = Rule(
     "fence.mbarrier_init must make the init visible), or a remote arrive on a barrier whose "
     "init was not followed by fence.mbarrier_init.release.cluster",
 )
+INIT_FENCE = Rule(
+    "mbarrier.init-fence",
+    "§9.7.13.15.3 mbarrier lifecycle (mbarrier.init); §9.7.12.4 fence.mbarrier_init, fence.proxy.async; "
+    "CUDA C++ Programming Guide, TMA (the init made visible to the async proxy)",
+    _MB + "-init",
+    "a TMA/bulk copy completes tx on an mbarrier whose mbarrier.init the initializing thread did not follow "
+    "with fence.mbarrier_init (or fence.proxy.async) before the copy was issued (the init reaches the copy "
+    "only through a barrier or program order): the CUDA guide and CUTLASS fence it, and CUTLASS, "
+    "FlashAttention-3 and FlashKDA added the missing fence as a fix; Triton 3.6 omits it",
+    severity="warning",
+)
 TX_MISMATCH = Rule(
     "mbarrier.tx-mismatch",
     "§9.7.13.15.5 tracking asynchronous operations (expect-tx / complete-tx)",
@@ -129,7 +140,7 @@ REMOTE_WAIT = Rule(
 
 RULES: tuple[Rule, ...] = (
     UNINITIALIZED, REINIT, INIT_REPLICATED, INIT_COUNT, ARRIVE_COUNT, ARRIVAL_OVERFLOW, TX_RANGE,
-    NO_COMPLETE, PARITY, REMOTE_WAIT, INIT_VISIBILITY, TX_MISMATCH,
+    NO_COMPLETE, PARITY, REMOTE_WAIT, INIT_VISIBILITY, INIT_FENCE, TX_MISMATCH,
 )
 
 # --------------------------------------------------------------------------- state
@@ -456,6 +467,17 @@ def remote_init_visibility(fenced: bool, who: str) -> Violation | None:
     return INIT_VISIBILITY.violation(
         f"remote arrive by {who} on an mbarrier whose init was not followed by "
         f"fence.mbarrier_init.release.cluster (§9.7.13.15.3, §9.7.12.4)")
+
+
+def init_fenced(fenced: bool, who: str) -> Violation | None:
+    """A copy's complete-tx by ``who`` (an async-proxy agent): the initializing thread must have
+    fenced the init (fence.mbarrier_init or fence.proxy.async) before the copy was issued."""
+    if fenced:
+        return None
+    return INIT_FENCE.violation(
+        f"{who} completes tx on an mbarrier whose init was not followed by fence.mbarrier_init (or "
+        f"fence.proxy.async) in the initializing thread before the copy was issued: the init reaches the copy's "
+        f"complete-tx only through a barrier or program order (§9.7.13.15.3, §9.7.12.4)")
 
 
 def quiescent(state: MbarrierState, signalling_in_flight: bool) -> Violation | None:
