@@ -169,7 +169,8 @@ def test_descriptor_matmul_outputs_match_torch():
     a, b, c = torch.randn(M, Kk).half(), torch.randn(Kk, N).half(), torch.empty(M, N).half()
     d = [TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)]
     r = kverify.triton.run(K.desc_matmul_kernel, (2, 2), *d, Kk, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, num_stages=3)
-    assert r.status == "complete" and not r.findings
+    # Triton 3.6 publishes its mbarrier inits with bar.sync only: the init-fence warning, nothing else
+    assert r.status == "complete" and {f.rule for f in r.findings} == {"mbarrier.init-fence"}
     got = torch.from_numpy(r.outputs["c_desc.base"].view(np.float16)).float()
     torch.testing.assert_close(got, (a.float() @ b.float()), atol=0.06, rtol=0.01)
 
