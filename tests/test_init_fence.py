@@ -49,3 +49,17 @@ def test_fenced_twins_have_no_finding_and_copy_the_data(capsys, name):
     r = run_kernel(m, m.kernel("copy_in"), spec, inputs={"in": x})
     assert r.status == "complete" and not r.findings
     np.testing.assert_array_equal(r.outputs["out"], 2 * x)
+
+
+def test_cutlass_init_sequence_with_a_relaxed_cluster_arrive(capsys):
+    """fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.relaxed + wait: the fence's
+    release reaches the issuing warp through the cluster barrier (CUTLASS's sequence, which made
+    its example 48 GEMM carry this warning before the cluster path was followed): no finding. The
+    same sequence without the fence: the init reaches neither the expect-tx nor the copy."""
+    rc, k = _check("cluster_sequence", capsys)
+    assert rc == 0 and k["verdict"] == "verified" and k["findings"] == []
+    rc, k = _check("cluster_sequence__no_fence", capsys)
+    assert rc == 1
+    got = sorted((f["rule"], f["severity"], f["locations"][0]["line"]) for f in k["findings"])
+    assert got == [("mbarrier.init-fence", "warning", 18), ("mbarrier.init-visibility", "error", 16),
+                   ("mbarrier.init-visibility", "error", 18)]

@@ -163,14 +163,22 @@ class MbarrierMixin:
 
     def mbar_check_init_fenced(self, info, op, who):
         """A copy's complete-tx: ask the protocol whether the initializing thread fenced the init
-        (a fence after the init that happens before the copy's issue)."""
+        (its first fence after the init happens before the copy's issue, or reached the issuing
+        warp through a cluster barrier it waited on before the issue: ``mbar_inits_seen``, for
+        CUTLASS's fence.mbarrier_init + relaxed barrier.cluster sequence)."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
-        seen = int(vget(op.vc, np.array([ia]))[0])  # the init thread's clock the issue is ordered after
         fences = self.init_fences.get(ia, ())
         i = bisect.bisect_left(fences, ic)
-        v = MB.init_fenced(i < len(fences) and fences[i] <= seen, who)
+        fenced = False
+        if i < len(fences):
+            first = fences[i]
+            seen = int(vget(op.vc, np.array([ia]))[0])  # the init thread's clock the issue is ordered after
+            own = int(vget(op.vc, np.array([op.warp.agent]))[0])
+            fenced = first <= seen or any(c < own and vget(inits, np.array([ia]))[0] >= first
+                                          for c, inits in op.warp.mbar_inits_seen)
+        v = MB.init_fenced(fenced, who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [op.instr.loc, self.locs[iloc]],
                         mbarrier=info.name)
