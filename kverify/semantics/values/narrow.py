@@ -83,6 +83,22 @@ def fp8_fraction(code: int, fmt: str) -> Fraction | None:
     return Fraction(v) if np.isfinite(v) else None
 
 
+def fp8_code(value: float, fmt: str) -> int | None:
+    """The fp8 code whose value is exactly ``value`` (+0.0 for zero), or ``None`` when ``value``
+    is not an fp8 value of ``fmt``."""
+    table = _FP8_CODES.get(fmt)
+    if table is None:
+        vals = fp8_to_f32(np.arange(256), fmt)
+        table = _FP8_CODES[fmt] = {}
+        for code in range(255, -1, -1):  # the lower code wins: +0.0 (0x00) over -0.0 (0x80)
+            v = float(vals[code])
+            if np.isfinite(v):
+                table[v] = code
+    return table.get(float(value))
+
+
+_FP8_CODES: dict = {}
+
 #: element width in bits of each operand format ``to_f32`` reads
 ELEMENT_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8}
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import z3
 
-from kverify.launch.dtypes import np_dtype
+from kverify.launch.dtypes import lookup, np_dtype
 from kverify.semantics.ir.nodes import where as _loc
+from kverify.semantics.values.narrow import fp8_code
 
 from . import realterm as R
 
@@ -239,6 +240,9 @@ def _real_cex(alg, cv, rv, ex, seed):
     for n, v in best.items():
         buf, _, rest = n.partition("[")
         if buf in by:
+            fmt = getattr(lookup(by[buf].dtype), "ptx", None)
+            if fmt in ("e4m3", "e5m2"):  # fp8 elements are stored as their codes (small integers are exact)
+                v = fp8_code(v, fmt)
             inputs[buf].reshape(-1)[int(rest.rstrip("]"))] = v
     return inputs
 

@@ -258,13 +258,14 @@ class TensorCoreHandlers:
         if len(tys) != 4:
             raise Unsupported(f"{ins.opcode}: expected .dtype.atype.btype.ctype", ins)
         self._tc_model(ins, tys[1])
-        if tys[1] in ("e4m3", "e5m2") or tys[2] in ("e4m3", "e5m2"):
-            raise ModelUnsupported(f"{ins.opcode}: mma.sync with fp8 operands is not modelled by the symbolic "
-                                   f"engine (the interpreter runs it)")
-        if (shape, tys[1]) not in WG.MMA_SHAPES or tys[1] != tys[2] or tys[0] != "f32" or tys[3] != "f32" \
-                or not ("row" in ins.mods and "col" in ins.mods):
-            raise Unsupported(f"{ins.opcode}: the symbolic engine models mma.sync.aligned.row.col.f32 with "
-                              f"{', '.join(f'{s}.{a}' for s, a in WG.MMA_SHAPES)} operands", ins)
+        self._tc_model(ins, tys[2])
+        fp8 = ("e4m3", "e5m2")
+        same = tys[1] == tys[2] or (tys[1] in fp8 and tys[2] in fp8)  # fp8 A and B may differ (§9.7.14.5.14)
+        if (shape, tys[1]) not in WG.MMA_SHAPES or not same or tys[0] != tys[3] or tys[0] not in ("f32", "f16") \
+                or (tys[0] == "f16" and tys[1] not in ("f16",) + fp8) or not ("row" in ins.mods and "col" in ins.mods):
+            raise Unsupported(f"{ins.opcode}: the symbolic engine models mma.sync.aligned.row.col with an f32 "
+                              f"accumulator and {', '.join(f'{s}.{a}' for s, a in WG.MMA_SHAPES)} operands, and "
+                              f"an f16 accumulator with f16 or fp8 operands", ins)
         d, a, b, c = ins.operands[:4]
 
         def regs(op):
@@ -298,24 +299,31 @@ class TensorCoreHandlers:
         bmat = [[None] * nn for _ in range(kk)]
         cmat = [[None] * nn for _ in range(mm)]
         lanes = {t.linear % 32: t.event[2] for t in members}
+        acc16 = tys[3] == "f16"  # C/D: two registers, elements 2r and 2r + 1 in the low and high half of r
         for lane, (av, bv, cv) in lanes.items():
-            for mat, idx, regs in ((amat, ai, av), (bmat, bi, bv)):
+            for mat, idx, regs, ty in ((amat, ai, av, tys[1]), (bmat, bi, bv, tys[2])):
                 if len(regs) * per != len(idx):
                     raise Unsupported(f"{ins.opcode}: expected {len(idx) // per} registers, got {len(regs)}", ins)
                 for e in range(len(idx)):
                     v = self.alg.extract_bytes(regs[e // per], (e % per) * esz, esz, 4) if per > 1 else regs[e]
-                    mat[int(idx[e][0][lane])][int(idx[e][1][lane])] = self._operand(v, tys[1])
-            if len(cv) != 4:
-                raise Unsupported(f"{ins.opcode}: expected 4 accumulator registers, got {len(cv)}", ins)
+                    mat[int(idx[e][0][lane])][int(idx[e][1][lane])] = self._operand(v, ty)
+            if len(cv) != (2 if acc16 else 4):
+                raise Unsupported(f"{ins.opcode}: expected {2 if acc16 else 4} accumulator registers, got {len(cv)}",
+                                  ins)
             for e in range(4):
-                cmat[int(ci[e][0][lane])][int(ci[e][1][lane])] = self._acc_in(cv[e], "f32")
+                v = self.alg.extract_bytes(cv[e // 2], 2 * (e % 2), 2, 4) if acc16 else cv[e]
+                cmat[int(ci[e][0][lane])][int(ci[e][1][lane])] = self._acc_in(v, "f16" if acc16 else "f32")
         bcols = [[bmat[q][j] for q in range(kk)] for j in range(nn)]
+        A = self.alg.A
         res = {}
         for lane in lanes:
             out = []
             for e in range(4):
                 r, cc = int(ci[e][0][lane]), int(ci[e][1][lane])
                 out.append(self._dot(cmat[r][cc], amat[r], bcols[cc]))
+            if tys[0] == "f16":  # each sum rounded to f16 once, as the wgmma f16 accumulator is
+                out = [self.alg.concat_bytes([(A.round_to("f16", out[2 * j]), 2), (A.round_to("f16", out[2 * j + 1]), 2)])
+                       for j in range(2)]
             res[lane] = out
         return res
 
