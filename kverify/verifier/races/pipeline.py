@@ -99,12 +99,25 @@ class Ev:
         return self.kind in ("copy", "write")
 
 
+class _NotModelled(Exception):
+    """The symbolic run met something its shared-memory encoding does not cover: the pipeline
+    argument cannot conclude, so the rest of the run is not needed."""
+
+
 class PipelineExecutor(MbarExecutor):
-    """The mbarrier executor, also recording what the pipeline argument needs (module docstring)."""
+    """The mbarrier executor, also recording what the pipeline argument needs (module docstring).
+    It stops at the first thing the shared-memory encoding does not cover (``_NotModelled``): the
+    argument would end there anyway, with that reason (on CUTLASS's GEMMs, after seconds of
+    loop summaries)."""
 
     def __init__(self, env, check, launch=None):
         super().__init__(env, check, launch)
         self.events: list = []
+
+    def reason(self, msg: str, space: str | None = None, ordering: bool = False):
+        super().reason(msg, space, ordering)
+        if self.reasons["shared"]:
+            raise _NotModelled(self.reasons["shared"][0])
 
     def _loop_attempt(self, lp, st, ivs, mode, written, region_unknown):
         mark = len(self.events)
@@ -214,7 +227,10 @@ class PipelineFacts(Facts):
 
         env = self.env = Env(self.module, self.kernel, self.launch)
         ex = self.ex = PipelineExecutor(env, lambda f: self.solve([f]), self.launch)
-        ex.run()
+        try:
+            ex.run()
+        except _NotModelled:
+            pass  # ex.reasons["shared"] says why (_Proof.run)
         self.sites = ex.sites
         return self
 
