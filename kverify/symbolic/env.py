@@ -33,6 +33,7 @@ class Env:
         # constraints as (term, keys): a constraint matters to a query only when the query
         # mentions one of its keys (the symbol it constrains), see smt._Checker.relevant
         self.constraints_a: list = []  # per-thread constraints, thread A (B by substitution)
+        self.elect_full_mask: set = set()  # elect.sync choices made with the full membermask 0xffffffff
         self.shared_constraints: list = []
         self.assumptions: list = []  # human-readable
         self.uf_decls: dict = {}

@@ -472,6 +472,10 @@ class Instructions:
         args = [z3.ZeroExt(32, c) for c in env.ctaid] + [z3.ZeroExt(32, warp)] + ks
         leader = f(*args)
         env.constraints_a.append((z3.ULT(leader, 32), frozenset((f.name(),))))
+        if len(ins.operands) > 1:
+            mask = z3.simplify(fit(self.read(st, ins.operands[1], 32)[0], 32))
+            if z3.is_bv_value(mask) and mask.as_long() == 0xFFFFFFFF:  # every lane executes it (.sync)
+                env.elect_full_mask.add(f.name())
         lane = env.linear_tid() & 31
         d = ins.operands[0]
         first, second = (d.first, d.second) if isinstance(d, PairOp) else (d, None)

@@ -20,6 +20,12 @@ TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx by
           "arrivals": "arrivals (per phase)"}
 
 
+#: the assumption under which ``count_threads`` counts an elect.sync leader combined with a
+#: lane-0 condition (CUTLASS's elect_one_sync() && warp-group-thread-0 idiom)
+ELECT_LANE_0 = ("elect.sync with the full membermask elects lane 0 (current hardware elects the lowest active "
+                "lane; the PTX ISA, §9.7.13.9, says only that the election is deterministic)")
+
+
 def ob(what, status, msg, t0, locs=(), cex=None, rule=None):
     return Obligation(f"mbarrier conformance: {TITLES[what]}", "mbarrier", status, msg, None, list(locs), cex,
                       time.perf_counter() - t0, rule if status == "violated" else None)
@@ -33,6 +39,7 @@ class Facts:
         self.module, self.kernel, self.launch = module, kernel, launch
         self.timeout_s, self.t0 = timeout_s, t0
         self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
+        self.assumptions: set = set()  # what a proof of the obligation being checked rests on (static._run)
         self.memo = {}
 
     # ------------------------------------------------------------------ solver
@@ -279,6 +286,13 @@ class Facts:
                     cnt += 1
                 elif any(lanes):
                     part = [i for i, b in enumerate(lanes) if b]
+                    if part == [0] and all(e.decl().name() in env.elect_full_mask for e in elects):
+                        # CUTLASS's elect_one_sync() && thread-0 guard: one thread if the full-mask
+                        # election picks lane 0, as current hardware does (the ISA says only that it
+                        # is deterministic): counted so, and the obligation says so (ELECT_LANE_0)
+                        self.assumptions.add(ELECT_LANE_0)
+                        cnt += 1
+                        continue
                     return None, (f"an elect.sync guard combined with a condition that only lane(s) "
                                   f"{part[0] if len(part) == 1 else part} of warp {w0 // 32} meet (CUTLASS's "
                                   "elect_one_sync() && warp-group-thread-0 idiom): whether the elected lane "
