@@ -271,3 +271,17 @@ def test_committed_fptr_ptx_is_what_nvcc_writes(tmp_path):
                       if l.strip() and not l.strip().startswith((".file", "//"))]
     assert body((CALLS / "fptr.ptx").read_text()) == body((tmp_path / "f.ptx").read_text())
     assert ".callprototype" in (CALLS / "fptr.ptx").read_text()
+
+
+def test_static_side_checks_the_uni_promise():
+    """``brx.idx.uni``: the SMT race checker asks whether two threads of one warp can reach it with
+    different indices; then nothing is proved (the branch is undefined behaviour). The warp-index
+    dispatch of roles.ptx keeps its proofs as ``.uni``; roles_uni.ptx (lane % 4) does not."""
+    m = load_module(str(BRX / "roles_uni.ptx"))
+    obs = check_races(m, "roles_uni")
+    line = _ptx_line(BRX / "roles_uni.ptx", "brx.idx.uni")
+    assert [o.status for o in obs] == ["unknown", "unknown"]
+    assert all(o.message == f"brx.idx.uni at ptx line {line}: two threads of one warp may reach it with different "
+               "indices (undefined behaviour, branch.uni-divergence)" for o in obs)
+    uniform = parse_ptx((BRX / "roles.ptx").read_text().replace("brx.idx ", "brx.idx.uni "), "roles.ptx")
+    assert [o.status for o in check_races(uniform, "roles")] == ["proved", "proved"]

@@ -24,7 +24,7 @@ from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, sou
 from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
                        is_atomic, is_barrier, is_unmodelled_memory, operand, sync_of)
 from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, State, SyncSite
-from .terms import TRUE, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
+from .terms import TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 _D = Z3Domain()
 
@@ -501,8 +501,26 @@ class Instructions:
             self.reason(f"brx.idx at {where(ins)}: the index may be {n} or more, outside its .branchtargets "
                         f"list (undefined behaviour, branch.index-range)"
                         + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
+        if "uni" in ins.mods:
+            self._uniform_index(ins, mk_and(st.pc, guard), idx)
         pc = mk_and(st.pc, inside) if is_true(guard) else mk_and(st.pc, mk_or(mk_not(guard), inside))
         return State(pc, st.regs, st.epoch, st.exited)
+
+    def _uniform_index(self, ins: Instr, pc, idx):
+        """``brx.idx.uni`` promises that the active threads of a warp branch with one index
+        (§9.7.12.4); a divergent index is undefined behaviour (``branch.uni-divergence``, which the
+        interpreter reports with the lanes' values). Two threads of one warp of one CTA (thread B
+        by the substitution of the race checker's pairs) that both reach it with different
+        indices: nothing can be proved."""
+        env = self.env
+        sub = Substitution(env.pairs)
+        same_warp = mk_and(*[a == sub(a) for a in env.ctaid], (env.linear_tid() >> 5) == (sub(env.linear_tid()) >> 5))
+        both = [sub(c) for c, _ in env.constraints_a]
+        r, _ = self.check(mk_and(pc, sub(pc), same_warp, idx != sub(idx), *both))
+        if r != "unsat":
+            self.reason(f"brx.idx.uni at {where(ins)}: two threads of one warp may reach it with different indices "
+                        f"(undefined behaviour, branch.uni-divergence)"
+                        + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
 
     def indirect_callee(self, ins: Instr, st: State):
         """``(function, None)`` for a call through a register whose value is, by constant
