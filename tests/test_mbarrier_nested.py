@@ -119,3 +119,36 @@ def test_elect_sync_guard_stays_unknown_without_a_full_mask_or_beyond_lane_zero(
         assert "which the PTX ISA leaves unspecified" in obs[what].message
         assert ("an elect.sync guard combined with a condition that only lane(s) "
                 + ("0" if cond == "eq" else "[0, 1]") + " of warp 0 meet") in obs[what].message
+
+
+def test_elect_with_a_constant_mask_elects_the_same_lane_in_every_iteration():
+    """"the same leader thread is elected for the same membermask every time" (§9.7.13.9): the
+    symbolic leader of an elect.sync with a constant membermask inside a loop does not depend on
+    the iteration; with a membermask read from memory it does."""
+    from kverify.semantics.ir import parse_ptx
+    from kverify.symbolic import Env
+    from kverify.symbolic.executor import Executor
+    import z3
+
+    def leaders(mask_setup):
+        body = ("\t.reg .pred %p<4>;\n\t.reg .b32 %r<12>;\n\t.reg .b64 %rd<4>;\n"
+                "\tld.param.u64 %rd1, [k_param_0];\n" + mask_setup +
+                "\tmov.u32 %r1, 0;\n$L_loop:\n\telect.sync %r2|%p1, %r9;\n\t@%p1 st.global.u32 [%rd1], %r1;\n"
+                "\tadd.s32 %r1, %r1, 1;\n"
+                "\tsetp.lt.u32 %p2, %r1, 4;\n\t@%p2 bra $L_loop;\n\tret;\n}\n")
+        ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n"
+               ".reqntid 64\n{\n" + body)
+        m = parse_ptx(ptx, "own.ptx")
+        env = Env(m, m.kernel("k"), None)
+        def check(f):
+            sol = z3.Solver()
+            sol.add(f)
+            r = sol.check()
+            return ("sat", sol.model()) if r == z3.sat else ("unsat" if r == z3.unsat else "unknown", None)
+
+        ex = Executor(env, check)
+        ex.run()
+        return sorted(f.arity() for n, f in env.uf_decls.items() if n.startswith("elect"))
+
+    assert leaders("\tmov.u32 %r9, -1;\n") == [4]
+    assert leaders("\tld.global.u32 %r9, [%rd1];\n") == [5]

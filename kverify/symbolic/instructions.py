@@ -463,19 +463,23 @@ class Instructions:
     def elect(self, ins: Instr, st: State, guard) -> State:
         """``elect.sync d|p, membermask``: one leader lane per warp and instance; modelled as
         an uninterpreted choice of the (CTA, warp, loop iterations) -- the same for every
-        thread of the warp -- so ``p`` is true for exactly the leader's lane."""
+        thread of the warp -- so ``p`` is true for exactly the leader's lane. With a constant
+        membermask the choice does not depend on the iteration: the ISA elects the same leader
+        for the same membermask every time."""
         env = self.env
         self.elect_sites += 1
-        ks = [k for _, k in self.loop_stack]
+        mask = z3.simplify(fit(self.read(st, ins.operands[1], 32)[0], 32)) if len(ins.operands) > 1 else None
+        constant = mask is not None and z3.is_bv_value(mask)
+        # "the same leader thread is elected for the same membermask every time" (§9.7.13.9): with a
+        # constant mask the choice of a warp does not change from one loop iteration to the next
+        ks = [] if constant else [k for _, k in self.loop_stack]
         f = env.uf(f"elect{self.elect_sites}", 4 + len(ks))
         warp = env.linear_tid() >> 5
         args = [z3.ZeroExt(32, c) for c in env.ctaid] + [z3.ZeroExt(32, warp)] + ks
         leader = f(*args)
         env.constraints_a.append((z3.ULT(leader, 32), frozenset((f.name(),))))
-        if len(ins.operands) > 1:
-            mask = z3.simplify(fit(self.read(st, ins.operands[1], 32)[0], 32))
-            if z3.is_bv_value(mask) and mask.as_long() == 0xFFFFFFFF:  # every lane executes it (.sync)
-                env.elect_full_mask.add(f.name())
+        if constant and mask.as_long() == 0xFFFFFFFF:  # every lane executes it (.sync)
+            env.elect_full_mask.add(f.name())
         lane = env.linear_tid() & 31
         d = ins.operands[0]
         first, second = (d.first, d.second) if isinstance(d, PairOp) else (d, None)
