@@ -607,6 +607,7 @@ def load_rules() -> None:
     """Import every module that defines rules, so ``kverify.rules.RULES`` holds them all."""
     import kverify.semantics.memory_model.execution  # noqa: F401
     import kverify.semantics.memory_model.protocols  # noqa: F401
+    import kverify.verifier.assertions  # noqa: F401
     import kverify.verifier.equivalence  # noqa: F401
     import kverify.verifier.validate.rules  # noqa: F401
 
