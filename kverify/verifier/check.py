@@ -6,6 +6,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
 ``CHECKERS`` lists them in order:
 
   races        SMT two-thread proof (``verifier.races``): race-free: shared / global
+  assertions   the kernel's assertions for every thread, symbolically (``verifier.assertions``;
+               only for a kernel with CUDA ``assert()`` or GPUVerify ``__assert``)
   pipeline     mbarrier ring pipelines, every loop iteration (``verifier.races.pipeline``):
                race-free: async (and shared, without generic shared writes)
   mbarrier     symbolic, every loop iteration (``verifier.mbarrier``): mbarrier conformance:
@@ -19,12 +21,16 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     named-barrier conformance            barrier.* rules
     deadlock-free                        every schedule covered terminates
     memory safety                        bounds, uninitialized reads, trap, brx.idx index range
+    assertions                           assert.failed (kernels with assertions only)
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
 wins (a replayable one first, the other's counterexample attached; a proof of the same
 obligation by another checker is named in its message as a disagreement); then a proof; then
 ``vacuous`` when the kernel has no operation of the obligation's kind; then a bound (which
 says why it is not a proof when another mechanism could not prove it); else ``unknown``.
+A violation that may lie outside the executions the kernel is meant for (it passed a GPUVerify
+precondition the run could not evaluate; the file has an ``__axiom``: ``Context.unclaimable``)
+is ``unknown``, "not claimed as a violation", with the reason.
 A checker that raises gives ``unknown`` for each obligation it declared ("internal error in
 checker ...": never a missing obligation), and one that does not apply to the launch
 (``NotApplicable``) gives ``unknown`` with its reason. An obligation no checker gave
