@@ -64,7 +64,7 @@ def check_assertions(module, kernel, spec, timeout_s: float, prior=None) -> list
     t0 = time.perf_counter()
     try:
         c = prior
-        if c is None or getattr(c, "ex", None) is None:
+        if c is None or not getattr(c, "executed", False):
             c = _Checker(module, kernel, spec, timeout_s, t0)
             early = c.execute()
             if early is not None:
@@ -209,7 +209,7 @@ def precondition_values(c, missing_params) -> dict:
     whose executor ran (``_Checker.execute``); ``missing_params`` names (CUDA or PTX) the
     parameters the launch gives no value or buffer."""
     ex, env = getattr(c, "ex", None), getattr(c, "env", None)
-    if ex is None or not ex.preconditions:
+    if not getattr(c, "executed", False) or not ex.preconditions:
         return {}
     syms = {str(t): (t, p) for t, p in env.params.values() if not z3.is_bv_value(t)}
     missing = {n for n, (_, p) in syms.items() if p.name in missing_params or p.source_name in missing_params}

@@ -102,6 +102,7 @@ class _Checker:
         self.timeout_s = timeout_s
         self.t0 = t0
         self.queries = 0
+        self.executed = False
         self._sym_memo: dict = {}
         self._sym_keep: list = []
 
@@ -162,6 +163,7 @@ class _Checker:
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
         warp = z3.LShR(env.linear_tid(), 5)
         self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
+        self.executed = True  # the executor ran to the end (other checkers may reuse it)
         return None
 
     def preconditions_vacuous(self, budget) -> str | None:
