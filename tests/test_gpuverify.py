@@ -179,6 +179,18 @@ def test_an_assertion_over_another_threads_value_is_not_decided(tmp_path, capsys
 
 
 @needs_nvcc
+def test_a_race_under_a_precondition_kverify_cannot_evaluate_is_not_claimed(tmp_path, capsys):
+    src = tmp_path / "kernel.cu"
+    src.write_text("//pass\n//--blockDim=32 --gridDim=1\n__global__ void k(int *A, int p) {\n"
+                   "  int idx = p + (threadIdx.x & 1);\n  __requires(__distinct_int(idx));\n"
+                   "  A[idx] = threadIdx.x;\n}\n")
+    rc, k, by = _check(capsys, src)
+    o = by["race.global"]
+    assert rc == 3 and o["status"] == "unknown" and {l["line"] for l in o["locations"]} == {6}
+    assert o["message"].endswith(":5 uses __other_int, which kverify does not evaluate)")
+
+
+@needs_nvcc
 def test_cuda_assert_is_checked_too(tmp_path, capsys):
     src = tmp_path / "k.cu"
     src.write_text("#include <cassert>\n__global__ void k(int *a) {\n  assert(threadIdx.x < 16);\n"

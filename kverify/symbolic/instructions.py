@@ -578,6 +578,11 @@ class Instructions:
             syms = _constants(c)
             self.env.constraints_a.append((c, keys(*syms)))
         self.preconditions.append(PreconditionSite(ins, pc, holds, gv.intrinsic_of(name)))
+        unevaluated = sorted({str(x).split(".", 1)[0][2:] for x in _constants(holds) if str(x).startswith("gv__")})
+        if unevaluated:
+            # what it excludes is unknown: a race found may be one it rules out
+            self.unmodelled(f"the precondition {gv.intrinsic_of(name)} at {where(ins)} uses "
+                            f"{', '.join(unevaluated)}, which kverify does not evaluate")
         return st
 
     def call(self, ins: Instr, st: State, guard) -> State:
