@@ -19,6 +19,7 @@ def test_the_wheel_installs_only_the_kverify_package(tmp_path):
     assert {n.split("/")[0] for n in names} == {"kverify", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1]
                                                 + ".dist-info"}
     assert "kverify/semantics/ir/ptx.lark" in names
+    assert "kverify/semantics/ir/gpuverify.h" in names  # force-included into GPUVerify tests
 
 
 def test_python_dash_m_kverify_is_the_command():

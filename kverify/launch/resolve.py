@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 
 from kverify.semantics.ir import KernelError
+from kverify.semantics.ir.gpuverify import header_lines
 
 from . import schema
 from .spec import LaunchSpec
@@ -238,29 +239,17 @@ def dims(text: str | None, what: str, path: str) -> list:
     return vals
 
 
-def _gpuverify_lines(path: str):
-    """The two header lines of a GPUVerify test (line 1 ``//pass`` or ``//xfail:...``, any
-    case), else None."""
-    try:
-        lines = Path(path).read_text(errors="replace").splitlines()[:2]
-    except OSError:
-        return None
-    if len(lines) < 2 or not re.match(r"//\s*(pass|xfail)", lines[0], re.IGNORECASE):
-        return None
-    return lines
-
-
 def gpuverify_defines(path: str) -> list:
     """``NAME[=VALUE]`` of every ``-DNAME[=VALUE]`` on a GPUVerify test header's line 2 (the
     test's preprocessor definitions, e.g. ``//--blockDim=256 --gridDim=2 -DWIDTH=256``)."""
-    lines = _gpuverify_lines(path)
+    lines = header_lines(path)
     return re.findall(r"(?:^|\s)-D(\w+(?:=\S+)?)", lines[1]) if lines else []
 
 
 def gpuverify_header(path: str):
     """``(block, grid)`` from a GPUVerify test header (line 1 ``//pass`` or ``//xfail:...``,
     line 2 ``//--blockDim=X --gridDim=Y`` with ``X``/``Y`` a number or ``[x,y,z]``), else None."""
-    lines = _gpuverify_lines(path)
+    lines = header_lines(path)
     if lines is None:
         return None
     b = re.search(r"--blockDim=(\[[^\]]*\]|\d+)", lines[1])

@@ -64,6 +64,11 @@ class Executor(LoopSummaries, Instructions):
         self.cta_barrier_count = 0  # bar.sync 0 only
         self.warp_barriers = False  # a full-mask bar.warp.sync was counted
         self.elect_sites = 0
+        # GPUVerify annotations and CUDA assert() (``instructions.marker_call``)
+        self.assertions: list = []  # AssertionSite
+        self.preconditions: list = []  # PreconditionSite
+        self.call_params: dict = {}  # .param name -> the term a call passes in it
+        self.marker_rets: dict = {}  # .param name -> intrinsic whose result it receives
         self._closed_forms: dict = {}
         self.func_addr = function_addresses(env.module)
         for d in self.kernel.regs:
@@ -220,6 +225,10 @@ class Executor(LoopSummaries, Instructions):
         for info in self.loops:
             if info.cont_pc is not None:
                 info.cont_pc = sub(info.cont_pc)
+        for a in self.assertions:
+            a.fails = sub(a.fails)
+        for p in self.preconditions:
+            p.pc, p.holds = sub(p.pc), sub(p.holds)
         self.env.constraints_a[:] = [(sub(c), keys) for c, keys in self.env.constraints_a]
 
     # ------------------------------------------------------------------ quiet tails

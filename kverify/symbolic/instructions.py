@@ -233,6 +233,12 @@ class Instructions:
         if space in ("param", "param::entry", "param::func"):
             if mode == "read":
                 self.load_param(ins, st, guard)
+            elif isinstance(addr_op, Addr) and isinstance(addr_op.base, Sym) and addr_op.offset == 0 \
+                    and addr_op.base.offset == 0:
+                # a call's argument: what a marker call (``ir.gpuverify``) passes
+                val = next((o for i, o in enumerate(ops) if i != slot), None)
+                t = self.read(st, val, SCALAR_BITS.get(ty, 32))[0] if val is not None else None
+                self.call_params[addr_op.base.name] = t
             return st
         if space in ("local", "const"):
             self.havoc_dests(st, ins, guard, f"{space}")
@@ -371,7 +377,10 @@ class Instructions:
             w = self.widths.get(d.name, 32)
             self.write(st, d.name, (self.approx(f"param.{d.name}", w), f"?struct:{src}"), guard)
             return
-        self.havoc_dests(st, ins, guard, "param")
+        tag = "param"
+        if name in self.marker_rets:  # the result of an intrinsic kverify does not evaluate
+            tag = f"gv{self.marker_rets[name]}"
+        self.havoc_dests(st, ins, guard, tag)
 
     def _by_value_source(self, st: State, a: Addr):
         """The by-value (``.b8`` array) kernel parameter a ``.param`` address reads from, if any."""
@@ -557,10 +566,58 @@ class Instructions:
         """The function whose body is being executed (the kernel: calls are not inlined)."""
         return self.kernel
 
+    def marker_call(self, ins: Instr, st: State, guard, name: str) -> State:
+        """A call kverify gives a meaning of its own (``kverify.semantics.ir.gpuverify``):
+
+        - an assertion (``__kverify_assert(holds)``, or ``__assertfail``: CUDA's ``assert()``
+          failing) records an ``AssertionSite`` with the condition under which it fails; the path
+          goes on where it holds (as after ``assert`` in GPUVerify's Boogie);
+        - a precondition (``__kverify_requires`` / ``__kverify_assume(holds)``) becomes a constraint
+          on thread A (and B): ``path condition -> holds``, and a ``PreconditionSite``;
+        - ``__kverify_gv<intrinsic>``: the result is an approximate value named after the intrinsic
+          (a condition that depends on it is never claimed to fail).
+        """
+        from kverify.semantics.ir import gpuverify as gv
+
+        from .records import AssertionSite, PreconditionSite
+        from .terms import keys
+
+        pc = mk_and(st.pc, guard)
+        if name == gv.ASSERTFAIL:
+            self.assertions.append(AssertionSite(ins, pc, "CUDA assert()"))
+            return State(mk_and(st.pc, mk_not(guard)), st.regs, st.epoch, st.exited)
+        if name.startswith(gv.UNEVALUATED_PREFIX):
+            for r in gv.call_rets(ins):
+                self.marker_rets[r] = gv.intrinsic_of(name)
+            return st
+        args = gv.call_args(ins)
+        t = self.call_params.get(args[0]) if args else None
+        if t is None:
+            holds = self.approx(f"gv{gv.intrinsic_of(name)}.arg", 1)
+        else:
+            holds = fit(t, 32) != 0
+        if name == gv.ASSERT:
+            self.assertions.append(AssertionSite(ins, mk_and(pc, mk_not(holds)), "__assert"))
+            return State(mk_and(st.pc, mk_or(mk_not(guard), holds)), st.regs, st.epoch, st.exited)
+        c = z3.Implies(pc, holds)
+        if not z3.is_true(z3.simplify(c)):
+            syms = _constants(c)
+            self.env.constraints_a.append((c, keys(*syms)))
+        self.preconditions.append(PreconditionSite(ins, pc, holds, gv.intrinsic_of(name)))
+        unevaluated = sorted({str(x).split(".", 1)[0][2:] for x in _constants(holds) if str(x).startswith("gv__")})
+        if unevaluated:
+            # what it excludes is unknown: a race found may be one it rules out
+            self.unmodelled(f"the precondition {gv.intrinsic_of(name)} at {where(ins)} uses "
+                            f"{', '.join(unevaluated)}, which kverify does not evaluate")
+        return st
+
     def call(self, ins: Instr, st: State, guard) -> State:
+        from kverify.semantics.ir import gpuverify as gv
         from kverify.semantics.ir.visit import callee_of, instructions, reachable_functions
 
         target = next((o for o in ins.operands if isinstance(o, Sym)), None)
+        if target is not None and gv.is_marker(target.name) and callee_of(self.env.module, ins) is None:
+            return self.marker_call(ins, st, guard, target.name)
         fn = None
         if target is not None:
             fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
@@ -593,6 +650,21 @@ class Instructions:
                     return st
         self.note_once("calls to functions without memory accesses or barriers are treated as pure")
         return st
+
+
+def _constants(e) -> list:
+    """The uninterpreted constants of ``e``."""
+    out, seen, todo = {}, set(), [e]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[str(x)] = x
+        elif z3.is_app(x):
+            todo.extend(x.children())
+    return list(out.values())
 
 
 def _full_mask(mask) -> bool:

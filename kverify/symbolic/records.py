@@ -63,6 +63,27 @@ class SyncSite:
 
 
 @dataclass
+class AssertionSite:
+    """An assertion thread A reaches: ``fails`` is the condition (path condition included) under
+    which it is false; ``what`` names it (``__assert``, ``CUDA assert()``)."""
+
+    instr: object
+    fails: object
+    what: str
+
+
+@dataclass
+class PreconditionSite:
+    """A precondition thread A reaches: under ``pc`` it requires ``holds``; ``what`` names it
+    (``__requires``, ``__assume``)."""
+
+    instr: object
+    pc: object
+    holds: object
+    what: str
+
+
+@dataclass
 class State:
     """Thread A between statements: path condition, registers (name -> (term, region)),
     barrier epoch, and the condition that it has exited."""

@@ -6,6 +6,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
 ``CHECKERS`` lists them in order:
 
   races        SMT two-thread proof (``verifier.races``): race-free: shared / global
+  assertions   the kernel's assertions for every thread, symbolically (``verifier.assertions``;
+               only for a kernel with CUDA ``assert()`` or GPUVerify ``__assert``)
   pipeline     mbarrier ring pipelines, every loop iteration (``verifier.races.pipeline``):
                race-free: async (and shared, without generic shared writes)
   mbarrier     symbolic, every loop iteration (``verifier.mbarrier``): mbarrier conformance:
@@ -19,12 +21,16 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     named-barrier conformance            barrier.* rules
     deadlock-free                        every schedule covered terminates
     memory safety                        bounds, uninitialized reads, trap, brx.idx index range
+    assertions                           assert.failed (kernels with assertions only)
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
 wins (a replayable one first, the other's counterexample attached; a proof of the same
 obligation by another checker is named in its message as a disagreement); then a proof; then
 ``vacuous`` when the kernel has no operation of the obligation's kind; then a bound (which
 says why it is not a proof when another mechanism could not prove it); else ``unknown``.
+A violation that may lie outside the executions the kernel is meant for (it passed a GPUVerify
+precondition the run could not evaluate; the file has an ``__axiom``: ``Context.unclaimable``)
+is ``unknown``, "not claimed as a violation", with the reason.
 A checker that raises gives ``unknown`` for each obligation it declared ("internal error in
 checker ...": never a missing obligation), and one that does not apply to the launch
 (``NotApplicable``) gives ``unknown`` with its reason. An obligation no checker gave
@@ -50,6 +56,7 @@ from typing import Callable
 from kverify.rules import severity
 from kverify.semantics.interpreter import run_kernel, schedule_independent
 from kverify.semantics.ir import KernelError
+from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
 from kverify.semantics.ir.visit import reachable_instructions
 
@@ -67,7 +74,10 @@ FAMILIES = (
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),
     ("memory safety", "memory", ("bounds", "uninitialized", "trap", "branch.")),
+    ("assertions", "assertions", ("assert.",)),
 )
+#: Obligations reported only for kernels that use what they are about (``Context.uses``).
+ONLY_WITH = {"assertions": "assert"}
 RACE_TITLES = ("race-free: shared", "race-free: global")
 MBARRIER_STATIC_TITLES = ("mbarrier conformance: parity (initial phase and alternation)",
                           "mbarrier conformance: tx bytes (per phase)",
@@ -111,8 +121,8 @@ def _family(rule: str) -> str:
 def _uses(module, kernel) -> set:
     """Kinds of operation the kernel (and the functions it calls) uses: ``async`` (an
     operation that completes later or acts in the async proxy, or a proxy fence), ``mbarrier``
-    (any mbarrier operation or completion) and ``unknown`` (an instruction the table does not
-    support)."""
+    (any mbarrier operation or completion), ``assert`` (an assertion: CUDA ``assert()``,
+    GPUVerify ``__assert``) and ``unknown`` (an instruction the table does not support)."""
     out = set()
     for i in reachable_instructions(module, kernel):
         effect = effect_of(i)
@@ -120,6 +130,8 @@ def _uses(module, kernel) -> set:
             out.add("unknown")
             continue
         sync = i.row.sync or ""
+        if gv.marker_of(i) in (gv.ASSERT, gv.ASSERTFAIL):
+            out.add("assert")
         if effect == "async" or sync in ASYNC_SYNC:
             out.add("async")
         if sync in MBARRIER_SYNC:
@@ -192,6 +204,10 @@ class Context:
     # a PDL pair (``check_pair``): ("primary", {}) records the run (and its global footprint) into the
     # dict; ("dependent", prior, primary kernel name) checks the run against the primary's footprint
     pdl: tuple | None = None
+    # why a violation found may lie outside the executions the kernel is meant for (a GPUVerify
+    # precondition a run could not evaluate, an __axiom): such violations are reported unknown
+    unclaimable: list = field(default_factory=list)
+    assertions_status: str | None = None  # the symbolic assertion checker's status, when it ran
 
 
 @dataclass(frozen=True)
@@ -235,6 +251,17 @@ def _races(ctx):
     return got
 
 
+@register("assertions", ("assertions",), applies=lambda ctx: ctx.smt and "assert" in ctx.uses,
+          claims="for every thread of the launch and every value of its free parameters")
+def _assertions(ctx):
+    from .assertions import check_assertions
+
+    prior = ctx.race_run[0] if ctx.race_run else None
+    got = check_assertions(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
+    ctx.assertions_status = got[0].status
+    return got
+
+
 @register("pipeline", ("race-free: async", "race-free: shared"),
           applies=lambda ctx: ctx.smt and "async" in ctx.uses,
           claims="for every iteration and trip count")
@@ -253,7 +280,7 @@ def _mbarrier_static(ctx):
 
 
 def _interpreter_titles(ctx):
-    titles = tuple(t for t, _, _ in FAMILIES)
+    titles = tuple(t for t, _, _ in FAMILIES if ONLY_WITH.get(t, "") in ctx.uses | {""})
     return titles + (MBARRIER_STATIC_TITLES if "mbarrier" in ctx.uses else ())
 
 
@@ -261,9 +288,16 @@ def _interpreter_titles(ctx):
 def _interpreter(ctx):
     module, kernel, path = ctx.module, ctx.kernel, ctx.path
     spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
+    with_values, chosen = _precondition_values(ctx, ctx.spec, set(sized) | set(unsized))
+    if chosen:  # buffers sized again: their extents may depend on the values
+        spec, sized, unsized = _sized_buffers(module, kernel, with_values, ctx.timeout_s)
     t0 = time.perf_counter()
     reps, sym_why = None, ""
-    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}) and ctx.pdl is None:
+    # CTA symmetry covers races and barriers, not assertions (they may read the CTA's index): a
+    # kernel whose assertions the symbolic checker did not prove runs every CTA; nor a PDL pair's
+    # grids (the footprint and the check against it need every CTA)
+    asserts_open = "assert" in ctx.uses and ctx.assertions_status != "proved"
+    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}) and not asserts_open and ctx.pdl is None:
         from kverify.verifier.races.symmetry import representatives
 
         reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
@@ -310,6 +344,9 @@ def _interpreter(ctx):
         explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules with at most one "
                     f"deviation from the deterministic one at a scheduling point (not every schedule: "
                     f"{r.dependence[0] if r.dependence else 'the first run does not fix every synchronization match'})")
+    if chosen:
+        explored += ("; " + ", ".join(f"{k}={v}" for k, v in chosen.items()) +
+                     " chosen to satisfy the kernel's preconditions (the launch gives no value)")
     if sized:
         explored += "; buffers sized to the kernel's accesses: " + ", ".join(
             f"{k} {b['dtype']}[{b['shape'][0]}]" for k, b in sized.items())
@@ -335,9 +372,14 @@ def _interpreter(ctx):
 
     out = []
     for title, checker, _ in FAMILIES:
+        if ONLY_WITH.get(title, "") not in ctx.uses | {""}:
+            continue
         fs = by_family.get(title, [])
         if fs:
             out.append(violated(title, checker, fs[0]))
+        elif title == "assertions" and r.unevaluated_assertions and r.status != "unsupported":
+            out.append(Obligation(title, checker, "unknown", "not evaluated: " + "; ".join(r.unevaluated_assertions[:3]),
+                                  explored, [], None, dt))
         elif r.status == "unsupported":
             out.append(Obligation(title, checker, "unknown", f"not checked: {r.reason}", None, [], None, dt))
         elif r.schedules_total is None:
@@ -350,9 +392,16 @@ def _interpreter(ctx):
             out.append(Obligation(title, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))
         elif title == "memory safety" and sized:
             out.append(Obligation(title, checker, "vacuous", SIZED_FROM_ACCESSES, explored, [], None, dt))
+        elif title == "assertions":
+            n = r.assertions_run
+            out.append(Obligation(title, checker, "bounded", f"no assertion failed on any explored schedule "
+                                  f"({n} evaluation(s) in the first run)" if n else
+                                  "no assertion was reached on any explored schedule", explored, [], None, dt))
         else:
             out.append(Obligation(title, checker, "bounded", "no violation on any explored schedule",
                                   explored, [], None, dt))
+    ctx.unclaimable += [f"the run passed a precondition kverify could not evaluate ({u})"
+                        for u in r.unevaluated_preconditions[:2]]
     out = [_exercised(o, r, module, kernel, path) for o in out]
     if r.shadow_dropped:  # a write was checked against only some of the earlier readers
         out = [Obligation(o.title, o.checker, "unknown", f"race check incomplete: {r.shadow_dropped[0]}", o.bound,
@@ -388,6 +437,33 @@ def _interpreter(ctx):
         for title in MBARRIER_STATIC_TITLES:
             out.append(Obligation(title, "mbarrier", "bounded", "no violation in the run", base.bound, [], None, dt))
     return out
+
+
+def _precondition_values(ctx, spec, pointers=()):
+    """``(spec, chosen)``: ``spec`` with values for the scalar parameters it leaves out (not
+    ``pointers``, nor parameters the kernel uses as addresses) when the kernel's preconditions
+    constrain every one of them (``assertions.precondition_values``), and those values; else
+    ``spec`` unchanged and ``{}``."""
+    from dataclasses import replace
+
+    from .assertions import precondition_values
+
+    prior = ctx.race_run[0] if ctx.race_run else None
+    if prior is None:
+        return spec, {}
+    given = set(spec.args) | set(spec.buffers) | set(getattr(spec, "tensormaps", {}) or {}) | set(pointers) \
+        | set(getattr(getattr(prior, "ex", None), "address_params", ()) or ())
+    missing = [p for i, p in enumerate(ctx.kernel.params)
+               if not p.array and not ({p.name, p.source_name, str(i)} & given)]
+    if not missing:
+        return spec, {}
+    try:
+        chosen = precondition_values(prior, {p.source_name or p.name for p in missing} | {p.name for p in missing})
+    except Exception:  # noqa: BLE001 - optional: without values the run says which are missing
+        return spec, {}
+    if not chosen:
+        return spec, {}
+    return replace(spec, args={**spec.args, **chosen}), chosen
 
 
 def _exercised(o, r, module, kernel, path):
@@ -466,6 +542,12 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs,
                   time_budget=time_budget, pdl=pdl)
     rep = KernelReport(kernel.name, path or "?", strict=strict)
+    from .assertions import unchecked_annotations
+
+    notes, axioms = unchecked_annotations(path or "")
+    rep.findings.extend(notes)
+    if axioms:
+        ctx.unclaimable.append(f"the kernel has a GPUVerify __axiom ({axioms[0]}) kverify does not evaluate")
     order, evidence = [], {}
     for c in (CHECKERS if checkers is None else checkers):
         if not c.applies(ctx):
@@ -495,8 +577,13 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
     ranked = sorted(order, key=_report_order)
     for title in ranked:
         kind = VACUOUS_WITHOUT.get(title)
-        rep.obligations.append(combine(title, evidence[title], kind is not None and kind not in ctx.uses
-                                       and not unknown_ops))
+        o = combine(title, evidence[title], kind is not None and kind not in ctx.uses and not unknown_ops)
+        if ctx.unclaimable and o.status == "violated" and o.severity(strict) == "error":
+            o = Obligation(o.title, o.checker, "unknown", f"{o.message}; not claimed as a violation: "
+                           f"{'; '.join(ctx.unclaimable[:2])}", o.bound, o.locations, None, o.time_s)
+        rep.obligations.append(o)
+    if ctx.unclaimable:
+        rep.findings = [f for f in rep.findings if severity(f.rule, strict) != "error"]
     try:  # names are presentation: a failure to name leaves the PTX names, never changes a verdict
         return Namer(module, {v: 8 for v in ctx.mbarrier_vars}).name_report(rep)
     except Exception:  # noqa: BLE001

@@ -275,6 +275,9 @@ def cmd_check(args) -> int:
         try:
             m = _load(ns)
             kernels = [_kernel(m, args.kernel, f)] if args.kernel else [k for k in m.kernels if k.is_entry]
+            if not kernels:
+                raise KernelError("no kernel in this file: nothing to check (no __global__ function, no PTX .entry)",
+                                  f, 1, 1)
         except KernelError as e:
             reports.append(KernelReport(args.kernel or "", f, error=e.message,
                                         error_location=Location(e.file, e.line, e.col)))
@@ -615,6 +618,7 @@ def load_rules() -> None:
     """Import every module that defines rules, so ``kverify.rules.RULES`` holds them all."""
     import kverify.semantics.memory_model.execution  # noqa: F401
     import kverify.semantics.memory_model.protocols  # noqa: F401
+    import kverify.verifier.assertions  # noqa: F401
     import kverify.verifier.equivalence  # noqa: F401
     import kverify.verifier.validate.rules  # noqa: F401
 

@@ -45,6 +45,7 @@ OBLIGATIONS = {
     "named-barrier conformance": "barrier.named",
     "deadlock-free": "deadlock",
     "memory safety": "memory",
+    "assertions": "assert.holds",
     "equivalence": "equivalence",
     "terminates": "validate.terminates",
     "matches-reference": "validate.matches-reference",

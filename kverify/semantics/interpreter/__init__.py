@@ -61,6 +61,10 @@ class RunResult:
     # (``dependent.Footprint``) and where its buffers lie (name -> (start, dtype, shape))
     footprint: object = None
     layout: dict = field(default_factory=dict)
+    # GPUVerify preconditions / assertions a run passed without evaluating them (``ir.gpuverify``)
+    unevaluated_preconditions: list = field(default_factory=list)
+    unevaluated_assertions: list = field(default_factory=list)
+    assertions_run: int = 0  # assertion evaluations (lanes), first run
 
     @property
     def explored_all(self) -> bool:
@@ -128,6 +132,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     status, reason = m.status, m.reason
     runs, total = 1, 1
     dropped, unordered = list(m.shadow_dropped), list(m.strong_unordered)
+    unevaluated_pre, unevaluated_asserts = list(m.unevaluated_preconditions), list(m.unevaluated_assertions)
     if schedule == "random":
         total = None
     # warning- and note-tier findings (kverify.rules) neither end the exploration nor make the
@@ -151,6 +156,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
+            unevaluated_pre += [d for d in r.unevaluated_preconditions if d not in unevaluated_pre]
+            unevaluated_asserts += [d for d in r.unevaluated_assertions if d not in unevaluated_asserts]
             executed.update(r.executed)
             for k, f in r.findings.items():
                 if k not in findings:
@@ -164,7 +171,9 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
-                     ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers))
+                     ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers),
+                     unevaluated_preconditions=unevaluated_pre, unevaluated_assertions=unevaluated_asserts,
+                     assertions_run=m.assertions_run)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

@@ -129,6 +129,11 @@ class Machine(AccessMixin, MbarrierMixin):
         self.shadow_dropped: list[str] = []  # writes the race shadow could not check against every reader
         self.strong_unordered: list[str] = []  # morally strong conflicting accesses no happens-before orders
         self.unread_atomics = None
+        # GPUVerify annotations (``handlers.control``): preconditions and assertions the run could
+        # not evaluate (they use an intrinsic kverify does not evaluate), as messages
+        self.unevaluated_preconditions: list[str] = []
+        self.unevaluated_assertions: list[str] = []
+        self.assertions_run = 0  # assertion calls executed (lanes)
         self.yields: dict = {}  # id(Instr) -> whether it is a scheduling point (``_yields``)
         self.changes = 0  # memory writes and synchronization-object steps: a spinning warp resumes when this moves
         self.turns = 0  # scheduler choices so far: a warp that yielded for fairness resumes when this moves

@@ -116,6 +116,10 @@ class Warp:
         self.mbar_inits_seen: list = []  # (own clock, init-only clock) per cluster-barrier wait
         self.last_group_wait = {}
         self.params: dict[str, np.ndarray] = {}  # call-site .param variables, per lane
+        # lanes that called an intrinsic kverify does not evaluate (``ir.gpuverify``) since their last
+        # assertion or precondition, and the intrinsics' names
+        self.unevaluated = np.zeros(32, bool)
+        self.unevaluated_names: set = set()
         self.frames: list = []
         self.returned = np.zeros(32, bool)
         self.pdl_waited = np.zeros(32, bool)  # lanes past griddepcontrol.wait (``dependent``)

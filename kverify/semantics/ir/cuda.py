@@ -29,8 +29,9 @@ def _compile_error(log: str, path: str) -> KernelError:
 
 
 def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
-                 include_dirs: tuple = (), compiler: str | None = None) -> tuple[str, str]:
-    """Return ``(ptx_text, compiler_used)``. ``compiler`` forces ``nvcc`` or ``nvrtc``."""
+                 include_dirs: tuple = (), compiler: str | None = None, pre_includes: tuple = ()) -> tuple[str, str]:
+    """Return ``(ptx_text, compiler_used)``. ``compiler`` forces ``nvcc`` or ``nvrtc``;
+    ``pre_includes`` are headers included before the file's first line."""
     src = Path(path)
     if not src.is_file():
         raise KernelError("no such file", str(path), 0, 0)
@@ -40,7 +41,8 @@ def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = Non
     if use == "nvcc":
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / (src.stem + ".ptx")
-            cmd = ["nvcc", f"-arch={arch}", "-lineinfo", "-ptx", *flags, "-o", str(out), src.name]
+            pre = [x for h in pre_includes for x in ("-include", str(h))]
+            cmd = ["nvcc", f"-arch={arch}", "-lineinfo", "-ptx", *flags, *pre, "-o", str(out), src.name]
             try:
                 r = subprocess.run(cmd, cwd=src.parent.resolve(), capture_output=True, text=True, timeout=300)
             except FileNotFoundError:
@@ -48,7 +50,7 @@ def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = Non
             if r.returncode != 0:
                 raise _compile_error(r.stderr + r.stdout, str(path))
             return out.read_text(), "nvcc"
-    return _nvrtc(src, arch, flags), "nvrtc"
+    return _nvrtc(src, arch, flags + [f"--pre-include={h}" for h in pre_includes]), "nvrtc"
 
 
 def _nvrtc(src: Path, arch: str, flags: list) -> str:
@@ -162,6 +164,14 @@ def attach_source_names(module: Module, source: str) -> Module:
 
 def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
               compiler: str | None = None) -> Module:
-    ptx, _ = compile_cuda(path, arch, defines, compiler=compiler)
+    """Compile and parse ``path``. A GPUVerify test (``gpuverify.is_test``) gets GPUVerify's
+    annotation intrinsics from ``gpuverify.h`` (``gpuverify.compile_options``)."""
+    from . import gpuverify
+
+    pre = ()
+    if gpuverify.is_test(path) and Path(path).is_file():
+        pre, extra = gpuverify.compile_options(path, Path(path).read_text(errors="replace"))
+        defines = {**extra, **(defines or {})}
+    ptx, _ = compile_cuda(path, arch, defines, compiler=compiler, pre_includes=tuple(pre))
     m = parse_ptx(ptx, str(path) + ".ptx")
     return attach_source_names(m, Path(path).read_text())

@@ -1,6 +1,6 @@
 """Rules of execution and the memory model that no protocol owns: they are decided by the
 interpreter's happens-before shadow (races), its memory accesses (bounds, uninitialized
-reads), its run loop (deadlock, trap), its indirect-branch handler (brx.idx index range, .uni) and its warp-collective
+reads), its run loop (deadlock, trap), its assertion calls (assert.failed), its indirect-branch handler (brx.idx index range, .uni) and its warp-collective
 handlers (divergence); the
 symbolic race checker reports the same race rules. Each is a ``kverify.rules.Rule``.
 
@@ -62,6 +62,11 @@ UNINITIALIZED = Rule(
 TRAP = Rule(
     "trap", "§9.7.19.4 trap; brkpt", "miscellaneous-instructions-trap",
     "trap or brkpt executed: the launch aborts")
+ASSERT_FAILED = Rule(
+    "assert.failed", "the kernel's own assertions: CUDA assert() (__assertfail, the launch aborts); GPUVerify's "
+    "__assert", "",
+    "an assertion of the kernel (CUDA assert(), GPUVerify's __assert / __global_assert) is false for a thread of the "
+    "launch")
 DEADLOCK = Rule(
     "deadlock", "§9.7.13 parallel synchronization (barriers and waits that never complete)",
     "parallel-synchronization-and-communication-instructions",

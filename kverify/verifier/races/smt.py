@@ -102,6 +102,7 @@ class _Checker:
         self.timeout_s = timeout_s
         self.t0 = t0
         self.queries = 0
+        self.executed = False
         self._sym_memo: dict = {}
         self._sym_keep: list = []
 
@@ -125,7 +126,10 @@ class _Checker:
         return "unknown", None
 
     # ------------------------------------------------------------------ main
-    def run(self):
+    def execute(self):
+        """Run the symbolic executor (thread A) and set up thread B's terms: the shared work of
+        every query. Returns None, or ``(reason, locations)`` when the kernel is outside the
+        classic model (nothing executed)."""
         kernel = self.kernel
         from kverify.semantics.ir.visit import instructions
 
@@ -137,9 +141,9 @@ class _Checker:
             i = scope[0]
             why = (f"the kernel uses {i.opcode} ({_where(i, self.module)}): asynchronous copies, "
                    "mbarriers and wgmma are outside the classic barrier-interval race check")
-            return [_unknown(sp, why, self.t0, [Location.of(i.loc, self.module.path)]) for sp in SPACES]
+            return why, [Location.of(i.loc, self.module.path)]
         env = self.env = Env(self.module, kernel, self.launch)
-        budget = SolverBudget(self.timeout_s * 2, label="race.setup")
+        budget = self.setup_budget = SolverBudget(self.timeout_s * 2, label="race.setup")
 
         def check_a(f):
             return self.solve([f], budget, base=env.shared_constraints + env.constraints_a)
@@ -159,6 +163,37 @@ class _Checker:
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
         warp = z3.LShR(env.linear_tid(), 5)
         self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
+        self.executed = True  # the executor ran to the end (other checkers may reuse it)
+        return None
+
+    def preconditions_vacuous(self, budget) -> str | None:
+        """The reason a race proof would be vacuous: the kernel's preconditions (GPUVerify
+        ``__requires`` / ``__assume``) admit no thread, or no two distinct threads, of the
+        launch; None when they do (or there are none)."""
+        if not self.ex.preconditions:
+            return None
+        env = self.env
+        sites = ", ".join(f"{p.what} at {_where(p.instr, self.module)}" for p in self.ex.preconditions[:3])
+        one = [c for c, _ in env.shared_constraints + env.constraints_a]
+        r, _ = self.solve(one, budget, want_model=False)
+        if r == "unsat":
+            return f"no thread of the launch meets the kernel's preconditions ({sites}): a proof would be vacuous"
+        r, _ = self.solve(self.distinct_threads("global") + one + [c for c, _ in self.base_b], budget,
+                          want_model=False)
+        if r != "unsat":
+            return None
+        return (f"the kernel's preconditions ({sites}) admit no two distinct threads of the launch: "
+                "a race proof would be vacuous")
+
+    def run(self):
+        early = self.execute()
+        if early is not None:
+            return [_unknown(sp, early[0], self.t0, early[1]) for sp in SPACES]
+        budget = self.setup_budget
+        vacuous = self.preconditions_vacuous(budget)
+        if vacuous:
+            return [_unknown(sp, vacuous, self.t0, [Location.of(p.instr.loc, self.module.path)
+                                                   for p in self.ex.preconditions[:2]]) for sp in SPACES]
         # barrier uniformity
         divergent = self.divergent_sites(budget)
         out = []
@@ -382,6 +417,9 @@ class _Checker:
             parts.append(f"all values of {', '.join(free)}")
         if env.preconditions:
             parts.append("assuming " + " and ".join(env.preconditions))
+        if self.ex.preconditions:
+            sites = list(dict.fromkeys(f"{p.what} at line {p.instr.loc.line or '?'}" for p in self.ex.preconditions))
+            parts.append(f"under the kernel's preconditions ({', '.join(sites[:4])}{', ...' if len(sites) > 4 else ''})")
         if pointers:
             parts.append(f"any addresses of {', '.join(pointers)}")
         parts.append("every schedule (two arbitrary distinct threads)")

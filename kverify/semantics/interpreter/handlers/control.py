@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import ParenList, Reg
+from kverify.semantics.ir.nodes import ParenList, Reg, where
 from kverify.semantics.ir.visit import prototype_of
-from kverify.semantics.memory_model.execution import BRANCH_INDEX_RANGE, BRANCH_UNIFORM, TRAP
+from kverify.semantics.memory_model.execution import ASSERT_FAILED, BRANCH_INDEX_RANGE, BRANCH_UNIFORM, TRAP
 
 from ..state import U64
 from .common import registry
@@ -84,10 +85,73 @@ def h_call(m, w, ins, mask):
     if isinstance(fn, Reg):
         return _indirect_call(m, w, ins, mask, fn, rets, args)
     name = fn.name if hasattr(fn, "name") else str(fn)
+    if gv.is_marker(name) and name not in m.funcs:
+        return _marker(m, w, ins, mask, name, rets, args)
     callee = m.funcs.get(name)
     if callee is None or callee.is_entry:
         raise Unsupported(f"call of unknown function {name}", ins)
     return _call(m, w, ins, mask, callee, rets, args)
+
+
+def _marker(m, w, ins, mask, name, rets, args):
+    """A call kverify gives a meaning of its own (``kverify.semantics.ir.gpuverify``):
+
+    - ``__kverify_assert(holds)`` (GPUVerify's ``__assert``) and ``__assertfail`` (CUDA's
+      ``assert()`` failing): ``assert.failed`` for each lane whose assertion is false, and those
+      lanes stop (a failed CUDA assertion aborts the launch);
+    - ``__kverify_requires`` / ``__kverify_assume(holds)``: a precondition; a lane for which it is
+      false means the run's values are outside the kernel's precondition: the run stops, and
+      what it found is no evidence about the kernel (``Unsupported`` with the reason);
+    - ``__kverify_gv<intrinsic>(...)``: an intrinsic kverify does not evaluate (``__other_int``,
+      ``__write_offset_bytes``, ...): it returns 0 and marks the lane, whose next assertion or
+      precondition is then not decided by its value but recorded as not evaluated.
+    """
+    line = where(ins)
+    if name == gv.ASSERTFAIL:
+        return _assertion_failed(m, w, ins, mask, "CUDA assert() is false")
+    if name.startswith(gv.UNEVALUATED_PREFIX):
+        w.unevaluated |= mask
+        w.unevaluated_names.add(gv.intrinsic_of(name))
+        if rets is not None:
+            for r in rets.elems:
+                store, _ = m.param_store(w, r.name)
+                store[mask] = 0
+        return None
+    store, _ = m.param_store(w, args[0].name)
+    holds = store[:, :4].copy().view(np.int32)[:, 0] != 0
+    blind = mask & w.unevaluated
+    names = ", ".join(sorted(w.unevaluated_names)) or "an intrinsic"
+    w.unevaluated &= ~mask
+    if not w.unevaluated.any():
+        w.unevaluated_names = set()
+    what = gv.intrinsic_of(name)
+    if blind.any():
+        note = f"{what} at {line} uses {names}, which kverify does not evaluate"
+        lst = m.unevaluated_assertions if name == gv.ASSERT else m.unevaluated_preconditions
+        if note not in lst:
+            lst.append(note)
+    bad = mask & ~blind & ~holds
+    if name == gv.ASSERT:
+        m.assertions_run += int((mask & ~blind).sum())
+        if bad.any():
+            return _assertion_failed(m, w, ins, bad, f"{what} is false")
+        return None
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])
+        raise Unsupported(f"the launch's values break the kernel's precondition ({what} is false for "
+                          f"{m._thread(w, lane)}): kverify checks a kernel only under its preconditions; give "
+                          f"values that meet it (--arg, --grid/--block)", ins)
+    return None
+
+
+def _assertion_failed(m, w, ins, bad, what):
+    lane = int(np.flatnonzero(bad)[0])
+    n = int(bad.sum())
+    more = f" (and {n - 1} more lane(s) of {w.describe()})" if n > 1 else ""
+    m.report(ASSERT_FAILED.id, f"assertion failed: {what} for {m._thread(w, lane)}{more}", [ins.loc],
+             thread=m._thread(w, lane))
+    w.live &= ~bad
+    return _exit_gen(m, w, bad)
 
 
 def _indirect_call(m, w, ins, mask, fn, rets, args):
