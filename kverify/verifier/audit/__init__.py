@@ -16,11 +16,22 @@ from __future__ import annotations
 import os
 
 from kverify.rules import is_rule, rule
-from kverify.semantics.ir.optable import memory_access, space_of, sync_of
+from kverify.semantics.interpreter.hbtrace import RESOLVE_PER_AGENTS, SITE_PAIRS
+from kverify.semantics.ir.optable import SPACES, memory_access, space_of, sync_of
 from kverify.semantics.ir.visit import reachable_instructions
 
-SCHEMA = "kverify.audit/1"
+SCHEMA = "kverify.audit/2"
+#: evidence items that name an ordered pair of conflicting accesses (``hbtrace``)
+PAIR_KINDS = ("synchronization", "program-order", "more")
 RANK = {"violated": 4, "unknown": 3, "bounded": 2, "proved": 1}
+
+
+EVIDENCE_NOTE = ("per access line, the earlier conflicting accesses (other line, warp, proxy) the deterministic run "
+                 "ordered it after and the edge that ordered them: the release and the acquire (barrier instance, "
+                 "mbarrier phase, group wait, cluster barrier, release/acquire pattern), the fence.proxy.async of "
+                 "a generic access before an async-proxy one, the issue of an async operation, or program order; "
+                 "one example per distinct chain of edges, at most "
+                 f"{SITE_PAIRS} chains per line, {RESOLVE_PER_AGENTS} resolved pairs per pair of lines and warps")
 
 
 def _key(path, line):
@@ -39,6 +50,22 @@ def _space_obligation(i) -> str | None:
     return None
 
 
+def _accesses(i) -> list:
+    """How an instruction accesses memory: ``load shared::cta``, ``store global``, ... for a
+    generic-proxy memory instruction; ``async store shared::cluster``, ``async load global``, ... for
+    an asynchronous copy or wgmma (its operand slots' access, the spaces its modifiers name in
+    order, else the row's space)."""
+    acc = memory_access(i)
+    if acc in ("load", "store", "update"):
+        return [f"{acc} {space_of(i)}"]
+    row = i.row
+    if row is None or row.effect != "async":
+        return []
+    slots = [o.access for o in row.operands if o.access in ("load", "store")]
+    spaces = [x for x in i.mods if x in SPACES] or [space_of(i) or "generic"] * len(slots)
+    return [f"async {a} {sp}" for a, sp in zip(slots, spaces + spaces[-1:] * len(slots))]
+
+
 # the obligations a synchronization instruction bears on, by the family of its op-table sync column
 SYNC_OBLIGATIONS = {"mbarrier": ("mbarrier.protocol", "mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals",
                                  "deadlock"),
@@ -49,21 +76,28 @@ def _obligation_family(i) -> list:
     return list(SYNC_OBLIGATIONS.get((sync_of(i) or "").split(".")[0], ()))
 
 
-def run_events(module, kernel, spec, inputs=None, max_steps=500_000):
-    """``(events, status)`` of the deterministic run with the interpreter's event log on."""
+def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=False):
+    """``(events, status, evidence)`` of the deterministic run with the interpreter's event log on;
+    with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else None."""
+    from kverify.semantics.interpreter.hbtrace import HBTrace
     from kverify.semantics.interpreter.machine import Machine
     from kverify.semantics.interpreter.scheduler import Deterministic
     from kverify.launch import initial_inputs
 
     m = Machine(module, kernel, spec, initial_inputs(kernel, spec, inputs, 0), Deterministic(), max_steps, True)
     m.events = []
+    if evidence:
+        m.trace = HBTrace(m)
     m.run()
     out = []
     for turn, cta, warp, kind, what, loc in m.events:
         out.append({"turn": turn, "cta": list(cta) if cta is not None else None, "warp": warp, "kind": kind,
                     "op": what, "line": _key(loc.file, loc.line) if loc is not None and loc.file else
                     (f"ptx {loc.ptx_line}" if loc is not None else None)})
-    return out, m.status
+    trace = None
+    if evidence:
+        trace = {"items": m.trace.evidence(), "unresolved": m.trace.unresolved}
+    return out, m.status, trace
 
 
 def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=None, inputs=None) -> dict:
@@ -82,10 +116,10 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     except OSError:
         ptx_text = []
     try:
-        events, run_status = run_events(module, kernel, spec, inputs)
+        events, run_status, trace = run_events(module, kernel, spec, inputs, evidence=True)
         timeline_note = f"deterministic schedule, run {run_status}, {len(events)} events"
     except Exception as e:  # the timeline is evidence, not a verdict: say why it is missing
-        events, run_status = [], "error"
+        events, run_status, trace = [], "error", None
         timeline_note = f"no timeline: {type(e).__name__}: {e}"
 
     rows: dict = {}
@@ -100,12 +134,12 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
                            "source": text.rstrip(), "ptx": [], "obligations": set(), "findings": [], "evidence": [],
                            "reference": [], "accesses": set(), "status": "none"}
         r["ptx"].append({"ptx_line": loc.ptx_line, "text": str(i)})
-        acc = memory_access(i)
-        if acc in ("load", "store", "update"):
+        accs = _accesses(i)
+        if accs:
             ob = _space_obligation(i)
             if ob:
                 r["obligations"].add(ob)
-                r["accesses"].add(f"{acc} {space_of(i)}")
+                r["accesses"].update(accs)
         r["obligations"].update(_obligation_family(i))
     for o in obligations:
         for L in o.get("locations") or []:
@@ -118,7 +152,15 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
             k = _key(L["path"], L["line"])
             if k in rows:
                 rows[k]["findings"].append({"rule": f["rule"], "severity": sev, "message": f["message"]})
-    # evidence: the synchronization the same warp issued before the first execution of the line
+    # evidence 1: the ordered pairs of the run (hbtrace): the earlier conflicting access and the edge
+    executed = set()
+    for loc, items in ((trace or {}).get("items") or {}).items():
+        k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
+        if k in rows:
+            executed.add(k)
+            rows[k]["evidence"] += items
+    # evidence 2, for a line with findings and no ordered pair (or with no trace): the
+    # synchronization each warp issued before its first execution of the line
     history: dict = {}
     first_seen = set()
     for e in events:
@@ -128,18 +170,30 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
         if e["kind"] in ("issue", "access") and e["line"] in rows and rows[e["line"]]["accesses"] and \
                 (w, e["line"]) not in first_seen:
             first_seen.add((w, e["line"]))
+            r = rows[e["line"]]
             before = [h for h in history.get(w, []) if h["line"] != e["line"]][-3:]
-            if before and len(rows[e["line"]]["evidence"]) < 4:
-                rows[e["line"]]["evidence"].append(
-                    f"warp {e['warp']} of CTA {tuple(e['cta'])} (turn {e['turn']}) after " +
-                    ", ".join(f"{h['op']} ({h['line']}, turn {h['turn']})" for h in before))
+            if (trace is None or r["findings"]) and not any(x["kind"] in PAIR_KINDS for x in r["evidence"]) and \
+                    sum(x["kind"] == "issued-after" for x in r["evidence"]) < 4:
+                r["evidence"].append({"kind": "issued-after", "warp": e["warp"], "cta": e["cta"], "turn": e["turn"],
+                                      "after": [{"op": h["op"], "line": h["line"], "turn": h["turn"]}
+                                                for h in before]})
         if e["kind"] == "issue":  # a synchronization instruction (barrier, mbarrier, fence, async issue/wait)
             history.setdefault(w, []).append(e)
+    for k, r in rows.items():
+        if not r["accesses"]:
+            continue
+        if trace is not None and k not in executed:
+            r["evidence"].insert(0, {"kind": "not-executed", "note": "the deterministic run did not execute it"})
+        elif trace is not None and not any(x["kind"] in PAIR_KINDS for x in r["evidence"]):
+            r["evidence"].insert(0, {"kind": "no-conflict", "note": "no earlier conflicting access of the same "
+                                     "bytes was ordered before it in the run" +
+                                     (" (the run found a race here: see the findings)" if r["findings"] else "")})
     for r in rows.values():
         for ob in sorted(r["obligations"]):
             o = by_id.get(ob)
-            if o and o["checker"] == "races" and len(r["evidence"]) < 6 and r["accesses"]:
-                r["evidence"].append(f"{ob} {o['status']}: {o['message']}")
+            if o and o["checker"] == "races" and r["accesses"]:
+                r["evidence"].append({"kind": "checker", "obligation": ob, "status": o["status"],
+                                      "message": o["message"]})
     # reference correspondence (output stores only)
     if equiv_report is not None:
         for o in equiv_report.obligations:
@@ -177,6 +231,9 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
             "reference_matched": ("output stores only: the equivalence engine's candidate->reference store "
                                   "correspondence; loads, wgmma accumulations and reductions are not matched")
             if equiv_report is not None else None,
+            "evidence": EVIDENCE_NOTE + (f"; {trace['unresolved']} ordered pair(s) whose edge was not recorded"
+                                         if trace and trace["unresolved"] else "")
+            if trace is not None else f"no happens-before trace ({timeline_note})",
         },
         "obligations": obligations, "counterexamples": cexs, "rows": out_rows,
         "timeline": {"note": timeline_note, "events": events},

@@ -1,4 +1,4 @@
-"""Markdown and self-contained HTML renderings of a ``kverify.audit/1`` document (``build``).
+"""Markdown and self-contained HTML renderings of a ``kverify.audit/2`` document (``build``).
 The HTML has no external references: inline CSS, inline JS, inline SVG."""
 from __future__ import annotations
 
@@ -6,6 +6,61 @@ import html
 import json
 
 COLOURS = {"violated": "#f4b6b6", "unknown": "#f7e3a1", "bounded": "#cfe3f7", "proved": "#c8ecc8", "none": "#ffffff"}
+
+
+def _step(st) -> str:
+    """One edge of an evidence chain (``hbtrace``) in words."""
+    who = f"warp {st['warp']}" if st.get("warp") is not None else "?"
+    if st.get("cta") is not None:
+        who += f" of CTA {tuple(st['cta'])}"
+    at = f" at {st['line']}" if st.get("line") else ""
+    obj = ""
+    if st.get("barrier") is not None:
+        obj = f" {st['barrier']}" + (f" phase {st['phase']}" if st.get("phase") is not None else "")
+    role = st["role"]
+    if role == "release" and st.get("async_op"):
+        return f"{st['op']}{' on' + obj if obj else ''}{at} ({st['async_op']} of {who}, {st.get('proxy', 'async')} proxy)"
+    if role == "release":
+        return f"{st['op']}{' on' + obj if obj else ''}{at} ({who})"
+    if role == "acquire":
+        return f"{st['op']}{at} ({who}) acquires{obj or ' it'}"
+    if role == "issue":
+        return f"issued by {who}{at}"
+    if role == "fence":
+        return f"{st['op']}{at} ({who})"
+    return st.get("op", role)
+
+
+def evidence_text(x) -> str:
+    """One evidence item of an audit row in words."""
+    k = x["kind"]
+    if k in ("synchronization", "program-order"):
+        o = x["other"]
+        who = f"warp {o['warp']}" if o.get("warp") is not None else "?"
+        if o.get("cta") is not None:
+            who += f" of CTA {tuple(o['cta'])}"
+        if o.get("async_op"):
+            who = f"{o['async_op']} of {who}"
+        head = f"{x['conflict']}: after the {o['access']} at {o['line']} ({who}, {o['proxy']} proxy)"
+        steps = " -> ".join(_step(st) for st in x["via"])
+        if k == "program-order":
+            steps = "same warp, program order" + (f": {steps}" if steps else "")
+        return f"{head}: {steps} [{x['examples']} example{'s' if x['examples'] != 1 else ''}]"
+    if k == "more":
+        return f"and {x['examples']} ordered pair(s) explained otherwise (not listed)"
+    if k == "issued-after":
+        after = ", ".join(f"{h['op']} ({h['line']}, turn {h['turn']})" for h in x["after"]) or "nothing"
+        return f"warp {x['warp']} of CTA {tuple(x['cta'])} (turn {x['turn']}) first executed it after {after}"
+    if k == "checker":
+        return f"{x['obligation']} {x['status']}: {x['message']}"
+    return x.get("note", k)
+
+
+def reference_text(x) -> str:
+    """One reference correspondence of an audit row in words."""
+    if isinstance(x, str):
+        return x
+    return f"{x['line']}"
 
 
 def _md_cell(s) -> str:
@@ -38,7 +93,8 @@ def markdown(doc: dict) -> str:
         obs = ", ".join(f"{o['id']}={o['status']}" for o in r["obligations"])
         fs = "; ".join(f"{f['severity']} {f['rule']}: {f['message']}" for f in r["findings"])
         out.append(f"| {r['line']} | `{_md_cell(r['source'].strip())}` | {r['status']} | {obs} | "
-                   f"{_md_cell('; '.join(r['evidence']))} | {', '.join(r['reference'])} | {_md_cell(fs)} |")
+                   f"{_md_cell('; '.join(evidence_text(x) for x in r['evidence']))} | "
+                   f"{_md_cell(', '.join(reference_text(x) for x in r['reference']))} | {_md_cell(fs)} |")
     out += ["", f"Timeline: {doc['timeline']['note']}.", ""]
     return "\n".join(out)
 
@@ -141,7 +197,8 @@ def page(doc: dict) -> str:
         fs = "<br>".join(e(f"{f['severity']} {f['rule']}: {f['message']}") for f in r["findings"])
         out.append(f"<tr class='line' data-i='{n}' style='background:{COLOURS.get(r['status'], '#fff')}'>"
                    f"<td>{e(r['line'])}</td><td><pre>{e(r['source'])}</pre></td><td>{e(r['status'])}</td><td>{obs}</td>"
-                   f"<td>{'<br>'.join(e(x) for x in r['evidence'])}</td><td>{e(', '.join(r['reference']))}</td>"
+                   f"<td>{'<br>'.join(e(evidence_text(x)) for x in r['evidence'])}</td>"
+                   f"<td>{'<br>'.join(e(reference_text(x)) for x in r['reference'])}</td>"
                    f"<td>{fs}</td></tr>")
         ptx = "\n".join(f"{p['ptx_line']:5}  {p['text']}" for p in r["ptx"])
         out.append(f"<tr class='ptx' id='ptx-{n}'><td></td><td colspan='6'><pre>{e(ptx)}</pre></td></tr>")
