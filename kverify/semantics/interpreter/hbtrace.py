@@ -29,8 +29,12 @@ raised); of the releases it took, the first whose releaser was already ordered a
 release (the releaser is ``a`` with its own clock ``>= c``, or its own first such acquire came
 before the release, or it is an asynchronous operation whose clock covers A) is the releasing
 half; the releaser's own ordering after A is found the same way, up to ``MAX_HOPS`` edges. For a
-generic-proxy access ordered before an async-proxy one, the writer's first ``fence.proxy.async``
-after A is named too (§8.6 proxies; the same condition the race shadow checks).
+generic-proxy access A before an async-proxy access B (§8.6 proxies, the condition the race
+shadow checks), the first ``fence.proxy.async`` of A's warp after A is named too (role ``fence``),
+else one of B's issuing warp after it was ordered after A (role ``issuer-fence``: the warning
+``race.async-proxy.issuer-fence``), else the pair is ``proxy-unordered``: ordered by
+happens-before but not for the async proxy (the finding ``race.async-proxy``). Fences are looked
+up when B is checked, so only fences before B count.
 
 Clock entries of a warp only grow, and only through its own ticks and its acquires, so the first
 acquire that raised an entry past a value is the one that made the pair ordered; the edges named
@@ -89,7 +93,7 @@ class HBTrace:
         self.raised: dict = {}  # warp agent -> {entry: ([values], [Acquire])}
         self.releases: dict = {}  # instance key -> [Release]
         self.issues: dict = {}  # async-op agent -> [Release] (its issues)
-        self.proxy_fences: dict = {}  # warp agent -> ([own clocks], [Loc])
+        self.proxy_fences: dict = {}  # warp agent -> ([own clocks], [Loc], [trace times])
         self.pending_strong: dict = {}  # warp agent -> [Release] its relaxed strong reads observed
         self.warps: dict = {}  # agent -> Warp
         self.sites: dict = {}  # site loc id -> {signature: entry}
@@ -149,9 +153,26 @@ class HBTrace:
             Release(w.agent, w.clock(), self._tick(), ins.opcode, ins.loc, w, None, None, op))
 
     def proxy_fence(self, w, ins):
-        clocks, locs = self.proxy_fences.setdefault(w.agent, ([], []))
+        clocks, locs, times = self.proxy_fences.setdefault(w.agent, ([], [], []))
         clocks.append(w.clock())
         locs.append(ins.loc)
+        times.append(self._tick())
+
+    def _fence_after(self, w, a, c):
+        """The first ``fence.proxy.async`` of warp ``w`` after agent ``a``'s event ``c`` (``w``'s own
+        access when ``w`` is ``a``, else one ``w`` was already ordered after): (Loc, warp) or None."""
+        f = self.proxy_fences.get(w.agent) if w is not None else None
+        if f is None:
+            return None
+        clocks, locs, times = f
+        if w.agent == a:
+            i = bisect_left(clocks, c)
+        else:
+            rec = self.first_raise(w.agent, a, c)
+            if rec is None:
+                return None
+            i = bisect_left(times, rec.time)
+        return (locs[i], w) if i < len(locs) else None
 
     def strong_release(self, sh, idx):
         """The release a strong read of ``idx`` observes: the last write of its first byte."""
@@ -263,12 +284,20 @@ class HBTrace:
         if steps is None:
             self.unresolved += 1
             steps = [("unresolved", None)]
-        if oproxy == GENERIC and proxy == ASYNC and other in self.proxy_fences:
-            clocks, locs = self.proxy_fences[other]
-            i = bisect_left(clocks, clk)
-            if i < len(clocks):
-                steps = [("fence", (locs[i], self.warps.get(other)))] + steps
-        sig = (oline, conflict, tuple((s[0], _step_site(s)) for s in steps))
+        unfenced = False
+        if oproxy == GENERIC and proxy == ASYNC:
+            # §8.6: a generic access is ordered before an async-proxy one only through a
+            # fence.proxy.async after it: the writer's (race.async-proxy without one), or the
+            # issuing warp's (the warning race.async-proxy.issuer-fence)
+            f = self._fence_after(self.warps.get(other), other, clk)
+            if f is not None:
+                steps = [("fence", f)] + steps
+            elif (f := self._fence_after(w, other, clk)) is not None:
+                steps = steps + [("issuer-fence", f)] if not steps or steps[-1][0] != "issue" else \
+                    steps[:-1] + [("issuer-fence", f), steps[-1]]
+            else:
+                unfenced = True
+        sig = (oline, conflict, unfenced, tuple((s[0], _step_site(s)) for s in steps))
         e = site.get(sig)
         if e is not None:
             e["count"] += 1
@@ -277,7 +306,7 @@ class HBTrace:
             self.more[loc] = self.more.get(loc, 0) + 1
             return
         site[sig] = {"steps": steps, "count": 1, "other": (other, oloc, oproxy), "this": w,
-                     "conflict": conflict, "proxy": proxy}
+                     "conflict": conflict, "proxy": proxy, "unfenced": unfenced}
 
     def _warp_agent(self, agent):
         op = self.m.ops_by_agent.get(agent)
@@ -342,7 +371,8 @@ class HBTrace:
                 steps = [self._step(s, multi_cta) for s in e["steps"]]
                 sync = any(s["role"] in ("acquire", "unresolved") for s in steps)
                 w = e["this"]
-                item = {"kind": "synchronization" if sync else "program-order", "conflict": e["conflict"],
+                kind = "proxy-unordered" if e["unfenced"] else "synchronization" if sync else "program-order"
+                item = {"kind": kind, "conflict": e["conflict"],
                         "other": {"line": _line(m.locs[oloc]), "access": self._access(other, oloc, e["conflict"]),
                                   **self._who(other, multi_cta), "proxy": PROXY.get(oproxy, str(oproxy))},
                         "this": {"warp": w.index, **({"cta": list(w.cta.ctaid)} if multi_cta else {}),
@@ -377,9 +407,9 @@ class HBTrace:
         role, x = s
         if role == "unresolved":
             return {"role": "unresolved", "op": "an edge the trace did not record"}
-        if role == "fence":
+        if role in ("fence", "issuer-fence"):
             loc, w = x
-            out = {"role": "fence", "op": "fence.proxy.async", "line": _line(loc)}
+            out = {"role": role, "op": "fence.proxy.async", "line": _line(loc)}
             if w is not None:
                 out["warp"] = w.index
             return out
@@ -410,7 +440,7 @@ def _step_site(s):
     role, x = s
     if x is None:
         return None
-    if role == "fence":
+    if role in ("fence", "issuer-fence"):
         return (x[0].line, x[0].file)
     return (x.op, getattr(x.loc, "line", None), getattr(x.loc, "file", None))
 

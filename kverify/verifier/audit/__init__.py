@@ -22,7 +22,7 @@ from kverify.semantics.ir.visit import reachable_instructions
 
 SCHEMA = "kverify.audit/2"
 #: evidence items that name an ordered pair of conflicting accesses (``hbtrace``)
-PAIR_KINDS = ("synchronization", "program-order", "more")
+PAIR_KINDS = ("synchronization", "program-order", "proxy-unordered", "more")
 RANK = {"violated": 4, "unknown": 3, "bounded": 2, "proved": 1}
 
 
@@ -32,6 +32,22 @@ EVIDENCE_NOTE = ("per access line, the earlier conflicting accesses (other line,
                  "a generic access before an async-proxy one, the issue of an async operation, or program order; "
                  "one example per distinct chain of edges, at most "
                  f"{SITE_PAIRS} chains per line, {RESOLVE_PER_AGENTS} resolved pairs per pair of lines and warps")
+
+
+VALUES_NOTE = ("loads, mma/wgmma accumulations, reductions (redux.sync, float atomic adds), arithmetic results "
+               "and stores whose values have identical normal forms in the two kernels' symbolic runs (the "
+               "equivalence engine's model, at its launch): a candidate line is matched to a reference line for "
+               "'all' of its values when every distinct value it produced was produced there too, else for "
+               "'some' (k of n); identical normal forms imply equal values, but equal values need not have "
+               "identical normal forms, so an unmatched line is not a mismatch; values of integer atomics are "
+               "not matched")
+STORES_NOTE = ("output stores only: the equivalence engine's candidate->reference store correspondence (the "
+               "symbolic runs did not complete, so no intermediate value was matched)")
+
+
+def _line_key(s):
+    """A row key (``file.cu:12``) from a ``where`` string (``path/file.cu:12``)."""
+    return _key(*s.rsplit(":", 1)) if ":" in s and not s.startswith("ptx") else s
 
 
 def _key(path, line):
@@ -194,13 +210,24 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
             if o and o["checker"] == "races" and r["accesses"]:
                 r["evidence"].append({"kind": "checker", "obligation": ob, "status": o["status"],
                                       "message": o["message"]})
-    # reference correspondence (output stores only)
+    # reference correspondence: the values each line produced (symexec.terms), else the output stores
+    value_matched = False
     if equiv_report is not None:
         for o in equiv_report.obligations:
-            for c in getattr(o, "correspondence", None) or []:
-                k = _key(*c["candidate"].rsplit(":", 1)) if ":" in c["candidate"] else c["candidate"]
+            if getattr(o, "values", None) is not None:
+                value_matched = True
+            for c in getattr(o, "values", None) or []:
+                k = _line_key(c["candidate"])
                 if k in rows:
-                    rows[k]["reference"] += [x for x in c["reference"] if x not in rows[k]["reference"]]
+                    rows[k]["reference"].append({"kind": c["kind"], "values": c["values"], "capped": c["capped"],
+                                                 "lines": [{**x, "line": _line_key(x["line"])}
+                                                           for x in c["reference"]]})
+            for c in getattr(o, "correspondence", None) or []:
+                k = _line_key(c["candidate"])
+                if k in rows and not any(x["kind"] == "store" for x in rows[k]["reference"]):
+                    rows[k]["reference"].append({"kind": "output store", "values": None, "capped": False,
+                                                 "lines": [{"line": _line_key(x), "kinds": ["store"], "matched": None,
+                                                            "all": True} for x in c["reference"]]})
     out_rows = []
     for r in rows.values():
         obs = sorted(r["obligations"])
@@ -228,9 +255,7 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
                        for o in obligations if o.get("bound") and o["status"] in ("bounded", "proved", "violated")],
             "not_checked": [{"obligation": o["id"], "reason": o["message"]} for o in obligations
                             if o["status"] == "unknown"],
-            "reference_matched": ("output stores only: the equivalence engine's candidate->reference store "
-                                  "correspondence; loads, wgmma accumulations and reductions are not matched")
-            if equiv_report is not None else None,
+            "reference_matched": (VALUES_NOTE if value_matched else STORES_NOTE) if equiv_report is not None else None,
             "evidence": EVIDENCE_NOTE + (f"; {trace['unresolved']} ordered pair(s) whose edge was not recorded"
                                          if trace and trace["unresolved"] else "")
             if trace is not None else f"no happens-before trace ({timeline_note})",

@@ -28,13 +28,15 @@ def _step(st) -> str:
         return f"issued by {who}{at}"
     if role == "fence":
         return f"{st['op']}{at} ({who})"
+    if role == "issuer-fence":
+        return f"{st['op']}{at} (the issuing {who}, not the accessing one)"
     return st.get("op", role)
 
 
 def evidence_text(x) -> str:
     """One evidence item of an audit row in words."""
     k = x["kind"]
-    if k in ("synchronization", "program-order"):
+    if k in ("synchronization", "program-order", "proxy-unordered"):
         o = x["other"]
         who = f"warp {o['warp']}" if o.get("warp") is not None else "?"
         if o.get("cta") is not None:
@@ -45,6 +47,9 @@ def evidence_text(x) -> str:
         steps = " -> ".join(_step(st) for st in x["via"])
         if k == "program-order":
             steps = "same warp, program order" + (f": {steps}" if steps else "")
+        if k == "proxy-unordered":
+            steps = (f"{steps or 'same warp, program order'}, but no fence.proxy.async after the generic-proxy "
+                     f"access: not ordered for the async proxy")
         return f"{head}: {steps} [{x['examples']} example{'s' if x['examples'] != 1 else ''}]"
     if k == "more":
         return f"and {x['examples']} ordered pair(s) explained otherwise (not listed)"
@@ -57,10 +62,15 @@ def evidence_text(x) -> str:
 
 
 def reference_text(x) -> str:
-    """One reference correspondence of an audit row in words."""
-    if isinstance(x, str):
-        return x
-    return f"{x['line']}"
+    """One reference correspondence of an audit row in words: its kind of value, and the
+    reference lines that produced all (or some, k of n) of the line's values."""
+    def one(r):
+        if r.get("matched") is None:
+            return r["line"]
+        how = "all" if r["all"] else f"some, {r['matched']} of {x['values']}"
+        return f"{r['line']} ({'/'.join(r['kinds'])}, {how})"
+    capped = " (values capped)" if x.get("capped") else ""
+    return f"{x['kind']}{capped} -> " + ", ".join(one(r) for r in x["lines"])
 
 
 def _md_cell(s) -> str:
@@ -80,6 +90,8 @@ def markdown(doc: dict) -> str:
                                                for b in s["bounds"]]
     if s["not_checked"]:
         out += ["", "Not checked (unknown):"] + [f"- `{b['obligation']}`: {_md_cell(b['reason'])}" for b in s["not_checked"]]
+    if s.get("evidence"):
+        out += ["", f"Evidence: {s['evidence']}."]
     if s.get("reference_matched"):
         out += ["", f"Reference correspondence: {s['reference_matched']}."]
     if doc["counterexamples"]:
@@ -172,6 +184,8 @@ def page(doc: dict) -> str:
     if s["not_checked"]:
         out.append("<h3>Not checked</h3><ul>" + "".join(f"<li><code>{e(b['obligation'])}</code>: {e(b['reason'])}</li>"
                                                         for b in s["not_checked"]) + "</ul>")
+    if s.get("evidence"):
+        out.append(f"<p>Evidence: {e(s['evidence'])}.</p>")
     if s.get("reference_matched"):
         out.append(f"<p>Reference correspondence: {e(s['reference_matched'])}.</p>")
     out.append("<h2>Obligations</h2><table id='obligations'><tr><th>id</th><th>checker</th><th>status</th><th>bound</th>"
