@@ -55,8 +55,8 @@ from .hb import ASYNC, GENERIC, vget
 SITE_PAIRS = 6
 #: Longest chain of release/acquire edges followed from one access back to the other.
 MAX_HOPS = 8
-#: Distinct (other site, agent pair) ordered pairs one access contributes (the rest are counted).
-PAIRS_PER_ACCESS = 8
+#: Ordered pairs one access contributes: one per (other line, other warp, conflict), at most this many.
+PAIRS_PER_ACCESS = 16
 #: Ordered pairs resolved per (site, other site, warp, other warp): later executions of the same
 #: pair between the same warps are not looked at (the evidence is an example, not a census).
 RESOLVE_PER_AGENTS = 4
@@ -235,8 +235,17 @@ class HBTrace:
             found += self._readers(sh, idx, vc)
         if not found:
             return
-        for other, clk, oloc, oproxy, conflict in found[:PAIRS_PER_ACCESS]:
+        # one pair per (other line, other warp, conflict): the asynchronous operations a warp issued
+        # at one line count as that warp's
+        seen = set()
+        for other, clk, oloc, oproxy, conflict in found:
+            k = (self._line(oloc), self._warp_agent(other), conflict)
+            if k in seen:
+                continue
+            seen.add(k)
             self._pair(loc, agent, w, other, clk, oloc, oproxy, conflict, proxy)
+            if len(seen) >= PAIRS_PER_ACCESS:
+                break
 
     def _readers(self, sh, idx, vc):
         out = []

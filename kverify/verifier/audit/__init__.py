@@ -1,15 +1,38 @@
 """``kverify audit``: one row per source line of a kernel — its PTX, the obligations touching it
 and their status, the run's ordering evidence for its memory accesses, its findings and, with a
-reference, which reference lines compute the same output values — plus a summary and an event
-timeline of the interpreter run. Rendered as Markdown, JSON (``kverify.audit/1``) or one
+reference, the reference lines that compute the same values — plus a summary and an event
+timeline of the interpreter run. Rendered as Markdown, JSON (``kverify.audit/2``) or one
 self-contained HTML file (``render.py``).
 
-What the evidence is (and is not): for every shared/global/async access line, the
-synchronization operations (barrier, mbarrier wait, fence, async-group wait) the same warp
-issued before its first execution in the deterministic run, plus the race checker's own
-message (barrier intervals of the SMT proof, or the unordered pair). It is the program-order
-half of the run's happens-before relation, not the full edge set. The reference correspondence
-is the equivalence engine's, output stores only (intermediate values are not matched).
+The evidence of a row (``evidence``, a list of items with a ``kind``), for every shared/global
+access line and every asynchronous copy or wgmma line, from the deterministic run with the
+interpreter's happens-before trace on (``kverify.semantics.interpreter.hbtrace``):
+
+  ``synchronization`` / ``program-order``  an earlier conflicting access (``other``: its line,
+        warp, proxy and instruction; ``conflict``: read-after-write, write-after-read or
+        write-after-write) the run ordered this line's access after, and how (``via``: the chain
+        of edges, each with ``role`` release / acquire / fence / issuer-fence / issue, the
+        instruction, its line and warp, and the barrier or mbarrier and its phase or instance):
+        e.g. in tests/zoo/bulk_pipeline the consumers' ld.shared of line 124 after the bulk
+        copy's write of line 113: its complete_tx on mbarrier full[0] phase 0, acquired by the
+        try_wait.parity of line 120. One item per distinct chain (the
+        first instance, with the number of ordered pairs resolved that way); ``more`` counts the
+        chains past the bound.
+  ``proxy-unordered``  a generic-proxy access ordered before an async-proxy one by
+        happens-before only, with no fence.proxy.async between them (the race.async-proxy finding).
+  ``no-conflict`` / ``not-executed``  the run ordered no earlier conflicting access before the
+        line (a race there is a finding, not evidence), or never executed it.
+  ``issued-after``  for a line with findings: the synchronization each warp issued before its
+        first execution of the line (what it did wait for).
+  ``checker``  the race checker's own message for the line (barrier intervals of the SMT proof,
+        or the unordered pair).
+
+The reference correspondence (``reference``, with ``--ref``) matches values, not text: the
+equivalence engine's symbolic runs note per line the values of loads and copies, mma/wgmma
+accumulations, reductions, arithmetic and stores (``symexec/terms.py``); a candidate line is
+matched to the reference lines that produced identical normal forms, for ``all`` of its
+distinct values or for ``some`` (k of n). Where the symbolic runs did not complete, only the
+engine's output-store correspondence is given (the summary says which).
 """
 from __future__ import annotations
 
@@ -47,6 +70,8 @@ STORES_NOTE = ("output stores only: the equivalence engine's candidate->referenc
 
 def _line_key(s):
     """A row key (``file.cu:12``) from a ``where`` string (``path/file.cu:12``)."""
+    if s.startswith("ptx line "):
+        return "ptx " + s[len("ptx line "):]
     return _key(*s.rsplit(":", 1)) if ":" in s and not s.startswith("ptx") else s
 
 
@@ -174,6 +199,12 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
         k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
         if k in rows:
             executed.add(k)
+            for x in items:  # lines as the rows name them (file name, no directory)
+                if "other" in x:
+                    x["other"]["line"] = _line_key(x["other"]["line"])
+                for st in x.get("via", ()):
+                    if st.get("line"):
+                        st["line"] = _line_key(st["line"])
             rows[k]["evidence"] += items
     # evidence 2, for a line with findings and no ordered pair (or with no trace): the
     # synchronization each warp issued before its first execution of the line

@@ -67,7 +67,7 @@ def reference_text(x) -> str:
     def one(r):
         if r.get("matched") is None:
             return r["line"]
-        how = "all" if r["all"] else f"some, {r['matched']} of {x['values']}"
+        how = f"all {x['values']}" if r["all"] else f"some: {r['matched']} of {x['values']}"
         return f"{r['line']} ({'/'.join(r['kinds'])}, {how})"
     capped = " (values capped)" if x.get("capped") else ""
     return f"{x['kind']}{capped} -> " + ", ".join(one(r) for r in x["lines"])
