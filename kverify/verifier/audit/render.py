@@ -159,10 +159,19 @@ def timeline_svg(events: list, max_rows: int = 24) -> str:
 CSS = """body{font-family:sans-serif;font-size:13px;margin:16px}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}pre{margin:0}
 tr.line{cursor:pointer}tr.ptx{display:none}tr.ptx.open{display:table-row}tr.ptx pre{color:#444;font-size:12px}
-.timeline{border:1px solid #ccc;margin:4px 0}code{font-size:12px}"""
+.timeline{border:1px solid #ccc;margin:4px 0}code{font-size:12px}
+td.src pre{white-space:pre-wrap;max-width:440px}td.evidence{min-width:360px;max-width:560px;font-size:12px}
+td.evidence div{margin:0 0 3px 0;padding-left:4px;border-left:3px solid #9ab}
+td.evidence div.evi-checker{border-left-color:#ccc;color:#555}td.ref{max-width:300px;font-size:12px}
+td.findings{max-width:360px;font-size:12px}"""
 
 JS = """document.querySelectorAll('tr.line').forEach(function(r){r.addEventListener('click',function(){
 var p=document.getElementById('ptx-'+r.dataset.i);if(p){p.classList.toggle('open');}});});"""
+
+
+def _ev_html(x) -> str:
+    """One evidence item as a block of the evidence cell (the chain's edges joined by arrows)."""
+    return f"<div class='evi evi-{html.escape(x['kind'])}'>{html.escape(evidence_text(x)).replace(' -&gt; ', ' → ')}</div>"
 
 
 def page(doc: dict) -> str:
@@ -210,10 +219,10 @@ def page(doc: dict) -> str:
         obs = "<br>".join(f"{e(o['id'])}={e(o['status'])}" for o in r["obligations"])
         fs = "<br>".join(e(f"{f['severity']} {f['rule']}: {f['message']}") for f in r["findings"])
         out.append(f"<tr class='line' data-i='{n}' style='background:{COLOURS.get(r['status'], '#fff')}'>"
-                   f"<td>{e(r['line'])}</td><td><pre>{e(r['source'])}</pre></td><td>{e(r['status'])}</td><td>{obs}</td>"
-                   f"<td>{'<br>'.join(e(evidence_text(x)) for x in r['evidence'])}</td>"
-                   f"<td>{'<br>'.join(e(reference_text(x)) for x in r['reference'])}</td>"
-                   f"<td>{fs}</td></tr>")
+                   f"<td>{e(r['line'])}</td><td class='src'><pre>{e(r['source'])}</pre></td><td>{e(r['status'])}</td><td>{obs}</td>"
+                   f"<td class='evidence'>{''.join(_ev_html(x) for x in r['evidence'])}</td>"
+                   f"<td class='ref'>{'<br>'.join(e(reference_text(x)) for x in r['reference'])}</td>"
+                   f"<td class='findings'>{fs}</td></tr>")
         ptx = "\n".join(f"{p['ptx_line']:5}  {p['text']}" for p in r["ptx"])
         out.append(f"<tr class='ptx' id='ptx-{n}'><td></td><td colspan='6'><pre>{e(ptx)}</pre></td></tr>")
     out.append("</table><script type='application/json' id='audit-json'>" +
