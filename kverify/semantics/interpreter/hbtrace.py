@@ -105,14 +105,18 @@ class HBTrace:
         self.line_of: dict = {}  # loc id -> its source line's key (file, line), or (None, -ptx line)
         self.first_loc: dict = {}  # line key -> the first Loc seen on it
         self.arrays = {v.name: bool(v.dims) for v in (*m.module.vars, *m.kernel.vars)}
+        self.names: dict = {}  # mbarrier name -> as the source names it
 
     def _obj_name(self, name):
         """An mbarrier as the source names it (``_ZZ4kernE4full+16 of CTA (0, 0, 0)`` ->
         ``full[2]``: 8-byte objects); other names unchanged."""
         if not isinstance(name, str) or " of CTA" not in name:
             return name
-        sym, _, off = name.split(" of CTA")[0].partition("+")
-        return object_name(sym, int(off) if off.isdigit() else 0, 8, self.arrays.get(sym, True))
+        out = self.names.get(name)
+        if out is None:
+            sym, _, off = name.split(" of CTA")[0].partition("+")
+            out = self.names[name] = object_name(sym, int(off) if off.isdigit() else 0, 8, self.arrays.get(sym, True))
+        return out
 
     def _line(self, loc_id):
         k = self.line_of.get(loc_id)

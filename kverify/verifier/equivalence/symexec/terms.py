@@ -15,7 +15,8 @@ distinct symbolic values it produced there:
 A value is noted only when it depends on the inputs (concrete values such as addresses,
 indices or constants are not), keyed by its identity in the model (elements packed side by side in one register or chunk, an
 ``f16x2`` or a copied 4-byte chunk, one by one): the ``real`` normal form
-(hash-consed :class:`~..realterm.Poly`, shared by the two kernels of a comparison) or the z3
+(hash-consed :class:`~..realterm.Poly` atoms, shared by the two kernels of a comparison; a
+128-bit digest of the polynomial's canonical monomials is kept, not the polynomial) or the z3
 term (``bitexact``/``int``: z3 terms are hash-consed, so two structurally equal terms are one
 AST). Folds of integer atomics are not noted (they are compared as multisets, not as terms).
 
@@ -26,6 +27,9 @@ Identity of normal forms is sufficient for equality of the values (under the mod
 necessary: a line whose values are equal but whose normal forms differ is not matched.
 """
 from __future__ import annotations
+
+import hashlib
+import pickle
 
 import z3
 
@@ -49,7 +53,7 @@ def term_key(v):
             return None
         return ("z3", v.get_id())
     if isinstance(v, R.Poly):
-        return None if v.is_const() else v
+        return None if v.is_const() else ("poly", _digest(v))
     if isinstance(v, (R.Inf, F.Lazy)):
         return None
     try:
@@ -57,6 +61,15 @@ def term_key(v):
     except TypeError:
         return None
     return v
+
+
+def _digest(p) -> bytes:
+    """A 128-bit digest of a normal form's canonical content (its monomials: tuples of the ids of
+    the hash-consed atoms shared by both kernels, with exact rational coefficients), kept instead
+    of the polynomial itself: a loop's partial sums are large and would otherwise all stay alive."""
+    # (pickle of flat tuples of ints is canonical: no object appears twice, so no memo references)
+    items = sorted([(m, c.numerator, c.denominator) for m, c in p.terms.items()])
+    return hashlib.blake2b(pickle.dumps(items, 4), digest_size=16).digest()
 
 
 class TermLog:
@@ -87,7 +100,7 @@ class TermLog:
             if k not in d:
                 self.capped.add((loc, kind))
             return
-        d[k] = value  # the value itself keeps a z3 term alive (its id stays unique)
+        d[k] = value if type(k) is tuple and k[0] == "z3" else None  # a z3 term kept alive: its id stays unique
 
     def by_line(self) -> dict:
         """{(line, kind): {key: value}} with the PTX instructions of one source line merged."""
