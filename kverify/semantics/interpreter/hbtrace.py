@@ -36,6 +36,12 @@ else one of B's issuing warp after it was ordered after A (role ``issuer-fence``
 happens-before but not for the async proxy (the finding ``race.async-proxy``). Fences are looked
 up when B is checked, so only fences before B count.
 
+What is not named as the other side: earlier atomics and strong (``.relaxed``/``.acquire``...)
+reads, which the shadow keeps apart from its plain records (their pairs are checked, not traced),
+and readers the shadow had to drop (``hb``: ``lossy``). Pairs are resolved at most
+``RESOLVE_PER_AGENTS`` times per (line, other line, warp, other warp): the evidence is an example
+per chain of edges, not a census of the run.
+
 Clock entries of a warp only grow, and only through its own ticks and its acquires, so the first
 acquire that raised an entry past a value is the one that made the pair ordered; the edges named
 are the ones the shadow's verdict rests on, not a reconstruction.
