@@ -1,5 +1,7 @@
 """kverify audit: per-line rows, evidence, summary and the three renderings on a TMA+mbarrier
-kernel (correct and seeded-bug twin) and a Triton kernel against a CUDA reference."""
+kernel (correct and seeded-bug twin) and a Triton kernel against a CUDA reference; the
+happens-before evidence of the pipelines (which access, which edge) and the reference lines
+whose values a candidate line computes."""
 import json
 import os
 import subprocess
@@ -31,9 +33,13 @@ def test_tma_bug_rows_and_evidence():
     assert r["status"] == "violated"
     assert {"race.async-pending", "uninitialized"} <= {f["rule"] for f in r["findings"]}
     assert all(f["severity"] == "error" for f in r["findings"])
-    # the run's evidence: warp 3 reads after the __syncthreads only, with no mbarrier wait before it
-    ev = [e for e in r["evidence"] if e.startswith("warp 3 ")]
-    assert ev and "bar.sync (tma_tensor_load__read_before_wait.cu:76" in ev[0] and "mbarrier.try_wait" not in ev[0]
+    # the run's evidence: no earlier write is ordered before the read (the race), and warp 3 of CTA
+    # (0,0,0) reads after the __syncthreads only, with no mbarrier wait before it
+    assert r["evidence"][0]["kind"] == "no-conflict" and "race" in r["evidence"][0]["note"]
+    assert not [e for e in r["evidence"] if e["kind"] in ("synchronization", "program-order")]
+    ev = [e for e in r["evidence"] if e["kind"] == "issued-after" and e["warp"] == 3 and e["cta"] == [0, 0, 0]]
+    assert ev and ev[0]["after"] == [{"op": "bar.sync", "line": "tma_tensor_load__read_before_wait.cu:76",
+                                      "turn": ev[0]["after"][0]["turn"]}]
     assert any(c["replay"].startswith("kverify run tests/zoo/tma_tensor_load/") for c in doc["counterexamples"])
     kinds = {e["kind"] for e in doc["timeline"]["events"]}
     assert {"issue", "complete", "phase", "access"} <= kinds
@@ -46,7 +52,20 @@ def test_tma_correct_evidence_names_the_wait():
     assert rc == 0
     reads = [r for r in doc["rows"] if "load shared::cta" in r["accesses"]]
     assert reads and all(r["status"] in ("proved", "bounded") for r in reads)
-    assert any("mbarrier.try_wait" in e for r in reads for e in r["evidence"])
+    # the read of the tile is ordered after the TMA write by the copy's complete-tx on the
+    # mbarrier and the wait that observes the phase
+    ev = row(doc, "tma_tensor_load.cu:84")["evidence"][0]
+    assert ev["kind"] == "synchronization" and ev["conflict"] == "read-after-write"
+    assert ev["other"] == {"line": "tma_tensor_load.cu:76", "access": ev["other"]["access"], "warp": 0,
+                           "cta": [0, 0, 0], "async_op": "cp.async.bulk.tensor", "proxy": "async"}
+    assert ev["other"]["access"].startswith("write (cp.async.bulk.tensor.2d.shared::cluster.global")
+    assert [(s["role"], s["op"].split(".")[0], s["line"], s.get("barrier"), s.get("phase")) for s in ev["via"]] == [
+        ("release", "complete_tx", "tma_tensor_load.cu:76", "bar", 0),
+        ("acquire", "mbarrier", "tma_tensor_load.cu:78", "bar", 0)]
+    # the TMA row itself is an async access line now: its store to shared and load from global
+    tma = row(doc, "tma_tensor_load.cu:76")
+    assert tma["accesses"] == ["async load global", "async store shared::cluster"]
+    assert tma["evidence"][0]["kind"] == "no-conflict"
 
 
 TRITON_LAUNCH = json.dumps({"grid": ["cdiv(n, 1024)", 1, 1], "block": [128, 1, 1],
@@ -67,9 +86,16 @@ def test_triton_against_cuda_reference(tmp_path):
     doc = json.loads(out)
     eq = [o for o in doc["obligations"] if o["checker"] == "equivalence"]
     assert [o["status"] for o in eq] == ["proved"], eq
-    stores = [r for r in doc["rows"] if r["reference"]]
-    assert stores and all(x.startswith("vadd.cu:") for r in stores for x in r["reference"])
-    assert "output stores only" in doc["summary"]["reference_matched"]
+    # both loads of the Triton kernel are the loads of vadd.cu:8 (every value), the sum and its store
+    # the sum and store of that line
+    assert row(doc, "generate.py:60")["reference"] == [
+        {"kind": "load", "values": 1000, "capped": False,
+         "lines": [{"line": "vadd.cu:8", "kinds": ["load"], "matched": 1000, "all": True, "capped": False}]}]
+    assert row(doc, "generate.py:61")["reference"][0]["lines"][0]["line"] == "vadd.cu:8"
+    st = row(doc, "generate.py:62")["reference"]
+    assert [(x["kind"], x["lines"][0]["kinds"], x["lines"][0]["all"]) for x in st] == [
+        ("arith", ["arith", "store"], True), ("store", ["arith", "store"], True)]
+    assert doc["summary"]["reference_matched"].startswith("loads, mma/wgmma accumulations, reductions")
 
 
 @pytest.mark.slow
@@ -88,3 +114,200 @@ def test_markdown_and_html(tmp_path):
 def test_bad_input_is_exit_2():
     rc, out, err = audit("tests/zoo/nope.ptx")
     assert rc == 2 and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- happens-before evidence
+
+
+def trace_of(path, args=None):
+    """The deterministic run of a zoo kernel with the happens-before trace on: (machine-free)
+    {"file:line": evidence items}."""
+    from kverify.launch import resolve
+    from kverify.semantics.ir import load_module
+    from kverify.semantics.ir.nodes import where
+    from kverify.verifier.audit import run_events
+
+    m = load_module(os.path.join(ROOT, path))
+    k = next(k for k in m.kernels if k.is_entry)
+    spec = resolve(None, os.path.join(ROOT, path), k.name).spec
+    _, status, trace = run_events(m, k, spec, evidence=True)
+    assert status == "complete" and trace["unresolved"] == 0
+    return {where(loc): items for loc, items in trace["items"].items()}
+
+
+TMA_G2S = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+TRY_WAIT = "mbarrier.try_wait.parity.shared::cta.b64"
+
+
+def test_pipeline_consumer_read_names_the_tma_write_and_the_full_phase():
+    ev = trace_of("tests/zoo/bulk_pipeline/bulk_pipeline.ptx")
+    # the consumers' ld.shared of a stage (line 124): after the bulk copy's write of line 113 (the
+    # producer warp 4's copy, async proxy), whose complete_tx on full[s] releases into the phase the
+    # consumer's try_wait of line 120 acquires; one explanation for every warp, stage and round
+    assert ev["bulk_pipeline.cu:124"] == [{
+        "kind": "synchronization", "conflict": "read-after-write",
+        "other": {"line": "bulk_pipeline.cu:113", "access": f"write ({TMA_G2S})", "warp": 4,
+                  "async_op": "cp.async.bulk", "proxy": "async"},
+        "this": {"warp": 3, "proxy": "generic"},
+        "via": [{"role": "release", "op": "complete_tx", "line": "bulk_pipeline.cu:113", "warp": 4, "proxy": "async",
+                 "async_op": "cp.async.bulk", "barrier": "full[0]", "phase": 0},
+                {"role": "acquire", "op": TRY_WAIT, "line": "bulk_pipeline.cu:120", "warp": 3, "barrier": "full[0]",
+                 "phase": 0}],
+        "examples": 16}]
+    # the producer's copy into a stage (line 113): after the consumers' generic reads of line 124,
+    # through their fence.proxy.async (line 127) and arrive on empty[s] (line 130), which the
+    # producer's try_wait (line 111) acquires before it issues the copy
+    first = ev["bulk_pipeline.cu:113"][0]
+    assert first["conflict"] == "write-after-read" and first["other"]["line"] == "bulk_pipeline.cu:124"
+    assert first["other"]["proxy"] == "generic" and first["this"] == {"warp": 4, "proxy": "async"}
+    assert [(s["role"], s["line"], s.get("warp"), s.get("barrier")) for s in first["via"]] == [
+        ("fence", "bulk_pipeline.cu:127", 0, None), ("release", "bulk_pipeline.cu:130", 0, "empty[0]"),
+        ("acquire", "bulk_pipeline.cu:111", 4, "empty[0]"), ("issue", "bulk_pipeline.cu:113", 4, None)]
+    # the global store of line 125 has no earlier conflicting access
+    assert ev["bulk_pipeline.cu:125"] == []
+
+
+def test_pipeline_edge_of_a_later_round_names_its_phase():
+    """The edge of one ordered pair of round 1 (step 4: stage 1, phase 1 of full[1]), straight
+    from the trace: the copy of that step, then the wait that observed phase 1."""
+    from kverify.launch import initial_inputs, resolve
+    from kverify.semantics.interpreter.hbtrace import HBTrace
+    from kverify.semantics.interpreter.machine import Machine
+    from kverify.semantics.interpreter.scheduler import Deterministic
+    from kverify.semantics.ir import load_module
+
+    path = os.path.join(ZOO, "bulk_pipeline", "bulk_pipeline.ptx")
+    mod = load_module(path)
+    k = mod.kernels[0]
+    spec = resolve(None, path, k.name).spec
+    m = Machine(mod, k, spec, initial_inputs(k, spec, None, 0), Deterministic(), 500_000, True)
+    m.trace = HBTrace(m)
+    m.run()
+    copies = sorted(a for a, op in m.ops_by_agent.items() if op.kind == "cp.async.bulk")
+    assert len(copies) == 8  # iters = 8
+    consumer = next(w for w in m.trace.warps.values() if w.index == 0)
+    steps = m.trace.chain(consumer.agent, copies[4], 1)
+    assert [(r, x.op, x.loc.line, x.obj, x.phase) for r, x in steps] == [
+        ("release", "complete_tx", 113, "full[1]", 1), ("acquire", TRY_WAIT, 120, "full[1]", 1)]
+    # no edge to a copy the warp never waited for: the last copy is consumed, but not by an acquire
+    # of the producer warp
+    assert m.trace.chain(m.ops_by_agent[copies[0]].warp.agent, copies[7], 1) is None
+
+
+def test_proxy_fence_and_barrier_before_a_tma_store_are_named():
+    ev = trace_of("tests/zoo/tma_store/tma_store.ptx")
+    first = ev["tma_store.cu:57"][0]
+    assert first["kind"] == "synchronization" and first["conflict"] == "read-after-write"
+    assert first["other"] == {"line": "tma_store.cu:52", "access": "write (st.shared.f32)", "warp": 1,
+                              "proxy": "generic"}
+    assert first["via"] == [
+        {"role": "fence", "op": "fence.proxy.async", "line": "tma_store.cu:54", "warp": 1},
+        {"role": "release", "op": "bar.sync", "line": "tma_store.cu:55", "warp": 1, "barrier": "barrier 0", "phase": 0},
+        {"role": "acquire", "op": "bar.sync", "line": "tma_store.cu:55", "warp": 0, "barrier": "barrier 0", "phase": 0},
+        {"role": "issue", "op": "cp.async.bulk.global.shared::cta.bulk_group", "line": "tma_store.cu:57", "warp": 0}]
+    # the issuing warp's own writes: program order, through its own fence
+    own = ev["tma_store.cu:57"][1]
+    assert own["kind"] == "program-order" and own["other"]["warp"] == 0
+    assert [s["role"] for s in own["via"]] == ["fence", "issue"]
+    # the next tile's generic write after the bulk store read it: the wait_group.read, then bar.sync
+    war = [e for e in ev["tma_store.cu:52"] if e["conflict"] == "write-after-read" and e["this"]["warp"] == 1]
+    assert [(s["role"], s["line"]) for s in war[0]["via"]] == [
+        ("release", "tma_store.cu:57"), ("acquire", "tma_store.cu:59"), ("release", "tma_store.cu:61"),
+        ("acquire", "tma_store.cu:61")]
+
+
+def test_missing_proxy_fence_is_proxy_unordered():
+    ev = trace_of("tests/zoo/tma_store/tma_store__missing_proxy_fence.ptx")
+    items = ev["tma_store__missing_proxy_fence.cu:61"]
+    assert {e["kind"] for e in items} == {"proxy-unordered"}
+    assert all(s["role"] != "fence" for e in items for s in e["via"])
+    assert [s["role"] for s in items[0]["via"]] == ["release", "acquire", "issue"]
+
+
+def test_wgmma_operand_read_names_the_copy_and_the_wait():
+    ev = trace_of("tests/zoo/wgmma_pipeline/wgmma_pipeline.ptx")
+    items = ev["wgmma_pipeline.cu:185"]
+    assert [e["other"]["line"] for e in items] == ["wgmma_pipeline.cu:171", "wgmma_pipeline.cu:172"]
+    assert [(s["role"], s["op"].split(".")[0], s["line"], s.get("barrier"), s.get("warp")) for s in items[0]["via"]] == [
+        ("release", "complete_tx", "wgmma_pipeline.cu:171", "full[0]", 4),
+        ("acquire", "mbarrier", "wgmma_pipeline.cu:180", "full[0]", 3),
+        ("issue", "wgmma", "wgmma_pipeline.cu:185", None, 3)]
+    assert items[0]["this"] == {"warp": 3, "proxy": "async"}
+    # a stage's next copy (line 171) after the wgmma read it: the wgmma completes, the consumer's
+    # wait_group acquires it, its arrive on empty[s] releases to the producer's wait
+    war = next(e for e in ev["wgmma_pipeline.cu:171"] if e["conflict"] == "write-after-read")
+    assert [(s["role"], s["line"]) for s in war["via"]] == [
+        ("release", "wgmma_pipeline.cu:185"), ("acquire", "wgmma_pipeline.cu:187"), ("release", "wgmma_pipeline.cu:190"),
+        ("acquire", "wgmma_pipeline.cu:169"), ("issue", "wgmma_pipeline.cu:171")]
+
+
+def test_audit_markdown_names_fence_and_barrier():
+    rc, out, _ = audit("tests/zoo/tma_store/tma_store.ptx")
+    assert rc == 0
+    line = next(x for x in out.splitlines() if x.startswith("| tma_store.cu:57 |"))
+    assert ("read-after-write: after the write (st.shared.f32) at tma_store.cu:52 (warp 1, generic proxy): "
+            "fence.proxy.async at tma_store.cu:54 (warp 1) -> bar.sync on barrier 0 phase 0 at tma_store.cu:55 "
+            "(warp 1) -> bar.sync at tma_store.cu:55 (warp 0) acquires barrier 0 phase 0 -> issued by warp 0 at "
+            "tma_store.cu:57 [12 examples]") in line
+    assert "Evidence:" in out
+
+
+TRITON_MATMUL = json.dumps({"grid": ["cdiv(M, 64) * cdiv(N, 64)", 1, 1], "block": [128, 1, 1], "shared_bytes": 24576,
+                            "args": {"M": 64, "N": 16, "K": 64, "matmul_kernel_param_3": "M",
+                                     "matmul_kernel_param_4": "N", "matmul_kernel_param_5": "K",
+                                     "matmul_kernel_param_6": "K", "matmul_kernel_param_7": "N",
+                                     "matmul_kernel_param_8": "N", "matmul_kernel_param_9": 0,
+                                     "matmul_kernel_param_10": 0},
+                            "buffers": {"matmul_kernel_param_0": {"dtype": "float16", "shape": ["M", "K"]},
+                                        "matmul_kernel_param_1": {"dtype": "float16", "shape": ["K", "N"]},
+                                        "matmul_kernel_param_2": {"dtype": "float32", "shape": ["M", "N"]}},
+                            "outputs": ["matmul_kernel_param_2"]})
+NAIVE_F16 = json.dumps({"grid": ["cdiv(N, 16)", "cdiv(M, 16)", 1], "block": [16, 16, 1],
+                        "args": {"M": 64, "N": 16, "K": 64},
+                        "buffers": {"A": {"dtype": "float16", "shape": ["M", "K"]},
+                                    "B": {"dtype": "float16", "shape": ["K", "N"]},
+                                    "C": {"dtype": "float32", "shape": ["M", "N"]}}, "outputs": ["C"]})
+
+
+@pytest.mark.slow
+def test_triton_wgmma_matmul_lines_map_to_the_naive_loop(tmp_path):
+    """The Triton tl.dot (wgmma) kernel against the naive CUDA GEMM (pair
+    triton_wgmma_matmul_vs_naive of tests/zoo/equivalence.json): its A load (a cp.async of
+    line 81) copies values the naive loop loads at gemm_naive_f16.cu:11, and every accumulator
+    value its wgmma (line 83) produces is a partial sum the naive loop's fma computes there."""
+    rc, out, err = audit("tests/zoo/triton/matmul.ptx", "--ref", "tests/zoo/tc_gemm/gemm_naive_f16.ptx", "--launch",
+                         TRITON_MATMUL, "--ref-launch", NAIVE_F16, "--fp", "real", "--format", "json",
+                         "--cex-dir", str(tmp_path))
+    doc = json.loads(out)
+    assert [o["status"] for o in doc["obligations"] if o["checker"] == "equivalence"] == ["proved"]
+    load = row(doc, "generate.py:81")["reference"]
+    assert [(x["kind"], x["values"], [(r["line"], r["all"]) for r in x["lines"]]) for x in load] == [
+        ("load", 4096, [("gemm_naive_f16.cu:11", True)])]
+    acc = row(doc, "generate.py:83")["reference"]
+    assert [(x["kind"], x["values"]) for x in acc] == [("mma", 4096)]
+    assert acc[0]["lines"][0] == {"line": "gemm_naive_f16.cu:11", "kinds": ["arith"], "matched": 4096, "all": True,
+                                  "capped": False}
+    # only the last partial sum of each element is what the naive kernel stores: "some", 1024 of 4096
+    assert acc[0]["lines"][1] == {"line": "gemm_naive_f16.cu:12", "kinds": ["store"], "matched": 1024, "all": False,
+                                  "capped": False}
+
+
+def test_tree_reduction_matches_the_sequential_sum_only_in_part(tmp_path):
+    """A tree reduction's partial sums are not the sequential loop's: its add line is matched for
+    some of its values only; the block sums it stores are the sequential kernel's stores."""
+    launch = os.path.join(tmp_path, "l.json")
+    pair = next(p for p in json.load(open(os.path.join(ZOO, "equivalence.json")))["pairs"]
+                if p["name"] == "reduce_tree_vs_sequential")
+    with open(launch, "w") as f:
+        json.dump(pair["launch"], f)
+    rc, out, err = audit("tests/zoo/reduce_smem/reduce_smem.ptx", "--ref", "tests/zoo/reduce_smem/reduce_seq.ptx",
+                         "--launch", launch, "--fp", "real", "--format", "json", "--cex-dir", str(tmp_path))
+    doc = json.loads(out)
+    assert rc == 0, err
+    add = {x["kind"]: x for x in row(doc, "reduce_smem.cu:14")["reference"]}
+    assert add["arith"]["values"] == 342 and not any(r["all"] for r in add["arith"]["lines"])
+    assert [(r["line"], r["matched"]) for r in add["arith"]["lines"]] == [("reduce_seq.cu:13", 46),
+                                                                         ("reduce_seq.cu:16", 2)]
+    out_row = {x["kind"]: x for x in row(doc, "reduce_smem.cu:19")["reference"]}
+    assert out_row["store"]["lines"][0] == {"line": "reduce_seq.cu:16", "kinds": ["store"], "matched": 2, "all": True,
+                                            "capped": False}

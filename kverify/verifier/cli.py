@@ -474,7 +474,7 @@ def cmd_audit(args) -> int:
         from .equivalence import equivalence_report
 
         eq, _ = equivalence_report(args.file, args.ref, launch=args.launch, ref_launch=args.ref_launch, model=args.fp,
-                                   timeout_s=args.timeout, kernel=k.name, cex_dir=args.cex_dir)
+                                   timeout_s=args.timeout, kernel=k.name, cex_dir=args.cex_dir, value_terms=True)
     doc = build(m, k, spec, args.file, rep, eq, args.ref)
     text = {"json": lambda: json.dumps(doc, indent=2, default=str), "md": lambda: markdown(doc),
             "html": lambda: page(doc)}[args.format]()

@@ -74,6 +74,8 @@ class AccessMixin:
                 _same_value(c, region, offs, nbytes, new)
             self._race(w, ins, region, c, kind)
         loc = self.loc_id(ins.loc)
+        if self.trace is not None:
+            self.trace.access(sh, idx, agent, vc, loc, ins, kind, proxy, w)
         clk = int(vget(vc, np.array([agent]))[0])
         if kind == "read":
             if sh.dense:
@@ -82,10 +84,7 @@ class AccessMixin:
             else:
                 sh.record_read(idx, agent, clk, loc, lane_of.astype(np.int8), vc=vc, order=order, strong=strong)
             if strong is not None and (rel := sh.released(idx, strong)) is not None:
-                if strong.sem in ACQUIRING:
-                    w.vc = join(w.vc, rel)
-                else:
-                    w.acq_pending = rel if w.acq_pending is None else join(w.acq_pending, rel)
+                self._observe_release(w, ins, sh, idx, strong, rel)
         else:
             if sh.lossy(idx):
                 self.dropped_reader(f"{_fmt_loc(ins.loc)}: a write to {region.space} bytes whose earlier readers the "
@@ -103,6 +102,19 @@ class AccessMixin:
             dependent.check(self, w, ins, region, idx, lane_of, kind)
         if self.footprint is not None:
             self.footprint.record(idx, ins.loc, kind != "read")
+
+    def _observe_release(self, w, ins, sh, idx, strong, rel, releasers=None):
+        """A strong read observed the release clock ``rel``: acquired at once by an acquiring
+        read, else at the warp's next acquiring fence (``releasers``: the trace's releases, when
+        taken before the access overwrote the bytes' record)."""
+        if self.trace is not None and releasers is None:
+            releasers = self.trace.strong_release(sh, idx)
+        if strong.sem in ACQUIRING:
+            self.acquire(w, rel, ins, "a release pattern (strong write)", releases=releasers)
+        else:
+            w.acq_pending = rel if w.acq_pending is None else join(w.acq_pending, rel)
+            if self.trace is not None:
+                self.trace.pending_strong.setdefault(w.agent, []).extend(releasers or [])
 
     @staticmethod
     def _release_clock(w, strong):
@@ -127,15 +139,15 @@ class AccessMixin:
             for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True,
                                     strong=strong):
                 self._race(w, ins, region, c, "atomic")
+            if self.trace is not None:
+                self.trace.access(sh, idx, w.agent, w.vc, self.loc_id(ins.loc), ins, "atomic", GENERIC, w)
         observed = sh.released(idx, strong)
+        releasers = self.trace.strong_release(sh, idx) if self.trace is not None and observed is not None else None
         mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong, self._release_clock(w, strong))
         if strong.sem in RELEASING:
             w.release_tick()
         if observed is not None:
-            if strong.sem in ACQUIRING:
-                w.vc = join(w.vc, observed)
-            else:
-                w.acq_pending = observed if w.acq_pending is None else join(w.acq_pending, observed)
+            self._observe_release(w, ins, sh, idx, strong, observed, releasers)
         used = _atomic_result_used(self, ins)
         commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
         if used or not commutes or mixed:

@@ -27,6 +27,8 @@ class AsyncOp:
         self.loc = m.loc_id(instr.loc)
         m.ops_by_agent[agent] = self
         self.done = False
+        if m.trace is not None:
+            m.trace.issue(self, warp, instr)
 
     def enabled(self) -> bool:
         return True

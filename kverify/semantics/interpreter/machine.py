@@ -50,6 +50,7 @@ from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
+from .hb import join
 from .mbarriers import MbarrierMixin
 from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
@@ -109,6 +110,8 @@ class Machine(AccessMixin, MbarrierMixin):
         # the primary's footprint the lanes of this grid check before griddepcontrol.wait
         self.footprint = None
         self.pdl_prior = None
+        # happens-before trace (kverify audit's evidence, ``hbtrace.HBTrace``): None = off
+        self.trace = None
         self.check = check_races
         self.funcs = {k.name: k for k in module.kernels}
         self.func_addr = function_addresses(module)
@@ -187,6 +190,16 @@ class Machine(AccessMixin, MbarrierMixin):
         obj.version += 1
         self.changes += 1
         return out
+
+    def acquire(self, w, vc, ins, obj=None, phase=None, key=None, releases=None):
+        """Warp ``w`` acquires the clock ``vc`` at ``ins`` (joins it into its own): the one place a
+        warp's clock takes in another agent's. ``obj``/``phase`` name the synchronization object
+        and its phase or instance; ``key`` the instance whose releases the trace recorded, or
+        ``releases`` those releases (only read while ``trace`` is on)."""
+        if self.trace is not None:
+            self.trace.acquire(w, vc, ins, obj, phase,
+                               self.trace.releases.get(key) if key is not None else releases)
+        w.vc = join(w.vc, vc)
 
     def dropped_reader(self, reason: str):
         """A write to bytes whose earlier readers the race shadow could not all keep (``hb``):

@@ -233,4 +233,7 @@ class MbarrierMixin:
         info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
         info.release_vc = join(info.release_vc, op.vc)
+        if self.trace is not None:
+            self.trace.release_op(("mbar", id(info), info.lifetime, info.state.phase), op, "complete_tx", info.name,
+                                  info.state.phase)
         self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)

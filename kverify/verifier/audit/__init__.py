@@ -1,26 +1,78 @@
 """``kverify audit``: one row per source line of a kernel — its PTX, the obligations touching it
 and their status, the run's ordering evidence for its memory accesses, its findings and, with a
-reference, which reference lines compute the same output values — plus a summary and an event
-timeline of the interpreter run. Rendered as Markdown, JSON (``kverify.audit/1``) or one
+reference, the reference lines that compute the same values — plus a summary and an event
+timeline of the interpreter run. Rendered as Markdown, JSON (``kverify.audit/2``) or one
 self-contained HTML file (``render.py``).
 
-What the evidence is (and is not): for every shared/global/async access line, the
-synchronization operations (barrier, mbarrier wait, fence, async-group wait) the same warp
-issued before its first execution in the deterministic run, plus the race checker's own
-message (barrier intervals of the SMT proof, or the unordered pair). It is the program-order
-half of the run's happens-before relation, not the full edge set. The reference correspondence
-is the equivalence engine's, output stores only (intermediate values are not matched).
+The evidence of a row (``evidence``, a list of items with a ``kind``), for every shared/global
+access line and every asynchronous copy or wgmma line, from the deterministic run with the
+interpreter's happens-before trace on (``kverify.semantics.interpreter.hbtrace``):
+
+  ``synchronization`` / ``program-order``  an earlier conflicting access (``other``: its line,
+        warp, proxy and instruction; ``conflict``: read-after-write, write-after-read or
+        write-after-write) the run ordered this line's access after, and how (``via``: the chain
+        of edges, each with ``role`` release / acquire / fence / issuer-fence / issue, the
+        instruction, its line and warp, and the barrier or mbarrier and its phase or instance):
+        e.g. in tests/zoo/bulk_pipeline the consumers' ld.shared of line 124 after the bulk
+        copy's write of line 113: its complete_tx on mbarrier full[0] phase 0, acquired by the
+        try_wait.parity of line 120. One item per distinct chain (the
+        first instance, with the number of ordered pairs resolved that way); ``more`` counts the
+        chains past the bound.
+  ``proxy-unordered``  a generic-proxy access ordered before an async-proxy one by
+        happens-before only, with no fence.proxy.async between them (the race.async-proxy finding).
+  ``no-conflict`` / ``not-executed``  the run ordered no earlier conflicting access before the
+        line (a race there is a finding, not evidence), or never executed it.
+  ``issued-after``  for a line with findings: the synchronization each warp issued before its
+        first execution of the line (what it did wait for).
+  ``checker``  the race checker's own message for the line (barrier intervals of the SMT proof,
+        or the unordered pair).
+
+The reference correspondence (``reference``, with ``--ref``) matches values, not text: the
+equivalence engine's symbolic runs note per line the values of loads and copies, mma/wgmma
+accumulations, reductions, arithmetic and stores (``symexec/terms.py``); a candidate line is
+matched to the reference lines that produced identical normal forms, for ``all`` of its
+distinct values or for ``some`` (k of n). Where the symbolic runs did not complete, only the
+engine's output-store correspondence is given (the summary says which).
 """
 from __future__ import annotations
 
 import os
 
 from kverify.rules import is_rule, rule
-from kverify.semantics.ir.optable import memory_access, space_of, sync_of
+from kverify.semantics.interpreter.hbtrace import RESOLVE_PER_AGENTS, SITE_PAIRS
+from kverify.semantics.ir.optable import SPACES, memory_access, space_of, sync_of
 from kverify.semantics.ir.visit import reachable_instructions
 
-SCHEMA = "kverify.audit/1"
+SCHEMA = "kverify.audit/2"
+#: evidence items that name an ordered pair of conflicting accesses (``hbtrace``)
+PAIR_KINDS = ("synchronization", "program-order", "proxy-unordered", "more")
 RANK = {"violated": 4, "unknown": 3, "bounded": 2, "proved": 1}
+
+
+EVIDENCE_NOTE = ("per access line, the earlier conflicting accesses (other line, warp, proxy) the deterministic run "
+                 "ordered it after and the edge that ordered them: the release and the acquire (barrier instance, "
+                 "mbarrier phase, group wait, cluster barrier, release/acquire pattern), the fence.proxy.async of "
+                 "a generic access before an async-proxy one, the issue of an async operation, or program order; "
+                 "one example per distinct chain of edges, at most "
+                 f"{SITE_PAIRS} chains per line, {RESOLVE_PER_AGENTS} resolved pairs per pair of lines and warps")
+
+
+VALUES_NOTE = ("loads, mma/wgmma accumulations, reductions (redux.sync, float atomic adds), arithmetic results "
+               "and stores whose values have identical normal forms in the two kernels' symbolic runs (the "
+               "equivalence engine's model, at its launch): a candidate line is matched to a reference line for "
+               "'all' of its values when every distinct value it produced was produced there too, else for "
+               "'some' (k of n); identical normal forms imply equal values, but equal values need not have "
+               "identical normal forms, so an unmatched line is not a mismatch; values of integer atomics are "
+               "not matched")
+STORES_NOTE = ("output stores only: the equivalence engine's candidate->reference store correspondence (the "
+               "symbolic runs did not complete, so no intermediate value was matched)")
+
+
+def _line_key(s):
+    """A row key (``file.cu:12``) from a ``where`` string (``path/file.cu:12``)."""
+    if s.startswith("ptx line "):
+        return "ptx " + s[len("ptx line "):]
+    return _key(*s.rsplit(":", 1)) if ":" in s and not s.startswith("ptx") else s
 
 
 def _key(path, line):
@@ -39,6 +91,22 @@ def _space_obligation(i) -> str | None:
     return None
 
 
+def _accesses(i) -> list:
+    """How an instruction accesses memory: ``load shared::cta``, ``store global``, ... for a
+    generic-proxy memory instruction; ``async store shared::cluster``, ``async load global``, ... for
+    an asynchronous copy or wgmma (its operand slots' access, the spaces its modifiers name in
+    order, else the row's space)."""
+    acc = memory_access(i)
+    if acc in ("load", "store", "update"):
+        return [f"{acc} {space_of(i)}"]
+    row = i.row
+    if row is None or row.effect != "async":
+        return []
+    slots = [o.access for o in row.operands if o.access in ("load", "store")]
+    spaces = [x for x in i.mods if x in SPACES] or [space_of(i) or "generic"] * len(slots)
+    return [f"async {a} {sp}" for a, sp in zip(slots, spaces + spaces[-1:] * len(slots))]
+
+
 # the obligations a synchronization instruction bears on, by the family of its op-table sync column
 SYNC_OBLIGATIONS = {"mbarrier": ("mbarrier.protocol", "mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals",
                                  "deadlock"),
@@ -49,21 +117,28 @@ def _obligation_family(i) -> list:
     return list(SYNC_OBLIGATIONS.get((sync_of(i) or "").split(".")[0], ()))
 
 
-def run_events(module, kernel, spec, inputs=None, max_steps=500_000):
-    """``(events, status)`` of the deterministic run with the interpreter's event log on."""
+def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=False):
+    """``(events, status, evidence)`` of the deterministic run with the interpreter's event log on;
+    with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else None."""
+    from kverify.semantics.interpreter.hbtrace import HBTrace
     from kverify.semantics.interpreter.machine import Machine
     from kverify.semantics.interpreter.scheduler import Deterministic
     from kverify.launch import initial_inputs
 
     m = Machine(module, kernel, spec, initial_inputs(kernel, spec, inputs, 0), Deterministic(), max_steps, True)
     m.events = []
+    if evidence:
+        m.trace = HBTrace(m)
     m.run()
     out = []
     for turn, cta, warp, kind, what, loc in m.events:
         out.append({"turn": turn, "cta": list(cta) if cta is not None else None, "warp": warp, "kind": kind,
                     "op": what, "line": _key(loc.file, loc.line) if loc is not None and loc.file else
                     (f"ptx {loc.ptx_line}" if loc is not None else None)})
-    return out, m.status
+    trace = None
+    if evidence:
+        trace = {"items": m.trace.evidence(), "unresolved": m.trace.unresolved}
+    return out, m.status, trace
 
 
 def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=None, inputs=None) -> dict:
@@ -82,10 +157,10 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     except OSError:
         ptx_text = []
     try:
-        events, run_status = run_events(module, kernel, spec, inputs)
+        events, run_status, trace = run_events(module, kernel, spec, inputs, evidence=True)
         timeline_note = f"deterministic schedule, run {run_status}, {len(events)} events"
     except Exception as e:  # the timeline is evidence, not a verdict: say why it is missing
-        events, run_status = [], "error"
+        events, run_status, trace = [], "error", None
         timeline_note = f"no timeline: {type(e).__name__}: {e}"
 
     rows: dict = {}
@@ -100,12 +175,12 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
                            "source": text.rstrip(), "ptx": [], "obligations": set(), "findings": [], "evidence": [],
                            "reference": [], "accesses": set(), "status": "none"}
         r["ptx"].append({"ptx_line": loc.ptx_line, "text": str(i)})
-        acc = memory_access(i)
-        if acc in ("load", "store", "update"):
+        accs = _accesses(i)
+        if accs:
             ob = _space_obligation(i)
             if ob:
                 r["obligations"].add(ob)
-                r["accesses"].add(f"{acc} {space_of(i)}")
+                r["accesses"].update(accs)
         r["obligations"].update(_obligation_family(i))
     for o in obligations:
         for L in o.get("locations") or []:
@@ -118,7 +193,21 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
             k = _key(L["path"], L["line"])
             if k in rows:
                 rows[k]["findings"].append({"rule": f["rule"], "severity": sev, "message": f["message"]})
-    # evidence: the synchronization the same warp issued before the first execution of the line
+    # evidence 1: the ordered pairs of the run (hbtrace): the earlier conflicting access and the edge
+    executed = set()
+    for loc, items in ((trace or {}).get("items") or {}).items():
+        k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
+        if k in rows:
+            executed.add(k)
+            for x in items:  # lines as the rows name them (file name, no directory)
+                if "other" in x:
+                    x["other"]["line"] = _line_key(x["other"]["line"])
+                for st in x.get("via", ()):
+                    if st.get("line"):
+                        st["line"] = _line_key(st["line"])
+            rows[k]["evidence"] += items
+    # evidence 2, for a line with findings and no ordered pair (or with no trace): the
+    # synchronization each warp issued before its first execution of the line
     history: dict = {}
     first_seen = set()
     for e in events:
@@ -128,25 +217,48 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
         if e["kind"] in ("issue", "access") and e["line"] in rows and rows[e["line"]]["accesses"] and \
                 (w, e["line"]) not in first_seen:
             first_seen.add((w, e["line"]))
+            r = rows[e["line"]]
             before = [h for h in history.get(w, []) if h["line"] != e["line"]][-3:]
-            if before and len(rows[e["line"]]["evidence"]) < 4:
-                rows[e["line"]]["evidence"].append(
-                    f"warp {e['warp']} of CTA {tuple(e['cta'])} (turn {e['turn']}) after " +
-                    ", ".join(f"{h['op']} ({h['line']}, turn {h['turn']})" for h in before))
+            if (trace is None or r["findings"]) and not any(x["kind"] in PAIR_KINDS for x in r["evidence"]) and \
+                    sum(x["kind"] == "issued-after" for x in r["evidence"]) < 4:
+                r["evidence"].append({"kind": "issued-after", "warp": e["warp"], "cta": e["cta"], "turn": e["turn"],
+                                      "after": [{"op": h["op"], "line": h["line"], "turn": h["turn"]}
+                                                for h in before]})
         if e["kind"] == "issue":  # a synchronization instruction (barrier, mbarrier, fence, async issue/wait)
             history.setdefault(w, []).append(e)
+    for k, r in rows.items():
+        if not r["accesses"]:
+            continue
+        if trace is not None and k not in executed:
+            r["evidence"].insert(0, {"kind": "not-executed", "note": "the deterministic run did not execute it"})
+        elif trace is not None and not any(x["kind"] in PAIR_KINDS for x in r["evidence"]):
+            r["evidence"].insert(0, {"kind": "no-conflict", "note": "no earlier conflicting access of the same "
+                                     "bytes was ordered before it in the run" +
+                                     (" (the run found a race here: see the findings)" if r["findings"] else "")})
     for r in rows.values():
         for ob in sorted(r["obligations"]):
             o = by_id.get(ob)
-            if o and o["checker"] == "races" and len(r["evidence"]) < 6 and r["accesses"]:
-                r["evidence"].append(f"{ob} {o['status']}: {o['message']}")
-    # reference correspondence (output stores only)
+            if o and o["checker"] == "races" and r["accesses"]:
+                r["evidence"].append({"kind": "checker", "obligation": ob, "status": o["status"],
+                                      "message": o["message"]})
+    # reference correspondence: the values each line produced (symexec.terms), else the output stores
+    value_matched = False
     if equiv_report is not None:
         for o in equiv_report.obligations:
-            for c in getattr(o, "correspondence", None) or []:
-                k = _key(*c["candidate"].rsplit(":", 1)) if ":" in c["candidate"] else c["candidate"]
+            if getattr(o, "values", None) is not None:
+                value_matched = True
+            for c in getattr(o, "values", None) or []:
+                k = _line_key(c["candidate"])
                 if k in rows:
-                    rows[k]["reference"] += [x for x in c["reference"] if x not in rows[k]["reference"]]
+                    rows[k]["reference"].append({"kind": c["kind"], "values": c["values"], "capped": c["capped"],
+                                                 "lines": [{**x, "line": _line_key(x["line"])}
+                                                           for x in c["reference"]]})
+            for c in getattr(o, "correspondence", None) or []:
+                k = _line_key(c["candidate"])
+                if k in rows and not any(x["kind"] == "store" for x in rows[k]["reference"]):
+                    rows[k]["reference"].append({"kind": "output store", "values": None, "capped": False,
+                                                 "lines": [{"line": _line_key(x), "kinds": ["store"], "matched": None,
+                                                            "all": True} for x in c["reference"]]})
     out_rows = []
     for r in rows.values():
         obs = sorted(r["obligations"])
@@ -174,9 +286,10 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
                        for o in obligations if o.get("bound") and o["status"] in ("bounded", "proved", "violated")],
             "not_checked": [{"obligation": o["id"], "reason": o["message"]} for o in obligations
                             if o["status"] == "unknown"],
-            "reference_matched": ("output stores only: the equivalence engine's candidate->reference store "
-                                  "correspondence; loads, wgmma accumulations and reductions are not matched")
-            if equiv_report is not None else None,
+            "reference_matched": (VALUES_NOTE if value_matched else STORES_NOTE) if equiv_report is not None else None,
+            "evidence": EVIDENCE_NOTE + (f"; {trace['unresolved']} ordered pair(s) whose edge was not recorded"
+                                         if trace and trace["unresolved"] else "")
+            if trace is not None else f"no happens-before trace ({timeline_note})",
         },
         "obligations": obligations, "counterexamples": cexs, "rows": out_rows,
         "timeline": {"note": timeline_note, "events": events},

@@ -1,4 +1,4 @@
-"""Markdown and self-contained HTML renderings of a ``kverify.audit/1`` document (``build``).
+"""Markdown and self-contained HTML renderings of a ``kverify.audit/2`` document (``build``).
 The HTML has no external references: inline CSS, inline JS, inline SVG."""
 from __future__ import annotations
 
@@ -6,6 +6,71 @@ import html
 import json
 
 COLOURS = {"violated": "#f4b6b6", "unknown": "#f7e3a1", "bounded": "#cfe3f7", "proved": "#c8ecc8", "none": "#ffffff"}
+
+
+def _step(st) -> str:
+    """One edge of an evidence chain (``hbtrace``) in words."""
+    who = f"warp {st['warp']}" if st.get("warp") is not None else "?"
+    if st.get("cta") is not None:
+        who += f" of CTA {tuple(st['cta'])}"
+    at = f" at {st['line']}" if st.get("line") else ""
+    obj = ""
+    if st.get("barrier") is not None:
+        obj = f" {st['barrier']}" + (f" phase {st['phase']}" if st.get("phase") is not None else "")
+    role = st["role"]
+    if role == "release" and st.get("async_op"):
+        return f"{st['op']}{' on' + obj if obj else ''}{at} ({st['async_op']} of {who}, {st.get('proxy', 'async')} proxy)"
+    if role == "release":
+        return f"{st['op']}{' on' + obj if obj else ''}{at} ({who})"
+    if role == "acquire":
+        return f"{st['op']}{at} ({who}) acquires{obj or ' it'}"
+    if role == "issue":
+        return f"issued by {who}{at}"
+    if role == "fence":
+        return f"{st['op']}{at} ({who})"
+    if role == "issuer-fence":
+        return f"{st['op']}{at} (the issuing {who}, not the accessing one)"
+    return st.get("op", role)
+
+
+def evidence_text(x) -> str:
+    """One evidence item of an audit row in words."""
+    k = x["kind"]
+    if k in ("synchronization", "program-order", "proxy-unordered"):
+        o = x["other"]
+        who = f"warp {o['warp']}" if o.get("warp") is not None else "?"
+        if o.get("cta") is not None:
+            who += f" of CTA {tuple(o['cta'])}"
+        if o.get("async_op"):
+            who = f"{o['async_op']} of {who}"
+        head = f"{x['conflict']}: after the {o['access']} at {o['line']} ({who}, {o['proxy']} proxy)"
+        steps = " -> ".join(_step(st) for st in x["via"])
+        if k == "program-order":
+            steps = "same warp, program order" + (f": {steps}" if steps else "")
+        if k == "proxy-unordered":
+            steps = (f"{steps or 'same warp, program order'}, but no fence.proxy.async after the generic-proxy "
+                     f"access: not ordered for the async proxy")
+        return f"{head}: {steps} [{x['examples']} example{'s' if x['examples'] != 1 else ''}]"
+    if k == "more":
+        return f"and {x['examples']} ordered pair(s) explained otherwise (not listed)"
+    if k == "issued-after":
+        after = ", ".join(f"{h['op']} ({h['line']}, turn {h['turn']})" for h in x["after"]) or "nothing"
+        return f"warp {x['warp']} of CTA {tuple(x['cta'])} (turn {x['turn']}) first executed it after {after}"
+    if k == "checker":
+        return f"{x['obligation']} {x['status']}: {x['message']}"
+    return x.get("note", k)
+
+
+def reference_text(x) -> str:
+    """One reference correspondence of an audit row in words: its kind of value, and the
+    reference lines that produced all (or some, k of n) of the line's values."""
+    def one(r):
+        if r.get("matched") is None:
+            return r["line"]
+        how = f"all {x['values']}" if r["all"] else f"some: {r['matched']} of {x['values']}"
+        return f"{r['line']} ({'/'.join(r['kinds'])}, {how})"
+    capped = " (values capped)" if x.get("capped") else ""
+    return f"{x['kind']}{capped} -> " + ", ".join(one(r) for r in x["lines"])
 
 
 def _md_cell(s) -> str:
@@ -25,6 +90,8 @@ def markdown(doc: dict) -> str:
                                                for b in s["bounds"]]
     if s["not_checked"]:
         out += ["", "Not checked (unknown):"] + [f"- `{b['obligation']}`: {_md_cell(b['reason'])}" for b in s["not_checked"]]
+    if s.get("evidence"):
+        out += ["", f"Evidence: {s['evidence']}."]
     if s.get("reference_matched"):
         out += ["", f"Reference correspondence: {s['reference_matched']}."]
     if doc["counterexamples"]:
@@ -38,7 +105,8 @@ def markdown(doc: dict) -> str:
         obs = ", ".join(f"{o['id']}={o['status']}" for o in r["obligations"])
         fs = "; ".join(f"{f['severity']} {f['rule']}: {f['message']}" for f in r["findings"])
         out.append(f"| {r['line']} | `{_md_cell(r['source'].strip())}` | {r['status']} | {obs} | "
-                   f"{_md_cell('; '.join(r['evidence']))} | {', '.join(r['reference'])} | {_md_cell(fs)} |")
+                   f"{_md_cell('; '.join(evidence_text(x) for x in r['evidence']))} | "
+                   f"{_md_cell(', '.join(reference_text(x) for x in r['reference']))} | {_md_cell(fs)} |")
     out += ["", f"Timeline: {doc['timeline']['note']}.", ""]
     return "\n".join(out)
 
@@ -91,10 +159,19 @@ def timeline_svg(events: list, max_rows: int = 24) -> str:
 CSS = """body{font-family:sans-serif;font-size:13px;margin:16px}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}pre{margin:0}
 tr.line{cursor:pointer}tr.ptx{display:none}tr.ptx.open{display:table-row}tr.ptx pre{color:#444;font-size:12px}
-.timeline{border:1px solid #ccc;margin:4px 0}code{font-size:12px}"""
+.timeline{border:1px solid #ccc;margin:4px 0}code{font-size:12px}
+td.src pre{white-space:pre-wrap;max-width:440px}td.evidence{min-width:360px;max-width:560px;font-size:12px}
+td.evidence div{margin:0 0 3px 0;padding-left:4px;border-left:3px solid #9ab}
+td.evidence div.evi-checker{border-left-color:#ccc;color:#555}td.ref{max-width:300px;font-size:12px}
+td.findings{max-width:360px;font-size:12px}"""
 
 JS = """document.querySelectorAll('tr.line').forEach(function(r){r.addEventListener('click',function(){
 var p=document.getElementById('ptx-'+r.dataset.i);if(p){p.classList.toggle('open');}});});"""
+
+
+def _ev_html(x) -> str:
+    """One evidence item as a block of the evidence cell (the chain's edges joined by arrows)."""
+    return f"<div class='evi evi-{html.escape(x['kind'])}'>{html.escape(evidence_text(x)).replace(' -&gt; ', ' → ')}</div>"
 
 
 def page(doc: dict) -> str:
@@ -116,6 +193,8 @@ def page(doc: dict) -> str:
     if s["not_checked"]:
         out.append("<h3>Not checked</h3><ul>" + "".join(f"<li><code>{e(b['obligation'])}</code>: {e(b['reason'])}</li>"
                                                         for b in s["not_checked"]) + "</ul>")
+    if s.get("evidence"):
+        out.append(f"<p>Evidence: {e(s['evidence'])}.</p>")
     if s.get("reference_matched"):
         out.append(f"<p>Reference correspondence: {e(s['reference_matched'])}.</p>")
     out.append("<h2>Obligations</h2><table id='obligations'><tr><th>id</th><th>checker</th><th>status</th><th>bound</th>"
@@ -140,9 +219,10 @@ def page(doc: dict) -> str:
         obs = "<br>".join(f"{e(o['id'])}={e(o['status'])}" for o in r["obligations"])
         fs = "<br>".join(e(f"{f['severity']} {f['rule']}: {f['message']}") for f in r["findings"])
         out.append(f"<tr class='line' data-i='{n}' style='background:{COLOURS.get(r['status'], '#fff')}'>"
-                   f"<td>{e(r['line'])}</td><td><pre>{e(r['source'])}</pre></td><td>{e(r['status'])}</td><td>{obs}</td>"
-                   f"<td>{'<br>'.join(e(x) for x in r['evidence'])}</td><td>{e(', '.join(r['reference']))}</td>"
-                   f"<td>{fs}</td></tr>")
+                   f"<td>{e(r['line'])}</td><td class='src'><pre>{e(r['source'])}</pre></td><td>{e(r['status'])}</td><td>{obs}</td>"
+                   f"<td class='evidence'>{''.join(_ev_html(x) for x in r['evidence'])}</td>"
+                   f"<td class='ref'>{'<br>'.join(e(reference_text(x)) for x in r['reference'])}</td>"
+                   f"<td class='findings'>{fs}</td></tr>")
         ptx = "\n".join(f"{p['ptx_line']:5}  {p['text']}" for p in r["ptx"])
         out.append(f"<tr class='ptx' id='ptx-{n}'><td></td><td colspan='6'><pre>{e(ptx)}</pre></td></tr>")
     out.append("</table><script type='application/json' id='audit-json'>" +

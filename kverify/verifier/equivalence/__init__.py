@@ -85,12 +85,15 @@ class EquivObligation(Obligation):
     correspondence: list = None
     shape: dict = None
     outputs: list = None
+    values: list = None  # symexec.terms.correspondence (only when asked for: kverify audit --ref)
 
     def to_json(self, strict: bool = False) -> dict:
         d = super().to_json(strict)
         d.update({"model": self.model, "equivalence": self.equivalence, "scope": self.scope,
                   "shape": self.shape or {}, "assumptions": self.assumptions or [], "tested": self.tested,
                   "correspondence": self.correspondence or [], "outputs": self.outputs or []})
+        if self.values is not None:
+            d["values"] = self.values
         return d
 
 
@@ -121,13 +124,13 @@ def obligation_of(res: EquivResult, shape: dict, family: bool) -> EquivObligatio
         locations=locs, counterexample=cex, time_s=res.time_s,
         rule=MISMATCH.id if res.verdict == "refuted" else None, model=res.model,
         equivalence=res.verdict, scope=res.scope, assumptions=res.assumptions, tested=res.tested,
-        correspondence=res.correspondence, shape=shape, outputs=res.outputs)
+        correspondence=res.correspondence, shape=shape, outputs=res.outputs, values=res.values)
 
 
 def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model="real", shapes=None,
                        timeout_s=60.0, kernel=None, ref_kernel=None, cex_dir=None, test_examples=8,
                        seed=0, bind=None, progress=None, witnesses=True,
-                       all_sizes: str | None = None) -> tuple[KernelReport, list]:
+                       all_sizes: str | None = None, value_terms: bool = False) -> tuple[KernelReport, list]:
     """``ref_file`` is a kernel file, or a torch reference: ``torch:MODULE:FN`` or a callable
     (see :mod:`torchref`; ``bind`` maps its parameters to the candidate's). ``progress``: a
     :class:`~.progress.Progress` (phases on stderr), default none; ``witnesses=False`` skips the
@@ -135,7 +138,8 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
     obligation), ``""`` (the default precondition: every size a multiple of the candidate's
     blockDim.x) or a precondition such as ``"M % 16 == 0; N % 16 == 0; K % 16 == 0"``. With it
     and no ``shapes``, only the all-sizes obligation is reported; with ``shapes`` it comes after
-    the bounded family."""
+    the bounded family. ``value_terms``: match the values of the candidate's source lines to the
+    reference's (``check_pair``)."""
     if model not in MODELS:
         raise KernelError(f"unknown --fp model {model!r} (real, bitexact, int)", "<command line>", 1, 1)
     shape_list = parse_shapes(shapes) if (shapes or all_sizes is None) else []
@@ -162,7 +166,7 @@ def equivalence_report(cand_file, ref_file, launch=None, ref_launch=None, model=
         if progress is not None:
             progress.restart(",".join(f"{k}={v}" for k, v in sh.items()))
         res = check_pair(cand, ref, model, timeout_s, cex_dir, test_examples, seed, progress=progress,
-                         witnesses=witnesses)
+                         witnesses=witnesses, value_terms=value_terms)
         results.append((sh, res))
         rep.obligations.append(obligation_of(res, sh, len(shape_list) > 1))
     if all_sizes is not None:

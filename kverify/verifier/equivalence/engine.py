@@ -30,6 +30,7 @@ from .counterexample import _bv, _bv_cex, _probe, _real_cex, _replay, _side_inpu
 from . import folds as F
 from .algebra import DataDependent, ModelUnsupported, make_algebra
 from .symexec import Budget, Executor
+from .symexec.terms import TermLog, correspondence
 from .testing import _fallback_test
 from .witness import STYLES
 
@@ -69,6 +70,8 @@ class EquivResult:
     solver: int = 0
     witness_time_s: float = 0.0
     outputs: list = field(default_factory=list)  # the output buffers compared (shared names)
+    # (value_terms) the candidate lines whose values a reference line also produced (symexec/terms.py)
+    values: list | None = None
 
 
 def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
@@ -90,10 +93,13 @@ def buffer_names(cand: Side, ref: Side) -> tuple[dict, dict]:
     return dict(zip(ck, rk)), rmap
 
 
-def symbolic_run(side: Side, alg, names, tag, max_steps, progress=None, which="candidate"):
+def symbolic_run(side: Side, alg, names, tag, max_steps, progress=None, which="candidate", terms=False):
+    """The symbolic run of one side (``terms``: with a ``TermLog`` of the values per line)."""
     if hasattr(side, "symbolic_run"):  # a reference that is not a kernel (torchref.TorchReference)
         return side.symbolic_run(alg, names, tag, max_steps)
     ex = Executor(side.module, side.kernel, side.spec, alg, names, tag, max_steps=max_steps)
+    if terms:
+        ex.terms = TermLog()
     if progress is not None and progress.enabled:
         ex.on_cta = lambda k, n: progress.update(f"symbolic execution of the {which} ({side.name})", f"CTA {k}/{n}")
     ex.run()
@@ -115,9 +121,11 @@ def output_count(side: Side, names: dict, outs: list) -> int:
 
 def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60.0, cex_dir: str | None = None,
                test_examples: int = 8, seed: int = 0, max_steps: int = 5_000_000, test_on_unknown: bool = True,
-               progress=None, witnesses: bool = True) -> EquivResult:
+               progress=None, witnesses: bool = True, value_terms: bool = False) -> EquivResult:
     """``witnesses``: under ``bitexact``/``int``, run both kernels on the designed inputs of
-    :mod:`witness` before symbolic execution and the solver (off only to measure what it saves)."""
+    :mod:`witness` before symbolic execution and the solver (off only to measure what it saves).
+    ``value_terms``: record the values each source line produces and match the candidate's lines
+    to the reference's (``EquivResult.values``, :mod:`symexec.terms`; ``kverify audit --ref``)."""
     from .progress import QUIET
 
     progress = progress or QUIET
@@ -152,8 +160,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     else:
         witness_s = 0.0
     try:
-        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate")
-        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference")
+        ex_c = symbolic_run(cand, alg, cnames, "cand", max_steps, progress, "candidate", value_terms)
+        ex_r = symbolic_run(ref, alg, rnames, "ref", max_steps, progress, "reference", value_terms)
     except (Unsupported, DataDependent, ModelUnsupported, R.RealUnsupported, Budget, F.FoldBudget) as e:
         kind = ("control flow or an address depends on input data" if isinstance(e, DataDependent)
                 else f"not expressible in the {model} model" if isinstance(e, (ModelUnsupported, R.RealUnsupported))
@@ -177,6 +185,8 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
     oc, orf = ex_c.output_terms(), ex_r.output_terms()
     res = EquivResult("proved", model, "", assumptions=assumptions, scope=scope, witness_time_s=witness_s)
     res.sym_time_s = t1 - t0 - witness_s
+    if value_terms and getattr(ex_c, "terms", None) is not None and getattr(ex_r, "terms", None) is not None:
+        res.values = correspondence(ex_c.terms, ex_r.terms)
     out_names = output_names(cand, ref, cnames, rnames, ex_c.written_buffers() | ex_r.written_buffers())
     res.elements = sum(len(orf.get(n, ())) for n in out_names)
     res.outputs = list(out_names)
@@ -254,7 +264,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                         STYLES[1:], "before the solver", outs=out_names)
         res.witness_time_s += time.perf_counter() - tw
         if wres is not None:
-            wres.sym_time_s, wres.structural = res.sym_time_s, res.structural
+            wres.sym_time_s, wres.structural, wres.values = res.sym_time_s, res.structural, res.values
             wres.witness_time_s = res.witness_time_s
             return wres
     # 3. the solver, element by element, a cheap random probe first

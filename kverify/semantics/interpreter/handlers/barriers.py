@@ -100,6 +100,9 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
         m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at barrier {bar_id} (instance {gen}) without being "
                  f"ordered after instance {gen - 1}; in another schedule it may join that instance")
     cta.bar_vc[bar_id] = join(cta.bar_vc.get(bar_id, np.zeros(0, np.int64)), w.vc)
+    if m.trace is not None:
+        m.trace.release(("bar", id(cta), bar_id, cta.bar_gen[bar_id]), w, ins, f"barrier {bar_id}",
+                        cta.bar_gen[bar_id])
     cta.bar_locs.setdefault(bar_id, {})[ins.loc] = (ins, aligned)
     w.release_tick()
     gen = cta.bar_gen[bar_id]
@@ -110,7 +113,7 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
         completed = True
     if completed:
         if kind != "arrive":
-            _bar_after(m, w, (bar_id, gen), red_dst, mask)
+            _bar_after(m, w, ins, (bar_id, gen), red_dst, mask)
         yield None
         return
     if kind == "arrive":
@@ -119,7 +122,7 @@ def _bar_gen(m, w, ins, mask, kind, bar_id, count, red_dst, red_pred, aligned):
     wt = Wait("bar", lambda: cta.bar_gen[bar_id] != gen, lambda: _bar_describe(m, cta, bar_id, count), ins)
     wt.barrier = (cta, bar_id)
     yield wt
-    _bar_after(m, w, (bar_id, gen), red_dst, mask)
+    _bar_after(m, w, ins, (bar_id, gen), red_dst, mask)
 
 
 def complete_with_exited(m, cta, bar_id):
@@ -164,9 +167,10 @@ def _bar_complete(m, cta, bar_id, released, value, red_dst):
                  f"{BARRIER_ALIGNED_SPLIT.section})", instrs, barrier=bar_id)
 
 
-def _bar_after(m, w, key, red_dst, mask):
+def _bar_after(m, w, ins, key, red_dst, mask):
     cta = w.cta
-    w.vc = join(w.vc, cta.bar_release.get(key, np.zeros(0, np.int64)))
+    m.acquire(w, cta.bar_release.get(key, np.zeros(0, np.int64)), ins, f"barrier {key[0]}", key[1],
+              key=("bar", id(cta), key[0], key[1]))
     w.lane_order.sync(mask, w.valid)
     if red_dst is not None:
         v = cta.bar_value.get(key)
@@ -205,10 +209,13 @@ def _cluster_arrive(m, w, ins, bar, cl):
     if prev is not None and not hb_after(w.vc, prev):
         m.depend(f"{_fmt_loc(ins.loc)}: {w.describe()} arrives at the cluster barrier without being ordered "
                  f"after its previous instance")
+    ph = bar.state.phase
     out = m.step(bar, CB.Arrive((w.cta.rank, w.index), relaxed), ins, w.describe())
     if out.violation is None:
         if not relaxed:
             bar.vc = join(bar.vc, w.vc)
+            if m.trace is not None:
+                m.trace.release(("cluster", id(bar), ph), w, ins, "cluster barrier", ph)
         if w.agent < len(m.mbar_fence_clk) and m.mbar_fence_clk[w.agent]:
             fenced = np.zeros(w.agent + 1, np.int64)
             fenced[w.agent] = m.mbar_fence_clk[w.agent]
@@ -250,7 +257,7 @@ def _cluster_wait(m, w, ins, bar):
     if out.violation is not None:
         yield None
         return
-    w.vc = join(w.vc, bar.release.get(ph, np.zeros(0, np.int64)))
+    m.acquire(w, bar.release.get(ph, np.zeros(0, np.int64)), ins, "cluster barrier", ph, key=("cluster", id(bar), ph))
     inits = bar.init_release.get(ph)
     if inits is not None and len(inits):
         w.mbar_inits_seen.append((w.clock(), inits))

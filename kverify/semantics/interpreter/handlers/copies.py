@@ -36,6 +36,8 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
                                              issuer_fence=w.proxy_fence_vc)
             for c in conf:
                 m._race(w, ins, region, c, "async write")
+            if m.trace is not None:
+                m.trace.access(region.shadow, idx, agent, op.vc, op.loc, ins, "write", proxy, w)
         region.shadow.pend_w[idx] = agent
         region.shadow.pend_w_loc[idx] = m.loc_id(ins.loc)
     for region, idx in reads:
@@ -44,6 +46,8 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
                                             issuer_fence=w.proxy_fence_vc)
             for c in conf:
                 m._race(w, ins, region, c, "async read")
+            if m.trace is not None:
+                m.trace.access(region.shadow, idx, agent, op.vc, op.loc, ins, "read", proxy, w)
         region.shadow.set_pending_read(idx, agent, m.loc_id(ins.loc))
     m.inflight.append(op)
     w.release_tick()

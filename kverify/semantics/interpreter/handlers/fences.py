@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hb import join
 from .common import registry, yield_once
 
 HANDLERS, handler = registry()
@@ -25,7 +24,8 @@ def h_fence(m, w, ins, mask):
     acquire = "release" not in ins.mods
     release = "acquire" not in ins.mods
     if acquire and w.acq_pending is not None:
-        w.vc = join(w.vc, w.acq_pending)
+        m.acquire(w, w.acq_pending, ins, "release patterns observed by relaxed strong reads",
+                  releases=m.trace.pending_strong.pop(w.agent, None) if m.trace is not None else None)
         w.acq_pending = None
     if release:
         w.fence_rel = w.vc.copy()
@@ -39,6 +39,8 @@ def h_fence_proxy(m, w, ins, mask):
     m.fence_clk[w.agent] = w.clock()
     if "global" not in ins.mods:  # a fence covering shared memory also makes an mbarrier.init visible
         m.init_fences.setdefault(w.agent, []).append(w.clock())
+    if m.trace is not None:
+        m.trace.proxy_fence(w, ins)
     w.proxy_fence_vc = w.vc.copy()  # every write ordered before this fence (race.async-proxy.issuer-fence)
     w.release_tick()
     return yield_once()

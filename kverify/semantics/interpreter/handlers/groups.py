@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
-from ..hb import join
 from ..state import Wait
 from .common import registry, yield_once
 
@@ -34,13 +33,13 @@ def group_wait(m, w, ins, attr, cmd):
         m.step(obj, cmd, ins, w.describe())
         return None
     if out.has("blocked"):
-        return _group_wait_gen(m, w, ins, obj, cmd)
+        return _group_wait_gen(m, w, ins, obj, cmd, attr)
     out = m.step(obj, cmd, ins, w.describe())
-    _acquire_ops(m, w, out.effects[0] if out.effects else ("none",))
+    _acquire_ops(m, w, ins, attr, out.effects[0] if out.effects else ("none",))
     return yield_once()
 
 
-def _group_wait_gen(m, w, ins, obj, cmd):
+def _group_wait_gen(m, w, ins, obj, cmd, attr):
     def missing():
         return AG.waiting_for(obj.protocol.step(obj.state, cmd))
 
@@ -52,15 +51,20 @@ def _group_wait_gen(m, w, ins, obj, cmd):
     yield Wait("group", lambda: not missing(), describe, ins)
     out = m.step(obj, cmd, ins, w.describe())
     if out.effects:
-        _acquire_ops(m, w, out.effects[0])
+        _acquire_ops(m, w, ins, attr, out.effects[0])
 
 
-def _acquire_ops(m, w, eff):
+GROUPS = {"cp_async": "cp.async groups", "bulk": "bulk async-groups", "wgmma": "wgmma groups"}
+
+
+def _acquire_ops(m, w, ins, attr, eff):
+    """The wait acquires the completions of the operations it covers."""
     if eff[0] in ("wait-satisfied", "read-wait-satisfied"):
         for agent in eff[1]:
             op = m.ops_by_agent.get(agent)
             if op is not None:
-                w.vc = join(w.vc, op.vc)
+                rel = [m.trace.completion(op, f"completion of {op.instr.opcode}")] if m.trace is not None else None
+                m.acquire(w, op.vc, ins, GROUPS[attr], releases=rel)
             w.wgmma_regs.pop(agent, None)
 
 

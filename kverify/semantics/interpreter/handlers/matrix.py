@@ -102,6 +102,8 @@ def h_wgmma(m, w, ins, mask):
         ops_map[key] = op
     else:
         op.vc = join(op.vc, tick(w.vc.copy(), op.agent))
+        if m.trace is not None:
+            m.trace.issue(op, w, ins)
     dvals = [np.asarray(m.reg(w, n)).copy() for n in dregs_names]
     op.parts[w.index % 4] = (w, dvals, a_regs, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, dregs_names)
     # shared-memory operand reads (async proxy): checked at issue, pending until completion
@@ -132,6 +134,8 @@ def h_wgmma(m, w, ins, mask):
     if m.check:
         for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC, issuer_fence=w.proxy_fence_vc):
             m._race(w, ins, smem, c, "wgmma operand read")
+        if m.trace is not None:
+            m.trace.access(smem.shadow, idx, op.agent, w.vc, m.loc_id(ins.loc), ins, "read", ASYNC, w)
     if fresh:
         smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
     if fresh:

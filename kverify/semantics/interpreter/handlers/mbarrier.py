@@ -115,6 +115,9 @@ def h_mbar_arrive(m, w, ins, mask):
         info.phase_vc = join(info.phase_vc, w.vc)
         if "relaxed" not in mods:
             info.release_vc = join(info.release_vc, w.vc)
+            if m.trace is not None:
+                m.trace.release(("mbar", id(info), info.lifetime, info.state.phase), w, ins, info.name,
+                                info.state.phase)
             info.lane_points.setdefault(w, np.zeros(32, np.int64))[lane] = point
         info.arrive_locs[ins.loc] = True
         info.arrivers.add(w)
@@ -214,7 +217,8 @@ def _mbar_wait(m, w, ins, mask):
             w.mbar_next[info.waiter_key] = ph + 1
             m.mbar_observed(info, ph, w.agent, issue_vc, ins)
             if acquire:
-                w.vc = join(w.vc, info.done_release.get(ph, np.zeros(0, np.int64)))
+                m.acquire(w, info.done_release.get(ph, np.zeros(0, np.int64)), ins, info.name, ph,
+                          key=("mbar", id(info), info.lifetime, ph))
                 pts = info.done_lane_points.get(ph, {}).get(w)
                 if pts is not None:  # lanes of this warp that arrived: ordered before the waiting lanes
                     w.lane_order.acquire(pts, lanes)

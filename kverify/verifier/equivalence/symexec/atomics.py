@@ -120,6 +120,8 @@ class AtomicHandlers:
             new = self.alg.ite(t.pred, new, old, 8 * nb)
         self._clear(store, key, nb, kind, t)
         store[key] = (nb, new, ins.loc)
+        if self.terms is not None:
+            self.terms.note(ins.loc, "reduce", new)
         return None
 
     # ------------------------------------------------------------------ loads of folds

@@ -76,6 +76,8 @@ class BarrierHandlers:
             step = 4 if size % 4 == 0 else 1
             if j < src_size:
                 v = self.load(t, "global", src + j, step, ins)
+                if self.terms is not None:
+                    self.terms.note(ins.loc, "load", v)
             else:
                 v = 0
             self.store(t, "shared", dst + j, step, v, ins.loc)
@@ -92,6 +94,8 @@ class BarrierHandlers:
         step = 4 if size % 4 == 0 else 1
         for j in range(0, size, step):
             v = self.load(t, sspace, src + j, step, ins)
+            if self.terms is not None and sspace == "global":
+                self.terms.note(ins.loc, "load", v)
             self.store(t, dspace, dst + j, step, v, ins.loc)
         if "mbarrier::complete_tx::bytes" in mods:
             self._mbar(t, ops[3], ins).step(MB.CompleteTx(size), ins)

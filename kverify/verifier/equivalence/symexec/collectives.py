@@ -79,6 +79,8 @@ class CollectiveHandlers:
                 v = vals[l][1]
                 acc = v if acc is None else self.alg.family(kind, ty, frozenset(), [acc, v], [32, 32])
             res = {l: acc for l in vals}
+            if self.terms is not None:
+                self.terms.note(ins.loc, "reduce", acc)
         elif coll == "mma":  # mma.sync.aligned (tensorcore.py)
             res = self._mma_sync(ins, members)
         elif coll == "matrix":  # ldmatrix / stmatrix (tensorcore.py)

@@ -70,6 +70,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         self.max_steps = max_steps
         self.steps = 0
         self.on_cta = None  # called with (k, n) before CTA k of n runs (progress)
+        self.terms = None  # a terms.TermLog: the values produced per source line (kverify audit --ref)
         self.gmem: dict = {}
         self.reg_width = RegisterWidths(module)
         self.funcs = {k.name: k for k in module.kernels}

@@ -251,6 +251,8 @@ class Memory:
                 else:
                     v = self.alg.fit(v, self.reg_width(d.name), signed=True)
             self.write(t, d, v)
+            if self.terms is not None:
+                self.terms.note(ins.loc, "load", v)
 
     def h_st(self, t, ins):
         ty, nb = self._elem_bytes(ins)
@@ -261,3 +263,5 @@ class Memory:
         for j, s in enumerate(elems):
             v = self.val(t, s, 8 * nb)
             self.store(t, space, base + j * nb, nb, v, ins.loc)
+            if self.terms is not None:
+                self.terms.note(ins.loc, "store", v)

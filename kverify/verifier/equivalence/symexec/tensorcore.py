@@ -237,7 +237,10 @@ class TensorCoreHandlers:
                 for i, nm in enumerate(names):
                     r, c = lay[tl, i]
                     d0 = self._acc_in(dregs[i], "f32") if scale_d else R.ZERO
-                    self.write(t, nm, self._dot(d0, amat[r], bmat[c]))
+                    s = self._dot(d0, amat[r], bmat[c])
+                    self.write(t, nm, s)
+                    if self.terms is not None:
+                        self.terms.note(ins.loc, "mma", s)
             else:
                 for j, nm in enumerate(names):
                     halves = []
@@ -247,6 +250,8 @@ class TensorCoreHandlers:
                         d0 = self._acc_in(self.alg.extract_bytes(dregs[j], 2 * h, 2, 4), "f16") if scale_d else R.ZERO
                         s = self._dot(d0, amat[r], bmat[c])
                         halves.append((A.round_to("f16", s), 2))
+                        if self.terms is not None:
+                            self.terms.note(ins.loc, "mma", halves[-1][0])
                     self.write(t, nm, self.alg.concat_bytes(halves))
 
     # ------------------------------------------------------------------ mma.sync
@@ -278,6 +283,8 @@ class TensorCoreHandlers:
         r = yield ("coll", ins, vals, t)
         for e, v in zip(ins.operands[0].elems, r):
             self.write(t, e, v)
+            if self.terms is not None:
+                self.terms.note(ins.loc, "mma", v)
         return None
 
     def _mma_sync(self, ins, members):

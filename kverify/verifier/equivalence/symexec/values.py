@@ -15,6 +15,10 @@ from kverify.semantics.values import source_bits
 from ..algebra import ModelUnsupported
 
 
+#: value families whose result is not a computed value worth matching (terms.py): copies and comparisons
+NOT_NOTED = ("mov", "setp", "set")
+
+
 class ValueHandlers:
     """The value handlers of :class:`~.executor.Executor`."""
 
@@ -84,6 +88,8 @@ class ValueHandlers:
                 raise ModelUnsupported(f"{ins.opcode}: the carry flag of integer arithmetic on real values "
                                        f"({self.alg.model} model)")
             r, t.regs[CARRY] = r
+        if self.terms is not None and fam not in NOT_NOTED and not isinstance(r, tuple):
+            self.terms.note(ins.loc, "arith", r)
         if isinstance(r, tuple):
             if isinstance(dst, PairOp):
                 self.write(t, dst.first, r[0])
