@@ -29,6 +29,15 @@ def display_path(path, ptx_path=None) -> str:
     return path
 
 
+def _shown(loc, ptx_path) -> str:
+    """A ``report.Location`` as the obligation table shows it: ``file:line:col (ptx N)`` with the
+    file as ``display_path`` gives it (as the linter lines do)."""
+    from kverify.semantics.ir.nodes import Loc, where
+
+    return where(Loc(display_path(loc.path, ptx_path) if loc.path else None, loc.line, loc.column, loc.ptx_line),
+                 detail=True)
+
+
 def diagnostic(rule, message, loc, ptx_path, strict: bool = False) -> list[str]:
     """A finding as linter lines: ``path:line:col: SEVERITY[rule]: message (ptx N)`` (the
     severity from the rule registry, ``error`` for a warning under ``strict``), the message's
@@ -81,7 +90,7 @@ def check_text(reports) -> str:
         out.append(f"{rep.path}: kernel {rep.display_name}: {rep.verdict.upper()}")
         shown = None  # a bound is printed once for consecutive obligations that share it
         for o in rep.obligations:
-            where = f"  {o.locations[0]}" if o.locations else ""
+            where = f"  {_shown(o.locations[0], rep.path)}" if o.locations else ""
             # a violation at tier warning/note shows its tier (the verdict does not follow it)
             status = o.status if o.status != "violated" else o.severity(rep.strict).replace("error", "violated")
             out.append(f"  {status:9} {o.title:34} {o.time_s:6.2f}s{where}")
