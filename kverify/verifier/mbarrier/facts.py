@@ -127,7 +127,7 @@ class Facts:
 
     # ------------------------------------------------------------------ site relations
     def seq(self, s):
-        return self.ex.seq.get(id(s.instr), -1)
+        return s.seq
 
     @staticmethod
     def same_iteration(s, t):

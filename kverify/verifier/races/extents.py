@@ -67,7 +67,7 @@ class _CopyExecutor(Executor):
                                         "not understood")
                 continue
             mode = "read" if slot.name == "src" else "write"
-            acc = Access(self.seq.get(id(ins), -1), ins, "global", mode, False, False, region,
+            acc = Access(self.seq_of(ins), ins, "global", mode, False, False, region,
                          z3.simplify(fit(base, 64) + op.offset), 0, mk_and(st.pc, guard), st.epoch,
                          tuple(self.loop_stack))
             self.accesses.append(acc)

@@ -131,10 +131,10 @@ class _Checker:
         every query. Returns None, or ``(reason, locations)`` when the kernel is outside the
         classic model (nothing executed)."""
         kernel = self.kernel
-        from kverify.semantics.ir.visit import instructions
+        from kverify.semantics.ir.visit import reachable_instructions
 
         scope = []
-        for i in instructions(kernel.body):
+        for i in reachable_instructions(self.module, kernel):
             if outside_classic_model(i):
                 scope.append(i)
         if scope:
