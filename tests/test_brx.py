@@ -385,6 +385,38 @@ def test_calls_inside_a_loop_and_returns_inside_a_callee_loop():
         or "buffers sized to the kernel's accesses: v uint32[64], out uint32[256]" in by["named-barrier conformance"].bound
 
 
+def _chain_ptx(depth):
+    """A kernel that calls f1, which calls f2, ..., f<depth>, which stores to the kernel's buffer at
+    the thread's index (the pointer and index passed down as .param arguments)."""
+    funcs = []
+    for d in range(depth, 0, -1):
+        body = ("  ld.param.u64 %rd1, [f{d}_p];\n  ld.param.u32 %r1, [f{d}_i];\n").format(d=d)
+        if d == depth:
+            body += "  mul.wide.u32 %rd2, %r1, 4;\n  add.s64 %rd3, %rd1, %rd2;\n  st.global.u32 [%rd3], %r1;\n"
+        else:
+            body += ("  {{\n  .param .b64 a0;\n  st.param.b64 [a0+0], %rd1;\n  .param .b32 a1;\n"
+                     "  st.param.b32 [a1+0], %r1;\n  call.uni f{n}, (a0, a1);\n  }}\n").format(n=d + 1)
+        funcs.append(f".func f{d}(.param .b64 f{d}_p, .param .b32 f{d}_i)\n{{\n  .reg .b32 %r<2>;\n"
+                     f"  .reg .b64 %rd<4>;\n{body}  ret;\n}}\n")
+    return (".version 8.0\n.target sm_90\n.address_size 64\n" + "".join(funcs) +
+            ".visible .entry k(.param .u64 k_out)\n.maxntid 128, 1, 1\n{\n  .reg .b32 %r<2>;\n"
+            "  .reg .b64 %rd<3>;\n  ld.param.u64 %rd1, [k_out];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+            "  mov.u32 %r1, %tid.x;\n  {\n  .param .b64 a0;\n  st.param.b64 [a0+0], %rd2;\n"
+            "  .param .b32 a1;\n  st.param.b32 [a1+0], %r1;\n  call.uni f1, (a0, a1);\n  }\n  ret;\n}\n")
+
+
+def test_calls_nested_deeper_than_the_limit_are_unknown():
+    """Eight nested calls run in place (the store at the bottom is proved race-free, the pointer and
+    the index passed down through every frame); a ninth is not run: unknown, naming it."""
+    obs = check_races(parse_ptx(_chain_ptx(8), "chain8.ptx"), "k")
+    assert [o.status for o in obs] == ["proved", "proved"], [o.message for o in obs]
+    assert obs[1].message.startswith("no two distinct threads access the same global bytes in one barrier "
+                                     "interval with a write (1 accesses")
+    for ob in check_races(parse_ptx(_chain_ptx(9), "chain9.ptx"), "k"):
+        assert ob.status == "unknown"
+        assert "call of f9 nested more than 8 deep (not modelled)" in ob.message, ob.message
+
+
 def test_mbarrier_arrivals_inside_a_callee_are_counted():
     """signal.ptx: lane 0 of each warp arrives through the function a parameter picks. With
     arrive_once (which = 0) the static checker counts the callee's arrive (4 per phase, the init

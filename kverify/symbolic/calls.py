@@ -43,6 +43,7 @@ from .records import State
 from .terms import TRUE, fit, is_false, is_true, mk_and, mk_not, mk_or
 
 MAX_DEPTH = 8  # calls nested deeper than this are not executed (unknown)
+MAX_NUMBERED = 200_000  # instructions numbered in program order, callees once per calling context
 
 
 @dataclass
@@ -80,10 +81,14 @@ class Calls:
         """Program order of every instruction the run may execute: the kernel's, and each
         callee's once per calling context (``seq_of``), as if the calls were inlined."""
         self.seq, self.seq_ctx = {}, {}
+        self.numbered = {()}  # the calling contexts numbered (a call into another one is not run)
         n = 0
 
         def number(fn, stmts, ctx, stack):
             nonlocal n
+            if n > MAX_NUMBERED:
+                return
+            self.numbered.add(ctx)
             for s, _ in walk(stmts):
                 if not isinstance(s, Instr):
                     continue
@@ -92,7 +97,7 @@ class Calls:
                 else:
                     self.seq[id(s)] = n
                 n += 1
-                if handler(s) == "call" and len(stack) < MAX_DEPTH:
+                if handler(s) == "call" and len(stack) <= MAX_DEPTH:  # stack: the kernel and the frames
                     for callee in self.possible_callees(fn, s):
                         if callee.name not in stack:
                             number(callee, callee.body, ctx + ((id(s), callee.name),), stack + (callee.name,))
@@ -194,7 +199,7 @@ class Calls:
             outs.append(State(mk_and(st.pc, mk_not(guard)), dict(st.regs), st.epoch, st.exited))
         carried = self.carried_regs()
         for fn, cond in targets:
-            why = self.cannot_enter(fn)
+            why = self.cannot_enter(fn, ins)
             pcf = mk_and(pc0, cond)
             if why is not None:
                 self.reason(f"call at {where(ins)}: {why}", ordering=True)
@@ -224,13 +229,17 @@ class Calls:
         r, _ = self.check(mk_and(pc, mk_not(total)))
         return r == "unsat"
 
-    def cannot_enter(self, fn) -> str | None:
-        """Why ``fn`` is not executed here (recursion, depth), or None."""
+    def cannot_enter(self, fn, ins: Instr) -> str | None:
+        """Why ``fn`` is not executed here (recursion, depth, a calling context outside the
+        program order: more than ``MAX_NUMBERED`` instructions, or a pointer constant that is the
+        address of a function whose address the module never takes), or None."""
         active = [f.fn.name for f in self.frames] + [self.kernel.name]
         if fn.name in active:
             return f"recursive call of {fn.name} (not modelled)"
         if len(self.frames) >= MAX_DEPTH:
             return f"call of {fn.name} nested more than {MAX_DEPTH} deep (not modelled)"
+        if self.ctx + ((id(ins), fn.name),) not in self.numbered:
+            return f"call of {fn.name} outside the calls numbered in program order (not modelled)"
         return None
 
     def run_function(self, fn, ins: Instr, st: State) -> State:
