@@ -124,6 +124,13 @@ def test_a_function_pointer_named_by_a_precondition_is_a_dispatch_over_those_fun
     for oid in ("race.shared", "race.global"):
         assert by[oid]["status"] == "proved", by[oid]["message"]
     assert "all values of f; under the kernel's preconditions (__requires at line 14)" in by["race.global"]["bound"]
+    # f is no buffer (the kernel only calls through it): the run takes a function the precondition
+    # allows, named in the bound, and checks the rest on it
+    assert rc == 0 and k["verdict"] == "verified"
+    bound = by["deadlock"]["bound"]
+    assert ("f=halve(float*, unsigned int) (0x740000000000) chosen to satisfy the kernel's preconditions" in bound
+            or "f=negate(float*, unsigned int) (0x740000000010) chosen to satisfy the kernel's preconditions" in bound)
+    assert "buffers sized to the kernel's accesses: v float32[1024]" in bound
     rc, k, by = _check(capsys, path, "--kernel", "update_any", "--grid", "4", "--block", "256")
     assert rc == 3
     for oid in ("race.shared", "race.global"):
@@ -137,6 +144,9 @@ def test_a_function_pointer_named_by_a_precondition_is_a_dispatch_over_those_fun
     o = by["race.global"]
     assert rc == 1 and o["status"] == "violated" and o["rule"] == "race.global"
     assert [(loc["path"].endswith("fptr_requires.cu"), loc["line"]) for loc in o["locations"]] == [(True, 11)] * 2
+    # the pointer's value is spread's address (the interpreter's, for a replay); the text names it
+    assert o["counterexample"]["params"] == {"f": 0x7400_0000_0020}
+    assert o["message"].endswith("grid 4x1x1, block 256x1x1, f=spread(float*, unsigned int) (0x740000000020)")
 
 
 def test_a_file_without_a_kernel_is_bad_input(tmp_path, capsys):

@@ -151,7 +151,10 @@ class Calls:
         if fptr is None:
             self.reason(f"call at {where(ins)}: the callee operand is not understood", ordering=True)
             return st
-        term = z3.simplify(fit(self.read(st, fptr, 64)[0], 64))
+        term, region = self.read(st, fptr, 64)
+        term = z3.simplify(fit(term, 64))
+        if (region or "").startswith("param:"):  # a function pointer the host passes: no buffer
+            self.call_target_params.add(region.split(":", 1)[1])
         if z3.is_bv_value(term):
             fn, why = self.function_at(term.as_long(), caller, ins, fptr)
             if fn is None:

@@ -180,6 +180,17 @@ class Env:
             out[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
         return out
 
+    def show_value(self, v) -> str:
+        """A parameter value as a counterexample's text prints it: the address of a function of the
+        module by the function's name (a function pointer), anything else as it is."""
+        if not hasattr(self, "_func_at"):
+            from kverify.launch.layout import function_addresses
+
+            self._func_at = {a: n for n, a in function_addresses(self.module).items()}
+        if isinstance(v, int) and v in self._func_at:
+            return f"{self._func_at[v]} ({v:#x})"
+        return str(v)
+
     def _launch_arg(self, i):
         p = self.kernel.params[i]
         args = self.launch.args or {}

@@ -57,6 +57,7 @@ class Executor(LoopSummaries, Calls, Instructions):
         self.loads: list = []  # (tag, value, region, width, seq) of global loads
         self.written_regions: set = set()
         self.address_params: set = set()  # parameters used as an address (pointers): note_address
+        self.call_target_params: set = set()  # parameters called through (function pointers): ``Calls.indirect``
         self.unknown_region_write = False
         self.seq = {}
         self.widths = {}

@@ -112,7 +112,7 @@ class Facts:
         vals = self.env.symbolic_param_values(model, self.ex.address_params)
         if not vals:
             return msg, cex
-        return (msg + "; with " + ", ".join(f"{k}={v}" for k, v in vals.items()),
+        return (msg + "; with " + ", ".join(f"{k}={self.env.show_value(v)}" for k, v in vals.items()),
                 {**cex, "params": vals})
 
     def shift(self, e, k, d):

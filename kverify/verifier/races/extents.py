@@ -164,6 +164,8 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
             ptx = next(p.name for p in kernel.params if (p.source_name or p.name) == name)
             if ptx not in mentioned:  # never read: any buffer will do
                 out[key] = {"dtype": "uint8", "shape": [1]}
+            elif name in ex.call_target_params and name not in ex.address_params:
+                continue  # a function pointer the kernel calls through, no buffer: its value is the launch's
             else:
                 why[name] = "no access through it could be summarized"
             continue
