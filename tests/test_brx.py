@@ -23,6 +23,8 @@ from kverify.verifier.races.smt import check_races
 DATA = Path(__file__).resolve().parent / "data"
 BRX = DATA / "brx"
 CALLS = DATA / "indirect_call"
+DISPATCH = CALLS / "dispatch.ptx"
+SIGNAL = CALLS / "signal.ptx"
 
 
 def _check(path, kernel, args=None, buffers=None, grid=1):
@@ -242,14 +244,198 @@ def test_a_pointer_known_by_constant_propagation_is_a_direct_call_for_the_static
     assert by["race-free: global"].status == "proved"
 
 
-def test_a_pointer_not_known_statically_is_unknown_naming_the_candidates():
+def test_a_pointer_not_known_statically_is_a_dispatch_over_its_callees():
+    """``which ? plus_one : twice`` and ``table[which & 1]``: each function the pointer may hold runs
+    under the condition that it holds that function's address; both are pure: proved for every
+    value of ``which``."""
     m = load_module(str(CALLS / "fptr.ptx"))
-    for ob in check_races(m, "apply"):
+    for kernel in ("apply", "apply_table"):
+        obs = check_races(m, kernel)
+        assert [(o.title, o.status) for o in obs] == [("race-free: shared", "proved"), ("race-free: global", "proved")]
+        assert "all values of which, n" in obs[1].bound
+    # the table's contents are its initializer: an assumption the proof states
+    assert "the table of function pointers table holds its initializer (the host does not write it before " \
+           "the launch)" in check_races(m, "apply_table")[1].message
+
+
+def test_callees_with_memory_accesses_are_run_under_their_conditions():
+    """The callees store through the pointer parameter they are passed (put, put_scaled): each
+    store is an access of the kernel's buffer y under ``fptr == address(callee)``."""
+    m = load_module(str(DISPATCH))
+    for kernel in ("pick_param", "pick_table"):
+        obs = check_races(m, kernel)
+        assert [o.status for o in obs] == ["proved", "proved"], [o.message for o in obs]
+        assert obs[1].message.startswith("no two distinct threads access the same global bytes in one barrier "
+                                         "interval with a write")
+        assert "all values of which, n" in obs[1].bound
+
+
+def test_one_racy_callee_is_race_global_at_the_callee_line():
+    """pick_param_race: which != 0 calls put_pair, where threads 2k and 2k+1 store to one element."""
+    m = load_module(str(DISPATCH))
+    shared, glob = check_races(m, "pick_param_race")
+    assert shared.status == "proved"
+    assert glob.status == "violated" and glob.rule == "race.global"
+    assert [(loc.path.endswith("dispatch.cu"), loc.line) for loc in glob.locations] == [(True, 36), (True, 36)]
+    assert glob.counterexample["params"]["which"] != 0
+    tids = sorted(t["tid"][0] for t in glob.counterexample["threads"])
+    assert tids[0] % 2 == 0 and tids[1] == tids[0] + 1
+    # fptr.cu's store: the same for a symbolic which (before, only the interpreter found it)
+    glob = check_races(load_module(str(CALLS / "fptr.ptx")), "store")[1]
+    assert glob.status == "violated" and [loc.line for loc in glob.locations] == [14, 14]
+
+
+def test_a_pointer_that_may_hold_no_function_is_unknown_with_the_reason():
+    """A null pointer (which not 1 or 2), or a table read past its end: undefined behaviour on the
+    paths where the pointer is none of the callees' addresses -- never proved."""
+    m = load_module(str(DISPATCH))
+    for kernel, reg, line in (("pick_maybe_null", "%rd12", 112), ("pick_table_any", "%rd9", 99)):
+        for ob in check_races(m, kernel):
+            assert ob.status == "unknown", (kernel, ob.message)
+            assert ob.message.startswith(
+                f"call at dispatch.cu:{line}: indirect call through {reg}: the pointer may hold "
+                "the address of none of the functions the call can reach (undefined behaviour; functions of the "
+                "prototype's signature whose address is taken: _Z3putPfif, _Z10put_scaledPfif, _Z8put_pairPfif, "
+                "_Z9put_smallPiii, _Z10put_nonnegPiii)"), ob.message
+    # with which = 1 the pointer is put's address: a direct call, proved
+    spec = LaunchSpec.from_dict({"kernel": "pick_maybe_null", "grid": [2, 1, 1], "block": [128, 1, 1],
+                                 "args": {"which": 1}})
+    assert [o.status for o in check_races(m, "pick_maybe_null", launch=spec)] == ["proved", "proved"]
+
+
+def test_return_values_and_struct_arguments_pass_through_the_call():
+    """pick_index stores to ``y[g(i, n)]`` (same or mirror: both permutations of 0..n-1): proved only
+    if the return value reaches the caller; pick_span passes a by-value struct (base, stride)
+    field by field: proved only if both fields reach the callee."""
+    m = load_module(str(DISPATCH))
+    for kernel in ("pick_index", "pick_span"):
+        obs = check_races(m, kernel)
+        assert [o.status for o in obs] == ["proved", "proved"], (kernel, [o.message for o in obs])
+    # a half index (i / 2) in place of the mirror is a race, found through the return value
+    text = DISPATCH.read_text()
+    start = text.index(".func  (.param .b32 func_retval0) _Z6mirrorii(")
+    end = text.index("ret;", start)
+    body = text[start:end]
+    assert "add.s32 \t%r4, %r3, %r2;" in body
+    half = text[:start] + body.replace("add.s32 \t%r4, %r3, %r2;", "shr.s32 \t%r4, %r1, 1;") + text[end:]
+    glob = check_races(parse_ptx(half, str(DISPATCH)), "pick_index")[1]
+    assert glob.status == "violated" and glob.rule == "race.global", glob.message
+
+
+def test_barriers_inside_callees_order_their_accesses():
+    """pick_tile: both callees write the shared tile, __syncthreads(), then read another thread's
+    slot: proved. pick_tile_race: rotate_unsynced has no barrier: race.shared at its lines.
+    pick_tile_split: warps call different functions, each with its own barrier: the static side
+    does not rely on it (unknown), the interpreter reports barrier.divergence."""
+    m = load_module(str(DISPATCH))
+    assert [o.status for o in check_races(m, "pick_tile")] == ["proved", "proved"]
+    shared, _ = check_races(m, "pick_tile_race")
+    assert shared.status == "violated" and shared.rule == "race.shared"
+    assert sorted(loc.line for loc in shared.locations) == [57, 58]
+    assert shared.counterexample["params"]["which"] != 0
+    shared, glob = check_races(m, "pick_tile_split")
+    assert shared.status == "unknown" and glob.status == "proved"
+    assert "are ordered only by a barrier that may be divergent" in shared.message
+    rep, by = _check(DISPATCH, "pick_tile_split")
+    o = by["named-barrier conformance"]
+    assert o.status == "violated" and o.rule == "barrier.divergence"
+    assert "completed by different barrier instructions at dispatch.cu:48, dispatch.cu:53" in o.message
+
+
+def test_an_assertion_in_a_callee_is_checked_under_its_condition():
+    """put_small asserts v < 1000 (false for a large i when which != 0); put_nonneg asserts v >= 0
+    (true: i is a global thread index below 2^31)."""
+    from kverify.verifier.assertions import check_assertions
+
+    m = load_module(str(DISPATCH))
+    k = m.kernel("pick_checked")
+    [o] = check_assertions(m, k, None, 10.0)
+    assert o.status == "violated" and o.rule == "assert.failed"
+    assert (o.locations[0].path.endswith("dispatch.cu"), o.locations[0].line) == (True, 62)
+    assert o.counterexample["params"]["which"] != 0 and o.counterexample["params"]["n"] > 1000
+    for which, want in ((0, "proved"), (1, "violated")):
+        spec = LaunchSpec.from_dict({"kernel": "pick_checked", "grid": [1024, 1, 1], "block": [128, 1, 1],
+                                     "args": {"which": which, "n": 1 << 17}})
+        assert check_assertions(m, k, spec, 10.0)[0].status == want
+
+
+def test_a_recursive_callee_is_unknown():
+    m = load_module(str(DISPATCH))
+    for ob in check_races(m, "pick_fib"):
         assert ob.status == "unknown"
-        assert "indirect call through %rd6: the callee is not known statically" in ob.message
-        assert "(functions of the prototype's signature whose address is taken: _Z5twicef, _Z8plus_onef)" in ob.message
-    for ob in check_races(m, "apply_table"):
-        assert ob.status == "unknown" and "the callee is not known statically" in ob.message
+        assert ob.message == "call at dispatch.cu:70: recursive call of _Z3fibi (not modelled)"
+
+
+def test_calls_inside_a_loop_and_returns_inside_a_callee_loop():
+    """pick_loop calls the picked function in every iteration of a loop (the stores are accesses of
+    iteration k under the pointer's condition); pick_search's callees return from inside their
+    loop (the return leaves the loop as a break would), and the buffer they read is sized from
+    those reads."""
+    m = load_module(str(DISPATCH))
+    keep = []
+    assert [o.status for o in check_races(m, "pick_loop", keep=keep)] == ["proved", "proved"]
+    stores = [a for a in keep[0].ex.accesses if a.writes]
+    assert sorted(a.instr.loc.line for a in stores) == [34, 35]
+    assert all(len(a.loops) == 1 for a in stores)
+    assert all("pick_loop_param_2" in str(a.pc) for a in stores)  # under which == 0 / which != 0
+    assert [o.status for o in check_races(m, "pick_search")] == ["proved", "proved"]
+    rep, by = _check(DISPATCH, "pick_search", args={"which": 1, "len": 64}, grid=2)
+    assert rep.verdict == "verified"
+    assert "buffers sized to the kernel's accesses: v uint32[64], out uint32[256]" in by["deadlock-free"].bound \
+        or "buffers sized to the kernel's accesses: v uint32[64], out uint32[256]" in by["named-barrier conformance"].bound
+
+
+def _chain_ptx(depth):
+    """A kernel that calls f1, which calls f2, ..., f<depth>, which stores to the kernel's buffer at
+    the thread's index (the pointer and index passed down as .param arguments)."""
+    funcs = []
+    for d in range(depth, 0, -1):
+        body = ("  ld.param.u64 %rd1, [f{d}_p];\n  ld.param.u32 %r1, [f{d}_i];\n").format(d=d)
+        if d == depth:
+            body += "  mul.wide.u32 %rd2, %r1, 4;\n  add.s64 %rd3, %rd1, %rd2;\n  st.global.u32 [%rd3], %r1;\n"
+        else:
+            body += ("  {{\n  .param .b64 a0;\n  st.param.b64 [a0+0], %rd1;\n  .param .b32 a1;\n"
+                     "  st.param.b32 [a1+0], %r1;\n  call.uni f{n}, (a0, a1);\n  }}\n").format(n=d + 1)
+        funcs.append(f".func f{d}(.param .b64 f{d}_p, .param .b32 f{d}_i)\n{{\n  .reg .b32 %r<2>;\n"
+                     f"  .reg .b64 %rd<4>;\n{body}  ret;\n}}\n")
+    return (".version 8.0\n.target sm_90\n.address_size 64\n" + "".join(funcs) +
+            ".visible .entry k(.param .u64 k_out)\n.maxntid 128, 1, 1\n{\n  .reg .b32 %r<2>;\n"
+            "  .reg .b64 %rd<3>;\n  ld.param.u64 %rd1, [k_out];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+            "  mov.u32 %r1, %tid.x;\n  {\n  .param .b64 a0;\n  st.param.b64 [a0+0], %rd2;\n"
+            "  .param .b32 a1;\n  st.param.b32 [a1+0], %r1;\n  call.uni f1, (a0, a1);\n  }\n  ret;\n}\n")
+
+
+def test_calls_nested_deeper_than_the_limit_are_unknown():
+    """Eight nested calls run in place (the store at the bottom is proved race-free, the pointer and
+    the index passed down through every frame); a ninth is not run: unknown, naming it."""
+    obs = check_races(parse_ptx(_chain_ptx(8), "chain8.ptx"), "k")
+    assert [o.status for o in obs] == ["proved", "proved"], [o.message for o in obs]
+    assert obs[1].message.startswith("no two distinct threads access the same global bytes in one barrier "
+                                     "interval with a write (1 accesses")
+    for ob in check_races(parse_ptx(_chain_ptx(9), "chain9.ptx"), "k"):
+        assert ob.status == "unknown"
+        assert "call of f9 nested more than 8 deep (not modelled)" in ob.message, ob.message
+
+
+def test_mbarrier_arrivals_inside_a_callee_are_counted():
+    """signal.ptx: lane 0 of each warp arrives through the function a parameter picks. With
+    arrive_once (which = 0) the static checker counts the callee's arrive (4 per phase, the init
+    count); with arrive_twice in play it does not prove the count (and the interpreter finds the
+    hang of which = 1)."""
+    from kverify.verifier.mbarrier.static import check_mbarrier
+
+    m = load_module(str(SIGNAL))
+    spec = LaunchSpec.from_dict({"kernel": "signal", "grid": [1, 1, 1], "block": [128, 1, 1], "args": {"which": 0}})
+    by = {o.title: o for o in check_mbarrier(m, "signal", spec)}
+    arr = by["mbarrier conformance: arrivals (per phase)"]
+    assert arr.status == "proved", arr.message
+    assert (arr.locations[0].path.endswith("signal.cu"), arr.locations[0].line) == (True, 16)
+    assert by["mbarrier conformance: parity (initial phase and alternation)"].status == "proved"
+    by = {o.title: o for o in check_mbarrier(m, "signal")}
+    arr = by["mbarrier conformance: arrivals (per phase)"]
+    assert arr.status == "unknown" and "signal.cu:21:3" in arr.message and "signal.cu:22:3" in arr.message
+    rep, by = _check(SIGNAL, "signal", args={"which": 1})
+    assert by["deadlock-free"].status == "violated" and by["deadlock-free"].rule == "deadlock"
 
 
 def test_race_inside_the_called_function_is_race_global_at_its_line():
@@ -262,15 +448,16 @@ def test_race_inside_the_called_function_is_race_global_at_its_line():
     assert rep.verdict == "verified"
 
 
-def test_committed_fptr_ptx_is_what_nvcc_writes(tmp_path):
+@pytest.mark.parametrize("stem", ["fptr", "dispatch", "signal"])
+def test_committed_ptx_is_what_nvcc_writes(tmp_path, stem):
     if subprocess.run(["which", "nvcc"], capture_output=True).returncode:
         pytest.skip("nvcc not on PATH")
-    subprocess.run(["nvcc", "-arch=sm_90a", "-lineinfo", "-ptx", "-o", str(tmp_path / "f.ptx"), "fptr.cu"],
+    subprocess.run(["nvcc", "-arch=sm_90a", "-lineinfo", "-ptx", "-o", str(tmp_path / "f.ptx"), f"{stem}.cu"],
                    check=True, capture_output=True, cwd=CALLS)
     body = lambda t: [l.split("//")[0].strip() for l in t.splitlines()
                       if l.strip() and not l.strip().startswith((".file", "//"))]
-    assert body((CALLS / "fptr.ptx").read_text()) == body((tmp_path / "f.ptx").read_text())
-    assert ".callprototype" in (CALLS / "fptr.ptx").read_text()
+    assert body((CALLS / f"{stem}.ptx").read_text()) == body((tmp_path / "f.ptx").read_text())
+    assert ".callprototype" in (CALLS / f"{stem}.ptx").read_text()
 
 
 def test_static_side_checks_the_uni_promise():

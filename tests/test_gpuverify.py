@@ -114,6 +114,41 @@ def test_a_launch_that_breaks_requires_is_unknown_not_a_finding(capsys):
     assert rc == 0 and by["race.global"]["status"] == "proved"
 
 
+def test_a_function_pointer_named_by_a_precondition_is_a_dispatch_over_those_functions(capsys):
+    """fptr_requires: ``__requires(f == halve | f == negate)`` on a pointer the host passes; each
+    function stores only its thread's element: race freedom proved under the precondition. Without
+    the precondition the pointer may be anything (undefined behaviour): unknown. With ``spread``
+    among the possible functions (v[i / 2] = v[i]): the race in spread, at its line."""
+    path = DATA / "fptr_requires.ptx"
+    rc, k, by = _check(capsys, path, "--kernel", "update", "--grid", "4", "--block", "256")
+    for oid in ("race.shared", "race.global"):
+        assert by[oid]["status"] == "proved", by[oid]["message"]
+    assert "all values of f; under the kernel's preconditions (__requires at line 14)" in by["race.global"]["bound"]
+    # f is no buffer (the kernel only calls through it): the run takes a function the precondition
+    # allows, named in the bound, and checks the rest on it
+    assert rc == 0 and k["verdict"] == "verified"
+    bound = by["deadlock"]["bound"]
+    assert ("f=halve(float*, unsigned int) (0x740000000000) chosen to satisfy the kernel's preconditions" in bound
+            or "f=negate(float*, unsigned int) (0x740000000010) chosen to satisfy the kernel's preconditions" in bound)
+    assert "buffers sized to the kernel's accesses: v float32[1024]" in bound
+    rc, k, by = _check(capsys, path, "--kernel", "update_any", "--grid", "4", "--block", "256")
+    assert rc == 3
+    for oid in ("race.shared", "race.global"):
+        assert by[oid]["status"] == "unknown"
+        assert by[oid]["message"].startswith(
+            "call at tests/data/gpuverify/fptr_requires.cu:19: indirect call through %rd2: the pointer may hold the "
+            "address of none of the functions the call can reach (undefined behaviour; functions of the "
+            "prototype's signature whose address is taken: halve(float*, unsigned int), negate(float*, unsigned "
+            "int), spread(float*, unsigned int))"), by[oid]["message"]
+    rc, k, by = _check(capsys, path, "--kernel", "update_spread", "--grid", "4", "--block", "256")
+    o = by["race.global"]
+    assert rc == 1 and o["status"] == "violated" and o["rule"] == "race.global"
+    assert [(loc["path"].endswith("fptr_requires.cu"), loc["line"]) for loc in o["locations"]] == [(True, 11)] * 2
+    # the pointer's value is spread's address (the interpreter's, for a replay); the text names it
+    assert o["counterexample"]["params"] == {"f": 0x7400_0000_0020}
+    assert o["message"].endswith("grid 4x1x1, block 256x1x1, f=spread(float*, unsigned int) (0x740000000020)")
+
+
 def test_a_file_without_a_kernel_is_bad_input(tmp_path, capsys):
     p = tmp_path / "f.ptx"
     p.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .func f()\n{\n  ret;\n}\n")

@@ -14,7 +14,7 @@ import z3
 from kverify.launch.layout import shared_layout
 from kverify.semantics.ir.nodes import operand_regs
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.ir.visit import instructions
+from kverify.semantics.ir.visit import reachable_instructions
 from kverify.semantics.values import float_to_bits
 
 from .terms import keys
@@ -69,7 +69,7 @@ class Env:
             # grid symbolic; a dimension the kernel never reads is 1 (launching more CTAs
             # along it only repeats the work: a launch error, not a kernel property), and
             # the global thread index along each dimension fits in a signed 32-bit int
-            used = _grid_dims_read(kernel)
+            used = _grid_dims_read(module, kernel)
             self.nctaid = tuple(z3.BitVec(f"nctaid.{d}", 32) if d in used else z3.BitVecVal(1, 32)
                                 for d in "xyz")
             self.grid = None
@@ -180,6 +180,17 @@ class Env:
             out[key] = v - (1 << w) if p.type.name.startswith("s") and v >> (w - 1) else v
         return out
 
+    def show_value(self, v) -> str:
+        """A parameter value as a counterexample's text prints it: the address of a function of the
+        module by the function's name (a function pointer), anything else as it is."""
+        if not hasattr(self, "_func_at"):
+            from kverify.launch.layout import function_addresses
+
+            self._func_at = {a: n for n, a in function_addresses(self.module).items()}
+        if isinstance(v, int) and v in self._func_at:
+            return f"{self._func_at[v]} ({v:#x})"
+        return str(v)
+
     def _launch_arg(self, i):
         p = self.kernel.params[i]
         args = self.launch.args or {}
@@ -254,9 +265,10 @@ def _dims(d) -> str:
     return "x".join(str(v) for v in d)
 
 
-def _grid_dims_read(kernel) -> set:
+def _grid_dims_read(module, kernel) -> set:
+    """The grid dimensions the kernel, or a function it may call, reads (%ctaid, %nctaid)."""
     used = set()
-    for i in instructions(kernel.body):
+    for i in reachable_instructions(module, kernel):
         for o in i.operands:
             for r in operand_regs(o):
                 base, _, d = r.name.partition(".")

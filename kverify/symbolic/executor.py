@@ -27,8 +27,8 @@ import z3
 
 from kverify.launch.layout import function_addresses
 from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, PairOp, Reg, Sym, VecOp
-from kverify.semantics.ir.visit import walk
 
+from .calls import Calls
 from .env import Env
 from .families import handler, is_async, is_private_memory, is_unmodelled_memory, row_of
 from .instructions import Instructions
@@ -37,7 +37,7 @@ from .records import State
 from .terms import FALSE, TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 
-class Executor(LoopSummaries, Instructions):
+class Executor(LoopSummaries, Calls, Instructions):
     """Runs thread A over the kernel body; see the module docstring."""
 
     def __init__(self, env: Env, check):
@@ -57,6 +57,7 @@ class Executor(LoopSummaries, Instructions):
         self.loads: list = []  # (tag, value, region, width, seq) of global loads
         self.written_regions: set = set()
         self.address_params: set = set()  # parameters used as an address (pointers): note_address
+        self.call_target_params: set = set()  # parameters called through (function pointers): ``Calls.indirect``
         self.unknown_region_write = False
         self.seq = {}
         self.widths = {}
@@ -70,6 +71,8 @@ class Executor(LoopSummaries, Instructions):
         self.call_params: dict = {}  # .param name -> the term a call passes in it
         self.marker_rets: dict = {}  # .param name -> intrinsic whose result it receives
         self._closed_forms: dict = {}
+        self._fn_tables = None  # tables of function pointers (``fn_tables``)
+        self.init_reads: set = set()  # regions whose initial contents a load relied on
         self.func_addr = function_addresses(env.module)
         for d in self.kernel.regs:
             w = d.type.bits if hasattr(d.type, "bits") else 32
@@ -78,13 +81,12 @@ class Executor(LoopSummaries, Instructions):
             else:
                 for i in range(d.count):
                     self.widths[f"{d.name}{i}"] = w
+        self.frames: list = []  # functions being executed (``calls.Frame``), innermost last
+        self.ctx: tuple = ()  # the calling context of the code being executed (program order)
+        self._params_stored: dict = {}  # id(Loop) -> .param variables its body stores into
         self.quiet: dict = {}
         self._annotate(self.kernel.body, ("kernel",), True, {})
-        n = 0
-        for s, _ in walk(self.kernel.body):
-            if isinstance(s, Instr):
-                self.seq[id(s)] = n
-                n += 1
+        self.number_instructions()
 
     # ------------------------------------------------------------------ helpers
     def reason(self, msg: str, space: str | None = None, ordering: bool = False):
@@ -201,6 +203,10 @@ class Executor(LoopSummaries, Instructions):
         st = State(TRUE, dict(self.initial_regs()), z3.BitVecVal(0, 64), FALSE)
         st = self.stmts(self.kernel.body, st, ("kernel",))
         self._resolve_loads()
+        for region in sorted(self.init_reads):
+            if region in self.written_regions or self.unknown_region_write:
+                self.reason(f"a load relied on the initial contents of {region.split(':', 1)[1]}, which the kernel "
+                            "may write", ordering=True)
         return st
 
     def _resolve_loads(self):
@@ -237,7 +243,8 @@ class Executor(LoopSummaries, Instructions):
         barrier and no shared or global access until it exits (``after``: the same for what
         follows the list; ``labels``: the same for the targets of break / continue). Such a
         thread can take part in no race and in no barrier: it is as good as exited, which
-        is what lets ``if (tid >= n) return;`` precede a ``__syncthreads()``."""
+        is what lets ``if (tid >= n) return;`` precede a ``__syncthreads()``. In a called
+        function's body ``labels["<ret>"]`` is false: its ``ret`` goes back to the caller."""
         n = len(stmts)
         q = [False] * (n + 1)
         q[n] = after
@@ -245,7 +252,10 @@ class Executor(LoopSummaries, Instructions):
             s = stmts[i]
             nxt = q[i + 1]
             if isinstance(s, Instr):
-                if handler(s) in ("exit", "trap") and s.guard is None:
+                h = handler(s)
+                if h == "ret" and "<ret>" in labels:
+                    ok = labels["<ret>"]  # a called function's ret: back to the caller
+                elif h in ("exit", "trap", "ret") and s.guard is None:
                     ok = True
                 else:
                     ok = nxt and self._instr_quiet(s)

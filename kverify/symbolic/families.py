@@ -37,7 +37,7 @@ NO_ORDERING = frozenset({"griddepcontrol", "setmaxnreg", "fence.mbarrier_init", 
 #: ``sync`` effects of the mbarrier object (§9.7.13.15)
 MBARRIER = MBARRIER_SYNC & ASYNC_ORDERING
 #: families with a handler of their own in the executor (method names)
-HANDLERS = {"ret": "exit", "exit": "exit", "trap": "trap", "call": "call", "elect": "elect"}
+HANDLERS = {"ret": "ret", "exit": "exit", "trap": "trap", "call": "call", "elect": "elect"}
 #: handlers chosen by a control row's ``flow`` column: the dispatch check that structuring
 #: leaves of an indirect branch (``brx.idx index, N``)
 FLOW_HANDLERS = {"branch.indirect": "dispatch"}

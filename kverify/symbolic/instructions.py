@@ -21,8 +21,8 @@ from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, source_widths
 
-from .families import (NO_ORDERING, PRIVATE_SPACES, UNCOUNTED_ORDERING, deref, handler, is_async,
-                       is_atomic, is_barrier, is_unmodelled_memory, operand, sync_of)
+from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
+                       is_unmodelled_memory, operand)
 from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, State, SyncSite
 from .terms import TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
@@ -233,13 +233,30 @@ class Instructions:
         if space in ("param", "param::entry", "param::func"):
             if mode == "read":
                 self.load_param(ins, st, guard)
-            elif isinstance(addr_op, Addr) and isinstance(addr_op.base, Sym) and addr_op.offset == 0 \
-                    and addr_op.base.offset == 0:
-                # a call's argument: what a marker call (``ir.gpuverify``) passes
-                val = next((o for i, o in enumerate(ops) if i != slot), None)
-                t = self.read(st, val, SCALAR_BITS.get(ty, 32))[0] if val is not None else None
-                self.call_params[addr_op.base.name] = t
+            elif isinstance(addr_op, Addr) and isinstance(addr_op.base, Sym):
+                # a call's argument or a function's result (``calls``: pseudo-registers name+offset)
+                name, off = addr_op.base.name, addr_op.base.offset + addr_op.offset
+                self.store_param(st, ins, name, off, guard)
+                if off == 0:  # what a marker call (``ir.gpuverify``) passes
+                    val = next((o for i, o in enumerate(ops) if i != slot), None)
+                    t = self.read(st, val, SCALAR_BITS.get(ty, 32))[0] if val is not None else None
+                    self.call_params[name] = t
+            elif mode != "read":
+                # a store through a .param address held in a register: which variable it changes
+                # is not followed, so no stored piece is known any more
+                for k in [k for k in st.regs if "+" in k]:
+                    del st.regs[k]
             return st
+        if space == "const" and mode == "read" and isinstance(addr_op, Addr) and addr_op.base is not None:
+            # a __constant__ table of function pointers: its initializer (else any value)
+            t, region = self.read(st, addr_op.base, None)
+            d = ops[0]
+            if isinstance(d, Reg) and t is not None and not z3.is_bool(t) and vec == 1 and region in self.fn_tables():
+                w = self.widths.get(d.name, 8 * width)
+                v = self.initial_value(region, z3.simplify(fit(t, 64) + addr_op.offset), 8 * width,
+                                       self.approx(f"const.{d.name}", 8 * width))
+                self.write(st, d.name, (fit(v, w), None), guard)
+                return st
         if space in ("local", "const"):
             self.havoc_dests(st, ins, guard, f"{space}")
             return st
@@ -322,7 +339,7 @@ class Instructions:
                 value = None
             if value is not None and (z3.is_bool(value) or value.size() != 8 * width):
                 value = None
-        acc = Access(self.seq.get(id(ins), -1), ins, space, mode, strong, atomic, region, addr, width,
+        acc = Access(self.seq_of(ins), ins, space, mode, strong, atomic, region, addr, width,
                      pc, st.epoch, tuple(self.loop_stack), value)
         self.accesses.append(acc)
         # the loaded value: global memory is a function of the address, the same for both
@@ -338,10 +355,51 @@ class Instructions:
                     f = self.env.uf_mem(region, w)
                     v = f(addr + i * eb, tag)
                     self.loads.append((tag, v, region, w, acc.seq))
+                    v = self.initial_value(region, addr + i * eb, w, v)
                 else:
                     v = self.approx(f"mem{acc.seq}.{r}", w)
                 self.write(st, r, (v, None), guard)
         return st
+
+    def fn_tables(self) -> dict:
+        """``{"var:<name>": VarDecl}`` of the module's global and constant variables whose
+        initializer names a function: tables of function pointers (``__device__ f_t t[] = {f,
+        g};``), whose loads give the initial contents so that a call through them can dispatch."""
+        if self._fn_tables is None:
+            self._fn_tables = {}
+            for v in tuple(self.env.module.vars) + tuple(self.kernel.vars):
+                init = v.init or ()
+                n = 1
+                for x in v.dims:
+                    n *= x or 0
+                if v.space in ("global", "const") and any(isinstance(x, Sym) and x.name in self.func_addr
+                                                         for x in init) and len(init) == n:
+                    self._fn_tables[f"var:{v.name}"] = v
+        return self._fn_tables
+
+    def initial_value(self, region, addr, width: int, other):
+        """A load of ``width`` bits at ``addr`` from a table of function pointers (``fn_tables``):
+        the initializer's element at that address (a function's address, an integer), ``other``
+        anywhere else. The run then assumes the kernel does not write the table (``run`` checks)
+        and that the host did not change it before the launch (a note)."""
+        v = self.fn_tables().get(region)
+        if v is None or not hasattr(v.type, "bits") or v.type.bits != width:
+            return other
+        base = z3.BitVec(f"gvar.{v.name}", 64)
+        out = other
+        for i in reversed(range(len(v.init))):
+            x = v.init[i]
+            if isinstance(x, Sym):
+                if x.name not in self.func_addr:
+                    continue
+                val = self.func_addr[x.name] + x.offset
+            else:
+                val = x
+            out = mk_ite(addr == base + i * (width // 8), z3.BitVecVal(val & ((1 << width) - 1), width), out)
+        self.init_reads.add(region)
+        self.note_once(f"the table of function pointers {v.name} holds its initializer (the host does not write it "
+                       "before the launch)")
+        return out
 
     def unmodelled(self, msg):
         if msg not in self.unmodelled_sync:
@@ -360,6 +418,8 @@ class Instructions:
             w = self.widths.get(d.name, term.size())
             region = f"param:{p.source_name or p.name}" if p.type.bits == 64 else None
             self.write(st, d.name, (fit(term, w), region), guard)
+            return
+        if isinstance(a, Addr) and isinstance(a.base, Sym) and self.param_read(ins, st, guard, a):
             return
         got = self.struct_field(ins, st, a) if isinstance(d, Reg) and isinstance(a, Addr) else None
         if got is not None:
@@ -381,6 +441,30 @@ class Instructions:
         if name in self.marker_rets:  # the result of an intrinsic kverify does not evaluate
             tag = f"gv{self.marker_rets[name]}"
         self.havoc_dests(st, ins, guard, tag)
+
+    def param_read(self, ins: Instr, st: State, guard, a: Addr) -> bool:
+        """``ld.param`` of a ``.param`` variable a call or a function stored into (a function's
+        formal, a call's result: ``calls``); False when nothing was stored there."""
+        d = ins.operands[0]
+        name, off = a.base.name, a.base.offset + a.offset
+        if not any(k.startswith(f"{name}+") for k in st.regs):
+            return False
+        ty = (ins.types() or ["b32"])[-1]
+        w = SCALAR_BITS.get(ty, 32)
+        elems = list(d.elems) if isinstance(d, VecOp) else [d]
+        for i, e in enumerate(elems):
+            if not isinstance(e, Reg):
+                continue
+            got = self.load_param_piece(st, name, off + i * (w // 8), w // 8)
+            dw = self.widths.get(e.name, w)
+            if got is None:
+                self.write(st, e.name, (self.approx(f"param.{e.name}", dw), None), guard)
+                continue
+            term, region = got
+            if term.size() < dw:
+                term = z3.SignExt(dw - term.size(), term) if ty.startswith("s") else z3.ZeroExt(dw - term.size(), term)
+            self.write(st, e.name, (fit(term, dw), region), guard)
+        return True
 
     def _by_value_source(self, st: State, a: Addr):
         """The by-value (``.b8`` array) kernel parameter a ``.param`` address reads from, if any."""
@@ -462,7 +546,8 @@ class Instructions:
 
     def _count_barrier(self, ins: Instr, st: State, guard, scope: str, step: int) -> State:
         pc = mk_and(st.pc, guard)
-        self.syncs.append(SyncSite("barrier", ins, ins.loc, pc, st.exited, TRUE, tuple(self.loop_stack), scope))
+        self.syncs.append(SyncSite("barrier", ins, ins.loc, pc, st.exited, TRUE, tuple(self.loop_stack), scope,
+                                   self.seq_of(ins)))
         self.barrier_count += 1
         one = z3.BitVecVal(step, 64)
         epoch = z3.simplify(st.epoch + one) if is_true(guard) else mk_ite(guard, st.epoch + one, st.epoch)
@@ -535,37 +620,6 @@ class Instructions:
                         f"(undefined behaviour, branch.uni-divergence)"
                         + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
 
-    def indirect_callee(self, ins: Instr, st: State):
-        """``(function, None)`` for a call through a register whose value is, by constant
-        propagation, the address of one function of the module with the prototype's
-        signature (then it is analysed as a direct call); else ``(None, why)``."""
-        from kverify.launch.layout import function_addresses
-        from kverify.semantics.ir.visit import indirect_targets, prototype_of
-
-        module = self.env.module
-        fptr = next((o for o in ins.operands if isinstance(o, Reg)), None)
-        caller = self.current_function()
-        cands = ", ".join(f.name for f in indirect_targets(module, caller, ins)) or "none found"
-        unknown = (None, f"indirect call through {fptr}: the callee is not known statically "
-                         f"(functions of the prototype's signature whose address is taken: {cands})")
-        if fptr is None:
-            return unknown
-        term = z3.simplify(fit(self.read(st, fptr, 64)[0], 64))
-        if not z3.is_bv_value(term):
-            return unknown
-        name = {a: n for n, a in function_addresses(module).items()}.get(term.as_long())
-        fn = next((k for k in module.kernels if k.name == name), None)
-        if fn is None:
-            return None, f"indirect call through {fptr}: {term.as_long():#x} is not the address of a function"
-        proto = prototype_of(caller, ins)
-        if proto is not None and not proto.matches(fn):
-            return None, f"indirect call through {fptr}: {fn.name} does not have the signature of {proto.name}"
-        return fn, None
-
-    def current_function(self):
-        """The function whose body is being executed (the kernel: calls are not inlined)."""
-        return self.kernel
-
     def marker_call(self, ins: Instr, st: State, guard, name: str) -> State:
         """A call kverify gives a meaning of its own (``kverify.semantics.ir.gpuverify``):
 
@@ -609,46 +663,6 @@ class Instructions:
             # what it excludes is unknown: a race found may be one it rules out
             self.unmodelled(f"the precondition {gv.intrinsic_of(name)} at {where(ins)} uses "
                             f"{', '.join(unevaluated)}, which kverify does not evaluate")
-        return st
-
-    def call(self, ins: Instr, st: State, guard) -> State:
-        from kverify.semantics.ir import gpuverify as gv
-        from kverify.semantics.ir.visit import callee_of, instructions, reachable_functions
-
-        target = next((o for o in ins.operands if isinstance(o, Sym)), None)
-        if target is not None and gv.is_marker(target.name) and callee_of(self.env.module, ins) is None:
-            return self.marker_call(ins, st, guard, target.name)
-        fn = None
-        if target is not None:
-            fn = next((k for k in self.env.module.kernels if k.name == target.name and not k.is_entry), None)
-            what = f"callee {target.name} has no body in this module"
-        else:
-            fn, what = self.indirect_callee(ins, st)
-        if fn is None:
-            self.reason(f"call at {where(ins)}: {what}", ordering=True)
-            return st
-        for f in reachable_functions(self.env.module, fn):
-            for i in instructions(f.body):
-                if i.supported and sync_of(i) in UNCOUNTED_ORDERING:
-                    # a fence inside the callee (nvcc -G calls __threadfence): it orders the
-                    # caller's accesses as if it stood at the call
-                    self.unmodelled(f"{UNCOUNTED_ORDERING[sync_of(i)]} ({i.opcode} in {f.name}, "
-                                    f"called at {where(ins)})")
-                    continue
-                if not i.supported:
-                    self.reason(f"call at {where(ins)}: {f.name} uses unsupported {i.opcode}",
-                                ordering=True)
-                    return st
-                sp = space_of(i)
-                private = sp is None or sp in PRIVATE_SPACES
-                if is_barrier(i) or is_async(i) or is_unmodelled_memory(i) or not private:
-                    self.reason(f"call at {where(ins)}: {f.name} accesses memory or synchronizes "
-                                "(calls are not inlined)", ordering=True)
-                    return st
-                if handler(i) == "call" and callee_of(self.env.module, i) is None:
-                    self.reason(f"call at {where(ins)}: {f.name} calls an unknown function", ordering=True)
-                    return st
-        self.note_once("calls to functions without memory accesses or barriers are treated as pure")
         return st
 
 

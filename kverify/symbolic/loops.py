@@ -111,9 +111,11 @@ class LoopSummaries:
 
         def atom(a):
             if isinstance(a, str):
-                if a in env.params:
+                # a parameter of the kernel (a called function's are not: its registers at loop
+                # entry are in regs0)
+                if a in env.params and not self.frames:
                     return ext(env.params[a][0])
-                for p in self.kernel.params:
+                for p in self.kernel.params if not self.frames else ():
                     if p.source_name == a and p.name in env.params:
                         return ext(env.params[p.name][0])
                 if a.startswith("%"):
@@ -159,7 +161,10 @@ class LoopSummaries:
         else:
             rng = z3.ULT(k, z3.BitVecVal(K_LIMIT, 64))
         head_pc = mk_and(st.pc, rng)
-        regs = dict(regs0)
+        # .param variables the body stores into (a call's arguments and results): like the registers
+        # it writes, their values at the head of iteration k are not the entry values
+        stored = self.params_stored(lp)
+        regs = {r: v for r, v in regs0.items() if not self.is_param_piece(r, stored)}
         steps = {}
         havocs = {}
         first = k == 0
@@ -325,6 +330,9 @@ class LoopSummaries:
         info.kx = kx
         xs = [(k, kx)]
         regs_x = dict(out.regs)
+        written = set(written) | {r for r in regs_x if self.is_param_piece(r, stored)} \
+            | {r for key, m in leaving for st_ in self.pending[key][m:] for r in st_.regs
+               if self.is_param_piece(r, stored)}
         for r in written:
             if r in regs_x:
                 t, rg = regs_x[r]

@@ -60,6 +60,7 @@ class SyncSite:
     head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration
     loops: tuple
     scope: str = "cta"  # whose threads must agree on it: "cta" (bar.sync) or "warp" (bar.warp.sync)
+    seq: int = -1  # a barrier's position in program order (``Executor.seq_of``)
 
 
 @dataclass

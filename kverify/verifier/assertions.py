@@ -149,7 +149,7 @@ def _violation(c, a, m) -> Obligation:
     msg = (f"assertion failed: {a.what} is false for thread tid=({tid[0]},{tid[1]},{tid[2]}) "
            f"ctaid=({cta[0]},{cta[1]},{cta[2]}); grid {g[0]}x{g[1]}x{g[2]}, block {b[0]}x{b[1]}x{b[2]}")
     if params:
-        msg += ", " + ", ".join(f"{k}={v}" for k, v in params.items())
+        msg += ", " + ", ".join(f"{k}={env.show_value(v)}" for k, v in params.items())
     ce = {"thread": {"tid": tid, "ctaid": cta}, "params": params, "grid": g, "block": b, "location": str(loc)}
     return Obligation(TITLE, "assertions", "violated", msg, locations=[loc], counterexample=ce,
                       rule=ASSERT_FAILED.id)

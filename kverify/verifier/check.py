@@ -345,7 +345,11 @@ def _interpreter(ctx):
                     f"deviation from the deterministic one at a scheduling point (not every schedule: "
                     f"{r.dependence[0] if r.dependence else 'the first run does not fix every synchronization match'})")
     if chosen:
-        explored += ("; " + ", ".join(f"{k}={v}" for k, v in chosen.items()) +
+        from kverify.launch.layout import function_addresses
+
+        funcs = {a: n for n, a in function_addresses(module).items()}  # a function pointer: its function
+        explored += ("; " + ", ".join(f"{k}={short_name(funcs[v])} ({v:#x})" if v in funcs else f"{k}={v}"
+                                      for k, v in chosen.items()) +
                      " chosen to satisfy the kernel's preconditions (the launch gives no value)")
     if sized:
         explored += "; buffers sized to the kernel's accesses: " + ", ".join(

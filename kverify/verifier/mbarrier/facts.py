@@ -112,7 +112,7 @@ class Facts:
         vals = self.env.symbolic_param_values(model, self.ex.address_params)
         if not vals:
             return msg, cex
-        return (msg + "; with " + ", ".join(f"{k}={v}" for k, v in vals.items()),
+        return (msg + "; with " + ", ".join(f"{k}={self.env.show_value(v)}" for k, v in vals.items()),
                 {**cex, "params": vals})
 
     def shift(self, e, k, d):
@@ -127,7 +127,7 @@ class Facts:
 
     # ------------------------------------------------------------------ site relations
     def seq(self, s):
-        return self.ex.seq.get(id(s.instr), -1)
+        return s.seq
 
     @staticmethod
     def same_iteration(s, t):

@@ -42,6 +42,7 @@ class MbarSite:
     drop: bool = False
     note: str = ""
     uses: object = None  # wait: BV64 count of this thread's earlier executions of this wait instruction
+    seq: int = -1  # position in program order (``Executor.seq_of``: a called function's, per call)
 
 
 class MbarExecutor(Executor):
@@ -56,10 +57,12 @@ class MbarExecutor(Executor):
         # a ghost register per wait instruction counts the thread's executions of it; loops
         # carry it like any register (havocked at their heads), so an invariant can relate
         # a wait's barrier and parity to the number of its earlier executions
-        from kverify.semantics.ir.visit import instructions
+        from kverify.semantics.ir.visit import reachable_instructions
 
-        self.ghosts = {id(i): f"%mbar_uses{self.seq[id(i)]}" for i in instructions(self.kernel.body)
-                       if sync_of(i) == "mbarrier.wait"}
+        # (a wait in a called function has one too; its count starts unknown in each call: the
+        # ghost is a register of the function's frame)
+        waits = [i for i in reachable_instructions(env.module, self.kernel) if sync_of(i) == "mbarrier.wait"]
+        self.ghosts = {id(i): f"%mbar_uses{n}" for n, i in enumerate(waits)}
         for g in self.ghosts.values():
             self.widths[g] = 64
 
@@ -270,6 +273,7 @@ class MbarExecutor(Executor):
         elif sync in MBARRIER or sync == "cp.async.mbarrier.arrive":
             site = MbarSite("other", ins, None, pc, loops)
         if site is not None:
+            site.seq = self.seq_of(ins)
             self.sites.append(site)
         self.note_operand_addresses(ins, st)
         self.havoc_dests(st, ins, guard, ins.op)
@@ -325,6 +329,8 @@ class MbarExecutor(Executor):
 
     def _param_and_offset(self, op):
         off = 0
+        if self.frames:  # a called function's registers: not the kernel's definitions
+            return None, None
         if isinstance(op, Sym):
             return (op.name, op.offset) if any(p.name == op.name for p in self.kernel.params) else (None, None)
         if self._defs is None:
@@ -339,7 +345,7 @@ class MbarExecutor(Executor):
             seen.add(op.name)
             defs = self._defs.get(op.name, [])
             if len(defs) != 1:
-                return None
+                return None, None
             i = defs[0]
             row = row_of(i)
             if row is not None and row.semantics in ("mov", "cvta") and len(i.operands) > 1:

@@ -54,10 +54,10 @@ def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) ->
     t0 = time.perf_counter()
     if kernel is None or isinstance(kernel, str):
         kernel = module.kernel(kernel)
-    from kverify.semantics.ir.visit import instructions
+    from kverify.semantics.ir.visit import reachable_instructions
 
     if not any(sync_of(i) in MBARRIER or "mbarrier::complete_tx::bytes" in i.mods
-               for i in instructions(kernel.body)):
+               for i in reachable_instructions(module, kernel)):
         return []
     try:
         return _run(Facts(module, kernel, launch, timeout_s, t0).prepare())

@@ -67,7 +67,7 @@ class _CopyExecutor(Executor):
                                         "not understood")
                 continue
             mode = "read" if slot.name == "src" else "write"
-            acc = Access(self.seq.get(id(ins), -1), ins, "global", mode, False, False, region,
+            acc = Access(self.seq_of(ins), ins, "global", mode, False, False, region,
                          z3.simplify(fit(base, 64) + op.offset), 0, mk_and(st.pc, guard), st.epoch,
                          tuple(self.loop_stack))
             self.accesses.append(acc)
@@ -164,6 +164,8 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
             ptx = next(p.name for p in kernel.params if (p.source_name or p.name) == name)
             if ptx not in mentioned:  # never read: any buffer will do
                 out[key] = {"dtype": "uint8", "shape": [1]}
+            elif name in ex.call_target_params and name not in ex.address_params:
+                continue  # a function pointer the kernel calls through, no buffer: its value is the launch's
             else:
                 why[name] = "no access through it could be summarized"
             continue

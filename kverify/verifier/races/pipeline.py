@@ -130,7 +130,7 @@ class PipelineExecutor(MbarExecutor):
         sync, row = sync_of(ins), row_of(ins)
         pc = mk_and(st.pc, guard)
         loops = tuple(self.loop_stack)
-        ev = lambda kind, **kw: self.events.append(Ev(kind, ins, self.seq[id(ins)], pc, loops, **kw))
+        ev = lambda kind, **kw: self.events.append(Ev(kind, ins, self.seq_of(ins), pc, loops, **kw))
         if sync == "bulk.copy":
             dst = ins.operands[0]
             if _dst_shared(ins) and operand(ins, "size") is not None:  # a byte count, not a tensor box
@@ -490,9 +490,9 @@ class _Proof:
             if any(s.loops for s in inits):
                 raise Uncovered(f"{chk.loc(inits[0].instr)}: an mbarrier.init inside a loop")
             bars = [y for y in chk.ex.syncs if y.kind == "barrier" and y.scope == "cta" and not y.loops
-                    and last < chk.ex.seq[id(y.instr)] < first and chk.prove(TRUE, y.pc)[0] == "proved"]
+                    and last < y.seq < first and chk.prove(TRUE, y.pc)[0] == "proved"]
             fences = [i for i in instructions(self.kernel.body) if sync_of(i) == "fence.mbarrier_init"
-                      and last < chk.ex.seq[id(i)] < (chk.ex.seq[id(bars[0].instr)] if bars else -1)]
+                      and last < chk.ex.seq[id(i)] < (bars[0].seq if bars else -1)]
             if not bars or not fences:
                 raise Uncovered(f"{chk.loc(inits[0].instr)}: the mbarrier.init is not followed by "
                                 f"{'fence.mbarrier_init and ' if not fences else ''}a CTA barrier of every thread "
@@ -592,7 +592,7 @@ class _Proof:
                 return memo[key]
         fences = [g for g in self.group if g.kind == "fence" and same_iter(g.loops) and g.seq > retire and runs(g.pc)]
         syncs = [y for y in chk.ex.syncs if y.kind == "barrier" and y.instr is not None and same_iter(y.loops)
-                 and chk.ex.seq[id(y.instr)] > retire and runs(y.pc)]
+                 and y.seq > retire and runs(y.pc)]
         out, why = [], ""
         for a in self.arrives:
             if not same_iter(a.loops) or chk.seq(a) <= retire:
@@ -606,7 +606,7 @@ class _Proof:
                 if e.kind == "wgmma":
                     via = retire  # wgmma.wait_group is warp-collective (.sync.aligned)
                 else:
-                    cand = [chk.ex.seq[id(y.instr)] for y in syncs if chk.ex.seq[id(y.instr)] < sa]
+                    cand = [y.seq for y in syncs if y.seq < sa]
                     via = min(cand) if cand else None
                 if via is None:
                     why = why or (f"the arrive at line {a.instr.loc.line} is by other threads than the access at line "

@@ -131,10 +131,10 @@ class _Checker:
         every query. Returns None, or ``(reason, locations)`` when the kernel is outside the
         classic model (nothing executed)."""
         kernel = self.kernel
-        from kverify.semantics.ir.visit import instructions
+        from kverify.semantics.ir.visit import reachable_instructions
 
         scope = []
-        for i in instructions(kernel.body):
+        for i in reachable_instructions(self.module, kernel):
             if outside_classic_model(i):
                 scope.append(i)
         if scope:
@@ -681,7 +681,7 @@ class _Checker:
         g, bl = ce["grid"], ce["block"]
         msg += f"; grid {g[0]}x{g[1]}x{g[2]}, block {bl[0]}x{bl[1]}x{bl[2]}"
         if params:
-            msg += ", " + ", ".join(f"{k}={v}" for k, v in params.items())
+            msg += ", " + ", ".join(f"{k}={env.show_value(v)}" for k, v in params.items())
         if divergent:
             msg += "; a barrier may also be divergent (barrier.divergence)"
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
