@@ -146,38 +146,37 @@ class MbarrierMixin:
             self.depend(f"{where}: expect-tx on mbarrier {info.name} in phase {phase} is not ordered before an "
                         f"arrival of that phase; in another schedule the phase may complete without it")
 
+    @staticmethod
+    def _init_reaches(w, vc, agent, clock) -> bool:
+        """Whether point ``clock`` of ``agent`` (an init, or the fence after it) is visible to a use
+        by warp ``w`` issued with clock ``vc``: ordered by happens-before, or by the init-only
+        clock ``w`` acquired before that use (fence.mbarrier_init then a cluster barrier, relaxed
+        or not; ``mbar_inits_seen``)."""
+        own = int(vget(vc, np.array([w.agent]))[0])
+        return (vget(vc, np.array([agent]))[0] >= clock
+                or any(c < own and vget(inits, np.array([agent]))[0] >= clock for c, inits in w.mbar_inits_seen))
+
     def mbar_check_init(self, info, w, vc, ins, who):
         """Ask the protocol whether ``info``'s init is visible to a use by warp ``w`` issued with
-        clock ``vc``: ordered by happens-before, or by the init-only clock ``w`` acquired
-        before that use (fence.mbarrier_init then a cluster barrier; ``mbar_inits_seen``)."""
+        clock ``vc`` (``_init_reaches``)."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
-        own = int(vget(vc, np.array([w.agent]))[0])
-        ordered = (w.agent == ia or vget(vc, np.array([ia]))[0] >= ic
-                   or any(c < own and vget(inits, np.array([ia]))[0] >= ic for c, inits in w.mbar_inits_seen))
-        v = MB.init_visibility(ordered, who)
+        v = MB.init_visibility(w.agent == ia or self._init_reaches(w, vc, ia, ic), who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [ins.loc, self.locs[iloc]],
                         mbarrier=info.name)
 
     def mbar_check_init_fenced(self, info, op, who):
         """A copy's complete-tx: ask the protocol whether the initializing thread fenced the init
-        (its first fence after the init happens before the copy's issue, or reached the issuing
-        warp through a cluster barrier it waited on before the issue: ``mbar_inits_seen``, for
+        (its first fence after the init reaches the copy's issue: ``_init_reaches``, which covers
         CUTLASS's fence.mbarrier_init + relaxed barrier.cluster sequence)."""
         if info.init is None:
             return
         ia, ic, iloc, _ = info.init
         fences = self.init_fences.get(ia, ())
         i = bisect.bisect_left(fences, ic)
-        fenced = False
-        if i < len(fences):
-            first = fences[i]
-            seen = int(vget(op.vc, np.array([ia]))[0])  # the init thread's clock the issue is ordered after
-            own = int(vget(op.vc, np.array([op.warp.agent]))[0])
-            fenced = first <= seen or any(c < own and vget(inits, np.array([ia]))[0] >= first
-                                          for c, inits in op.warp.mbar_inits_seen)
+        fenced = i < len(fences) and self._init_reaches(op.warp, op.vc, ia, fences[i])
         v = MB.init_fenced(fenced, who)
         if v is not None:
             self.report(v.rule, f"{v.message} (mbarrier {info.name})", [op.instr.loc, self.locs[iloc]],
