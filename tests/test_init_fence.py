@@ -63,3 +63,13 @@ def test_cutlass_init_sequence_with_a_relaxed_cluster_arrive(capsys):
     got = sorted((f["rule"], f["severity"], f["locations"][0]["line"]) for f in k["findings"])
     assert got == [("mbarrier.init-fence", "warning", 18), ("mbarrier.init-visibility", "error", 16),
                    ("mbarrier.init-visibility", "error", 18)]
+
+
+def test_a_fence_after_the_copy_is_too_late(capsys):
+    """The initializing thread fences only after issuing the copy: the fence does not happen before
+    the copy's issue, so the warning stands (the same thread's program order is not enough)."""
+    rc, k = _check("same_thread__late_fence", capsys)
+    assert rc == 0
+    (f,) = [f for f in k["findings"] if f["rule"] == "mbarrier.init-fence"]
+    assert [(Path(l["path"]).name, l["line"]) for l in f["locations"]] == [("same_thread__late_fence.cu", 18),
+                                                                             ("same_thread__late_fence.cu", 11)]
