@@ -59,3 +59,12 @@ def test_fp8_code_is_the_exact_inverse_of_the_decoding():
             if np.isfinite(v) and code != 0x80:  # -0.0 encodes as +0.0
                 assert fp8_code(v, fmt) == code
         assert fp8_code(0.1, fmt) is None and fp8_code(float("inf"), fmt) is None
+
+
+def test_fp8_bytes_read_in_the_other_format_are_not_proved(capsys, tmp_path):
+    """A's e4m3 bytes fed to the mma.sync as e5m2: the input element's value is known only under its
+    buffer's format, so the symbolic walk stops (never proved) and the bit-level test refutes it."""
+    rc, rep = _equiv("k32__wrong_format", "k16x2", "launch.json", capsys, tmp_path)
+    o = _ob(rep)
+    assert rc == 1 and o["status"] == "violated"
+    assert o["message"].startswith("refuted")

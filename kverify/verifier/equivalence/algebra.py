@@ -324,10 +324,23 @@ class RealAlgebra:
     def __init__(self):
         self.model = "real"
         self.A = R.Atoms()
+        self.input_formats: dict = {}  # input element name -> the PTX float format of its buffer
 
     # -------------------------------------------------------------- values
     def input_value(self, name, dtype, nbits):
+        r = dtypes.lookup(dtype)
+        if r is not None and r.is_float:
+            self.input_formats[name] = r.ptx
         return self.A.var(name)
+
+    def input_format(self, v):
+        """The float format of the input buffer ``v`` is an element of, when ``v`` is one input
+        element as loaded (its value under that format); else None."""
+        if isinstance(v, R.Poly) and len(v.terms) == 1:
+            (m, c), = v.terms.items()
+            if c == 1 and len(m) == 1:
+                return self.input_formats.get(self.A.by_id[m[0]].name)
+        return None
 
     def fresh(self, name, nbits):
         return self.A.var(name)

@@ -88,6 +88,11 @@ class TensorCoreHandlers:
     def _operand(self, v, aty):
         """A stored A/B element (bits, real value) as a real, per the operand type."""
         A = self.alg.A
+        fmt = self.alg.input_format(v)
+        if fmt is not None and fmt != aty and not (aty == "tf32" and fmt == "f32"):
+            # the element's value is known only under its buffer's format
+            raise ModelUnsupported(f"a .{aty} operand read from an input element of a .{fmt} buffer: the bytes "
+                                   f"reinterpreted in another format are not modelled (real model)")
         if aty in ("e4m3", "e5m2"):
             if type(v) is int:
                 return R.const(_fp8_value(v & 0xFF, aty))
