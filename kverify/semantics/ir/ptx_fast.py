@@ -534,6 +534,7 @@ def _fast_raw(text: str, path: str):
         pieces = []
         last = 0
         line, lpos = 1, 0
+        shift = 0  # how much shorter the text before ``last`` is once bodies are blanked
         for header, a, b in _find_bodies(text):
             line += text.count("\n", lpos, a + 1)
             lpos = a + 1
@@ -541,9 +542,11 @@ def _fast_raw(text: str, path: str):
                 items = _fast_body(text, a + 1, b, line, files)
             except _NoFast:
                 continue
-            bodies[header] = items
+            bodies[header - shift] = items  # the header's position in the blanked text
             pieces.append(text[last:a + 1])
-            pieces.append(_blank(text[a + 1:b]))
+            blank = _blank(text[a + 1:b])
+            pieces.append(blank)
+            shift += (b - a - 1) - len(blank)
             last = b
         if not bodies:
             return _inline_parse(text, path, "module", files), files
