@@ -253,3 +253,27 @@ def test_every_body_of_a_multi_function_module_stays_on_the_fast_path(monkeypatc
     monkeypatch.setattr(ptx_fast, "_inline_parse", lambda t, *a: calls.append(len(t)) or real(t, *a))
     _same(text)
     assert len(calls) == 1 and calls[0] < len(text)  # one lark parse, of the text with the bodies blanked
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_large_integer_initializers_are_read_without_lark(monkeypatch, nested):
+    """cuRAND's 100,000-byte tables (in every CUTLASS example's module) are read by the fast
+    path: lark sees ``{0`` and blanks; the values are the pure path's, nested braces flattened."""
+    vals = [(i * 37) % 256 for i in range(3000)]
+    items = ", ".join(str(v) for v in vals)
+    if nested:
+        items = ", ".join("{" + ", ".join(str(v) for v in vals[i:i + 4]) + "}" for i in range(0, 3000, 4))
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n"
+            f".global .align 4 .b8 table[3000] = {{{items}}};\n"
+            ".global .align 4 .b8 small[4] = {1, 2, 3, 010};\n"
+            ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.reg .b64 \t%rd<3>;\n"
+            "\tld.param.u64 \t%rd1, [k_param_0];\n\tret;\n}\n")
+    lens = []
+    real = ptx_fast._inline_parse
+    monkeypatch.setattr(ptx_fast, "_inline_parse", lambda t, *a: lens.append(t.count("37")) or real(t, *a))
+    r = _same(text)
+    assert r[0] == "ok"
+    assert lens == [0]  # lark never saw the table's values
+    var = {v.name: v for v in r[1].vars}
+    assert tuple(var["table"].init) == tuple(vals)
+    assert tuple(var["small"].init) == (1, 2, 3, 8)

@@ -526,6 +526,29 @@ def _blank(chunk: str) -> str:
     return "\n" * k + " " * (len(chunk) - chunk.rfind("\n") - 1)
 
 
+_BIG_INIT = re.compile(r"=\s*\{([0-9,\s{}]{4096,}?)\}\s*;")
+
+
+def _blank_initializers(text: str):
+    """``text`` with each large all-decimal brace initializer (``= {202, 29, ...};``: cuRAND's
+    tables, 100,000 bytes each) cut to ``{0`` and blanks of the same length, and the flat lists
+    of the values cut, by the line of their declaration: lark lexes a blank run as one token."""
+    inits, out, last = {}, [], 0
+    for m in _BIG_INIT.finditer(text):
+        body = m.group(1)
+        if "\n" in body:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        if line in inits:
+            raise _NoFast
+        inits[line] = [_int(t) for t in re.findall(r"[0-9]+", body)]
+        out.append(text[last:m.start(1)])
+        out.append("0" + " " * (len(body) - 1))
+        last = m.end(1)
+    out.append(text[last:])
+    return "".join(out), inits
+
+
 def _fast_raw(text: str, path: str):
     """``parse_raw(text, path)`` through the fast path."""
     files = _scan_files(text)
@@ -548,10 +571,15 @@ def _fast_raw(text: str, path: str):
             pieces.append(blank)
             shift += (b - a - 1) - len(blank)
             last = b
-        if not bodies:
-            return _inline_parse(text, path, "module", files), files
         pieces.append(text[last:])
-        raw = _inline_parse("".join(pieces), path, "module", files)
+        blanked, inits = _blank_initializers("".join(pieces))
+        raw = _inline_parse(blanked, path, "module", files)
+        for it in raw:
+            if isinstance(it, _Raw) and it.kind == "decl" and it.line in inits:
+                space, attrs, decls, _ = it.data
+                it.data = (space, attrs, decls, inits.pop(it.line))
+        if inits:
+            raise _NoFast
         used = 0
         for it in raw:
             if isinstance(it, tuple) and it[0] == "function":
