@@ -62,3 +62,18 @@ def test_verdicts_do_not_change_under_cpu_load():
             p.kill()
     assert loaded == quiet
     assert quiet["reduce_smem__missing_sync.ptx"][0][1] == "violated"
+
+
+def test_restart_restores_a_capped_budget():
+    """An obligation may cap what is left of its budget (the parity check does once it can no
+    longer be proved); the next obligation's restart gets the whole budget again."""
+    b = SolverBudget(2.0)
+    full = b.units
+    b.units = b.spent + 10
+    s = z3.Solver()
+    x = z3.BitVec("x", 32)
+    s.add(x * x == 12345677)
+    b.check(s)
+    assert b.exhausted()
+    b.restart()
+    assert b.units == full and b.spent == 0 and not b.exhausted()

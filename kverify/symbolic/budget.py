@@ -70,10 +70,10 @@ class SolverBudget:
     def __init__(self, seconds: float, label: str = "query"):
         self.label = label
         self.seconds = max(float(seconds), 0.001)
-        self.units = int(self.seconds * RLIMIT_PER_SECOND)
         self.restart()
 
     def restart(self) -> "SolverBudget":
+        self.units = int(self.seconds * RLIMIT_PER_SECOND)  # (a caller may have capped them)
         self.spent = 0
         self.backstop_hit = False
         self._t0 = time.perf_counter()

@@ -218,11 +218,14 @@ class Facts:
         """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason)."""
         n = 0
         for v in self.sites:
-            if v is w or v.kind != "wait" or not self.may_alias(w, v) or not self.may_share_thread(w, v):
+            if v is w or v.kind != "wait":
                 continue
             shared_loop = {str(k) for _, k in v.loops} & {str(k) for _, k in w.loops}
             if self.seq(v) > self.seq(w) and not shared_loop:
                 continue  # after every use of w
+            # (the thread query is cheap, the address query over two iterations may not be)
+            if not self.may_share_thread(w, v) or not self.may_alias(w, v):
+                continue
             if w.loops or v.loops:
                 return None, (f"the same threads also wait on that barrier at {self.loc(v.instr)}: uses are "
                               "counted per wait site only")
