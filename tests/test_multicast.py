@@ -22,8 +22,11 @@ def test_a_multicast_load_reaches_both_ctas_and_verifies():
     st = _status(rep)
     assert st["mbarrier.parity"] == "proved" and st["mbarrier.arrivals"] == "proved"
     assert st["race.shared"] == st["race.async"] == st["deadlock"] == st["memory"] == "bounded"
-    # tx bytes: the static checker does not follow a multicast signal; the run bounds it
-    assert st["mbarrier.tx-bytes"] == "bounded"
+    # tx bytes: rank 0's copy, evaluated for each CTA of the cluster, brings 4096 bytes to the
+    # barrier of every rank its ctaMask names: both ranks' expect-tx, for every CTA of the grid
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "proved", tx.message
+    assert "tma_multicast.cu:90:5 (ptx 79)" in tx.message and "assuming" not in tx.message
 
 
 def test_each_cta_copies_the_tile_its_cluster_shared():
@@ -55,3 +58,43 @@ def test_a_mask_that_leaves_out_the_second_cta_hangs_it(tmp_path):
     assert dl.status == "violated" and dl.rule == "deadlock"
     assert ("waits in mbarrier wait for phase 0 of bar of CTA (1,0,0) (barrier in phase 0: 0 of 1 arrivals missing, "
             "tx-count 4096)") in dl.message
+
+
+def _mutant(tmp_path, old, new):
+    ptx = tmp_path / "tma_multicast__m.ptx"
+    (tmp_path / "tma_multicast.cu").write_text(open(f"{D}/tma_multicast.cu").read())  # parameter names
+    text = open(f"{D}/tma_multicast.ptx").read()
+    assert text.count(old) == 1
+    ptx.write_text(text.replace(old, new))
+    return str(ptx)
+
+
+def test_static_tx_bytes_finds_the_cta_a_multicast_mask_leaves_out(tmp_path):
+    """ctaMask 0b01: rank 1 announces 4096 bytes and no copy of the cluster signals its barrier."""
+    rep = kverify.check(_mutant(tmp_path, "mov.u16 \t%rs1, 3;", "mov.u16 \t%rs1, 1;"), launch=LAUNCH)
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
+    assert "announces 4096 tx bytes on the barrier at shared address 0x1000 but the copies signalling it in the " \
+           "same phase deliver 0 (tma_multicast.cu:91:5 (ptx 92)); in CTA (" in tx.message
+    cex = tx.counterexample
+    assert cex["expected_bytes"] == 4096 and cex["copied_bytes"] == 0 and cex["cluster_rank"] == 1
+    assert cex["cta"][0] % 2 == 1
+
+
+def test_static_tx_bytes_counts_a_multicast_issued_by_every_rank_twice(tmp_path):
+    """Without the rank-0 guard both ranks multicast the tile to both: 8192 bytes per barrier."""
+    rep = kverify.check(_mutant(tmp_path, "\t@%p3 bra \t$L__BB0_5;\n", ""), launch=LAUNCH)
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
+    assert tx.counterexample["expected_bytes"] == 4096 and tx.counterexample["copied_bytes"] == 8192
+
+
+def test_a_multicast_mask_read_from_memory_is_not_carried_to_the_peers(tmp_path):
+    """A mask loaded by the issuing CTA is a value of its own run: unknown, not proved."""
+    rep = kverify.check(_mutant(tmp_path, "mov.u16 \t%rs1, 3;", "ld.global.nc.u16 \t%rs1, [%rd2];"),
+                        launch=LAUNCH)
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "unknown"
+    assert tx.message.endswith("tma_multicast.cu:91:5 (ptx 92): the multicast copy's mask, size, barrier or issuing "
+                               "threads depend on values of the issuing CTA's own run, which the encoding does not "
+                               "carry over to the other CTAs of the cluster")

@@ -234,6 +234,22 @@ class Env:
                 return name, addr - base
         return None, addr
 
+    def _cluster_special(self, base: str, i: int):
+        """The cluster registers (§10.13-10.20) of thread A under the launch's cluster shape, as
+        the interpreter lays clusters out (``specials.py``): position ``ctaid mod cluster``,
+        rank ``x + cx * (y + cy * z)``, cluster id ``ctaid div cluster``."""
+        c = tuple(z3.BitVecVal(v, 32) for v in self.launch.cluster)
+        pos = tuple(z3.URem(a, n) for a, n in zip(self.ctaid, c))
+        cx, cy, cz = self.launch.cluster
+        if base == "%cluster_ctarank":
+            return pos[0] + cx * (pos[1] + cy * pos[2])
+        if base == "%cluster_nctarank":
+            return z3.BitVecVal(cx * cy * cz, 32)
+        if i < 0:
+            return None
+        return {"%cluster_ctaid": pos[i], "%cluster_nctaid": c[i], "%clusterid": z3.UDiv(self.ctaid[i], c[i]),
+                "%nclusterid": z3.UDiv(self.nctaid[i], c[i])}.get(base)
+
     def special(self, name: str):
         """Thread A's value of a special register (§10), or None for one read as an
         approximate value."""
@@ -250,6 +266,10 @@ class Env:
             return self.nctaid[i]
         if base == "%warpsize":
             return z3.BitVecVal(32, 32)
+        if base.startswith(("%cluster", "%clusterid", "%nclusterid")) and self.launch is not None:
+            v = self._cluster_special(base, i)
+            if v is not None:
+                return v
         if base == "%laneid":
             return self.linear_tid() & 31
         if base in ("%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge"):

@@ -4,6 +4,7 @@ between sites -- aliasing, iterations, the waiting role, earlier uses of a barri
 threads reach a site, which sites share a phase."""
 from __future__ import annotations
 
+import re
 import time
 
 import z3
@@ -235,6 +236,30 @@ class Facts:
                               "by the same threads")
             n += 1
         return n, None
+
+    # ------------------------------------------------------------------ clusters
+    def cluster_positions(self):
+        """Every position (x, y, z) in a cluster of the launch (one, (0, 0, 0), without clusters)."""
+        cx, cy, cz = tuple(getattr(self.launch, "cluster", None) or (1, 1, 1))
+        return [(x, y, z) for z in range(cz) for y in range(cy) for x in range(cx)]
+
+    def at_peer(self, pos, *terms):
+        """``terms`` as the thread with the same index in the CTA at cluster position ``pos`` of
+        this CTA's cluster computes them, or None when they hold values of this CTA's own run
+        (loads, loop-carried registers, approximations) that substitution cannot carry over:
+        only the thread and CTA indices, loop counters and launch constants (parameters, grid)
+        may occur."""
+        env = self.env
+        launch_wide = {p for p in env.params} | {f"{n}.{d}" for n in ("nctaid", "ntid") for d in "xyz"}
+        for x in self.syms(*terms):
+            if x.endswith("!A"):
+                if not (x.startswith(("tid.", "ctaid.")) or re.match(r"k\d+\.", x)):
+                    return None
+            elif x not in launch_wide:
+                return None
+        subs = [(a, a - z3.URem(a, z3.BitVecVal(n, 32)) + p)
+                for a, n, p in zip(env.ctaid, self.launch.cluster, pos)]
+        return [z3.substitute(t, *subs) if t is not None else None for t in terms]
 
     # ------------------------------------------------------------------ thread counting
     def count_threads(self, pc):

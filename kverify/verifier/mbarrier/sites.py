@@ -42,6 +42,7 @@ class MbarSite:
     drop: bool = False
     note: str = ""
     uses: object = None  # wait: BV64 count of this thread's earlier executions of this wait instruction
+    mask: object = None  # multicast copy: BV32 ctaMask (bit r: the CTA of cluster rank r receives the data and signal)
     seq: int = -1  # position in program order (``Executor.seq_of``: a called function's, per call)
 
 
@@ -256,9 +257,16 @@ class MbarExecutor(Executor):
                 size = self._val32(st, operand(ins, "size"))
             else:
                 size, why = self._tensor_bytes(ins)
-            if any(m.startswith("multicast") for m in mods):
-                size, why = None, "multicast copies signal every destination CTA's barrier (not modelled)"
             site = MbarSite("copy", ins, a, pc, loops, size=size, size_reason=why)
+            if any(m.startswith("multicast") for m in mods):
+                # §9.7.9.27: the data and the complete-tx go to the same shared offsets (barrier
+                # included) of every CTA whose rank is set in ctaMask (16 bits)
+                site.mask = self._val32(st, operand(ins, "ctaMask"))
+                if site.mask is not None:
+                    site.mask = site.mask & 0xFFFF
+                elif site.size is not None:
+                    site.size, site.size_reason = None, "the multicast ctaMask is not understood"
+
         elif sync == "mbarrier.complete_tx":
             # §9.7.13.15.12 mbarrier.complete_tx: the executing thread completes txCount bytes on
             # the barrier's current phase, as an asynchronous copy's complete-tx does

@@ -19,6 +19,8 @@ def check(chk: Facts) -> Obligation:
     L = chk.loc
     exps = [s for s in chk.sites if s.tx is not None and s.kind in ("arrive", "expect_tx")]
     copies = [s for s in chk.sites if s.kind == "copy"]
+    mcast = [s for s in copies if s.mask is not None]
+    local = [s for s in copies if s.mask is None]
     if not exps and not copies:
         return _ob("tx bytes", "proved", "no expect-tx and no copy signalling an mbarrier", t0)
     used, done = set(), set()
@@ -30,7 +32,7 @@ def check(chk: Facts) -> Obligation:
             return _ob("tx bytes", "unknown", f"{L(e.instr)}: barrier address not understood", t0, [L(e.instr)])
         hyp = chk.ranges(e.loops)
         group, bad = chk.phase_mates(e, exps, hyp)
-        mine, bad2 = chk.phase_mates(e, copies, hyp) if group is not None else (None, bad)
+        mine, bad2 = chk.phase_mates(e, local, hyp) if group is not None else (None, bad)
         if group is None or mine is None:
             c = bad or bad2
             return _ob("tx bytes", "unknown", f"cannot decide whether {L(c.instr)} signals the barrier of "
@@ -63,6 +65,12 @@ def check(chk: Facts) -> Obligation:
                     return _ob("tx bytes", "unknown", f"{L(c.instr)} and {L(e.instr)} may run "
                                "in different iterations or paths", t0, [L(c.instr), L(e.instr)])
             total = total + c.size * nc
+        got = _multicast_bytes(chk, e, mcast, hyp, re_, used)
+        if isinstance(got, Obligation):
+            got.time_s = time.perf_counter() - t0
+            return got
+        total = total + got
+        mine = mine + [c for c in mcast if id(c) in used and c not in mine]
         hyp2 = mk_and(hyp, re_ if re_ is not None else z3.BoolVal(True))
         r, m = chk.prove(hyp2, want == total)
         if r == "proved":
@@ -84,6 +92,11 @@ def check(chk: Facts) -> Obligation:
                f"tx bytes on the barrier at shared address {cex['barrier_address']:#x} but the copies "
                f"signalling it in the same phase deliver {got_v} ({', '.join(cex['copies']) or 'none'})"
                + (f"; iterations {its}" if its else ""))
+        if any(c.mask is not None for c in mine):  # name the receiving CTA of the counterexample
+            cta = tuple(m.eval(a, model_completion=True).as_long() for a in chk.env.ctaid)
+            rank = m.eval(chk.env.special("%cluster_ctarank"), model_completion=True).as_long()
+            cex.update(cta=list(cta), cluster_rank=rank)
+            msg += f"; in CTA ({cta[0]},{cta[1]},{cta[2]}), cluster rank {rank}"
         msg, cex = chk.with_params(msg, cex, m)
         return _ob("tx bytes", "violated", msg, t0, [L(x.instr) for x in group] + [L(c.instr) for c in mine],
                    cex, MB.TX_MISMATCH.id)
@@ -95,3 +108,63 @@ def check(chk: Facts) -> Obligation:
     return _ob("tx bytes", "proved", "in each phase the expected tx bytes equal the bytes of that phase's copies, "
                "for all iterations: " + "; ".join(" + ".join(str(L(x.instr)) for x in g) for g in proved), t0,
                [L(x.instr) for g in proved for x in g])
+
+
+#: what a proof over multicast copies inside loops rests on
+IN_STEP = ("the CTAs of a cluster run their loop iterations in step (a peer's multicast copy of iteration k "
+           "signals the phase of this CTA's iteration k: the peers' ring state is not related by the encoding)")
+
+
+def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
+    """The bytes the multicast copies of ``e``'s phase deliver to this CTA's barrier (a BV32
+    term), summed over the CTAs of the cluster (§9.7.9.27 cp.async.bulk.tensor
+    ``.multicast::cluster``: the CTA of rank r receives the data and the complete-tx on the
+    barrier at the same offset when bit r of the issuer's ctaMask is set), or an unknown
+    obligation. Each peer's copy is the site's terms with the peer's CTA index."""
+    L = chk.loc
+    total = z3.BitVecVal(0, 32)
+    rank = chk.env.special("%cluster_ctarank")
+    for c in mcast:
+        if not chk.same_iteration(c, e):
+            continue
+        sep = chk.separated(e, c, hyp)
+        if sep is None:
+            return _ob("tx bytes", "unknown", f"cannot decide whether {L(c.instr)} signals the barrier of "
+                       f"{L(e.instr)} in the same phase", 0.0, [L(c.instr), L(e.instr)])
+        if sep:
+            continue
+        if c.size is None:
+            return _ob("tx bytes", "unknown", f"{L(c.instr)}: copy size unknown ({c.size_reason})", 0.0,
+                       [L(c.instr)])
+        if rank is None:
+            return _ob("tx bytes", "unknown", f"{L(c.instr)}: a multicast copy and no launch gives the cluster shape",
+                       0.0, [L(c.instr)])
+        for pos in chk.cluster_positions():
+            t = chk.at_peer(pos, c.pc, c.addr, c.size, c.mask)
+            if t is None or t[1] is None:
+                return _ob("tx bytes", "unknown", f"{L(c.instr)}: the multicast copy's mask, size, barrier or "
+                           "issuing threads depend on values of the issuing CTA's own run, which the encoding does "
+                           "not carry over to the other CTAs of the cluster", 0.0, [L(c.instr)])
+            pc_p, addr_p, size_p, mask_p = t
+            m = chk.matches(addr_p, e.addr, hyp)
+            if m == "different":
+                continue
+            if m is None:
+                return _ob("tx bytes", "unknown", f"cannot decide whether the multicast copy {L(c.instr)} of the CTA "
+                           f"at cluster position {pos} signals the barrier of {L(e.instr)}", 0.0,
+                           [L(c.instr), L(e.instr)])
+            n, rc = chk.count_threads(pc_p)
+            if n is None:
+                return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads of the CTA at "
+                           f"cluster position {pos} ({rc})", 0.0, [L(c.instr)])
+            used.add(id(c))
+            if not n:
+                continue
+            if re_ is not None and chk.prove(hyp, rc == re_)[0] != "proved":
+                return _ob("tx bytes", "unknown", f"{L(c.instr)} of the CTA at cluster position {pos} and "
+                           f"{L(e.instr)} may run in different iterations or paths", 0.0, [L(c.instr), L(e.instr)])
+            if c.loops:
+                chk.assumptions.add(IN_STEP)
+            mine = z3.Extract(0, 0, z3.LShR(mask_p, rank)) == 1
+            total = total + z3.If(mine, size_p * n, z3.BitVecVal(0, 32))
+    return total
