@@ -74,6 +74,19 @@ class AssertionSite:
 
 
 @dataclass
+class CallSite:
+    """An indirect call thread A reaches whose pointer may hold no function's address
+    (``Calls.indirect``): ``bad`` is the condition (path condition included) under which the
+    pointer ``target`` (a BV64 term) is none of the module's function addresses; ``why`` is the
+    reason the executor gave the race obligations."""
+
+    instr: object
+    bad: object
+    target: object
+    why: str
+
+
+@dataclass
 class PreconditionSite:
     """A precondition thread A reaches: under ``pc`` it requires ``holds``; ``what`` names it
     (``__requires``, ``__assume``)."""
