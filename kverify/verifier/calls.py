@@ -158,7 +158,7 @@ def _violation(c, s, m) -> Obligation:
         return m.eval(e, model_completion=True).as_long()
 
     tid, cta = [val(t) for t in env.tid], [val(x) for x in env.ctaid]
-    mentioned = c.symbols(s.bad)
+    mentioned = c.symbols(s.bad) | c.symbols(s.target)
     params = {k: v for k, v in env.symbolic_param_values(m, c.ex.address_params).items()
               if any(str(t) in mentioned for t, p in env.params.values() if (p.source_name or p.name) == k)}
     params = {**env.param_values, **params}
