@@ -117,7 +117,8 @@ def test_a_launch_that_breaks_requires_is_unknown_not_a_finding(capsys):
 def test_a_function_pointer_named_by_a_precondition_is_a_dispatch_over_those_functions(capsys):
     """fptr_requires: ``__requires(f == halve | f == negate)`` on a pointer the host passes; each
     function stores only its thread's element: race freedom proved under the precondition. Without
-    the precondition the pointer may be anything (undefined behaviour): unknown. With ``spread``
+    the precondition the pointer may be anything: the races stay unknown, and a null pointer is a
+    call.invalid-target violation of memory safety at the call's line. With ``spread``
     among the possible functions (v[i / 2] = v[i]): the race in spread, at its line."""
     path = DATA / "fptr_requires.ptx"
     rc, k, by = _check(capsys, path, "--kernel", "update", "--grid", "4", "--block", "256")
@@ -132,7 +133,10 @@ def test_a_function_pointer_named_by_a_precondition_is_a_dispatch_over_those_fun
             or "f=negate(float*, unsigned int) (0x740000000010) chosen to satisfy the kernel's preconditions" in bound)
     assert "buffers sized to the kernel's accesses: v float32[1024]" in bound
     rc, k, by = _check(capsys, path, "--kernel", "update_any", "--grid", "4", "--block", "256")
-    assert rc == 3
+    assert rc == 1
+    mem = by["memory"]
+    assert (mem["status"], mem["rule"], mem["locations"][0]["line"]) == ("violated", "call.invalid-target", 19)
+    assert mem["counterexample"]["target"] == 0 and mem["counterexample"]["params"] == {"f": 0}
     for oid in ("race.shared", "race.global"):
         assert by[oid]["status"] == "unknown"
         assert by[oid]["message"].startswith(

@@ -19,7 +19,9 @@ callee's accesses, barriers and assertions as the caller's, at the callee's sour
   under its index. When the solver cannot rule out a pointer that is none of those addresses
   (null, an integer, a function of another signature), the call is undefined behaviour there:
   the obligations cannot be proved (the reason says so), and the path goes on with a valid
-  pointer.
+  pointer. Where the pointer may be no function's address at all, the site is recorded
+  (``invalid_calls``: ``records.CallSite``) for ``verifier.calls``, which decides whether
+  thread A reaches it with such a value (``call.invalid-target``).
 - Not modelled, with a reason (the obligations are ``unknown``): recursion, calls nested deeper
   than ``MAX_DEPTH``, a callee without a body (``.extern``).
 
@@ -39,7 +41,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import callee_of, indirect_targets, prototype_of, walk
 
 from .families import deref, handler
-from .records import State
+from .records import CallSite, State
 from .terms import TRUE, fit, is_false, is_true, mk_and, mk_not, mk_or
 
 MAX_DEPTH = 8  # calls nested deeper than this are not executed (unknown)
@@ -158,7 +160,10 @@ class Calls:
         if z3.is_bv_value(term):
             fn, why = self.function_at(term.as_long(), caller, ins, fptr)
             if fn is None:
-                self.reason(f"call at {where(ins)}: {why}", ordering=True)
+                msg = f"call at {where(ins)}: {why}"
+                self.reason(msg, ordering=True)
+                if term.as_long() not in self.func_addr.values():  # no function at all (not a signature)
+                    self.invalid_calls.append(CallSite(ins, mk_and(st.pc, guard), term, msg))
                 return st
             return self.invoke(ins, st, guard, [(fn, TRUE)])
         pc = mk_and(st.pc, guard)
@@ -167,10 +172,16 @@ class Calls:
         r, _ = self.check(none)
         if r != "unsat":
             names = ", ".join(f.name for f in cands) or "none found"
-            self.reason(f"call at {where(ins)}: indirect call through {fptr}: the pointer may hold the address of "
-                        f"none of the functions the call can reach (undefined behaviour; functions of the "
-                        f"prototype's signature whose address is taken: {names})"
-                        + (" (the solver could not decide)" if r == "unknown" else ""), ordering=True)
+            msg = (f"call at {where(ins)}: indirect call through {fptr}: the pointer may hold the address of "
+                   f"none of the functions the call can reach (undefined behaviour; functions of the "
+                   f"prototype's signature whose address is taken: {names})"
+                   + (" (the solver could not decide)" if r == "unknown" else ""))
+            self.reason(msg, ordering=True)
+            # where it holds no function's address at all (not merely one of another signature, or
+            # one whose address the module does not take): ``call.invalid-target``
+            other = [term != z3.BitVecVal(a, 64) for n, a in self.func_addr.items()
+                     if n not in {f.name for f in cands}]
+            self.invalid_calls.append(CallSite(ins, mk_and(none, *other), term, msg))
         live = []
         for f, c in conds:
             r, _ = self.check(mk_and(pc, c))

@@ -68,6 +68,8 @@ class Executor(LoopSummaries, Calls, Instructions):
         # GPUVerify annotations and CUDA assert() (``instructions.marker_call``)
         self.assertions: list = []  # AssertionSite
         self.preconditions: list = []  # PreconditionSite
+        self.invalid_calls: list = []  # CallSite: indirect calls whose pointer may hold no function
+        self.atomic_results: list = []  # AtomicResult: values atomics return (verifier/races/atomics.py)
         self.call_params: dict = {}  # .param name -> the term a call passes in it
         self.marker_rets: dict = {}  # .param name -> intrinsic whose result it receives
         self._closed_forms: dict = {}
@@ -235,6 +237,11 @@ class Executor(LoopSummaries, Calls, Instructions):
             a.fails = sub(a.fails)
         for p in self.preconditions:
             p.pc, p.holds = sub(p.pc), sub(p.holds)
+        for c in self.invalid_calls:
+            c.bad, c.target = sub(c.bad), sub(c.target)
+        for r in self.atomic_results:
+            if r.operand is not None:
+                r.operand = sub(r.operand)
         self.env.constraints_a[:] = [(sub(c), keys) for c, keys in self.env.constraints_a]
 
     # ------------------------------------------------------------------ quiet tails

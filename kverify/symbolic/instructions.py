@@ -17,13 +17,13 @@ from __future__ import annotations
 import z3
 
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
-from kverify.semantics.ir.optable import OPS, space_of
+from kverify.semantics.ir.optable import ATOMOP, OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, source_widths
 
 from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
                        is_unmodelled_memory, operand)
-from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, State, SyncSite
+from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, AtomicResult, State, SyncSite
 from .terms import TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 _D = Z3Domain()
@@ -358,8 +358,25 @@ class Instructions:
                     v = self.initial_value(region, addr + i * eb, w, v)
                 else:
                     v = self.approx(f"mem{acc.seq}.{r}", w)
+                    if atomic and space == "global" and len(dests) == 1 and vec == 1:
+                        self.atomic_results.append(self.atomic_result(ins, st, acc, v, slot))
                 self.write(st, r, (v, None), guard)
         return st
+
+    def atomic_result(self, ins: Instr, st: State, acc, v, slot: int):
+        """What ``verifier.races.atomics`` needs of an atomic's returned value ``v``: its operation
+        (the ``atom`` row's operation modifier) and its ``b`` operand (after the address)."""
+        op = next((m for m in ins.mods if m in ATOMOP), None)
+        ops = ins.operands
+        operand = None
+        if slot + 1 < len(ops):
+            try:
+                t = self.read(st, ops[slot + 1], v.size())[0]
+            except Exception:  # noqa: BLE001 - an operand not understood: no operand term
+                t = None
+            if t is not None and not z3.is_bool(t) and t.size() == v.size():
+                operand = z3.simplify(t)
+        return AtomicResult(acc, v, op, operand)
 
     def fn_tables(self) -> dict:
         """``{"var:<name>": VarDecl}`` of the module's global and constant variables whose

@@ -74,6 +74,33 @@ class AssertionSite:
 
 
 @dataclass
+class AtomicResult:
+    """The value an atomic read-modify-write (``atom``) returns to thread A: ``result`` is the
+    fresh approximate symbol the destination register received (thread B's is its renaming),
+    ``access`` the atomic's ``Access`` (address, path condition, epoch, loops), ``op`` its
+    operation modifier (``add``, ``exch``, ``cas``, ...) and ``operand`` thread A's term of its
+    ``b`` operand (the increment of an ``add``), or None."""
+
+    access: Access
+    result: object
+    op: str | None
+    operand: object
+
+
+@dataclass
+class CallSite:
+    """An indirect call thread A reaches whose pointer may hold no function's address
+    (``Calls.indirect``): ``bad`` is the condition (path condition included) under which the
+    pointer ``target`` (a BV64 term) is none of the module's function addresses; ``why`` is the
+    reason the executor gave the race obligations."""
+
+    instr: object
+    bad: object
+    target: object
+    why: str
+
+
+@dataclass
 class PreconditionSite:
     """A precondition thread A reaches: under ``pc`` it requires ``holds``; ``what`` names it
     (``__requires``, ``__assume``)."""

@@ -8,6 +8,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
   races        SMT two-thread proof (``verifier.races``): race-free: shared / global
   assertions   the kernel's assertions for every thread, symbolically (``verifier.assertions``;
                only for a kernel with CUDA ``assert()`` or GPUVerify ``__assert``)
+  calls        calls through a pointer that holds no function, symbolically (``verifier.calls``;
+               only for a kernel with an indirect call): memory safety (call.invalid-target)
   pipeline     mbarrier ring pipelines, every loop iteration (``verifier.races.pipeline``):
                race-free: async (and shared, without generic shared writes)
   mbarrier     symbolic, every loop iteration (``verifier.mbarrier``): mbarrier conformance:
@@ -20,7 +22,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     mbarrier conformance [: <resource>]  mbarrier.* rules of the protocol step function
     named-barrier conformance            barrier.* rules
     deadlock-free                        every schedule covered terminates
-    memory safety                        bounds, uninitialized reads, trap, brx.idx index range
+    memory safety                        bounds, uninitialized reads, trap, brx.idx index range,
+                                         calls through a pointer that holds no function
     assertions                           assert.failed (kernels with assertions only)
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
@@ -57,7 +60,8 @@ from kverify.rules import severity
 from kverify.semantics.interpreter import run_kernel, schedule_independent
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir import gpuverify as gv
-from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
+from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of, flow_of
+from kverify.semantics.ir.nodes import Reg
 from kverify.semantics.ir.visit import reachable_instructions
 
 from kverify.names import short_name
@@ -73,7 +77,7 @@ FAMILIES = (
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),
-    ("memory safety", "memory", ("bounds", "uninitialized", "trap", "branch.")),
+    ("memory safety", "memory", ("bounds", "uninitialized", "trap", "branch.", "call.")),
     ("assertions", "assertions", ("assert.",)),
 )
 #: Obligations reported only for kernels that use what they are about (``Context.uses``).
@@ -122,7 +126,8 @@ def _uses(module, kernel) -> set:
     """Kinds of operation the kernel (and the functions it calls) uses: ``async`` (an
     operation that completes later or acts in the async proxy, or a proxy fence), ``mbarrier``
     (any mbarrier operation or completion), ``assert`` (an assertion: CUDA ``assert()``,
-    GPUVerify ``__assert``) and ``unknown`` (an instruction the table does not support)."""
+    GPUVerify ``__assert``), ``indirect-call`` (a call through a register) and ``unknown`` (an
+    instruction the table does not support)."""
     out = set()
     for i in reachable_instructions(module, kernel):
         effect = effect_of(i)
@@ -132,6 +137,8 @@ def _uses(module, kernel) -> set:
         sync = i.row.sync or ""
         if gv.marker_of(i) in (gv.ASSERT, gv.ASSERTFAIL):
             out.add("assert")
+        if flow_of(i) == "call" and any(isinstance(o, Reg) for o in i.operands):
+            out.add("indirect-call")
         if effect == "async" or sync in ASYNC_SYNC:
             out.add("async")
         if sync in MBARRIER_SYNC:
@@ -260,6 +267,15 @@ def _assertions(ctx):
     got = check_assertions(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
     ctx.assertions_status = got[0].status
     return got
+
+
+@register("calls", ("memory safety",), applies=lambda ctx: ctx.smt and "indirect-call" in ctx.uses,
+          claims="for every thread of the launch and every value of its free parameters")
+def _calls(ctx):
+    from .calls import check_calls
+
+    prior = ctx.race_run[0] if ctx.race_run else None
+    return check_calls(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
 
 
 @register("pipeline", ("race-free: async", "race-free: shared"),

@@ -1,11 +1,11 @@
 """Rules of execution and the memory model that no protocol owns: they are decided by the
 interpreter's happens-before shadow (races), its memory accesses (bounds, uninitialized
-reads), its run loop (deadlock, trap), its assertion calls (assert.failed), its indirect-branch handler (brx.idx index range, .uni) and its warp-collective
+reads), its run loop (deadlock, trap), its assertion calls (assert.failed), its indirect-branch handler (brx.idx index range, .uni), its call handler (a call through a pointer that holds no function) and its warp-collective
 handlers (divergence); the
 symbolic race checker reports the same race rules. Each is a ``kverify.rules.Rule``.
 
 PTX ISA 9.0: §8 memory consistency model (data races, proxies), §9.7.9.25 asynchronous
-copies, §5.1 state spaces, §9.7.12.4 brx.idx, §9.7.13 synchronization, §9.7.19 trap.
+copies, §5.1 state spaces, §9.7.12.4 brx.idx, §9.7.12.5 call, §9.7.13 synchronization, §9.7.19 trap.
 """
 from __future__ import annotations
 
@@ -87,6 +87,12 @@ BRANCH_INDEX_RANGE = Rule(
     "undefined behaviour)", "control-flow-instructions-brx-idx",
     "brx.idx with an index not below the length of its .branchtargets target list (control goes to an "
     "undefined address)")
+CALL_INVALID_TARGET = Rule(
+    "call.invalid-target", "§9.7.12.5 call (an indirect call's target register must hold the address of a function "
+    "of the call's prototype: any other value is undefined behaviour; CUDA faults on a null function pointer)",
+    "control-flow-instructions-call",
+    "a call through a register (a C++ function pointer) that holds no function's address: null, an integer, "
+    "or an address past a function's entry")
 BRANCH_UNIFORM = Rule(
     "branch.uni-divergence", "§9.7.12.4 brx.idx (.uni: all active threads of the warp have the same index)",
     "control-flow-instructions-brx-idx",

@@ -56,6 +56,8 @@ from kverify.semantics.memory_model.execution import (RACE_GLOBAL, RACE_GLOBAL_S
 
 from kverify.verifier.report import Location, Obligation
 
+from . import atomics
+
 from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic import (TRUE, Env, Executor, Substitution, Unsupported, is_atomic, is_false, is_true,
                               mk_and, mk_not, mk_or, outside_classic_model)
@@ -163,6 +165,10 @@ class _Checker:
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
         warp = z3.LShR(env.linear_tid(), 5)
         self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
+        # what atom.add results can be (ticket counters for proofs, the atomic order for violations)
+        self.atomic_sites = atomics.prepare(self)
+        self.ticket_base = atomics.ticket_constraints(self, self.atomic_sites)
+        self.witnessed = {}  # (id(a), id(bb)) -> the atomic order a race's counterexample rests on
         self.executed = True  # the executor ran to the end (other checkers may reuse it)
         return None
 
@@ -289,7 +295,7 @@ class _Checker:
 
     def base(self):
         env = self.env
-        return env.shared_constraints + env.constraints_a + self.base_b
+        return env.shared_constraints + env.constraints_a + self.base_b + getattr(self, "ticket_base", [])
 
     # ------------------------------------------------------------------ uniformity
     def divergent_sites(self, budget):
@@ -342,7 +348,7 @@ class _Checker:
                 a, bb, _ = loose["race"] or loose["maybe"][0]
                 maybe.append((a, bb, "divergent"))
             undecided += loose["undecided"]
-        notes = list(ex.notes)
+        notes = list(ex.notes) + [x.note() for x in self.atomic_sites if x.ticket]
         if env.assumptions:
             notes = env.assumptions + notes
         same = found.get("same_value") or []
@@ -463,13 +469,24 @@ class _Checker:
                     out["race"] = (a, bb, m)
                     return out
                 m1 = self.confirm(cons, f, m, budget, base)
-                same = self.same_value(a, bb, cons, f, budget, base)
+                used = cons
+                if m1 is None and self.atomic_sites:
+                    # the atomic results it rests on, under an order of their executions
+                    eqs, orders, small = atomics.witness(self, self.atomic_sites, cons + [f])
+                    for extra in ((small, []) if eqs else ()):
+                        r2, mw = self.solve(cons + eqs + extra + [f], budget, base=base)
+                        m1 = self.confirm(cons + eqs, f, mw, budget, base) if r2 == "sat" else None
+                        if m1 is not None:
+                            used = cons + eqs
+                            self.witnessed[(id(a), id(bb))] = orders
+                            break
+                same = self.same_value(a, bb, used, f, budget, base)
                 if m1 is not None and same:
-                    out["same_value"].append((a, bb, self.small_grid(cons, f, m1, budget, base)))
+                    out["same_value"].append((a, bb, self.small_grid(used, f, m1, budget, base)))
                     cands = [x for x in cands if x is not hit]
                     continue
                 if m1 is not None:
-                    out["race"] = (a, bb, self.small_grid(cons, f, m1, budget, base))
+                    out["race"] = (a, bb, self.small_grid(used, f, m1, budget, base))
                     return out
                 out["maybe"].append((a, bb, "approx-same" if same else "approx"))
                 cands = [x for x in cands if x is not hit]
@@ -684,6 +701,10 @@ class _Checker:
             msg += ", " + ", ".join(f"{k}={env.show_value(v)}" for k, v in params.items())
         if divergent:
             msg += "; a barrier may also be divergent (barrier.divergence)"
+        orders = self.witnessed.get((id(a), id(bb)))
+        if orders:
+            text, ce["atomics"] = atomics.describe(self, orders, m)
+            msg += "; " + text
         return Obligation(f"race-free: {space}", "races", "violated", msg, locations=[la, lb],
                           counterexample=ce, rule=(RACE_SHARED if space == "shared" else RACE_GLOBAL).id)
 

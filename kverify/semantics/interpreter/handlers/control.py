@@ -11,7 +11,8 @@ from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import ParenList, Reg, where
 from kverify.semantics.ir.visit import prototype_of
-from kverify.semantics.memory_model.execution import ASSERT_FAILED, BRANCH_INDEX_RANGE, BRANCH_UNIFORM, TRAP
+from kverify.semantics.memory_model.execution import (ASSERT_FAILED, BRANCH_INDEX_RANGE, BRANCH_UNIFORM,
+                                                     CALL_INVALID_TARGET, TRAP)
 
 from ..state import U64
 from .common import registry
@@ -157,19 +158,40 @@ def _assertion_failed(m, w, ins, bad, what):
 def _indirect_call(m, w, ins, mask, fn, rets, args):
     """``call (r), %fptr, (a), proto;`` (§9.7.12.5): each lane calls the function its
     pointer holds (``launch.layout.function_addresses``); lanes holding different functions
-    call them one after the other, as a divergent branch would. A pointer that holds no
-    function of the module, or one of another signature than the prototype, is not run."""
+    call them one after the other, as a divergent branch would. A lane whose pointer holds
+    no function's address (null, an integer, an address past a function's entry) calls
+    nowhere: undefined behaviour, reported as ``call.invalid-target`` with the value, and the
+    lane stops (CUDA faults on a null function pointer, as after ``trap``). A function of
+    another signature than the prototype is not run (``Unsupported``)."""
     caller = m.funcs.get(w.frames[-1]) if w.frames else m.kernel
     proto = prototype_of(caller, ins)
     ptrs = m.val(w, fn)
+    bad = np.zeros(32, bool)
+    calls = []
     for addr in np.unique(ptrs[mask]):
         name = m.func_at.get(int(addr))
-        callee = m.funcs.get(name) if name is not None else None
+        if name is None:  # no function's address
+            bad |= mask & (ptrs == addr)
+            continue
+        callee = m.funcs.get(name)
         if callee is None:
-            raise Unsupported(f"call through {fn}: {int(addr):#x} is not the address of a function of "
-                              f"this module", ins)
+            raise Unsupported(f"call through {fn}: {name} has no body in this module", ins)
         if proto is not None and not proto.matches(callee):
             raise Unsupported(f"call through {fn}: {name} does not have the signature of {proto.name}", ins)
+        calls.append((addr, callee))
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])
+        vals = [int(v) for v in np.unique(ptrs[bad])]
+        n = int(bad.sum())
+        more = f" (and {n - 1} more lane(s) of {w.describe()})" if n > 1 else ""
+        rest = [f"{v:#x}" for v in vals if v != int(ptrs[lane])]
+        others = f"; other value(s) of those lanes: {', '.join(rest[:3])}" if rest else ""
+        m.report(CALL_INVALID_TARGET.id, f"call through {fn}: {int(ptrs[lane]):#x} is not the address of a function "
+                 f"of this module ({m._thread(w, lane)}{more}{others})", [ins.loc],
+                 thread=m._thread(w, lane), target=f"{int(ptrs[lane]):#x}")
+        w.live &= ~bad
+        yield from _exit_gen(m, w, bad)
+    for addr, callee in calls:
         yield from _call(m, w, ins, mask & (ptrs == addr), callee, rets, args)
 
 
