@@ -211,6 +211,7 @@ class Context:
     # why the interpreter could not run (no values for some parameter, a call with an arbitrary
     # result): the checks that need no values (``verifier.uniform``) stand in for it
     no_values: str | None = None
+    unsized: dict = field(default_factory=dict)  # pointer parameters the kernel's accesses did not size, and why
 
 
 @dataclass(frozen=True)
@@ -293,12 +294,13 @@ def _interpreter_titles(ctx):
 @register("interpreter", _interpreter_titles, replayable=True)
 def _interpreter(ctx):
     module, kernel, path = ctx.module, ctx.kernel, ctx.path
+    spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
     arbitrary = _summarized_callees(ctx)
     if arbitrary:  # a summarized call's result is any value: no one run stands for them all
         ctx.no_values = (f"the interpreter cannot run a call whose result is arbitrary ({', '.join(arbitrary)}: "
                          "summarized as pure by --extern-summary)")
+        ctx.unsized = dict(unsized)
         raise NotApplicable(f"not checked: {ctx.no_values}")
-    spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
     with_values, chosen = _precondition_values(ctx, ctx.spec, set(sized) | set(unsized))
     if chosen:  # buffers sized again: their extents may depend on the values
         spec, sized, unsized = _sized_buffers(module, kernel, with_values, ctx.timeout_s)
@@ -328,6 +330,7 @@ def _interpreter(ctx):
         if unsized:
             why += "; not sized from the accesses: " + "; ".join(f"{k}: {v}" for k, v in unsized.items())
         ctx.no_values = f"the launch gives no values for the interpreter ({why})"
+        ctx.unsized = dict(unsized)
         raise NotApplicable(f"not checked: the launch gives no values for the interpreter ({why})") from None
     dt = time.perf_counter() - t0
     g, b = spec.grid, spec.block

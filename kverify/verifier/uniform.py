@@ -118,6 +118,10 @@ def check_without_values(ctx) -> list:
         scope = chk.scope().replace("every schedule (two arbitrary distinct threads)",
                                     "two arbitrary distinct threads of one CTA")
         named = _uniformity(ctx, chk, budget, scope, head)
+        if named.status == "violated":  # what the counterexample ranges over (and rests on)
+            named.bound = scope
+            if chk.ex.extern_used:
+                named.message += "; " + "; ".join(chk.extern_assumptions())
         out = [named, _deadlock(ctx, chk, named, scope, head), _memory(ctx, chk, scope, head)]
     except Unsupported as e:
         return unknown_all(str(e))
@@ -342,10 +346,13 @@ def _memory(ctx, chk, scope, head) -> Obligation:
             continue
         region = a.region or "?"
         name = region.split(":", 1)[1] if ":" in region else region
-        if region.startswith("param:") and name not in given:
+        if region.startswith("param:") and name not in given and name not in ctx.unsized \
+                and "*" not in ctx.unsized:
             continue
         why = (f"buffer {name} is given by the launch: its bounds are not checked without values"
-               if region.startswith("param:") else
+               if region.startswith("param:") and name in given else
+               f"no buffer {name} can be sized to the kernel's accesses ("
+               f"{ctx.unsized.get(name) or ctx.unsized.get('*')})" if region.startswith("param:") else
                f"global variable {name}: its bounds are not checked without values" if region.startswith("var:")
                else "the buffer it points into is not known")
         problems.append((f"{a.instr.opcode} at {where(a.instr.loc)}: {why}", a.instr.loc))

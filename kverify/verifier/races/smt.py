@@ -204,10 +204,13 @@ class _Checker:
             ob = self.check_space(space, divergent, SolverBudget(self.timeout_s, label=f"race.{space}"))
             ob.time_s = time.perf_counter() - t
             out.append(ob)
-        if self.ex.extern_used:  # a proof without accesses rests on the summaries too: the scope says so
+        if self.ex.extern_used:  # every verdict rests on the summaries (a proof without accesses too): say so
+            said = "; ".join(self.extern_assumptions())
             for o in out:
-                if o.status == "proved" and o.bound is None:
+                if o.bound is None:
                     o.bound = self.scope()
+                if o.status == "violated":
+                    o.message += f"; {said}"
         # the shared work (execution, uniformity) is charged to the first obligation
         out[0].time_s += (time.perf_counter() - self.t0) - sum(o.time_s for o in out)
         return out
