@@ -477,7 +477,7 @@ def _summarized_callees(ctx) -> list:
 def _without_values(ctx):
     from .uniform import check_without_values
 
-    return check_without_values(ctx)
+    return check_without_values(ctx, BLOCKING_SYNC)
 
 
 def _precondition_values(ctx, spec, pointers=()):

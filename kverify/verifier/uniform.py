@@ -96,9 +96,10 @@ class _Uniform(_Checker):
     executor_class = StrictExecutor
 
 
-def check_without_values(ctx) -> list:
+def check_without_values(ctx, blocking) -> list:
     """Evidence for ``TITLES`` without values (module docstring); ``ctx`` is the kernel's
-    ``check.Context`` with ``no_values`` saying why the interpreter did not run."""
+    ``check.Context`` with ``no_values`` saying why the interpreter did not run; ``blocking`` the
+    ``sync`` effects that can block a warp (``check.BLOCKING_SYNC``)."""
     t0 = time.perf_counter()
     head = f"not checked on the interpreter ({ctx.no_values}); without values: "
 
@@ -122,7 +123,7 @@ def check_without_values(ctx) -> list:
             named.bound = scope
             if chk.ex.extern_used:
                 named.message += "; " + "; ".join(chk.extern_assumptions())
-        out = [named, _deadlock(ctx, chk, named, scope, head), _memory(ctx, chk, scope, head)]
+        out = [named, _deadlock(ctx, chk, named, scope, head, blocking), _memory(ctx, chk, scope, head)]
     except Unsupported as e:
         return unknown_all(str(e))
     except z3.Z3Exception as e:
@@ -282,9 +283,7 @@ def _t(t) -> str:
 # --------------------------------------------------------------------------- deadlock
 
 
-def _deadlock(ctx, chk, named, scope, head) -> Obligation:
-    from .check import BLOCKING_SYNC
-
+def _deadlock(ctx, chk, named, scope, head, blocking_sync) -> Obligation:
     title, ex, module = "deadlock-free", chk.ex, ctx.module
     if named.status not in ("proved", "vacuous"):
         why = ("a barrier may be divergent (named-barrier conformance is violated): whether a thread then waits "
@@ -292,7 +291,7 @@ def _deadlock(ctx, chk, named, scope, head) -> Obligation:
                "it rests on barrier uniformity, which is not established (named-barrier conformance)")
         return Obligation(title, "deadlock", "unknown", head + why, None, list(named.locations[:1]))
     blocking = [i for i in reachable_instructions(module, ctx.kernel)
-                if row_of(i) is not None and row_of(i).sync in BLOCKING_SYNC and row_of(i).sync not in _BARRIERS]
+                if row_of(i) is not None and row_of(i).sync in blocking_sync and row_of(i).sync not in _BARRIERS]
     if blocking:
         i = blocking[0]
         return Obligation(title, "deadlock", "unknown", head + f"{i.opcode} at {where(i.loc)} may block, and the "
