@@ -286,7 +286,11 @@ class Executor(LoopSummaries, Calls, Instructions):
     def _instr_quiet(self, ins: Instr) -> bool:
         row = row_of(ins)
         if handler(ins) == "call":  # a call of a function summarized as pure touches nothing
-            return self.summary_of(ins) == "pure"
+            if self.summary_of(ins) != "pure":
+                return False
+            target = next(o.name for o in ins.operands if isinstance(o, Sym))
+            self.extern_used[target] = "pure"  # a verdict that skips the call rests on the summary too
+            return True
         if row is None or row.sync in ("bar", "bar.warp.sync", "cluster.barrier"):
             return False
         if is_async(ins) or is_unmodelled_memory(ins):
