@@ -15,6 +15,10 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
   interpreter  the run and its schedule exploration (``semantics.interpreter``): every
                family below, one obligation per mbarrier resource (``full[0..2]``) the run
                used, and bounded evidence for the symbolic mbarrier obligations
+  uniform      only where the interpreter cannot run (``Context.no_values``: a parameter
+               without a value, a call summarized by ``--extern-summary``): named-barrier
+               conformance, deadlock freedom and memory safety for every parameter value
+               (``verifier.uniform``); its ``unknown`` refines the interpreter's (``refines``)
 
     race-free: shared / global / async   race.shared, race.global, race.async-proxy / -pending
     mbarrier conformance [: <resource>]  mbarrier.* rules of the protocol step function
