@@ -7,8 +7,13 @@ The suite is not part of this repository; take it from a GPUVerify checkout:
     python bench/gpuverify_suite.py --suite gpuverify/testsuite/CUDA [--jobs 2] [--timeout 120]
 
 Every ``kernel.cu`` under ``--suite`` is checked by its own ``python -m kverify check FILE --format
-json`` process (this checkout's kverify), at most ``--jobs`` at a time, each killed after
-``--timeout`` wall seconds. The first line of a test is its label: ``//pass`` expects
+json --extern-summary '*=pure'`` process (this checkout's kverify), at most ``--jobs`` at a time, each
+killed after ``--timeout`` wall seconds. ``--extern-summary '*=pure'`` is GPUVerify's own assumption
+about a function the test declares and never defines (``__device__ int nondet(void);``): Bugle
+declares it as a Boogie procedure without body and without modifies clause, so it has no memory
+effects and returns an arbitrary value. kverify models such a call the same way (a fresh value per
+call and per thread) and every verdict that rests on it says so in its scope and in the report's
+``assumptions``. The first line of a test is its label: ``//pass`` expects
 ``verified`` (exit 0), ``//xfail:REASON`` expects ``violated`` (exit 1); the second line holds
 GPUVerify's options (``--blockDim``/``--gridDim``, ``-D``), which kverify reads itself. Each kernel
 gets one class:
@@ -43,6 +48,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "gpuverify.json"
+#: GPUVerify's assumption about body-less functions (module docstring)
+EXTERN = ["--extern-summary", "*=pure"]
 CLASSES = ("agree", "false alarm", "missed", "inconclusive", "error", "timeout")
 
 
@@ -110,7 +117,7 @@ def classify(expected: int | None, rc: int | None) -> str:
 def check_one(path: Path, suite: Path, timeout: float, extra: list) -> dict:
     rel = str(path.relative_to(suite))
     label = label_of(path)
-    cmd = [sys.executable, "-m", "kverify", "check", str(path), "--format", "json", *extra]
+    cmd = [sys.executable, "-m", "kverify", "check", str(path), "--format", "json", *EXTERN, *extra]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)

@@ -190,7 +190,8 @@ def _dims(v):
 
 def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,
           assume=None, *, launch=None, inputs: dict | None = None, budget: int = 16, timeout: float = 10.0,
-          smt: bool = True, arch: str = "sm_90a", defines: dict | None = None, strict: bool = False) -> Report:
+          smt: bool = True, arch: str = "sm_90a", defines: dict | None = None, strict: bool = False,
+          extern=None) -> Report:
     """Check ``kernel`` (a ``.ptx``/``.cu``/``.kvir`` path or PTX text) for one launch: every
     obligation of ``kverify check``. ``grid`` left out runs one CTA and keeps the SMT proofs
     symbolic in the grid (as on the command line). ``inputs`` (buffer name -> array) override
@@ -199,7 +200,9 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     parameter names: ``"n > 0 and n % 4 == 0"``; ``kverify.symbolic.assume``) is ``--assume``:
     preconditions of the symbolic checkers over the parameters left symbolic; the launch's
     concrete arguments must satisfy it (else a ``KernelError``). ``strict`` is ``--strict``:
-    warning-tier findings make the kernel violated. A launch with ``"dependent"`` (a PDL pair) checks
+    warning-tier findings make the kernel violated. ``extern`` is ``--extern-summary``: summaries of
+    body-less functions the kernel calls, ``{"nondet": "pure"}`` or ``["nondet=pure"]`` (``"*"`` for
+    every one; ``kverify.symbolic.extern``); an unknown name or kind is a ``KernelError``. A launch with ``"dependent"`` (a PDL pair) checks
     both grids: the report has the primary's kernel report, then the dependent's."""
     from kverify.verifier.check import check_kernel, check_pair
 
@@ -208,7 +211,8 @@ def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: in
     if inputs:
         given = {**(given or {}), **inputs}
     assume = [assume] if isinstance(assume, str) else list(assume or ())
-    kw = dict(budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume, strict=strict)
+    kw = dict(budget=budget, timeout_s=timeout, smt=smt, path=path, inputs=given, assume=assume, strict=strict,
+              extern=extern or ())
     if spec.dependent is not None:
         name = spec.dependent["kernel"]
         try:

@@ -23,7 +23,8 @@ def _variant(family, file):
 
 
 def test_registered_checkers_in_order():
-    assert [c.name for c in C.CHECKERS] == ["races", "assertions", "calls", "pipeline", "mbarrier", "interpreter"]
+    assert [c.name for c in C.CHECKERS] == ["races", "assertions", "calls", "pipeline", "mbarrier", "interpreter",
+                                            "uniform"]
 
 
 def test_a_crashing_checker_yields_unknown_obligations_with_the_reason(monkeypatch):

@@ -70,6 +70,8 @@ class LaunchSpec:
     path: str = "<launch>"
     grid_assumed: bool = False  # no grid was given: (1, 1, 1) runs, proofs must not rest on it
     assume: tuple = ()  # preconditions over the scalar parameters (``--assume``; ``symbolic.assume``)
+    # summaries of body-less functions (``--extern-summary``; ``symbolic.extern``): (PTX name, kind) pairs
+    extern: tuple = ()
     # a cooperative launch (cudaLaunchCooperativeKernel): every CTA co-resident, and the grid
     # workspace cooperative groups' grid.sync() reads through %envreg1/%envreg2 exists. None:
     # assumed when the kernel reads that workspace (the bound says so)

@@ -22,8 +22,13 @@ callee's accesses, barriers and assertions as the caller's, at the callee's sour
   pointer. Where the pointer may be no function's address at all, the site is recorded
   (``invalid_calls``: ``records.CallSite``) for ``verifier.calls``, which decides whether
   thread A reaches it with such a value (``call.invalid-target``).
+- **Summaries** (``symbolic.extern``): a callee without a body that the user summarized as
+  ``pure`` reads and writes no memory and does not synchronize; each of its result ``.param``
+  variables receives a fresh value per call and per thread (an exact per-thread symbol, so a
+  race or a divergence that needs some result is claimed; inside a loop an approximate one, since
+  one symbol stands for every iteration's result).
 - Not modelled, with a reason (the obligations are ``unknown``): recursion, calls nested deeper
-  than ``MAX_DEPTH``, a callee without a body (``.extern``).
+  than ``MAX_DEPTH``, a callee without a body (``.extern``) and without a summary.
 
 PTX ISA (9.0): §9.7.12.5 call (direct, and through a register with a ``.callprototype`` or a
 ``.calltargets`` list), §9.7.12.6 ret, §5.1.6 the ``.param`` state space (function arguments and
@@ -138,10 +143,56 @@ class Calls:
         if target is not None:
             fn = body_of(self.env.module, target.name)
             if fn is None:
+                kind = self.extern_summaries.get(target.name)
+                if kind == "pure":
+                    return self.pure_call(ins, st, guard, target.name)
                 self.reason(f"call at {where(ins)}: callee {target.name} has no body in this module", ordering=True)
                 return st
             return self.invoke(ins, st, guard, [(fn, TRUE)])
         return self.indirect(ins, st, guard)
+
+    def summary_of(self, ins: Instr) -> str | None:
+        """The user's summary (``symbolic.extern``) of the body-less function a direct call names,
+        or None."""
+        target = next((o for o in ins.operands if isinstance(o, Sym)), None)
+        if target is None or target.name not in self.extern_summaries:
+            return None
+        return self.extern_summaries[target.name] if body_of(self.env.module, target.name) is None else None
+
+    def pure_call(self, ins: Instr, st: State, guard, name: str) -> State:
+        """A call of a body-less function summarized as ``pure`` (module docstring): no memory
+        effect, no synchronization; each result variable gets a fresh value."""
+        from kverify.names import demangle
+
+        self.extern_used[name] = "pure"
+        rets, _ = call_lists(ins)
+        fn = self.current_function()
+        short = demangle(name).split("(", 1)[0]
+        for r in rets:
+            bits = self.param_bits(fn, r)
+            if bits is None:
+                self.reason(f"call at {where(ins)}: the size of {demangle(name)}'s result {r} is not declared",
+                            ordering=True)
+                continue
+            off = 0
+            n = len(self.env.pairs)
+            while off * 8 < bits:
+                w = min(64, bits - off * 8)
+                v = self.env.fresh(f"ext{n}.{short}.{off}", w, approx=bool(self.loop_stack))
+                self.write(st, f"{r}+{off}", (v, None), guard)
+                off += w // 8
+        return st
+
+    @staticmethod
+    def param_bits(fn, name: str) -> int | None:
+        """Bits of the ``.param`` variable ``name`` that function ``fn`` declares, or None."""
+        for v in fn.vars:
+            if v.name == name and v.space == "param" and hasattr(v.type, "bits"):
+                n = 1
+                for d in v.dims:
+                    n *= d or 0
+                return v.type.bits * n or None
+        return None
 
     def indirect(self, ins: Instr, st: State, guard) -> State:
         """A call through a register: the fast path when the pointer is one constant, else the

@@ -75,6 +75,9 @@ class Executor(LoopSummaries, Calls, Instructions):
         self._closed_forms: dict = {}
         self._fn_tables = None  # tables of function pointers (``fn_tables``)
         self.init_reads: set = set()  # regions whose initial contents a load relied on
+        # summaries of body-less functions (``symbolic.extern``): PTX name -> kind, and those a call used
+        self.extern_summaries: dict = dict(getattr(env.launch, "extern", ()) or ())
+        self.extern_used: dict = {}
         self.func_addr = function_addresses(env.module)
         for d in self.kernel.regs:
             w = d.type.bits if hasattr(d.type, "bits") else 32
@@ -287,10 +290,15 @@ class Executor(LoopSummaries, Calls, Instructions):
         self.quiet[key] = q
         return q[0]
 
-    @staticmethod
-    def _instr_quiet(ins: Instr) -> bool:
+    def _instr_quiet(self, ins: Instr) -> bool:
         row = row_of(ins)
-        if row is None or row.sync in ("bar", "bar.warp.sync", "cluster.barrier") or handler(ins) == "call":
+        if handler(ins) == "call":  # a call of a function summarized as pure touches nothing
+            if self.summary_of(ins) != "pure":
+                return False
+            target = next(o.name for o in ins.operands if isinstance(o, Sym))
+            self.extern_used[target] = "pure"  # a verdict that skips the call rests on the summary too
+            return True
+        if row is None or row.sync in ("bar", "bar.warp.sync", "cluster.barrier"):
             return False
         if is_async(ins) or is_unmodelled_memory(ins):
             return False

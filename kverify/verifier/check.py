@@ -17,6 +17,10 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
   interpreter  the run and its schedule exploration (``semantics.interpreter``): every
                family below, one obligation per mbarrier resource (``full[0..2]``) the run
                used, and bounded evidence for the symbolic mbarrier obligations
+  uniform      only where the interpreter cannot run (``Context.no_values``: a parameter
+               without a value, a call summarized by ``--extern-summary``): named-barrier
+               conformance, deadlock freedom and memory safety for every parameter value
+               (``verifier.uniform``); its ``unknown`` refines the interpreter's (``refines``)
 
     race-free: shared / global / async   race.shared, race.global, race.async-proxy / -pending
     mbarrier conformance [: <resource>]  mbarrier.* rules of the protocol step function
@@ -215,6 +219,10 @@ class Context:
     # precondition a run could not evaluate, an __axiom): such violations are reported unknown
     unclaimable: list = field(default_factory=list)
     assertions_status: str | None = None  # the symbolic assertion checker's status, when it ran
+    # why the interpreter could not run (no values for some parameter, a call with an arbitrary
+    # result): the checks that need no values (``verifier.uniform``) stand in for it
+    no_values: str | None = None
+    unsized: dict = field(default_factory=dict)  # pointer parameters the kernel's accesses did not size, and why
 
 
 @dataclass(frozen=True)
@@ -229,16 +237,19 @@ class Checker:
     applies: Callable = lambda ctx: True
     replayable: bool = False
     claims: str = ""  # what a proof of this checker covers ("for every loop iteration")
+    # its ``unknown`` says why an earlier checker's is (it runs where that one could not), so it is
+    # the one reported among unknowns
+    refines: bool = False
 
 
 CHECKERS: list = []
 
 
-def register(name, titles, applies=lambda ctx: True, replayable=False, claims=""):
+def register(name, titles, applies=lambda ctx: True, replayable=False, claims="", refines=False):
     """Decorator: add ``fn(ctx) -> [Obligation]`` to ``CHECKERS`` under ``name``."""
     def deco(fn):
         CHECKERS.append(Checker(name, titles if callable(titles) else (lambda ctx, t=tuple(titles): t), fn,
-                                applies, replayable, claims))
+                                applies, replayable, claims, refines))
         return fn
     return deco
 
@@ -304,6 +315,12 @@ def _interpreter_titles(ctx):
 def _interpreter(ctx):
     module, kernel, path = ctx.module, ctx.kernel, ctx.path
     spec, sized, unsized = _sized_buffers(module, kernel, ctx.spec, ctx.timeout_s)
+    arbitrary = _summarized_callees(ctx)
+    if arbitrary:  # a summarized call's result is any value: no one run stands for them all
+        ctx.no_values = (f"the interpreter cannot run a call whose result is arbitrary ({', '.join(arbitrary)}: "
+                         "summarized as pure by --extern-summary)")
+        ctx.unsized = dict(unsized)
+        raise NotApplicable(f"not checked: {ctx.no_values}")
     with_values, chosen = _precondition_values(ctx, ctx.spec, set(sized) | set(unsized))
     if chosen:  # buffers sized again: their extents may depend on the values
         spec, sized, unsized = _sized_buffers(module, kernel, with_values, ctx.timeout_s)
@@ -332,6 +349,8 @@ def _interpreter(ctx):
         why = str(e).split("launch spec: ")[-1]
         if unsized:
             why += "; not sized from the accesses: " + "; ".join(f"{k}: {v}" for k, v in unsized.items())
+        ctx.no_values = f"the launch gives no values for the interpreter ({why})"
+        ctx.unsized = dict(unsized)
         raise NotApplicable(f"not checked: the launch gives no values for the interpreter ({why})") from None
     dt = time.perf_counter() - t0
     g, b = spec.grid, spec.block
@@ -459,6 +478,28 @@ def _interpreter(ctx):
     return out
 
 
+def _summarized_callees(ctx) -> list:
+    """C++ names of the body-less functions the kernel calls that a user-given summary covers
+    (``kverify.symbolic.extern``)."""
+    if not ctx.spec.extern:
+        return []
+    from kverify.semantics.ir.visit import reachable_functions
+    from kverify.symbolic.extern import bodyless_callees
+
+    summarized = dict(ctx.spec.extern)
+    called = bodyless_callees(ctx.module, list(reachable_functions(ctx.module, ctx.kernel)))
+    return sorted(shown for p, shown in called.items() if p in summarized)
+
+
+@register("uniform", lambda ctx: ("named-barrier conformance", "deadlock-free", "memory safety"),
+          applies=lambda ctx: ctx.smt and ctx.no_values is not None, refines=True,
+          claims="for all values of the parameters")
+def _without_values(ctx):
+    from .uniform import check_without_values
+
+    return check_without_values(ctx, BLOCKING_SYNC)
+
+
 def _precondition_values(ctx, spec, pointers=()):
     """``(spec, chosen)``: ``spec`` with values for the scalar parameters it leaves out (not
     ``pointers``, nor parameters the kernel uses as addresses) when the kernel's preconditions
@@ -538,20 +579,31 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
                            f"{u.message}", o.bound, locs, None, o.time_s + sum(u.time_s for _, u in by["unknown"]))
         return o
     if "unknown" in by:
-        return by["unknown"][0][1]
+        refined = [co for co in by["unknown"] if co[0].refines]
+        return (refined or by["unknown"])[0][1]
     return Obligation(title, "check", "unknown", "no checker gave evidence for it", None, [], None, 0.0)
 
 
 def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
                  smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
-                 assume=(), strict: bool = False, time_budget: float | None = None, pdl=None) -> KernelReport:
+                 assume=(), strict: bool = False, time_budget: float | None = None, pdl=None,
+                 extern=()) -> KernelReport:
     """Run every applicable checker of ``checkers`` (default ``CHECKERS``) on ``kernel`` and
     combine their evidence into one obligation per title. ``inputs`` (buffer name -> numpy array
     or CPU torch tensor) are the interpreter's initial buffer contents; others are random.
     ``assume`` (expressions over the scalar parameters, ``kverify.symbolic.assume``) are
     preconditions of the symbolic checkers; a bad one, or one the launch's arguments break, is a
-    ``KernelError``. ``strict`` reports warning-tier findings as errors (``--strict``)."""
+    ``KernelError``. ``strict`` reports warning-tier findings as errors (``--strict``). ``extern``
+    (``["nondet=pure"]``, ``{"*": "pure"}``; ``kverify.symbolic.extern``) summarizes body-less
+    functions; a bad or unknown one is a ``KernelError``."""
     path = path or module.path
+    if extern:
+        from dataclasses import replace
+
+        from kverify.symbolic import extern as ext
+
+        resolved = ext.resolve(module, ext.parse(extern))
+        spec = replace(spec, extern=tuple(sorted(resolved.items())))
     if assume:
         from dataclasses import replace
 
@@ -566,6 +618,13 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
 
     notes, axioms = unchecked_annotations(path or "")
     rep.findings.extend(notes)
+    if spec.extern:
+        from kverify.semantics.ir.visit import reachable_functions
+        from kverify.symbolic.extern import KINDS, bodyless_callees
+
+        called = bodyless_callees(module, list(reachable_functions(module, kernel)))
+        rep.assumptions = [{"function": called[p], "ptx_name": p, "summary": kind, "meaning": KINDS[kind]}
+                           for p, kind in spec.extern if p in called]
     if axioms:
         ctx.unclaimable.append(f"the kernel has a GPUVerify __axiom ({axioms[0]}) kverify does not evaluate")
     order, evidence = [], {}

@@ -263,6 +263,9 @@ def cmd_check(args) -> int:
     from .check import check_kernel, check_pair
     from .report import KernelReport, Location, exit_code, report_json
 
+    from kverify.symbolic.extern import parse as parse_extern
+
+    parse_extern(args.extern_summary)  # bad syntax: exit 2 before any file is checked
     reports = []
     inputs = _npz_inputs(args.inputs) if args.inputs else None
     if args.triton:  # FILE.py:KERNEL call sites (kverify/triton_cli.py)
@@ -297,7 +300,8 @@ def cmd_check(args) -> int:
                     spec = dataclasses.replace(spec, cooperative=args.cooperative)
                 prefix = f"{os.path.basename(f)}.{k.name}"
                 kw = dict(budget=args.budget, timeout_s=args.timeout, smt=not args.no_smt, path=f, inputs=inputs,
-                          assume=args.assume, strict=args.strict, time_budget=args.time_budget)
+                          assume=args.assume, strict=args.strict, time_budget=args.time_budget,
+                          extern=args.extern_summary)
                 if spec.dependent is not None:  # a PDL pair: the primary's report, then the dependent's
                     dk = _kernel(m, spec.dependent["kernel"], f)
                     paired.add(dk.name)
@@ -543,6 +547,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--assume", action="append", default=[], metavar="EXPR",
                    help="a precondition over the scalar parameters for the symbolic checkers (repeatable): "
                    "'n > 0', 'stride %% 2 == 0' (integers, names, + - * // %%, comparisons, and/or/not)")
+    s.add_argument("--extern-summary", action="append", default=[], metavar="NAME=pure",
+                   help="summarize a body-less function the kernel calls (repeatable; NAME as in the source, its "
+                   "C++ signature or PTX name, or * for every one): pure = reads and writes no memory, does not "
+                   "synchronize, returns an arbitrary value per call and thread (GPUVerify's assumption); every "
+                   "proof that rests on it says so")
     s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")

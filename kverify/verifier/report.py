@@ -169,6 +169,8 @@ class KernelReport:
     error_location: Location | None = None
     internal: bool = False  # ``error`` is a failure of kverify, not of the input: inconclusive
     strict: bool = False  # --strict: warning-tier findings are errors
+    # what the user asserted and the proofs rest on (``--extern-summary``): {"function", "summary", "meaning"}
+    assumptions: list = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -187,6 +189,8 @@ class KernelReport:
              "findings": [f.to_json(self.strict) for f in self.findings]}
         for item in d["obligations"] + d["findings"]:
             item["locations"] = [self._located(l) for l in item["locations"]]
+        if self.assumptions:
+            d["assumptions"] = list(self.assumptions)
         if self.error:
             d["error"] = self.error
             d["error_location"] = asdict(self.error_location) if self.error_location else None

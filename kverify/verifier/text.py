@@ -88,6 +88,8 @@ def check_text(reports) -> str:
             out.append(f"{rep.path}: {'kernel ' + rep.display_name + ': ' if rep.name else ''}{rep.verdict.upper()}")
             continue
         out.append(f"{rep.path}: kernel {rep.display_name}: {rep.verdict.upper()}")
+        for a in rep.assumptions:  # user-given summaries every proof below rests on
+            out.append(f"  assumes: {a['function']} is {a['summary']} ({a['meaning']}; --extern-summary)")
         shown = None  # a bound is printed once for consecutive obligations that share it
         for o in rep.obligations:
             where = f"  {_shown(o.locations[0], rep.path)}" if o.locations else ""

@@ -97,6 +97,8 @@ def _unknown(space, reason, t0, locations=()):
 
 
 class _Checker:
+    executor_class = Executor  # the symbolic engine thread A runs on (``verifier.uniform`` runs a stricter one)
+
     def __init__(self, module, kernel, launch, timeout_s, t0):
         self.module = module
         self.kernel = kernel
@@ -150,7 +152,7 @@ class _Checker:
         def check_a(f):
             return self.solve([f], budget, base=env.shared_constraints + env.constraints_a)
 
-        ex = self.ex = Executor(env, check_a)
+        ex = self.ex = self.executor_class(env, check_a)
         ex.run()
         self.sub = Substitution(env.pairs)
         self._b_memo = {}
@@ -208,6 +210,13 @@ class _Checker:
             ob = self.check_space(space, divergent, SolverBudget(self.timeout_s, label=f"race.{space}"))
             ob.time_s = time.perf_counter() - t
             out.append(ob)
+        if self.ex.extern_used:  # every verdict rests on the summaries (a proof without accesses too): say so
+            said = "; ".join(self.extern_assumptions())
+            for o in out:
+                if o.bound is None:
+                    o.bound = self.scope()
+                if o.status == "violated":
+                    o.message += f"; {said}"
         # the shared work (execution, uniformity) is charged to the first obligation
         out[0].time_s += (time.perf_counter() - self.t0) - sum(o.time_s for o in out)
         return out
@@ -428,8 +437,16 @@ class _Checker:
             parts.append(f"under the kernel's preconditions ({', '.join(sites[:4])}{', ...' if len(sites) > 4 else ''})")
         if pointers:
             parts.append(f"any addresses of {', '.join(pointers)}")
+        parts += self.extern_assumptions()
         parts.append("every schedule (two arbitrary distinct threads)")
         return "; ".join(parts)
+
+    def extern_assumptions(self) -> list:
+        """``assuming nondet() is pure (...)`` for each user-given summary a call used
+        (``kverify.symbolic.extern``): what every proof of this run rests on."""
+        from kverify.symbolic.extern import describe
+
+        return [describe(p, kind) for p, kind in sorted(self.ex.extern_used.items())]
 
     def search(self, space, accs, bacc, counted, budget, first=False):
         """All pairs (a, b) in program order, one query per ``a`` over its candidates.
