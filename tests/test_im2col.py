@@ -6,7 +6,7 @@ implicit-GEMM 3x3 convolution (NHWC, padding 1)."""
 from __future__ import annotations
 
 import json
-import os
+import re
 
 import numpy as np
 import pytest
@@ -197,3 +197,26 @@ def test_conformance_im2col_cases_build_and_the_interpreter_matches_a_direct_rea
             ref = sw
         dt = inputs["x"].dtype
         assert np.array_equal(got.view(dt), ref.view(dt), equal_nan=True), c.name
+
+
+def test_the_multicast_form_takes_the_cta_mask_after_the_offsets(tmp_path):
+    # [dst], [tmap, {coords}], [mbar], {offsets}, ctaMask: mask 1 in a one-CTA cluster is the
+    # issuing CTA itself, which gets the same column as the plain form
+    text = open(f"{D}/conv_im2col.ptx").read()
+    mc, n = re.subn(r"(im2col\.mbarrier::complete_tx::bytes) (\[.*?\], \{%rs\d+, %rs\d+\});",
+                    r"\1.multicast::cluster \2, 1;", text)
+    assert n == 9
+    (tmp_path / "conv_im2col.cu").write_text(open(f"{D}/conv_im2col.cu").read())
+    (tmp_path / "conv_im2col.ptx").write_text(mc)
+    res = kverify.run(str(tmp_path / "conv_im2col.ptx"), launch=LAUNCH)
+    assert res.status == "complete", res.reason
+    assert np.array_equal(res.outputs["out"], _numpy_im2col(res.inputs["x"], 64))
+
+
+def test_im2col_w_modes_are_unsupported_as_sm100(tmp_path):
+    text = open(f"{D}/conv_im2col.ptx").read().replace(".global.im2col.mbarrier", ".global.im2col::w.mbarrier")
+    (tmp_path / "conv_im2col.cu").write_text(open(f"{D}/conv_im2col.cu").read())
+    (tmp_path / "conv_im2col.ptx").write_text(text)
+    res = kverify.run(str(tmp_path / "conv_im2col.ptx"), launch=LAUNCH)
+    assert res.status == "unsupported"
+    assert ".im2col::w is an sm_100 load mode" in res.reason
