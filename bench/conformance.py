@@ -22,6 +22,13 @@ a disagreement.
 
     # only some families, e.g. the FP8 tensor-core kernels:
     python bench/conformance.py gen --zoo-only --families fp8_mma --dir .conf_fp8
+
+    # the TMA im2col cases (tests/conformance/im2col.py) alone, compared with the interpreter
+    # and with a direct numpy reading of PTX ISA §5.5.4:
+    python bench/conformance.py gen --im2col-only --dir .conf_im2col
+    python bench/conformance.py gpu --dir .conf_im2col --out OUTDIR
+    python bench/conformance.py compare --dir .conf_im2col --gpu OUTDIR/gpu.npz \
+        --result bench/results/conformance_im2col.json
 """
 from __future__ import annotations
 
@@ -85,8 +92,10 @@ def cmd_gen(a):
     (d / "prog").mkdir(parents=True, exist_ok=True)
     (d / "zoo").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    progs = [] if a.zoo_only else collect(a.n, a.seed, a.single)
-    index = {"seed": a.seed, "programs": [], "zoo": [], "zoo_lowered": []}
+    progs = [] if a.zoo_only or a.im2col_only else collect(a.n, a.seed, a.single)
+    index = {"seed": a.seed, "programs": [], "zoo": [], "zoo_lowered": [], "im2col": []}
+    if a.im2col or a.im2col_only:
+        index["im2col"] = gen_im2col(d, a.seed)
     t_interp = 0.0
     for i, p in enumerate(progs):
         name = f"p{i:04d}"
@@ -123,7 +132,7 @@ def cmd_gen(a):
             print(f"{i} programs ({time.perf_counter() - t0:.0f} s)", flush=True)
     # every correct zoo kernel
     families = set(a.families.split(",")) if a.families else None
-    for mpath in [] if a.single else sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
+    for mpath in [] if a.single or a.im2col_only else sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
         if families is not None and mpath.parent.name not in families:
             continue
         for v in json.loads(mpath.read_text())["variants"]:
@@ -276,6 +285,77 @@ def cmd_reinterp(a):
     return 0
 
 
+def gen_im2col(d: Path, seed: int) -> list:
+    """The TMA im2col cases: PTX, cubin, inputs, the interpreter's output and the numpy
+    reference's (tests/conformance/im2col.py), and a GPU plan each."""
+    from conformance.im2col import CASES, reference
+    from kverify.lowering.build import BuildError, assemble
+    from kverify.semantics.memory_model.byte_layout import swizzle_offset
+
+    (d / "im2col").mkdir(parents=True, exist_ok=True)
+    out = []
+    for c in CASES:
+        name = f"im2col__{c.name}"
+        ptx = d / "im2col" / f"{name}.ptx"
+        ptx.write_text(c.ptx())
+        launch = c.launch()
+        entry = {"name": name, "case": c.name, "launch": launch, "output": launch["outputs"][0]}
+        try:
+            (d / "im2col" / f"{name}.cubin").write_bytes(assemble(c.ptx()))
+        except BuildError as e:
+            entry["ptxas_error"] = e.log.strip().splitlines()[:3]
+            out.append(entry)
+            continue
+        inputs = c.inputs(seed)
+        np.savez(d / "im2col" / f"{name}.in.npz", **inputs)
+        r = _interp(ptx, launch, inputs)
+        entry["interp_status"] = r.status + (f": {r.reason}" if r.reason else "")
+        ref = reference(c, inputs["x"]).reshape(-1).view(np.uint8)
+        if c.swizzle != "none":
+            sw = np.empty_like(ref)
+            sw[swizzle_offset(np.arange(ref.size), c.swizzle)] = ref
+            ref = sw
+        np.save(_idir(d) / f"{name}.ref.npy", ref)
+        if r.status == "complete":
+            np.save(_idir(d) / f"{name}.interp.npy", r.outputs[entry["output"]])
+        from kverify.verifier.validate import _params
+
+        from kverify.launch import LaunchSpec
+        from kverify.semantics.ir import load_module
+
+        m = load_module(str(ptx))
+        k = m.kernel(launch["kernel"])
+        spec = LaunchSpec.from_dict(launch)
+        entry["plan"] = _plan(d / "im2col" / f"{name}.cubin", k.name, launch, d / "im2col" / f"{name}.in.npz",
+                              str(Path("im2col") / f"{name}.gpu.npz"), _params(k, spec, list(inputs)), 0, d)
+        print(f"im2col {name}: {entry['interp_status']}", flush=True)
+        out.append(entry)
+    return out
+
+
+def _compare_im2col(d: Path, entries: list, garr: dict) -> list:
+    """One row per im2col case: the GPU's destination bytes against the interpreter's, bit for
+    bit (NaN payloads included), and against the numpy reference's (NaN = NaN)."""
+    rows = []
+    for e in entries:
+        row = {"name": e["name"]}
+        key = f"{e['name']}::{e['output']}"
+        ipath = _idir(d) / f"{e['name']}.interp.npy"
+        if key not in garr or not ipath.exists():
+            row["status"] = "not run: " + (str(e.get("ptxas_error") or e.get("interp_status") or "gpu run failed"))
+            rows.append(row)
+            continue
+        g, i = garr[key], np.load(ipath)
+        row["bit_exact"] = bool(np.array_equal(g, i))
+        diff = np.flatnonzero(g != i)
+        row["differing_bytes"] = int(diff.size)
+        if diff.size:
+            row["first_differing_byte"] = int(diff[0])
+        row["status"] = "bit-exact" if row["bit_exact"] else "DISAGREEMENT"
+        rows.append(row)
+    return rows
+
+
 def _idir(d) -> Path:
     """Interpreter outputs live beside the corpus, not in it (the corpus travels to the GPU)."""
     p = Path(str(d).rstrip("/") + "_interp")
@@ -313,7 +393,8 @@ def cmd_gpu(a):
     t0 = time.perf_counter()
     keep = []
     res["zoo_lowered"] = {}
-    for kind in ("programs", "zoo", "zoo_lowered"):
+    res["im2col"] = {}
+    for kind in ("programs", "zoo", "zoo_lowered", "im2col"):
         for e in index.get(kind, []):
             if "plan" not in e:
                 continue
@@ -423,6 +504,11 @@ def cmd_compare(a):
         summary["zoo_lowered_disagreements"] = [z["name"] for z in summary["zoo_lowered"]
                                                 if z.get("status") not in ("bit-exact", "expected (approximate or "
                                                                            "tensor-core instructions)")]
+    if index.get("im2col"):
+        summary["im2col"] = _compare_im2col(d, index["im2col"], garr)
+        summary["im2col_disagreements"] = [z["name"] for z in summary["im2col"] if z["status"] != "bit-exact"]
+        print(f"im2col: {sum(1 for z in summary['im2col'] if z.get('bit_exact'))} bit-exact of "
+              f"{len(summary['im2col'])}, not bit-exact {summary['im2col_disagreements']}")
     summary["gpu_s"] = gmeta["gpu_s"]
     summary["interp_s_programs"] = index.get("interp_s_programs")
     out = Path(a.result)
@@ -494,6 +580,8 @@ def main(argv=None):
                                       "e.g. wgmma_fp8,mma_fp8")
     g.add_argument("--no-lowered", action="store_true", help="without the zoo kernels lowered to CUDA")
     g.add_argument("--single", action="store_true", help="one instruction per program, no guards or branches")
+    g.add_argument("--im2col", action="store_true", help="also the TMA im2col cases (tests/conformance/im2col.py)")
+    g.add_argument("--im2col-only", action="store_true", help="only the TMA im2col cases")
     g.set_defaults(func=cmd_gen)
     g = sub.add_parser("gpu")
     g.add_argument("--dir", default=".conf")

@@ -208,8 +208,9 @@ def _tensormap_spec(tm: dict, allocs, alloc_names, pid, buffers) -> tuple[dict |
     dtype = TMAP_DTYPES.get(tm["dtype"])
     if dtype is None:
         return None, f"tensor map data type {tm['dtype']} has no kverify dtype"
-    if tm["api"] != "cuTensorMapEncodeTiled":
-        return None, "im2col tensor maps are not in the launch spec form"
+    if tm["api"] not in ("cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"):
+        return None, f"{tm['api']} tensor maps are not in the launch spec form"
+    im2col = tm["api"] == "cuTensorMapEncodeIm2col"
     if tm["swizzle"] not in SWIZZLE or tm.get("interleave", 0) != 0:
         return None, f"tensor map swizzle {tm['swizzle']} / interleave {tm.get('interleave')} not in the launch spec form"
     a = _find_alloc(allocs, tm["addr"])
@@ -230,6 +231,18 @@ def _tensormap_spec(tm: dict, allocs, alloc_names, pid, buffers) -> tuple[dict |
         if st == 0 and tm["dims"][i + 1] == 1:
             inner = strides[i - 1] if i else esize
             strides[i] = -(-inner * tm["dims"][i] // 16) * 16
+    if im2col:
+        # cuTensorMapEncodeIm2col's arguments, innermost first (C, W, H, D, N; corners W, H, D),
+        # as the launch spec's row-major im2col map
+        spec = {"mode": "im2col", "dtype": dtype, "shape": list(reversed(tm["dims"])),
+                "strides": list(reversed(strides)), "lower_corner": list(reversed(tm["lower_corner"])),
+                "upper_corner": list(reversed(tm["upper_corner"])),
+                "channels_per_pixel": tm["channels_per_pixel"], "pixels_per_column": tm["pixels_per_column"],
+                "swizzle": SWIZZLE[tm["swizzle"]], "oob_fill": OOB.get(tm.get("oob_fill", 0), "zero"),
+                "buffer": name}
+        if any(e != 1 for e in tm.get("element_strides") or []):
+            spec["element_strides"] = list(reversed(tm["element_strides"]))
+        return spec, None
     spec = {"dtype": dtype, "shape": list(reversed(tm["dims"])), "box": list(reversed(tm["box"])),
             "strides": list(reversed(strides)), "swizzle": SWIZZLE[tm["swizzle"]],
             "oob_fill": OOB.get(tm.get("oob_fill", 0), "zero"), "buffer": name}

@@ -222,7 +222,8 @@ def instantiate(template: dict, values: dict | None = None, path: str = "<launch
         if not isinstance(d.get(sect) or {}, dict):
             continue
         for name, b in (d.get(sect) or {}).items():
-            for fld in ("shape", "box", "strides"):
+            for fld in ("shape", "box", "strides", "lower_corner", "upper_corner", "element_strides",
+                        "channels_per_pixel", "pixels_per_column"):
                 if isinstance(b, dict) and fld in b:
                     b[fld] = each(b[fld], [sect, name, fld])
     return d

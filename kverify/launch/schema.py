@@ -18,7 +18,9 @@ What it accepts (after template expressions are evaluated, ``resolve.instantiate
 * ``buffers``: ``{"dtype": str, "shape": [non-negative int, ...]}``, at most
   ``MAX_BUFFER_BYTES`` in all (dtypes are checked against the dtype table by ``spec``);
 * ``tensormaps``: ``{"dtype", "shape", "box", "buffer", "swizzle", "strides",
-  "elem_strides", "oob_fill", ...}``;
+  "elem_strides", "oob_fill", ...}`` (tile mode), or ``{"mode": "im2col", "dtype", "shape",
+  "buffer", "lower_corner", "upper_corner", "channels_per_pixel", "pixels_per_column",
+  "strides", "element_strides", "swizzle", "oob_fill"}`` (``cuTensorMapEncodeIm2col``);
 * ``outputs``: a list of strings; ``dynamic_smem``/``shared_bytes``: a non-negative integer
   at most ``MAX_SMEM``; ``cooperative``: true or false (a cooperative launch; absent: assumed
   when the kernel reads cooperative groups' grid workspace).
@@ -57,7 +59,12 @@ SCALAR_KINDS = {"u8": (1, "uint"), "u16": (2, "uint"), "u32": (4, "uint"), "u64"
 TENSORMAP_BYTES = 128
 TENSORMAP_ALIGN = 64
 _TENSORMAP_KEYS = {"dtype", "shape", "box", "buffer", "swizzle", "strides", "elem_strides", "oob_fill",
-                   "padding", "elem_type_enum"}
+                   "padding", "elem_type_enum", "mode"}
+_IM2COL_KEYS = {"mode", "dtype", "shape", "buffer", "swizzle", "strides", "element_strides", "oob_fill",
+                "lower_corner", "upper_corner", "channels_per_pixel", "pixels_per_column"}
+#: cuTensorMapEncodeIm2col's limits (PTX ISA §5.5.4.1: corner range per tensor rank)
+IM2COL_CORNER_RANGE = {3: (-(2**15), 2**15 - 1), 4: (-(2**7), 2**7 - 1), 5: (-(2**4), 2**4 - 1)}
+_SWIZZLE_SPAN = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 _DTYPE_BYTES = None
 
 
@@ -295,6 +302,12 @@ class _Checker:
 
     def tensormap(self, t, keys):
         self.obj(t, keys)
+        if "mode" in t:
+            self.str_(t["mode"], keys + ["mode"], "a string (\"tile\" or \"im2col\")")
+            if t["mode"] not in ("tile", "im2col"):
+                self.fail(keys + ["mode"], "expected \"tile\" or \"im2col\"", t["mode"])
+            if t["mode"] == "im2col":
+                return self.im2col_map(t, keys)
         extra = set(t) - _TENSORMAP_KEYS
         if extra:
             self.fail(keys, f"unknown key(s) {', '.join(sorted(extra))} (valid: {', '.join(sorted(_TENSORMAP_KEYS))})",
@@ -314,6 +327,80 @@ class _Checker:
         for k in ("swizzle", "oob_fill", "padding"):
             if k in t and not isinstance(t[k], str):
                 self.fail(keys + [k], "expected a string", t[k])
+
+    def im2col_map(self, t, keys):
+        """An im2col tensor map (``cuTensorMapEncodeIm2col``), row-major like numpy: ``shape``
+        ``[N, (D,) (H,) W, C]``, corners ``[(D,) (H,) W]``."""
+        extra = set(t) - _IM2COL_KEYS
+        if extra:
+            hint = (" (an im2col map copies pixels_per_column x channels_per_pixel elements; it has no box)"
+                    if "box" in extra else "")
+            self.fail(keys, f"unknown key(s) {', '.join(sorted(extra))} for an im2col tensor map (valid: "
+                      f"{', '.join(sorted(_IM2COL_KEYS))}){hint}", show_got=False)
+        for k in ("dtype", "buffer", "lower_corner", "upper_corner", "channels_per_pixel", "pixels_per_column"):
+            if k not in t:
+                self.fail(keys, f"an im2col tensor map needs {k}", show_got=False)
+        self.str_(t["dtype"], keys + ["dtype"], "a dtype name")
+        self.str_(t["buffer"], keys + ["buffer"], "a buffer name")
+        rank = None
+        if "shape" in t:
+            self.ints(t["shape"], keys + ["shape"], 1, "a positive integer", 5)
+            rank = len(t["shape"])
+            if not 3 <= rank <= 5:
+                self.fail(keys + ["shape"], "an im2col tensor map has rank 3, 4 or 5 ([N, W, C], [N, H, W, C] or "
+                          "[N, D, H, W, C])", t["shape"])
+        for k in ("lower_corner", "upper_corner"):
+            v = t[k]
+            if not isinstance(v, list) or not 1 <= len(v) <= 3:
+                self.fail(keys + [k], "expected 1 to 3 integers, one per spatial dim ([(D,) (H,) W])", v)
+            for i, x in enumerate(v):
+                if not _is_int(x):
+                    self.fail(keys + [k, i], "expected an integer", x)
+            if rank is not None and len(v) != rank - 2:
+                self.fail(keys + [k], f"a rank-{rank} im2col map has {rank - 2} spatial dim(s): expected "
+                          f"{rank - 2} value(s)", v)
+        if len(t["lower_corner"]) != len(t["upper_corner"]):
+            self.fail(keys + ["upper_corner"], f"expected {len(t['lower_corner'])} value(s), as lower_corner has",
+                      t["upper_corner"])
+        r = len(t["lower_corner"]) + 2
+        lo, hi = IM2COL_CORNER_RANGE[r]
+        for k in ("lower_corner", "upper_corner"):
+            for i, x in enumerate(t[k]):
+                if not lo <= x <= hi:
+                    self.fail(keys + [k, i], f"a corner of a rank-{r} im2col map is in [{lo}, {hi}]", x)
+        if rank is not None:
+            for i in range(rank - 2):
+                n = t["shape"][1 + i] - 1 + t["upper_corner"][i] - t["lower_corner"][i] + 1
+                if n < 1:
+                    self.fail(keys + ["upper_corner", i], f"the bounding box is empty along spatial dim {i} "
+                              f"(extent {t['shape'][1 + i]} - 1 + upper {t['upper_corner'][i]} < lower "
+                              f"{t['lower_corner'][i]})", show_got=False)
+        self.int_(t["channels_per_pixel"], keys + ["channels_per_pixel"], 1, 256, "an integer in [1, 256]")
+        self.int_(t["pixels_per_column"], keys + ["pixels_per_column"], 1, 1024, "an integer in [1, 1024]")
+        if "strides" in t:
+            self.ints(t["strides"], keys + ["strides"], 0, "a non-negative integer", 5)
+        if "element_strides" in t:
+            self.ints(t["element_strides"], keys + ["element_strides"], 1, "a positive integer", 5)
+            for i, x in enumerate(t["element_strides"]):
+                if x > 8:
+                    self.fail(keys + ["element_strides", i], "expected an integer in [1, 8]", x)
+            if len(t["element_strides"]) != r:
+                self.fail(keys + ["element_strides"], f"expected {r} values, one per dim", t["element_strides"])
+        for k in ("swizzle", "oob_fill"):
+            if k in t and not isinstance(t[k], str):
+                self.fail(keys + [k], "expected a string", t[k])
+        if "swizzle" in t and t["swizzle"] not in _SWIZZLE_SPAN:
+            self.fail(keys + ["swizzle"], f"expected one of {', '.join(_SWIZZLE_SPAN)}", t["swizzle"])
+        if "oob_fill" in t and t["oob_fill"] not in ("zero", "nan"):
+            self.fail(keys + ["oob_fill"], "expected \"zero\" or \"nan\"", t["oob_fill"])
+        inner = t["channels_per_pixel"] * _itemsize(t["dtype"])
+        if inner % 16:
+            self.fail(keys + ["channels_per_pixel"], f"a pixel's channels take {t['channels_per_pixel']} x "
+                      f"{_itemsize(t['dtype'])} = {inner} bytes; they must be a multiple of 16 bytes", show_got=False)
+        span = _SWIZZLE_SPAN.get(t.get("swizzle", "none"), 0)
+        if span and inner > span:
+            self.fail(keys + ["channels_per_pixel"], f"a pixel's channels take {inner} bytes, more than the "
+                      f"{t['swizzle']} swizzle span of {span} bytes", show_got=False)
 
 
 def _itemsize(name) -> int:

@@ -123,6 +123,10 @@ def spec_from_launch(kernel: Kernel, launch: dict, name: str | None = None,
                                 kernel.loc)
         if key in tmaps:
             t = tmaps[key]
+            if t.get("mode", "tile") != "tile":
+                raise LoweringError(f"parameter #{i} ({p.name}): {t.get('mode')}-mode tensor maps are not supported "
+                                    f"by the TVM-FFI lowering (tiled maps only, cuTensorMapEncodeTiled); validate "
+                                    f"the kernel's own PTX with `kverify validate` instead", kernel.loc)
             buf = t["buffer"]
             if buf not in seen:
                 b = buffers[buf]

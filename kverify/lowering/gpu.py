@@ -164,6 +164,26 @@ class Gpu:
             0, SWIZZLE[swizzle], 2, 0), "cuTensorMapEncodeTiled")
         return ctypes.string_at(addr, 128)
 
+    def tensor_map_im2col(self, ptr: int, dtype: str, shape, strides_bytes, lower, upper, channels_per_pixel: int,
+                          pixels_per_column: int, swizzle: str = "none", oob_fill: str = "zero") -> bytes:
+        """An im2col ``CUtensorMap`` (128 bytes, ``cuTensorMapEncodeIm2col``). ``shape``
+        (``[N, (D,) (H,) W, C]``), ``strides_bytes`` (outer dims) and the corners
+        (``[(D,) (H,) W]``) are outermost-first, as the launch spec writes them; the driver
+        wants them innermost-first. Element strides are all 1."""
+        rank = len(shape)
+        tm = (ctypes.c_uint8 * 192)()
+        addr = (ctypes.addressof(tm) + 63) // 64 * 64
+        gdim = (ctypes.c_uint64 * rank)(*reversed([int(s) for s in shape]))
+        gstr = (ctypes.c_uint64 * max(rank - 1, 1))(*reversed([int(s) for s in strides_bytes]))
+        lo = (ctypes.c_int * max(rank - 2, 1))(*reversed([int(x) for x in lower]))
+        hi = (ctypes.c_int * max(rank - 2, 1))(*reversed([int(x) for x in upper]))
+        estr = (ctypes.c_uint32 * rank)(*([1] * rank))
+        self.check(self.cu.cuTensorMapEncodeIm2col(
+            ctypes.c_void_p(addr), dtypes.dtype(dtype).tmap, rank, ctypes.c_void_p(ptr), gdim, gstr, lo, hi,
+            ctypes.c_uint32(int(channels_per_pixel)), ctypes.c_uint32(int(pixels_per_column)), estr, 0,
+            SWIZZLE[swizzle], 2, 1 if oob_fill == "nan" else 0), "cuTensorMapEncodeIm2col")
+        return ctypes.string_at(addr, 128)
+
     # ------------------------------------------------------------------ launch
     def launch(self, fn, grid, block, params: list, smem: int = 0, cluster=None):
         """Launch with one bytes blob per kernel parameter; returns once it is enqueued."""

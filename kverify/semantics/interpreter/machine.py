@@ -275,7 +275,7 @@ class Machine(AccessMixin, MbarrierMixin):
         for off, slot in image.tensormaps.items():
             bstart, _, bshape = self.buffers[slot.buffer]
             try:
-                tm = tma.TensorMap.from_spec(slot.spec, bshape)
+                tm = tma.map_from_spec(slot.spec, bshape)
             except (ValueError, KeyError, TypeError, OverflowError) as e:
                 raise KernelError(f"launch spec: tensor map {slot.label}: {e}", spec.path, 1, 1) from None
             self.tensormaps[off] = (tm, bstart, slot.label)

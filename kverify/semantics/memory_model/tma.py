@@ -1,8 +1,10 @@
-"""Data semantics of TMA tensor copies (``cp.async.bulk.tensor``, tile mode) as pure numpy.
+"""Data semantics of TMA tensor copies (``cp.async.bulk.tensor``, tile and im2col modes) as pure numpy.
 
 Owns the tiled tensor map (``TensorMap``, as ``cuTensorMapEncodeTiled`` encodes it: shape,
-strides, box, traversal strides, swizzle, out-of-bound fill) and which bytes a bulk tensor
-copy moves between global and shared memory (``tma_load_tile`` / ``tma_store_tile``).  It
+strides, box, traversal strides, swizzle, out-of-bound fill), the im2col tensor map
+(``Im2colMap``, as ``cuTensorMapEncodeIm2col`` encodes it: the pixel bounding box,
+channels per pixel, pixels per column) and which bytes a bulk tensor copy moves between
+global and shared memory (``tma_load_tile`` / ``tma_store_tile`` / ``tma_load_im2col``).  It
 says *what bytes move where*; it knows nothing about ordering, completion or proxies (those
 are in ``semantics/memory_model/protocols/``).  Global and shared memory are raw ``uint8``
 byte images.  Element types and the swizzle are ``byte_layout``'s.  See
@@ -22,8 +24,8 @@ Coordinate-order conventions (the single most common source of bugs here):
   ``tuple(reversed(box))``, before the swizzle is applied to its byte offsets.
 
 Sources: PTX ISA 8.x/9.x §9.7.9.27 (``cp.async.bulk.tensor``), §5.5 (tensor / tensor-map
-semantics: bounding box, traversal stride, out-of-bound access, swizzling modes), the CUDA
-driver API ``cuTensorMapEncodeTiled``.
+semantics: bounding box, traversal stride, out-of-bound access, swizzling modes; §5.5.4
+"Im2col mode"), the CUDA driver API ``cuTensorMapEncodeTiled`` / ``cuTensorMapEncodeIm2col``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,11 @@ import numpy as np
 from .byte_layout import ELEMENT_SIZE, _dtype_name, _swizzle_mode, swizzle_offset, swizzle_span
 
 __all__ = [
+    "Im2colMap",
     "TensorMap",
+    "copy_geometry",
+    "map_from_spec",
+    "tma_load_im2col",
     "tma_load_tile",
     "tma_store_tile",
 ]
@@ -73,8 +79,10 @@ class TensorMap:
 
     The global base address is not stored: the ``global_bytes`` passed to the copy
     functions must start at the tensor's global address (slice the buffer if needed).
-    Interleaved layouts, im2col mode and L2 promotion are not modelled.
+    Interleaved layouts and L2 promotion are not modelled (im2col maps are ``Im2colMap``).
     """
+
+    mode = "tile"
 
     dtype: str
     shape: tuple
@@ -190,26 +198,7 @@ class TensorMap:
         box_rm = [int(b) for b in d["box"]]
         if len(box_rm) != rank:
             raise ValueError(f"'box' {box_rm} must have the rank of 'shape' {shape_rm} (row-major)")
-        if "strides" in d and d["strides"] is not None:
-            strides_rm = [int(s) for s in d["strides"]]
-            if len(strides_rm) != rank - 1:
-                raise ValueError(
-                    f"'strides' must list the byte strides of the {rank - 1} outer dims, "
-                    "outermost first"
-                )
-            strides = tuple(reversed(strides_rm))
-        else:
-            layout = [int(s) for s in (base_shape_rowmajor if base_shape_rowmajor is not None else shape_rm)]
-            if len(layout) != rank:
-                raise ValueError(
-                    f"buffer shape {layout} and tensor-map shape {shape_rm} have different ranks; "
-                    "give 'strides' explicitly"
-                )
-            if any(s > b for s, b in zip(shape_rm[1:], layout[1:])):
-                raise ValueError(f"tensor-map shape {shape_rm} exceeds buffer shape {layout}")
-            # byte stride of row-major dim i = esize * prod(layout[i+1:])
-            strides_rm = [esize * math.prod(layout[i + 1 :]) for i in range(rank - 1)]
-            strides = tuple(reversed(strides_rm))
+        strides = _spec_strides(d, shape_rm, esize, base_shape_rowmajor)
         es = d.get("elem_strides", d.get("elementStrides"))
         es = tuple(reversed([int(e) for e in es])) if es else ()
         return cls(
@@ -221,6 +210,31 @@ class TensorMap:
             elem_strides=es,
             oob_fill=d.get("oob_fill", "zero"),
         )
+
+
+def _spec_strides(d: Mapping, shape_rm: list, esize: int, base_shape_rowmajor) -> tuple:
+    """Byte strides of dims 1.. (innermost first) of a launch-spec tensor map: its
+    ``"strides"`` (outermost first), else those of the C-contiguous buffer shape."""
+    rank = len(shape_rm)
+    if "strides" in d and d["strides"] is not None:
+        strides_rm = [int(s) for s in d["strides"]]
+        if len(strides_rm) != rank - 1:
+            raise ValueError(
+                f"'strides' must list the byte strides of the {rank - 1} outer dims, "
+                "outermost first"
+            )
+        return tuple(reversed(strides_rm))
+    layout = [int(s) for s in (base_shape_rowmajor if base_shape_rowmajor is not None else shape_rm)]
+    if len(layout) != rank:
+        raise ValueError(
+            f"buffer shape {layout} and tensor-map shape {shape_rm} have different ranks; "
+            "give 'strides' explicitly"
+        )
+    if any(s > b for s, b in zip(shape_rm[1:], layout[1:])):
+        raise ValueError(f"tensor-map shape {shape_rm} exceeds buffer shape {layout}")
+    # byte stride of row-major dim i = esize * prod(layout[i+1:])
+    strides_rm = [esize * math.prod(layout[i + 1 :]) for i in range(rank - 1)]
+    return tuple(reversed(strides_rm))
 
 
 def _flat_bytes(buf: np.ndarray, writable: bool) -> np.ndarray:
@@ -345,3 +359,267 @@ def tma_store_tile(
             f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
         )
     gb[dst[:, None] + np.arange(esize)] = dense[inb]
+
+
+# ----------------------------------------------------------------------------------------
+# Im2col mode
+# ----------------------------------------------------------------------------------------
+
+#: Per tensor rank: the range of each bounding-box corner coordinate (signed) and of each
+#: im2col offset (unsigned) -- PTX ISA §5.5.4.1 "Bounding Box" (the table of corner and
+#: offset ranges: 3D 16 bits, 4D 8 bits, 5D 5 bits per spatial dimension) and the CUDA
+#: driver API ``cuTensorMapEncodeIm2col`` (``pixelBoxLowerCorner`` / ``pixelBoxUpperCorner``).
+IM2COL_CORNER_RANGE = {3: (-(2**15), 2**15 - 1), 4: (-(2**7), 2**7 - 1), 5: (-(2**4), 2**4 - 1)}
+IM2COL_OFFSET_RANGE = {3: (0, 2**16 - 1), 4: (0, 2**8 - 1), 5: (0, 2**5 - 1)}
+#: ``cuTensorMapEncodeIm2col``: channelsPerPixel in [1, 256], pixelsPerColumn in [1, 1024]
+MAX_CHANNELS_PER_PIXEL = 256
+MAX_PIXELS_PER_COLUMN = 1024
+
+
+class Im2colUnsupported(ValueError):
+    """A well-formed im2col copy whose case the model does not cover (reported as unknown)."""
+
+
+@dataclass(frozen=True)
+class Im2colMap:
+    """An im2col-mode tensor map (``cuTensorMapEncodeIm2col``), innermost dimension first.
+
+    The tensor is a batch of images, NWC (rank 3), NHWC (rank 4) or NDHWC (rank 5):
+
+    shape:              ``(C, W, [H, [D,]] N)`` -- dim 0 is the channel, innermost
+    strides:            byte strides of dims 1..rank-1; multiples of 16
+    lower / upper:      the pixel bounding box's corners, spatial dims innermost first
+                        ``(W, [H, [D]])``: the box spans ``lower[i] .. shape[i+1] - 1 +
+                        upper[i]`` (both ends included) in spatial dim i
+    channels_per_pixel: channels copied per pixel (``channelsPerPixel``, 1..256)
+    pixels_per_column:  pixels copied per load (``pixelsPerColumn``, 1..1024)
+    swizzle, oob_fill:  as for ``TensorMap``
+    elem_strides:       traversal strides, innermost first; only all-ones is modelled
+
+    One load writes ``pixels_per_column x channels_per_pixel`` elements, pixel-major
+    (``box_bytes``, the complete-tx count); ``tma_load_im2col`` says which.
+    """
+
+    dtype: str
+    shape: tuple
+    strides: tuple
+    lower: tuple
+    upper: tuple
+    channels_per_pixel: int
+    pixels_per_column: int
+    swizzle: str = "none"
+    elem_strides: tuple = field(default=())
+    oob_fill: str = "zero"
+
+    mode = "im2col"
+
+    def __post_init__(self) -> None:
+        name = _dtype_name(self.dtype)
+        object.__setattr__(self, "dtype", name)
+        shape = tuple(int(s) for s in self.shape)
+        strides = tuple(int(s) for s in self.strides)
+        lower = tuple(int(x) for x in self.lower)
+        upper = tuple(int(x) for x in self.upper)
+        es = tuple(int(e) for e in self.elem_strides) or (1,) * len(shape)
+        for k, v in (("shape", shape), ("strides", strides), ("lower", lower), ("upper", upper),
+                     ("elem_strides", es)):
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "channels_per_pixel", int(self.channels_per_pixel))
+        object.__setattr__(self, "pixels_per_column", int(self.pixels_per_column))
+        object.__setattr__(self, "swizzle", _swizzle_mode(self.swizzle))
+        rank = len(shape)
+        if not 3 <= rank <= 5:
+            raise ValueError(f"an im2col tensor map has rank 3, 4 or 5 (NWC, NHWC, NDHWC), got {rank}")
+        if len(strides) != rank - 1:
+            raise ValueError(f"strides must give the byte strides of dims 1..{rank - 1} ({rank - 1} values)")
+        if len(es) != rank:
+            raise ValueError(f"elem_strides must have {rank} entries")
+        if any(s < 1 or s > 2**32 for s in shape):
+            raise ValueError(f"global dims must be in [1, 2^32], got {shape}")
+        if any(s % 16 or s <= 0 or s >= 2**40 for s in strides):
+            raise ValueError(f"global strides must be positive multiples of 16 bytes below 2^40, got {strides}")
+        lo, hi = IM2COL_CORNER_RANGE[rank]
+        for k, c in (("lower_corner", lower), ("upper_corner", upper)):
+            if len(c) != rank - 2:
+                raise ValueError(f"{k} must give the {rank - 2} spatial dims of a rank-{rank} im2col map, got {len(c)}")
+            if any(x < lo or x > hi for x in c):
+                raise ValueError(f"{k} values of a rank-{rank} im2col map must be in [{lo}, {hi}], got {list(c)}")
+        if not 1 <= self.channels_per_pixel <= MAX_CHANNELS_PER_PIXEL:
+            raise ValueError(f"channels_per_pixel must be in [1, {MAX_CHANNELS_PER_PIXEL}], got {self.channels_per_pixel}")
+        if not 1 <= self.pixels_per_column <= MAX_PIXELS_PER_COLUMN:
+            raise ValueError(f"pixels_per_column must be in [1, {MAX_PIXELS_PER_COLUMN}], got {self.pixels_per_column}")
+        if any(e < 1 or e > 8 for e in es):
+            raise ValueError(f"element strides must be in [1, 8], got {es}")
+        esize = ELEMENT_SIZE[name]
+        inner = self.channels_per_pixel * esize
+        if inner % 16:
+            raise ValueError(f"channels_per_pixel is {self.channels_per_pixel} x {esize} = {inner} bytes; "
+                             "it must be a multiple of 16 bytes")
+        span = swizzle_span(self.swizzle)
+        if span and inner > span:
+            raise ValueError(f"a pixel's channels take {inner} bytes, more than the {self.swizzle} swizzle span "
+                             f"of {span} bytes")
+        if any(self.box_extent(i) < 1 for i in range(rank - 2)):
+            raise ValueError(f"the bounding box is empty: lower_corner {list(lower)} and upper_corner {list(upper)} "
+                             f"leave no pixel of spatial dims {list(shape[1:-1])} (innermost first)")
+        if self.oob_fill not in ("zero", "nan"):
+            raise ValueError(f"oob_fill must be 'zero' or 'nan', got {self.oob_fill!r}")
+        if self.oob_fill == "nan" and name not in _FLOAT_TYPES:
+            raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZE[self.dtype]
+
+    def box_extent(self, i: int) -> int:
+        """Pixels of the bounding box along spatial dim ``i`` (0 = W): upper end included."""
+        return self.shape[i + 1] - 1 + self.upper[i] - self.lower[i] + 1
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one load writes to shared memory (its complete-tx count): pixelsPerColumn x
+        channelsPerPixel x element size; out-of-bound pixels and channels are filled and count."""
+        return self.pixels_per_column * self.channels_per_pixel * self.element_size
+
+    @classmethod
+    def from_spec(cls, d: Mapping, base_shape_rowmajor: Sequence[int] | None = None) -> "Im2colMap":
+        """From the launch-spec form (ROW-MAJOR, outermost first, as numpy): ``"shape"``
+        ``[N, (D,) (H,) W, C]``, ``"lower_corner"`` / ``"upper_corner"`` ``[(D,) (H,) W]``,
+        ``"channels_per_pixel"``, ``"pixels_per_column"``, optional ``"strides"`` (bytes of
+        the outer dims, outermost first), ``"element_strides"``, ``"swizzle"``, ``"oob_fill"``."""
+        dtype = _dtype_name(d["dtype"])
+        esize = ELEMENT_SIZE[dtype]
+        shape_rm = d.get("shape")
+        if shape_rm is None:
+            if base_shape_rowmajor is None:
+                raise ValueError("tensor-map spec has no 'shape' and no buffer shape was given")
+            shape_rm = base_shape_rowmajor
+        shape_rm = [int(s) for s in shape_rm]
+        strides = _spec_strides(d, shape_rm, esize, base_shape_rowmajor)
+        es = d.get("element_strides", d.get("elem_strides"))
+        return cls(
+            dtype=dtype,
+            shape=tuple(reversed(shape_rm)),
+            strides=strides,
+            lower=tuple(reversed([int(x) for x in d["lower_corner"]])),
+            upper=tuple(reversed([int(x) for x in d["upper_corner"]])),
+            channels_per_pixel=int(d["channels_per_pixel"]),
+            pixels_per_column=int(d["pixels_per_column"]),
+            swizzle=d.get("swizzle", "none") or "none",
+            elem_strides=tuple(reversed([int(e) for e in es])) if es else (),
+            oob_fill=d.get("oob_fill", "zero"),
+        )
+
+
+def map_from_spec(d: Mapping, base_shape_rowmajor: Sequence[int] | None = None):
+    """A launch-spec tensor map: ``Im2colMap`` for ``"mode": "im2col"``, else ``TensorMap``."""
+    mode = d.get("mode", "tile") or "tile"
+    if mode == "im2col":
+        return Im2colMap.from_spec(d, base_shape_rowmajor)
+    if mode != "tile":
+        raise ValueError(f"tensor map mode must be 'tile' or 'im2col', got {mode!r}")
+    return TensorMap.from_spec(d, base_shape_rowmajor)
+
+
+def _im2col_geometry(imap: Im2colMap, coords: Sequence[int], offsets: Sequence[int]):
+    """Per element of the destination (pixel-major, channels innermost): the global element
+    byte offset and whether it is inside the tensor.
+
+    PTX ISA §5.5.4 (im2col mode), §5.5.4.1 (bounding box), §9.7.9.27 (``im2colOffsets``):
+    ``coords = (c, w, [h, [d,]] n)`` name the first pixel, at position ``(w, h, d)`` of the
+    bounding box of image ``n``, and the first channel ``c``.  The load walks
+    ``pixels_per_column`` pixels of the box in order -- W fastest, then H, then D, then on
+    to the box of the next image ``n + 1`` -- and copies channels ``c .. c +
+    channels_per_pixel - 1`` of each.  The pixel read for box position ``(w, h, d)`` is
+    ``(w + off_w, h + off_h, d + off_d)`` (the filter tap the im2col offsets select).  A
+    pixel outside the tensor (any spatial coordinate outside ``[0, dim)``, or ``n`` outside
+    ``[0, N)``) and a channel outside ``[0, C)`` are out of bound: filled, never read.
+    """
+    rank = imap.rank
+    nsp = rank - 2
+    if len(coords) != rank:
+        raise ValueError(f"im2col tensor map has rank {rank} but {len(coords)} coordinates were given "
+                         "(innermost first: c, w, [h, [d,]] n)")
+    if len(offsets) != nsp:
+        raise ValueError(f"a rank-{rank} im2col copy takes {nsp} im2col offsets (w{', h' if nsp > 1 else ''}"
+                         f"{', d' if nsp > 2 else ''}), {len(offsets)} were given")
+    coords = [int(c) for c in coords]
+    offsets = [int(o) for o in offsets]
+    if any(c < -(2**31) or c >= 2**31 for c in coords):
+        raise ValueError("tensor coordinates are signed 32-bit integers")
+    if any(e != 1 for e in imap.elem_strides):
+        raise Im2colUnsupported(f"im2col element strides {list(imap.elem_strides)} (innermost first) other "
+                                "than 1 are not modelled")
+    olo, ohi = IM2COL_OFFSET_RANGE[rank]
+    if any(o < olo or o > ohi for o in offsets):
+        raise Im2colUnsupported(f"im2col offsets {offsets} outside [{olo}, {ohi}], the range of a rank-{rank} "
+                                "copy (PTX ISA §5.5.4.1): not modelled")
+    c0, sp, n0 = coords[0], coords[1:-1], coords[-1]
+    ext = [imap.box_extent(i) for i in range(nsp)]
+    rel = [sp[i] - imap.lower[i] for i in range(nsp)]
+    if any(r < 0 or r >= e for r, e in zip(rel, ext)):
+        raise Im2colUnsupported(
+            f"im2col starting pixel {sp} (spatial, innermost first) lies outside the bounding box "
+            f"{[(imap.lower[i], imap.lower[i] + ext[i] - 1) for i in range(nsp)]}: not modelled")
+    per_image = math.prod(ext)
+    start = n0 * per_image
+    mul = 1
+    for i in range(nsp):
+        start += rel[i] * mul
+        mul *= ext[i]
+    p = start + np.arange(imap.pixels_per_column, dtype=np.int64)  # linear box index of each pixel
+    n = p // per_image
+    inb = (n >= 0) & (n < imap.shape[-1])
+    offs = n * imap.strides[-1]
+    rem = p % per_image
+    for i in range(nsp):
+        pos = imap.lower[i] + rem % ext[i] + offsets[i]
+        rem = rem // ext[i]
+        inb &= (pos >= 0) & (pos < imap.shape[i + 1])
+        offs = offs + pos * imap.strides[i]
+    ch = c0 + np.arange(imap.channels_per_pixel, dtype=np.int64)
+    chin = (ch >= 0) & (ch < imap.shape[0])
+    offs_e = offs[:, None] + ch[None, :] * imap.element_size
+    inb_e = inb[:, None] & chin[None, :]
+    return offs_e.reshape(-1), inb_e.reshape(-1)
+
+
+def copy_geometry(tmap, coords: Sequence[int], offsets: Sequence[int] = ()):
+    """Global element byte offsets and in-bound mask of one copy, in destination order, for
+    either kind of map (tile: ``offsets`` must be empty)."""
+    if isinstance(tmap, Im2colMap):
+        return _im2col_geometry(tmap, coords, offsets)
+    return _tile_geometry(tmap, coords)
+
+
+def tma_load_im2col(
+    global_bytes: np.ndarray, imap: Im2colMap, coords: Sequence[int], offsets: Sequence[int], smem_addr: int = 0
+) -> np.ndarray:
+    """Bytes that ``cp.async.bulk.tensor.{3d,4d,5d}...im2col`` (global -> shared) writes.
+
+    Returns ``imap.box_bytes`` bytes: ``pixels_per_column`` rows of ``channels_per_pixel``
+    elements (the pixels in traversal order, see ``_im2col_geometry``), out-of-bound elements
+    zero (or the canonical NaN for ``oob_fill="nan"``), then swizzled as a tile-mode load is
+    (the dense byte offset ``o`` moves to ``swizzle_offset(smem_addr + o) - smem_addr``).
+    """
+    gb = _flat_bytes(global_bytes, writable=False)
+    esize = imap.element_size
+    offs, inb = _im2col_geometry(imap, coords, offsets)
+    dense = np.zeros((offs.size, esize), dtype=np.uint8)
+    if imap.oob_fill == "nan":
+        dense[:] = _NAN_BITS[esize]
+    if inb.any():
+        src = offs[inb]
+        if src.max() + esize > gb.size:
+            raise IndexError(
+                f"in-bounds tensor element at byte {int(src.max())} lies outside the "
+                f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
+            )
+        dense[inb] = gb[src[:, None] + np.arange(esize)]
+    out = np.empty(imap.box_bytes, dtype=np.uint8)
+    out[_smem_positions(imap, smem_addr)] = dense.reshape(-1)
+    return out

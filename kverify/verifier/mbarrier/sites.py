@@ -261,7 +261,11 @@ class MbarExecutor(Executor):
             if any(m.startswith("multicast") for m in mods):
                 # §9.7.9.27: the data and the complete-tx go to the same shared offsets (barrier
                 # included) of every CTA whose rank is set in ctaMask (16 bits)
-                site.mask = self._val32(st, operand(ins, "ctaMask"))
+                # (an .im2col copy has its offsets vector first: [dst], [tmap, {c}], [mbar], {offs}, ctaMask)
+                mop = operand(ins, "ctaMask")
+                if "im2col" in mods:
+                    mop = ins.operands[4] if len(ins.operands) > 4 else None
+                site.mask = self._val32(st, mop)
                 if site.mask is not None:
                     site.mask = site.mask & 0xFFFF
                 elif site.size is not None:
@@ -295,8 +299,9 @@ class MbarExecutor(Executor):
         if self.launch is None or not (getattr(self.launch, "tensormaps", None) or any(
                 isinstance(a, dict) and "struct" in a for a in (getattr(self.launch, "args", None) or {}).values())):
             return None, "the copy size comes from a tensor map and no launch spec gives tensor maps"
-        if any(m in ins.mods for m in ("im2col", "im2col::w", "im2col::w::128", "tile::gather4")):
-            return None, f"{ins.opcode}: only tile mode boxes are modelled"
+        if any(m in ins.mods for m in ("im2col::w", "im2col::w::128", "im2col_no_offs", "tile::gather4")):
+            return None, f"{ins.opcode}: only tile and im2col mode copies are modelled"
+        im2col = "im2col" in ins.mods
         src = ins.operands[1]
         if not isinstance(src, Addr):
             return None, "tensor map operand not understood"
@@ -317,8 +322,17 @@ class MbarExecutor(Executor):
                 return None, f"the launch spec gives no tensor map at offset {poff + src.offset} of struct {pname}"
         if tm is None:
             return None, f"the launch spec gives no tensor map for parameter {pname}"
-        box = tm.get("box")
         dt = dtypes.lookup(tm.get("dtype"))
+        if im2col != (tm.get("mode") == "im2col"):
+            return None, (f"{ins.opcode}: a {'.im2col' if im2col else 'tile-mode'} copy through the "
+                          f"{tm.get('mode', 'tile')}-mode tensor map {pname}")
+        if im2col:
+            # §9.7.9.27 / §5.5.4: an im2col load delivers pixelsPerColumn x channelsPerPixel elements
+            ppc, cpp = tm.get("pixels_per_column"), tm.get("channels_per_pixel")
+            if not isinstance(ppc, int) or not isinstance(cpp, int) or dt is None:
+                return None, f"tensor map {pname}: pixels_per_column, channels_per_pixel or dtype missing"
+            return z3.BitVecVal(ppc * cpp * dt.itemsize, 32), ""
+        box = tm.get("box")
         if not box or dt is None:
             return None, f"tensor map {pname}: box or dtype missing"
         n = dt.itemsize

@@ -105,6 +105,17 @@ def _tensormap_param(t: dict, buffers: dict) -> dict:
     if st is None:
         st = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     strides_bytes = [int(s) * esize for s in st[:-1]]
+    if t.get("mode") == "im2col":
+        if t.get("strides") is not None and len(t["strides"]) == len(shape) - 1:
+            strides_bytes = [int(s) for s in t["strides"]]  # the launch spec's byte strides of the outer dims
+        if any(int(e) != 1 for e in t.get("element_strides") or []):
+            raise KernelError("validate: im2col tensor maps with element strides other than 1 are not supported by "
+                              "the GPU runner", "<launch>", 1, 1)
+        return {"kind": "tensormap", "mode": "im2col", "buffer": t["buffer"], "dtype": t["dtype"], "shape": shape,
+                "strides_bytes": strides_bytes, "lower_corner": [int(x) for x in t["lower_corner"]],
+                "upper_corner": [int(x) for x in t["upper_corner"]],
+                "channels_per_pixel": int(t["channels_per_pixel"]), "pixels_per_column": int(t["pixels_per_column"]),
+                "swizzle": t.get("swizzle", "none"), "oob_fill": t.get("oob_fill", "zero")}
     return {"kind": "tensormap", "buffer": t["buffer"], "dtype": t["dtype"], "shape": shape,
             "strides_bytes": strides_bytes, "box": [int(x) for x in t["box"]],
             "swizzle": t.get("swizzle", "none")}

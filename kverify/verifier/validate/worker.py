@@ -76,6 +76,12 @@ def run_plan(gpu, plan: dict, emit=emit, keep: list | None = None) -> int:
             for prm in run["params"]:
                 if prm["kind"] == "buffer":
                     blobs.append((ptrs[prm["buffer"]][0] + REDZONE).to_bytes(8, "little"))
+                elif prm["kind"] == "tensormap" and prm.get("mode") == "im2col":
+                    t = prm
+                    blobs.append(gpu.tensor_map_im2col(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
+                                                       t["strides_bytes"], t["lower_corner"], t["upper_corner"],
+                                                       t["channels_per_pixel"], t["pixels_per_column"],
+                                                       t.get("swizzle", "none"), t.get("oob_fill", "zero")))
                 elif prm["kind"] == "tensormap":
                     t = prm
                     blobs.append(gpu.tensor_map(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],

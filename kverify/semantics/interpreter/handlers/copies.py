@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import Addr, Reg, Sym, where as _fmt_loc
+from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
@@ -238,8 +238,12 @@ def _tmap_of(m, w, ins, a: Addr):
 def h_bulk_tensor(m, w, ins, mask):
     mods = ins.mods
     ops = ins.operands
-    if "im2col" in mods:
-        raise Unsupported(f"{ins.opcode}: im2col is not modelled", ins)
+    wide = [x for x in mods if x in ("im2col::w", "im2col::w::128")]
+    if wide:
+        raise Unsupported(f"{ins.opcode}: .{wide[0]} is an sm_100 load mode (PTX ISA §5.5.5); not modelled", ins)
+    if "im2col_no_offs" in mods:
+        raise Unsupported(f"{ins.opcode}: .im2col_no_offs is not modelled", ins)
+    im2col = "im2col" in mods
     spaces = [x for x in mods if x in SPACE_MODS]
     load = spaces and spaces[0].startswith("shared")
     if load:
@@ -247,6 +251,16 @@ def h_bulk_tensor(m, w, ins, mask):
     else:
         tm_a, src_a = ops[0], ops[1]
     tm, gstart, tname = _tmap_of(m, w, ins, tm_a)
+    if im2col != (tm.mode == "im2col"):
+        # §9.7.9.27: the copy's load mode must be the tensor map's
+        raise Unsupported(f"{ins.opcode}: a {'.im2col' if im2col else 'tile-mode'} copy through the "
+                          f"{tm.mode}-mode tensor map {tname} (the modes must agree; not modelled)", ins)
+    offsets = None
+    if im2col:
+        # [dst], [tmap, {coords}], [mbar], {im2colOffsets}(, ctaMask)(, policy) -- §9.7.9.27
+        if len(ops) < 4 or not isinstance(ops[3], VecOp):
+            raise Unsupported(f"{ins.opcode}: the im2col offsets operand is missing", ins)
+        offsets = [np.broadcast_to(np.asarray(m.val(w, o, 16), U64), (32,)) for o in ops[3].elems]
     nb = tm.box_bytes
     gregion = m.gmem
     gbuf = gregion.data[gstart:]
@@ -257,13 +271,17 @@ def h_bulk_tensor(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         coords = [int(np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,))[lane]) for c in tm_a.coords]
         coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]
-        offs, inb = tma._tile_geometry(tm, coords)
+        offs_l = [int(o[lane]) & 0xFFFF for o in offsets] if im2col else ()
+        try:
+            offs, inb = tma.copy_geometry(tm, coords, offs_l)
+        except tma.Im2colUnsupported as e:
+            raise Unsupported(f"{ins.opcode}: {e}", ins) from None
         gidx = (offs[inb][:, None] + np.arange(tm.element_size)).reshape(-1) + gstart
         if load:
             d = int(m.addr_values(w, dst_a)[lane])
             mb = int(m.addr_values(w, ops[2])[lane])
             mspace = "shared::cluster" if spaces[0] == "shared::cluster" else "shared::cta"
-            for d, mbar in _multicast(m, w, ins, ops, 3, lane, d, mb, mods):
+            for d, mbar in _multicast(m, w, ins, ops, 4 if im2col else 3, lane, d, mb, mods):
                 try:
                     dreg, doff = _resolve1(m, w, ins, spaces[0], d, nb)
                 except Fault as f:
@@ -274,8 +292,11 @@ def h_bulk_tensor(m, w, ins, mask):
                                            f"aligned for the {tm.swizzle} swizzle", lane))
                     continue
 
-                def action(dreg=dreg, doff=doff, coords=coords):
-                    dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
+                def action(dreg=dreg, doff=doff, coords=coords, offs_l=offs_l):
+                    if im2col:
+                        dreg.data[doff:doff + nb] = tma.tma_load_im2col(gbuf, tm, coords, offs_l, doff)
+                    else:
+                        dreg.data[doff:doff + nb] = tma.tma_load_tile(gbuf, tm, coords, doff)
 
                 key = m.mbar_at(w, mspace, mbar, ins)
                 _copy_op(m, w, ins, ins.op, [(dreg, _bytes_idx(doff, nb))], [(gregion, gidx)],
