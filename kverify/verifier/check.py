@@ -219,6 +219,7 @@ class Context:
     # precondition a run could not evaluate, an __axiom): such violations are reported unknown
     unclaimable: list = field(default_factory=list)
     assertions_status: str | None = None  # the symbolic assertion checker's status, when it ran
+    calls_safe: bool = False  # the calls checker showed every reachable indirect call's pointer holds a function
     # why the interpreter could not run (no values for some parameter, a call with an arbitrary
     # result): the checks that need no values (``verifier.uniform``) stand in for it
     no_values: str | None = None
@@ -286,7 +287,9 @@ def _calls(ctx):
     from .calls import check_calls
 
     prior = ctx.race_run[0] if ctx.race_run else None
-    return check_calls(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
+    got = check_calls(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
+    ctx.calls_safe = not got  # no evidence: every reachable indirect call holds a function's address
+    return got
 
 
 @register("pipeline", ("race-free: async", "race-free: shared"),

@@ -52,7 +52,7 @@ import time
 import z3
 
 from kverify.semantics.ir import gpuverify as gv
-from kverify.semantics.ir.nodes import Imm, where
+from kverify.semantics.ir.nodes import Imm, Reg, where
 from kverify.semantics.ir.optable import space_of
 from kverify.semantics.ir.visit import reachable_instructions
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
@@ -73,7 +73,8 @@ _BARRIERS = ("bar", "bar.warp.sync")
 #: what memory safety covers where the interpreter says it is not applicable (``check.SIZED_FROM_ACCESSES``)
 SIZED_WITHOUT_VALUES = ("not applicable: buffers sized to the kernel's own accesses: an out-of-bounds access "
                         "cannot show, for any parameter values (checked without values: no shared or local memory "
-                        "access, no global variable, no trap, no indirect branch, no failing assertion)")
+                        "access, no global variable, no trap, no indirect branch, no call through a pointer that may hold no "
+                        "function, no failing assertion)")
 
 
 class StrictExecutor(Executor):
@@ -370,6 +371,9 @@ def _memory(ctx, chk, scope, head) -> Obligation:
         elif row.flow == "branch.indirect":
             problems.append((f"{i.opcode} at {where(i.loc)}: the index range of an indirect branch is not checked "
                              "without values", i.loc))
+        elif row.flow == "call" and any(isinstance(o, Reg) for o in i.operands) and not ctx.calls_safe:
+            problems.append((f"{i.opcode} at {where(i.loc)}: a call through a pointer not shown to hold a "
+                             "function's address wherever it is reached", i.loc))
         elif gv.marker_of(i) == gv.ASSERTFAIL and ctx.assertions_status != "proved":
             problems.append((f"CUDA assert() at {where(i.loc)} aborts the launch when it fails, and the assertions "
                              "are not proved", i.loc))
