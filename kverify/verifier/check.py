@@ -187,7 +187,7 @@ def _struct_pointers(module, kernel, spec, timeout_s):
     if spec is None or not any(p.array for p in kernel.params):
         return spec
     from kverify.launch.params import with_struct_pointers
-    from kverify.semantics.ir.cuda import struct_pointer_fields
+    from kverify.semantics.ir.structs import struct_pointer_fields
 
     from .races.extents import struct_slots
 

@@ -178,9 +178,3 @@ def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
     m = parse_ptx(ptx, str(path) + ".ptx")
     return attach_source_names(m, Path(path).read_text())
 
-
-def struct_pointer_fields(module: Module, kernel, found: dict) -> dict:
-    """``{parameter index: {byte offset: field path}}`` for the by-value struct parameters of
-    ``found`` (``{index: {"pointers": [offsets]}}``), from the struct's definition in the CUDA
-    source the PTX's ``.file`` table names; ``{}`` where the layout is not known."""
-    return {}
