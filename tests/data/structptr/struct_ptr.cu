@@ -47,3 +47,11 @@ extern "C" __global__ void local_copy_race(Out A) {
   A.p[0] = i;
   A.p[1] = i;
 }
+
+// a 64-bit field used as a value, not as an address: it stays a scalar
+struct Tagged { long tag; int *p; };
+
+extern "C" __global__ void tagged(Tagged A) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  A.p[i] = (int)(A.tag / (i + 1));
+}
