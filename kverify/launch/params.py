@@ -17,6 +17,11 @@ Each parameter comes from the launch spec:
 
 A struct that does not fit its parameter, a pointer into a buffer the launch does not have,
 or a tensor map naming one, is a ``KernelError`` (exit 2).
+
+A struct the launch gives no bytes for may get its pointer fields from the kernel itself
+(``with_struct_pointers``: the slots it uses as global addresses, each into a buffer of its own
+that the caller sizes from the accesses); its other bytes, if the kernel reads them, have no
+value (a missing parameter, as for a scalar the launch leaves out).
 """
 from __future__ import annotations
 
