@@ -33,7 +33,6 @@ from kverify.semantics.ir.optable import space_of
 from kverify.semantics.ir.visit import walk
 
 from .families import deref, handler
-
 from .terms import TRUE, fit, mk_and, mk_not, mk_or
 
 LOCAL = "@local:"
@@ -116,7 +115,6 @@ class Provenance:
         base_t, region = None, None
         if isinstance(addr_op, Addr) and addr_op.base is not None:
             base_t, region = self.read(st, addr_op.base, None)
-        dests = self.dests(ins)
         if base_t is None or z3.is_bool(base_t) or not is_local_region(region):
             if mode != "read":
                 self.forget_local(st)  # an address in local memory the walk does not know
@@ -216,4 +214,4 @@ def is_local_region(region) -> bool:
     return region is not None and region.startswith("local:")
 
 
-__all__ = ["LOCAL", "MAX_CASES", "Provenance", "is_local_region", "fit"]
+__all__ = ["LOCAL", "MAX_CASES", "Provenance", "is_local_region"]
