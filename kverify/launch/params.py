@@ -17,6 +17,11 @@ Each parameter comes from the launch spec:
 
 A struct that does not fit its parameter, a pointer into a buffer the launch does not have,
 or a tensor map naming one, is a ``KernelError`` (exit 2).
+
+A struct the launch gives no bytes for may get its pointer fields from the kernel itself
+(``with_struct_pointers``: the slots it uses as global addresses, each into a buffer of its own
+that the caller sizes from the accesses); its other bytes, if the kernel reads them, have no
+value (a missing parameter, as for a scalar the launch leaves out).
 """
 from __future__ import annotations
 
@@ -126,6 +131,40 @@ def struct_bytes(fields: dict, size: int, buffers: dict, spec: LaunchSpec, keys)
     return out, tmaps, ptrs
 
 
+def with_struct_pointers(kernel, spec: LaunchSpec, found: dict, fields: dict | None = None) -> LaunchSpec:
+    """``spec`` with a pointer field for each 8-byte slot the kernel uses as a global address in
+    a by-value struct parameter the launch gives no bytes for. ``found``: ``{parameter index:
+    {"pointers": [byte offsets], "other_bytes": bool}}`` (whether the kernel reads other bytes
+    of it); ``fields``: ``{parameter index: {offset: field path}}`` from the source, when known.
+
+    Each slot points into a buffer of its own, named ``<param>.<field>`` (``A.p``; ``A+8`` when
+    the source's layout is not known), which the caller sizes from the kernel's accesses like a
+    pointer parameter's buffer. The struct's ``args`` entry lists the pointer fields (bytes no
+    field covers are zero, as for any struct field list); when the kernel reads other bytes,
+    ``struct_pointers`` says so and they have no value: the symbolic checkers take them as free
+    (every value) and ``param_bytes`` reports them missing, as for a scalar the launch leaves out."""
+    if not found:
+        return spec
+    from dataclasses import replace
+
+    taken = set(spec.buffers) | {param_key(kernel, i) for i in range(len(kernel.params))}
+    args, info = dict(spec.args), dict(spec.struct_pointers)
+    for i, f in sorted(found.items()):
+        key = param_key(kernel, i)
+        names = {}
+        for off in sorted(f["pointers"]):
+            path = (fields or {}).get(i, {}).get(off)
+            name = f"{key}.{path}" if path else f"{key}+{off}"
+            n = 2
+            while name in taken:
+                name, n = f"{key}+{off}#{n}", n + 1
+            taken.add(name)
+            names[off] = name
+        args[key] = {"struct": {str(off): {"ptr": name} for off, name in names.items()}}
+        info[key] = {"pointers": names, "other_bytes": bool(f.get("other_bytes"))}
+    return replace(spec, args=args, struct_pointers=info)
+
+
 def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
     """The kernel parameter buffer of ``kernel`` under ``spec``, with the launch's buffers
     placed at ``buffers`` (``{name: (offset in the global image, dtype, shape)}``; a pointer
@@ -145,6 +184,14 @@ def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
                            f"{schema.TENSORMAP_BYTES}")
             tensormaps[start] = tensormap_spec(t, buffers, spec, ["tensormaps", name])
             data[start:start + 8] = np.frombuffer((TMAP_MAGIC | start).to_bytes(8, "little"), np.uint8)
+            continue
+        inferred = spec.struct_pointers.get(name) if spec.struct_pointers else None
+        if inferred is not None and inferred["other_bytes"]:
+            # the kernel reads bytes of the struct besides the pointer fields kverify gave it
+            missing.append(f"{name} (its bytes besides the pointer field(s) {', '.join(inferred['pointers'].values())})")
+            continue
+        if inferred is not None and any(b not in buffers for b in inferred["pointers"].values()):
+            missing.append(f"{name} (buffers for its pointer field(s) {', '.join(inferred['pointers'].values())})")
             continue
         if is_by_value(v):
             keys = ["args", _spec_key(spec, kernel, i)]
@@ -183,4 +230,5 @@ def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
     return ParamImage(data, offsets, tensormaps, pointers)
 
 
-__all__ = ["ParamImage", "TensorMapSlot", "is_by_value", "param_bytes", "struct_bytes", "tensormap_spec"]
+__all__ = ["ParamImage", "TensorMapSlot", "is_by_value", "param_bytes", "struct_bytes", "tensormap_spec",
+           "with_struct_pointers"]

@@ -80,6 +80,11 @@ class LaunchSpec:
     # serialization): ``{"kernel", "grid", "block", "cluster", "dynamic_smem", "args", "outputs",
     # "buffers": {PARAM: "<a buffer of this launch>" | {"dtype", "shape"}}}`` (``dependent_spec``)
     dependent: dict | None = None
+    # by-value struct parameters the launch gives no bytes for, whose 8-byte slots the kernel
+    # uses as global addresses (``params.with_struct_pointers``): parameter key -> {"pointers":
+    # {offset: buffer name}, "other_bytes": whether the kernel reads bytes besides them}. Their
+    # ``args`` entry holds those pointer fields; the buffers are sized from the accesses
+    struct_pointers: dict = field(default_factory=dict)
 
     @property
     def threads_per_block(self) -> int:

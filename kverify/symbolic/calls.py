@@ -46,6 +46,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import callee_of, indirect_targets, prototype_of, walk
 
 from .families import deref, handler
+from .provenance import LOCAL
 from .records import CallSite, State
 from .terms import TRUE, fit, is_false, is_true, mk_and, mk_not, mk_or
 
@@ -147,6 +148,7 @@ class Calls:
                 if kind == "pure":
                     return self.pure_call(ins, st, guard, target.name)
                 self.reason(f"call at {where(ins)}: callee {target.name} has no body in this module", ordering=True)
+                self.forget_local(st)  # it may store to the thread's local memory
                 return st
             return self.invoke(ins, st, guard, [(fn, TRUE)])
         return self.indirect(ins, st, guard)
@@ -203,6 +205,7 @@ class Calls:
         cands = indirect_targets(module, caller, ins)
         if fptr is None:
             self.reason(f"call at {where(ins)}: the callee operand is not understood", ordering=True)
+            self.forget_local(st)
             return st
         term, region = self.read(st, fptr, 64)
         term = z3.simplify(fit(term, 64))
@@ -215,6 +218,7 @@ class Calls:
                 self.reason(msg, ordering=True)
                 if term.as_long() not in self.func_addr.values():  # no function at all (not a signature)
                     self.invalid_calls.append(CallSite(ins, mk_and(st.pc, guard), term, msg))
+                self.forget_local(st)
                 return st
             return self.invoke(ins, st, guard, [(fn, TRUE)])
         pc = mk_and(st.pc, guard)
@@ -268,13 +272,16 @@ class Calls:
             pcf = mk_and(pc0, cond)
             if why is not None:
                 self.reason(f"call at {where(ins)}: {why}", ordering=True)
-                outs.append(State(pcf, dict(st.regs), st.epoch, st.exited))
+                # what the callee would store to the thread's local memory is not known
+                outs.append(State(pcf, {k: v for k, v in st.regs.items() if not k.startswith(LOCAL)}, st.epoch,
+                                  st.exited))
                 continue
             entry = {r: st.regs[r] for r in carried if r in st.regs}
+            entry.update({k: v for k, v in st.regs.items() if k.startswith(LOCAL)})  # the thread's local memory
             for formal, actual in zip(fn.params, args):
                 entry.update(self.param_pieces(st.regs, actual, formal.name))
             end = self.run_function(fn, ins, State(pcf, entry, st.epoch, st.exited))
-            regs = dict(st.regs)
+            regs = self.keep_local(st.regs, end.regs, fn)
             for formal, actual in zip(fn.rets, rets):
                 regs.update(self.param_pieces(end.regs, formal.name, actual))
             for r in carried:

@@ -110,6 +110,12 @@ class Env:
             v = self._launch_arg(i) if launch is not None else None
             if isinstance(v, dict) and isinstance(v.get("struct"), dict):
                 self.struct_fields[p.name] = {int(o): f for o, f in v["struct"].items()}
+        # structs whose pointer fields kverify found (``launch.params.with_struct_pointers``) and
+        # whose other bytes the kernel reads: those bytes are free (every value), not zero
+        inferred = getattr(launch, "struct_pointers", None) or {}
+        self.free_struct_bytes = {p.name for p in kernel.params
+                                  if inferred.get(p.source_name or p.name, {}).get("other_bytes")}
+        self.struct_buffers = {b for v in inferred.values() for b in v["pointers"].values()}
         # --- preconditions over the scalar parameters (``--assume``: ``symbolic.assume``)
         self.preconditions: list = []  # the expressions, as given
         from .assume import preconditions
@@ -145,6 +151,7 @@ class Env:
         if fields is None:
             return None
         image = bytearray(off + nbytes)
+        covered = set()
         for o, f in fields.items():
             (kind, v), = f.items()
             width = 8 if kind == "ptr" else TENSORMAP_BYTES if kind == "tensormap" else SCALAR_KINDS[kind][0]
@@ -156,7 +163,14 @@ class Env:
             if kind in ("ptr", "tensormap"):
                 return None
             image[o:o + width] = _field_bytes(kind, v)
-        return z3.BitVecVal(int.from_bytes(bytes(image[off:off + nbytes]), "little"), 8 * nbytes), None
+            covered.update(range(o, o + width))
+        value = z3.BitVecVal(int.from_bytes(bytes(image[off:off + nbytes]), "little"), 8 * nbytes)
+        if pname in self.free_struct_bytes and not covered >= set(range(off, off + nbytes)):
+            # bytes the launch gives no value for: one symbol per byte, the same for every thread
+            parts = [z3.BitVecVal(image[j], 8) if j in covered else z3.BitVec(f"{pname}.byte{j}", 8)
+                     for j in range(off, off + nbytes)]
+            value = z3.simplify(z3.Concat(*reversed(parts))) if len(parts) > 1 else parts[0]
+        return value, None
 
     def buffer_base(self, name: str):
         """The symbolic global address of launch buffer ``name``: its pointer parameter's term

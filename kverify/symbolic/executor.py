@@ -33,11 +33,12 @@ from .env import Env
 from .families import handler, is_async, is_private_memory, is_unmodelled_memory, row_of
 from .instructions import Instructions
 from .loops import LoopSummaries
+from .provenance import LOCAL, Provenance
 from .records import State
 from .terms import FALSE, TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 
-class Executor(LoopSummaries, Calls, Instructions):
+class Executor(LoopSummaries, Calls, Instructions, Provenance):
     """Runs thread A over the kernel body; see the module docstring."""
 
     def __init__(self, env: Env, check):
@@ -78,6 +79,11 @@ class Executor(LoopSummaries, Calls, Instructions):
         # summaries of body-less functions (``symbolic.extern``): PTX name -> kind, and those a call used
         self.extern_summaries: dict = dict(getattr(env.launch, "extern", ()) or ())
         self.extern_used: dict = {}
+        self.selections: dict = {}  # "?sel:<n>" -> ((condition, region), ...) (``provenance``)
+        # loads out of by-value struct parameters the launch gives no bytes for: (PTX name, byte
+        # offset or None, bytes), and the 8-byte slots among them used as an address
+        self.struct_reads: list = []
+        self.struct_addresses: set = set()
         self.func_addr = function_addresses(env.module)
         for d in self.kernel.regs:
             w = d.type.bits if hasattr(d.type, "bits") else 32
@@ -131,8 +137,11 @@ class Executor(LoopSummaries, Calls, Instructions):
                 return z3.BitVecVal(self.env.shared_base[op.name] + op.offset, w), "shared"
             if op.name in self.env.params:
                 return self.approx(f"paramaddr.{op.name}", w), None
-            if op.name in self.env.struct_fields:  # the address of a by-value struct parameter
+            if op.name in self.env.struct_fields or op.name in self.unbound_structs():
+                # the address of a by-value struct parameter
                 return fit(z3.BitVec(f"paramaddr.{op.name}", 64) + op.offset, w), f"pstruct:{op.name}"
+            if op.name in self.local_vars():  # the thread's local memory (``provenance``)
+                return fit(self.local_base(op.name) + op.offset, w), f"local:{op.name}"
             if op.name in self.env.global_vars:
                 base = z3.BitVec(f"gvar.{op.name}", 64)
                 return fit(base + op.offset, w), f"var:{op.name}"
@@ -142,6 +151,22 @@ class Executor(LoopSummaries, Calls, Instructions):
         if isinstance(op, VecOp):
             return None, None
         return self.approx("opnd", width or 32), None
+
+    def unbound_structs(self) -> set:
+        """PTX names of the kernel's by-value (``.b8`` array) parameters the launch gives no
+        value for (neither bytes, fields nor a tensor map)."""
+        got = getattr(self, "_unbound_structs", None)
+        if got is None:
+            launch = self.env.launch
+            got = set()
+            for i, p in enumerate(self.kernel.params):
+                if not p.array or p.name in self.env.struct_fields:
+                    continue
+                if launch is not None and any(_given(m, p, i) for m in (launch.args or {}, launch.tensormaps or {})):
+                    continue
+                got.add(p.name)
+            self._unbound_structs = got
+        return got
 
     def _reg(self, st: State, name: str, width):
         base = name.split(".")[0]
@@ -168,7 +193,9 @@ class Executor(LoopSummaries, Calls, Instructions):
             elif not z3.is_bool(term) and old[0].size() != term.size():
                 old = (fit(old[0], term.size()), old[1])
             term = mk_ite(guard, term, old[0])
-            region = region if region == old[1] else "?"
+            if region != old[1]:
+                # a predicated move of a pointer into another buffer: a selection (``provenance``)
+                region = self.select_region(guard, region, old[1]) if not z3.is_bool(term) else "?"
         st.regs[reg] = (term, region)
 
     @staticmethod
@@ -387,6 +414,8 @@ class Executor(LoopSummaries, Calls, Instructions):
         for n in names:
             vals = [(p, s.regs.get(n)) for p, s in zip(sel + [TRUE], live)]
             have = [(p, v) for p, v in vals if v is not None]
+            if n.startswith(LOCAL) and len(have) < len(vals):
+                continue  # a local store remembered on some paths only: not known after the join
             term, region = have[-1][1]
             for p, v in reversed(have[:-1]):
                 t2 = v[0]
@@ -396,9 +425,15 @@ class Executor(LoopSummaries, Calls, Instructions):
                     t2 = fit(t2, term.size())
                 term = mk_ite(p, t2, term)
                 if v[1] != region:
-                    region = "?"
+                    # two pointers into different buffers: a selection (``provenance``)
+                    region = self.select_region(p, v[1], region) if len(have) == 2 and not z3.is_bool(term) \
+                        else "?"
             regs[n] = (term, region)
         epoch = live[-1].epoch
         for p, s in reversed(list(zip(sel, live[:-1]))):
             epoch = mk_ite(p, s.epoch, epoch)
         return State(pc, regs, epoch, exited)
+
+
+def _given(mapping: dict, p, i: int) -> bool:
+    return any(k is not None and k in mapping for k in (p.source_name, p.name, str(i), i))

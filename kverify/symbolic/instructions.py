@@ -23,6 +23,7 @@ from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, sou
 
 from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
                        is_unmodelled_memory, operand)
+from .provenance import is_local_region
 from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, AtomicResult, State, SyncSite
 from .terms import TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
@@ -179,6 +180,8 @@ class Instructions:
             return st
         d = ops[0]
         region = self.region_of(fam, mods, regions)
+        if fam == "selp" and region == "?" and len(args) == 3 and z3.is_bool(args[2]):
+            region = self.select_region(args[2], regions[0], regions[1])  # c ? A : B (``provenance``)
         if isinstance(res, tuple):
             if isinstance(d, PairOp):
                 for x, v in zip((d.first, d.second), res):
@@ -229,7 +232,6 @@ class Instructions:
         ty = types[-1] if types else "b32"
         vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
         width = max(1, SCALAR_BITS.get(ty, 32) // 8) * vec
-        pc = mk_and(st.pc, guard)
         if space in ("param", "param::entry", "param::func"):
             if mode == "read":
                 self.load_param(ins, st, guard)
@@ -257,7 +259,9 @@ class Instructions:
                                        self.approx(f"const.{d.name}", 8 * width))
                 self.write(st, d.name, (fit(v, w), None), guard)
                 return st
-        if space in ("local", "const"):
+        if space == "local":
+            return self.local_access(ins, st, guard, addr_op, mode, atomic, width, vec, slot)
+        if space == "const":
             self.havoc_dests(st, ins, guard, f"{space}")
             return st
         if space == "shared::cluster":
@@ -274,15 +278,35 @@ class Instructions:
             base_t, region = self.read(st, addr_op.base, None)
             if base_t is None or z3.is_bool(base_t):
                 base_t, region = self.approx("addr", 64), None
+        if space == "generic" and is_local_region(region):
+            return self.local_access(ins, st, guard, addr_op, mode, atomic, width, vec, slot)
+        if region is not None and region.startswith("?sel:"):
+            # a pointer selected between buffers: one access per case, under its condition
+            for cond, r in self.region_cases(region):
+                g = mk_and(guard, cond)
+                if not is_false(z3.simplify(mk_and(st.pc, g))):
+                    st = self.access_through(ins, st, g, space, base_t, r, addr_op, mode, atomic, width, vec, slot)
+            return st
+        return self.access_through(ins, st, guard, space, base_t, region, addr_op, mode, atomic, width, vec, slot)
+
+    def access_through(self, ins: Instr, st: State, guard, space, base_t, region, addr_op, mode, atomic, width,
+                       vec, slot) -> State:
+        """The access of ``memory`` through an address ``base_t`` (+ the operand's offset) into
+        ``region``, in state space ``space`` (``generic`` resolved here)."""
+        op, mods, ops = ins.op, ins.mods, ins.operands
+        pc = mk_and(st.pc, guard)
         self.note_address(region)
         if space == "generic" and region is not None and region.startswith("pstruct:") and mode == "read":
             # a generic load from a __grid_constant__ struct parameter (cvta.param of its address)
             self.load_param(ins, st, guard)
             return st
         if region is not None and region.startswith("?struct:"):
+            pname, _, off = region.split(":", 1)[1].partition("@")
+            if off:  # an 8-byte slot of the struct used as an address (``struct_slots``)
+                self.struct_addresses.add((pname, int(off)))
             self.reason(f"{ins.opcode} at {where(ins)}: the address is a pointer read out of by-value parameter "
-                        f"{region.split(':', 1)[1]} that the launch spec does not give as a struct pointer field "
-                        f"(raw bytes, or an offset the walk cannot fix): not followed", "global")
+                        f"{self.param_label(pname)} that the launch spec does not give as a struct pointer field (raw "
+                        f"bytes, or an offset the walk cannot fix): not followed", "global")
             self.havoc_dests(st, ins, guard, op)
             if mode != "read":
                 self.unknown_region_write = True
@@ -300,6 +324,7 @@ class Instructions:
                 self.havoc_dests(st, ins, guard, op)
                 if mode != "read":
                     self.unknown_region_write = True
+                    self.forget_local(st)  # it may be the thread's local memory
                 return st
         elif space in ("shared::cta",):
             space = "shared"
@@ -448,11 +473,22 @@ class Instructions:
             self.write(st, d.name, (fit(term, w), region), guard)
             return
         src = self._by_value_source(st, a) if isinstance(a, Addr) else None
-        if src is not None and isinstance(d, Reg):
+        if src is not None:
             # a value read out of a by-value parameter the walk cannot follow: if it is used as
-            # an address, the access says so (``memory``) instead of a generic "cannot be determined"
-            w = self.widths.get(d.name, 32)
-            self.write(st, d.name, (self.approx(f"param.{d.name}", w), f"?struct:{src}"), guard)
+            # an address, the access says so (``memory``) instead of a generic "cannot be determined";
+            # an 8-byte load at an offset the walk fixes names its slot (``struct_slots``)
+            pname, off = src
+            ty = (ins.types() or ["b32"])[-1]
+            vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+            nbytes = max(1, SCALAR_BITS.get(ty, 32) // 8)
+            self.struct_reads.append((pname, off, nbytes * vec))
+            elems = list(d.elems) if isinstance(d, VecOp) else [d]
+            for i, e in enumerate(elems):
+                if not isinstance(e, Reg):
+                    continue
+                w = self.widths.get(e.name, 32)
+                slot = f"@{off + i * nbytes}" if off is not None and nbytes == 8 else ""
+                self.write(st, e.name, (self.approx(f"param.{e.name}", w), f"?struct:{pname}{slot}"), guard)
             return
         tag = "param"
         if name in self.marker_rets:  # the result of an intrinsic kverify does not evaluate
@@ -484,16 +520,29 @@ class Instructions:
         return True
 
     def _by_value_source(self, st: State, a: Addr):
-        """The by-value (``.b8`` array) kernel parameter a ``.param`` address reads from, if any."""
+        """``(PTX name, byte offset or None)`` of the by-value (``.b8`` array) kernel parameter a
+        ``.param`` address reads from, if any."""
+        off = None
         if isinstance(a.base, Sym):
             name = a.base.name
+            off = a.base.offset + a.offset
         elif isinstance(a.base, Reg):
-            _, region = self.read(st, a.base, None)
+            t, region = self.read(st, a.base, None)
             name = region.split(":", 1)[1] if (region or "").startswith("pstruct:") else None
+            if name is not None and t is not None and not z3.is_bool(t):
+                o = z3.simplify(fit(t, 64) - z3.BitVec(f"paramaddr.{name}", 64) + a.offset)
+                off = o.as_signed_long() if z3.is_bv_value(o) else None
         else:
             return None
         p = next((p for p in self.kernel.params if p.name == name and p.array), None)
-        return (p.source_name or p.name) if p is not None else None
+        if p is None:
+            return None
+        return p.name, (off if off is not None and 0 <= off < p.size else None)
+
+    def param_label(self, pname: str) -> str:
+        """The name a message gives kernel parameter ``pname`` (its CUDA name when known)."""
+        p = next((p for p in self.kernel.params if p.name == pname), None)
+        return (p.source_name or p.name) if p is not None else pname
 
     def struct_field(self, ins: Instr, st: State, a: Addr):
         """``(value, region)`` of a load from a by-value struct parameter at an offset the

@@ -22,6 +22,7 @@ from kverify.semantics.ir.nodes import Instr, Loop
 from kverify.semantics.ir.symint import SymInt
 from kverify.semantics.ir.visit import walk
 
+from .provenance import LOCAL
 from .records import State, SyncSite
 from .terms import fit, is_false, keys, mk_and, mk_ite, mk_not, mk_or
 
@@ -164,7 +165,11 @@ class LoopSummaries:
         # .param variables the body stores into (a call's arguments and results): like the registers
         # it writes, their values at the head of iteration k are not the entry values
         stored = self.params_stored(lp)
-        regs = {r: v for r, v in regs0.items() if not self.is_param_piece(r, stored)}
+        # so are the thread's local stores it remembers (``provenance``), when the body may store
+        # to local memory
+        forget = self.may_store_local(lp)
+        regs = {r: v for r, v in regs0.items() if not self.is_param_piece(r, stored)
+                and not (forget and r.startswith(LOCAL))}
         steps = {}
         havocs = {}
         first = k == 0
@@ -330,9 +335,9 @@ class LoopSummaries:
         info.kx = kx
         xs = [(k, kx)]
         regs_x = dict(out.regs)
-        written = set(written) | {r for r in regs_x if self.is_param_piece(r, stored)} \
+        written = set(written) | {r for r in regs_x if self.is_param_piece(r, stored) or r.startswith(LOCAL)} \
             | {r for key, m in leaving for st_ in self.pending[key][m:] for r in st_.regs
-               if self.is_param_piece(r, stored)}
+               if self.is_param_piece(r, stored) or r.startswith(LOCAL)}
         for r in written:
             if r in regs_x:
                 t, rg = regs_x[r]

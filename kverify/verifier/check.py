@@ -190,6 +190,31 @@ def _sized_buffers(module, kernel, spec, timeout_s):
 
 
 
+def _struct_pointers(module, kernel, spec, timeout_s):
+    """``spec`` with a pointer field, into a buffer of its own, for each 8-byte slot of a by-value
+    struct parameter that the kernel uses as a global address and the launch gives no bytes for
+    (``races.extents.struct_slots``, ``kverify.launch.params.with_struct_pointers``); the buffers
+    are then sized from the accesses like pointer parameters' (``_sized_buffers``)."""
+    if spec is None or not any(p.array for p in kernel.params):
+        return spec
+    from kverify.launch.params import with_struct_pointers
+    from kverify.semantics.ir.structs import struct_pointer_fields
+
+    from .races.extents import struct_slots
+
+    try:
+        found = struct_slots(module, kernel, spec, timeout_s)
+    except Exception:  # noqa: BLE001 - optional: without it the pointers stay unknown, with the reason
+        return spec
+    if not found:
+        return spec
+    try:  # names are presentation: without the source's layout a field is named by its offset
+        fields = struct_pointer_fields(module, kernel, found)
+    except Exception:  # noqa: BLE001
+        fields = {}
+    return with_struct_pointers(kernel, spec, found, fields)
+
+
 class NotApplicable(Exception):
     """A checker cannot run on this launch (the reason is the message); its obligations are
     ``unknown`` with that reason."""
@@ -614,6 +639,7 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
 
         spec = replace(spec, assume=tuple(assume))
         Env(module, kernel, spec)  # parses and checks the preconditions (KernelError)
+    spec = _struct_pointers(module, kernel, spec, timeout_s)
     ctx = Context(module, kernel, spec, path or "?", budget, timeout_s, smt, _uses(module, kernel), inputs=inputs,
                   time_budget=time_budget, pdl=pdl)
     rep = KernelReport(kernel.name, path or "?", strict=strict)

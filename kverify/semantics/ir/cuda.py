@@ -148,7 +148,9 @@ def _param_name(decl: str) -> str | None:
 
 
 def _ptx_name_matches(ptx_name: str, cuda_name: str) -> bool:
-    return ptx_name == cuda_name or re.match(rf"_Z{len(cuda_name)}{re.escape(cuda_name)}\D", ptx_name) is not None
+    # the Itanium mangling: _Z, the name's length, the name, then the parameter types, which may
+    # start with a digit (a class type: ``_Z3foo1S`` is foo(S))
+    return ptx_name == cuda_name or re.match(rf"_Z{len(cuda_name)}{re.escape(cuda_name)}.", ptx_name) is not None
 
 
 def attach_source_names(module: Module, source: str) -> Module:
@@ -175,3 +177,4 @@ def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
     ptx, _ = compile_cuda(path, arch, defines, compiler=compiler, pre_includes=tuple(pre))
     m = parse_ptx(ptx, str(path) + ".ptx")
     return attach_source_names(m, Path(path).read_text())
+

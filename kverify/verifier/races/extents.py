@@ -77,6 +77,49 @@ class _CopyExecutor(Executor):
 
 
 
+def struct_slots(module, kernel, launch, timeout_s: float = 10.0) -> dict:
+    """The 8-byte slots of by-value struct parameters that the kernel uses as global addresses,
+    for the parameters ``launch`` gives no bytes for: ``{parameter index: {"pointers": [byte
+    offsets], "other_bytes": bool}}`` (whether the kernel reads other bytes of it too, or bytes at
+    an offset the walk cannot fix). Found by one run of the symbolic executor: a value loaded from
+    the parameter at a fixed offset (``ld.param``, a generic load of a ``__grid_constant__``
+    struct, or a copy the thread keeps in local memory) that reaches the address of a global or
+    generic access (``Executor.struct_addresses``). A slot only compared, stored or computed
+    with is not a pointer: it stays a scalar."""
+    unbound = [i for i, p in enumerate(kernel.params)
+               if p.array and lookup(launch.args, kernel, i) is None and lookup(launch.tensormaps or {}, kernel, i) is None
+               and lookup(launch.buffers, kernel, i) is None]
+    if not unbound:
+        return {}
+    mentioned = set(names_of([i.operands for i in reachable_instructions(module, kernel)], Sym))
+    if not any(kernel.params[i].name in mentioned for i in unbound):
+        return {}
+    env = Env(module, kernel, launch)
+
+    def check_a(f):
+        s = z3.Solver()
+        s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
+        r = SolverBudget(timeout_s).check(s)
+        if r == z3.sat:
+            return "sat", s.model()
+        return ("unsat" if r == z3.unsat else "unknown"), None
+
+    ex = Executor(env, check_a)
+    try:
+        ex.run()
+    except Unsupported:
+        return {}
+    out = {}
+    for i in unbound:
+        pname = kernel.params[i].name
+        ptrs = sorted(o for n, o in ex.struct_addresses if n == pname)
+        if not ptrs:
+            continue
+        other = any(n == pname and (off is None or off not in ptrs or nbytes != 8) for n, off, nbytes in ex.struct_reads)
+        out[i] = {"pointers": ptrs, "other_bytes": other}
+    return out
+
+
 def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dict, dict]:
     """``({param name: {"dtype", "shape"}}, {param name: reason not sized})`` for the pointer
     parameters ``launch`` gives no buffer for (``launch.buffers`` may be empty)."""
@@ -87,6 +130,11 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         if lookup(launch.args, kernel, i) is not None:
             continue
         wanted[p.source_name or p.name] = param_key(kernel, i)
+    # buffers of pointer fields kverify found in by-value structs (``struct_slots``)
+    for info in (getattr(launch, "struct_pointers", None) or {}).values():
+        for b in info["pointers"].values():
+            if b not in launch.buffers:
+                wanted[b] = b
     # tensor-map parameters (``.param .b8 x[N]``) the launch leaves out: nothing in the kernel
     # says what they describe
     maps = {param_key(kernel, i): TENSOR_MAP for i, p in enumerate(kernel.params)
@@ -125,6 +173,8 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         if name not in wanted or name in why:
             continue
         term = next((t for pn, (t, p) in env.params.items() if (p.source_name or p.name) == name), None)
+        if term is None and name in env.struct_buffers:
+            term = env.buffer_base(name)
         if term is None:
             continue
         off = a.addr - term
@@ -161,6 +211,9 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
         if name in why:
             continue
         if name not in ends:
+            if name in env.struct_buffers:
+                why[name] = why.get(name, "no access through it could be summarized")
+                continue
             ptx = next(p.name for p in kernel.params if (p.source_name or p.name) == name)
             if ptx not in mentioned:  # never read: any buffer will do
                 out[key] = {"dtype": "uint8", "shape": [1]}

@@ -408,7 +408,11 @@ class _Checker:
         if notes:
             msg += "; assuming " + "; ".join(notes)
         if space == "global":
-            msg += "; distinct pointer parameters are assumed not to alias"
+            fields = sorted({x.region.split(":", 1)[1] for x in accs if x.region and x.region.startswith("param:")}
+                            & self.env.struct_buffers)
+            msg += ("; distinct pointer parameters are assumed not to alias" if not fields else
+                    f"; distinct pointer parameters and struct pointer fields ({', '.join(fields)}: buffers of their "
+                    f"own, the launch giving no bytes for their struct) are assumed not to alias")
         return Obligation(oid, "races", "proved", msg, self.scope())
 
     def scope(self) -> str:
@@ -435,6 +439,11 @@ class _Checker:
         if self.ex.preconditions:
             sites = list(dict.fromkeys(f"{p.what} at line {p.instr.loc.line or '?'}" for p in self.ex.preconditions))
             parts.append(f"under the kernel's preconditions ({', '.join(sites[:4])}{', ...' if len(sites) > 4 else ''})")
+        pointers += sorted({b for b in (r.split(":", 1)[1] for r in buffers if r and r.startswith("param:"))
+                            if b in env.struct_buffers})
+        free_bytes = [p.source_name or p.name for p in self.kernel.params if p.name in env.free_struct_bytes]
+        if free_bytes:
+            parts.append(f"all values of the other bytes of {', '.join(free_bytes)}")
         if pointers:
             parts.append(f"any addresses of {', '.join(pointers)}")
         parts += self.extern_assumptions()
