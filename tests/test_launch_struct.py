@@ -185,7 +185,7 @@ def test_a_byte_array_parameter_given_as_bytes_is_not_taken_for_a_tensor_map():
      "args.a.struct.32: a tensor map must be 64-byte aligned (offset 32)"),
     ({"struct": {"0": {"tensormap": {"dtype": "float32", "box": [8], "buffer": "x", "boxx": 1}}}},
      "args.a.struct.0.tensormap: unknown key(s) boxx (valid: box, buffer, dtype, elem_strides, elem_type_enum, "
-     "oob_fill, padding, shape, strides, swizzle)"),
+     "mode, oob_fill, padding, shape, strides, swizzle)"),
     ({"struct": {"0": {"i32": 1}}},
      "args.a.struct.0: unknown field kind \"i32\" (valid: u8, u16, u32, u64, s8, s16, s32, s64, f16, f32, f64, "
      "ptr, tensormap)"),
