@@ -277,3 +277,14 @@ def test_large_integer_initializers_are_read_without_lark(monkeypatch, nested):
     var = {v.name: v for v in r[1].vars}
     assert tuple(var["table"].init) == tuple(vals)
     assert tuple(var["small"].init) == (1, 2, 3, 8)
+
+
+def test_a_large_initializer_reads_its_numbers_as_lark_does():
+    """Leading zeros (PTX octal: 010 is 8) and zeros in a table the fast path cuts: the same
+    values as the pure-lark path."""
+    items = ", ".join(["010", "0", "7", "0777"] * 1200)
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n"
+            f".global .align 4 .b8 t[4800] = {{{items}}};\n")
+    r = _same(text)
+    assert r[0] == "ok"
+    assert tuple(next(v for v in r[1].vars if v.name == "t").init[:4]) == (8, 0, 7, 511)

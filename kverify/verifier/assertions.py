@@ -59,17 +59,14 @@ def uses_assertions(module, kernel) -> bool:
 def check_assertions(module, kernel, spec, timeout_s: float, prior=None) -> list:
     """The "assertions" obligation (a list of one), from the race checker ``prior`` (its
     executor already ran) or a run of its own."""
-    from .races.smt import _Checker
+    from .races.smt import executed_checker
 
     t0 = time.perf_counter()
     try:
-        c = prior
-        if c is None or not getattr(c, "executed", False):
-            c = _Checker(module, kernel, spec, timeout_s, t0)
-            early = c.execute()
-            if early is not None:
-                return [Obligation(TITLE, "assertions", "unknown", early[0], None, early[1], None,
-                                   time.perf_counter() - t0)]
+        c, early = executed_checker(module, kernel, spec, timeout_s, t0, prior)
+        if early is not None:
+            return [Obligation(TITLE, "assertions", "unknown", early[0], None, early[1], None,
+                               time.perf_counter() - t0)]
         ob = _decide(c, SolverBudget(timeout_s, label="assertions"))
     except Unsupported as e:
         ob = Obligation(TITLE, "assertions", "unknown", str(e))

@@ -42,36 +42,26 @@ from .report import Location, Obligation
 TITLE = "memory safety"
 
 
-def uses_indirect_calls(module, kernel) -> bool:
-    """Whether the kernel (or a function it calls) calls through a register."""
-    from kverify.semantics.ir.nodes import Reg
-    from kverify.semantics.ir.optable import flow_of
-    from kverify.semantics.ir.visit import reachable_instructions
-
-    return any(flow_of(i) == "call" and any(isinstance(o, Reg) for o in i.operands)
-               for i in reachable_instructions(module, kernel))
-
-
-def check_calls(module, kernel, spec, timeout_s: float, prior=None) -> list:
+def check_calls(module, kernel, spec, timeout_s: float, prior=None, safe: list | None = None) -> list:
     """The static evidence for "memory safety" about indirect calls (a list of at most one
     obligation), from the race checker ``prior`` (its executor already ran) or a run of its
-    own; ``[]`` when no call may go through a pointer that holds no function."""
-    from .races.smt import _Checker
+    own; ``[]`` when it has none. ``safe`` (a list) gets ``True`` appended when the run covered
+    the whole kernel and no reachable call may go through a pointer that holds no function."""
+    from .races.smt import executed_checker
 
     t0 = time.perf_counter()
     try:
-        c = prior
-        if c is None or not getattr(c, "executed", False):
-            c = _Checker(module, kernel, spec, timeout_s, t0)
-            early = c.execute()
-            if early is not None:
-                return []
+        c, early = executed_checker(module, kernel, spec, timeout_s, t0, prior)
+        if early is not None:
+            return []
         ob = _decide(c, SolverBudget(timeout_s, label="calls"))
     except Unsupported as e:
         ob = Obligation(TITLE, "calls", "unknown", f"calls through function pointers not checked: {e}")
     except z3.Z3Exception as e:
         ob = Obligation(TITLE, "calls", "unknown", f"calls through function pointers not checked: solver error: {e}")
     if ob is None:
+        if safe is not None and not (c.ex.reasons["shared"] or c.ex.reasons["global"]):
+            safe.append(True)
         return []
     ob.time_s = time.perf_counter() - t0
     return [ob]

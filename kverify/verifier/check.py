@@ -64,9 +64,8 @@ from kverify.rules import severity
 from kverify.semantics.interpreter import run_kernel, schedule_independent
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir import gpuverify as gv
-from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of, flow_of
-from kverify.semantics.ir.nodes import Reg
-from kverify.semantics.ir.visit import reachable_instructions
+from kverify.semantics.ir.optable import MBARRIER_SYNC, effect_of
+from kverify.semantics.ir.visit import is_indirect_call, reachable_instructions
 
 from kverify.names import short_name
 
@@ -141,7 +140,7 @@ def _uses(module, kernel) -> set:
         sync = i.row.sync or ""
         if gv.marker_of(i) in (gv.ASSERT, gv.ASSERTFAIL):
             out.add("assert")
-        if flow_of(i) == "call" and any(isinstance(o, Reg) for o in i.operands):
+        if is_indirect_call(i):
             out.add("indirect-call")
         if effect == "async" or sync in ASYNC_SYNC:
             out.add("async")
@@ -312,8 +311,9 @@ def _calls(ctx):
     from .calls import check_calls
 
     prior = ctx.race_run[0] if ctx.race_run else None
-    got = check_calls(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior)
-    ctx.calls_safe = not got  # no evidence: every reachable indirect call holds a function's address
+    safe: list = []
+    got = check_calls(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, prior, safe)
+    ctx.calls_safe = bool(safe)
     return got
 
 

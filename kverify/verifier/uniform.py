@@ -52,9 +52,9 @@ import time
 import z3
 
 from kverify.semantics.ir import gpuverify as gv
-from kverify.semantics.ir.nodes import Imm, Reg, where
+from kverify.semantics.ir.nodes import Imm, where
 from kverify.semantics.ir.optable import space_of
-from kverify.semantics.ir.visit import reachable_instructions
+from kverify.semantics.ir.visit import is_indirect_call, reachable_instructions
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
 from kverify.symbolic import Executor, Unsupported, is_false, is_true, mk_and, mk_not, operand, row_of
 from kverify.symbolic.budget import SolverBudget
@@ -371,7 +371,7 @@ def _memory(ctx, chk, scope, head) -> Obligation:
         elif row.flow == "branch.indirect":
             problems.append((f"{i.opcode} at {where(i.loc)}: the index range of an indirect branch is not checked "
                              "without values", i.loc))
-        elif row.flow == "call" and any(isinstance(o, Reg) for o in i.operands) and not ctx.calls_safe:
+        elif is_indirect_call(i) and not ctx.calls_safe:
             problems.append((f"{i.opcode} at {where(i.loc)}: a call through a pointer not shown to hold a "
                              "function's address wherever it is reached", i.loc))
         elif gv.marker_of(i) == gv.ASSERTFAIL and ctx.assertions_status != "proved":

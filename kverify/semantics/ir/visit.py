@@ -107,6 +107,11 @@ def callee_of(module, instr):
     return next((f for f in module.kernels if f.name in names), None)
 
 
+def is_indirect_call(instr) -> bool:
+    """A ``call`` through a register (a C++ function pointer), PTX ISA §9.7.12.5."""
+    return flow_of(instr) == "call" and any(isinstance(o, Reg) for o in instr.operands)
+
+
 def prototype_of(kernel, instr):
     """The ``.callprototype`` (of ``kernel``, the function containing the call) an
     indirect ``call`` names, or ``None``."""

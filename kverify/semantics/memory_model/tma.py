@@ -66,6 +66,22 @@ _NAN_BITS = {
 # ----------------------------------------------------------------------------------------
 
 
+def _check_global(shape: tuple, strides: tuple) -> None:
+    """The global dims and byte strides every tensor map must have (cuTensorMapEncode*)."""
+    if any(s < 1 or s > 2**32 for s in shape):
+        raise ValueError(f"global dims must be in [1, 2^32], got {shape}")
+    if any(s % 16 or s <= 0 or s >= 2**40 for s in strides):
+        raise ValueError(f"global strides must be positive multiples of 16 bytes below 2^40, got {strides}")
+
+
+def _check_fill(dtype: str, oob_fill: str) -> None:
+    """The out-of-bound fill of a tensor map: zero, or NaN for floating-point elements."""
+    if oob_fill not in ("zero", "nan"):
+        raise ValueError(f"oob_fill must be 'zero' or 'nan', got {oob_fill!r}")
+    if oob_fill == "nan" and dtype not in _FLOAT_TYPES:
+        raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
+
+
 @dataclass(frozen=True)
 class TensorMap:
     """A tiled-mode tensor map (``cuTensorMapEncodeTiled``), innermost dimension first.
@@ -114,12 +130,7 @@ class TensorMap:
             )
         if len(box) != rank or len(es) != rank:
             raise ValueError(f"box and elem_strides must have {rank} entries (innermost first)")
-        if any(s < 1 or s > 2**32 for s in shape):
-            raise ValueError(f"global dims must be in [1, 2^32], got {shape}")
-        if any(s % 16 or s <= 0 or s >= 2**40 for s in strides):
-            raise ValueError(
-                f"global strides must be positive multiples of 16 bytes below 2^40, got {strides}"
-            )
+        _check_global(shape, strides)
         if any(b < 1 or b > 256 for b in box):
             raise ValueError(f"box dims must be in [1, 256], got {box}")
         if any(e < 1 or e > 8 for e in es):
@@ -138,10 +149,7 @@ class TensorMap:
                 f"{self.swizzle} swizzle span of {span} bytes; use a smaller box[0] "
                 f"(at most {span // esize} elements) or a wider swizzle"
             )
-        if self.oob_fill not in ("zero", "nan"):
-            raise ValueError(f"oob_fill must be 'zero' or 'nan', got {self.oob_fill!r}")
-        if self.oob_fill == "nan" and name not in _FLOAT_TYPES:
-            raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
+        _check_fill(name, self.oob_fill)
 
     # -- derived quantities --------------------------------------------------------------
     @property
@@ -309,9 +317,15 @@ def tma_load_tile(
     the destination is not aligned to the pattern repeat (1024/512/256 bytes).  It must
     be 128-byte aligned for swizzled maps.
     """
+    return _load(global_bytes, tmap, *_tile_geometry(tmap, coords), smem_addr)
+
+
+def _load(global_bytes: np.ndarray, tmap, offs: np.ndarray, inb: np.ndarray, smem_addr: int) -> np.ndarray:
+    """The ``tmap.box_bytes`` bytes a load writes, from its geometry (per destination element:
+    the global byte offset ``offs`` and whether it is inside the tensor, ``inb``):
+    out-of-bound elements filled, then swizzled. Tile and im2col mode alike."""
     gb = _flat_bytes(global_bytes, writable=False)
     esize = tmap.element_size
-    offs, inb = _tile_geometry(tmap, coords)
     dense = np.zeros((offs.size, esize), dtype=np.uint8)
     if tmap.oob_fill == "nan":
         dense[:] = _NAN_BITS[esize]
@@ -434,10 +448,7 @@ class Im2colMap:
             raise ValueError(f"strides must give the byte strides of dims 1..{rank - 1} ({rank - 1} values)")
         if len(es) != rank:
             raise ValueError(f"elem_strides must have {rank} entries")
-        if any(s < 1 or s > 2**32 for s in shape):
-            raise ValueError(f"global dims must be in [1, 2^32], got {shape}")
-        if any(s % 16 or s <= 0 or s >= 2**40 for s in strides):
-            raise ValueError(f"global strides must be positive multiples of 16 bytes below 2^40, got {strides}")
+        _check_global(shape, strides)
         lo, hi = IM2COL_CORNER_RANGE[rank]
         for k, c in (("lower_corner", lower), ("upper_corner", upper)):
             if len(c) != rank - 2:
@@ -462,10 +473,7 @@ class Im2colMap:
         if any(self.box_extent(i) < 1 for i in range(rank - 2)):
             raise ValueError(f"the bounding box is empty: lower_corner {list(lower)} and upper_corner {list(upper)} "
                              f"leave no pixel of spatial dims {list(shape[1:-1])} (innermost first)")
-        if self.oob_fill not in ("zero", "nan"):
-            raise ValueError(f"oob_fill must be 'zero' or 'nan', got {self.oob_fill!r}")
-        if self.oob_fill == "nan" and name not in _FLOAT_TYPES:
-            raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
+        _check_fill(name, self.oob_fill)
 
     @property
     def rank(self) -> int:
@@ -606,20 +614,4 @@ def tma_load_im2col(
     zero (or the canonical NaN for ``oob_fill="nan"``), then swizzled as a tile-mode load is
     (the dense byte offset ``o`` moves to ``swizzle_offset(smem_addr + o) - smem_addr``).
     """
-    gb = _flat_bytes(global_bytes, writable=False)
-    esize = imap.element_size
-    offs, inb = _im2col_geometry(imap, coords, offsets)
-    dense = np.zeros((offs.size, esize), dtype=np.uint8)
-    if imap.oob_fill == "nan":
-        dense[:] = _NAN_BITS[esize]
-    if inb.any():
-        src = offs[inb]
-        if src.max() + esize > gb.size:
-            raise IndexError(
-                f"in-bounds tensor element at byte {int(src.max())} lies outside the "
-                f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
-            )
-        dense[inb] = gb[src[:, None] + np.arange(esize)]
-    out = np.empty(imap.box_bytes, dtype=np.uint8)
-    out[_smem_positions(imap, smem_addr)] = dense.reshape(-1)
-    return out
+    return _load(global_bytes, imap, *_im2col_geometry(imap, coords, offsets), smem_addr)

@@ -77,6 +77,20 @@ class _CopyExecutor(Executor):
 
 
 
+def _thread_a_check(env, timeout_s: float):
+    """The executor's satisfiability query on thread A: ``f`` with the launch's and thread A's
+    constraints, each query within its own budget of ``timeout_s`` solver seconds."""
+    def check_a(f):
+        s = z3.Solver()
+        s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
+        r = SolverBudget(timeout_s).check(s)
+        if r == z3.sat:
+            return "sat", s.model()
+        return ("unsat" if r == z3.unsat else "unknown"), None
+
+    return check_a
+
+
 def struct_slots(module, kernel, launch, timeout_s: float = 10.0) -> dict:
     """The 8-byte slots of by-value struct parameters that the kernel uses as global addresses,
     for the parameters ``launch`` gives no bytes for: ``{parameter index: {"pointers": [byte
@@ -96,15 +110,7 @@ def struct_slots(module, kernel, launch, timeout_s: float = 10.0) -> dict:
         return {}
     env = Env(module, kernel, launch)
 
-    def check_a(f):
-        s = z3.Solver()
-        s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
-        r = SolverBudget(timeout_s).check(s)
-        if r == z3.sat:
-            return "sat", s.model()
-        return ("unsat" if r == z3.unsat else "unknown"), None
-
-    ex = Executor(env, check_a)
+    ex = Executor(env, _thread_a_check(env, timeout_s))
     try:
         ex.run()
     except Unsupported:
@@ -149,15 +155,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
                               "buffers in the launch spec" for k in wanted.values()}}
     env = Env(module, kernel, launch)
 
-    def check_a(f):
-        s = z3.Solver()
-        s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
-        r = SolverBudget(timeout_s).check(s)
-        if r == z3.sat:
-            return "sat", s.model()
-        return ("unsat" if r == z3.unsat else "unknown"), None
-
-    ex = _CopyExecutor(env, check_a)
+    ex = _CopyExecutor(env, _thread_a_check(env, timeout_s))
     try:
         ex.run()
     except Unsupported as e:

@@ -91,6 +91,17 @@ def check_races(module, kernel=None, launch=None, timeout_s: float = 10.0, keep:
         return [_unknown(sp, why, t0) for sp in SPACES]
 
 
+def executed_checker(module, kernel, spec, timeout_s: float, t0: float, prior=None):
+    """``(checker, None)``: the race checker whose symbolic run another checker reads --
+    ``prior`` when its executor ran to the end, else a run of its own -- or ``(None, (reason,
+    locations))`` when the kernel is outside the classic model (nothing executed)."""
+    if prior is not None and getattr(prior, "executed", False):
+        return prior, None
+    c = _Checker(module, kernel, spec, timeout_s, t0)
+    early = c.execute()
+    return (None, early) if early is not None else (c, None)
+
+
 def _unknown(space, reason, t0, locations=()):
     return Obligation(f"race-free: {space}", "races", "unknown", reason,
                       locations=list(locations), time_s=time.perf_counter() - t0)
