@@ -127,3 +127,32 @@ $L_out:
     guard = loop.body[1]
     assert isinstance(guard, If) and guard.negated and guard.then[-1].then[0].label == "$L_loop"
     assert k.body[3].op == "ret"
+
+
+@pytest.mark.parametrize("kernel", ["empty_block", "empty_block_two_labels"])
+def test_a_branch_to_the_next_instruction_is_no_divergence(kernel, capsys):
+    """``@!%p bra L; L: bar.sync 0`` (an empty conditional block): every thread reaches the same
+    barrier; the structured body has no ``if`` and the barrier once."""
+    import json
+
+    from kverify.verifier.cli import main
+
+    k = load_ptx(DATA / "empty_branch.ptx").kernel(kernel)
+    assert not [s for s, _ in walk(k.body) if isinstance(s, If)]
+    assert [i.loc.ptx_line for i in instructions(k.body) if i.op == "bar"] == [27 if kernel == "empty_block" else 55]
+    rc = main(["check", str(DATA / "empty_branch.ptx"), "--kernel", kernel, "--grid", "1", "--block", "128",
+               "--format", "json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rep["verdict"] == "verified"
+
+
+def test_a_barrier_inside_the_conditional_block_still_diverges(capsys):
+    import json
+
+    from kverify.verifier.cli import main
+
+    rc = main(["check", str(DATA / "empty_branch.ptx"), "--kernel", "barrier_in_block", "--grid", "1", "--block",
+               "128", "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    (o,) = [o for o in k["obligations"] if o["status"] == "violated"]
+    assert rc == 1 and o["rule"] == "barrier.divergence" and o["locations"][0]["line"] == 81

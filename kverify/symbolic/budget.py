@@ -79,6 +79,17 @@ class SolverBudget:
         self._t0 = time.perf_counter()
         return self
 
+    @contextmanager
+    def capped(self, units: int):
+        """At most ``units`` of what is left for the queries inside: a query that may not be worth
+        the whole budget (a may-alias test whose ``unknown`` only costs precision) cannot spend it."""
+        saved = self.units
+        self.units = min(saved, self.spent + int(units))
+        try:
+            yield self
+        finally:
+            self.units = saved
+
     @property
     def left(self) -> int:
         return self.units - self.spent

@@ -221,8 +221,8 @@ class Env:
             a, b = z3.BitVec(f"{name}!A", width), z3.BitVec(f"{name}!B", width)
         self.pairs.append((a, b))
         if approx:
-            self.approx.add(str(a))
-            self.approx.add(str(b))
+            self.approx.add(f"{name}!A")
+            self.approx.add(f"{name}!B")
         return a
 
     def uf_mem(self, region: str, width: int):

@@ -412,6 +412,10 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         for s in live:
             names.update(s.regs)
         for n in names:
+            v0 = live[0].regs.get(n)
+            if v0 is not None and all(s.regs.get(n) is v0 for s in live[1:]):
+                regs[n] = v0  # unchanged on every path (the common case: most registers of a kernel)
+                continue
             vals = [(p, s.regs.get(n)) for p, s in zip(sel + [TRUE], live)]
             have = [(p, v) for p, v in vals if v is not None]
             if n.startswith(LOCAL) and len(have) < len(vals):

@@ -103,3 +103,57 @@ def keys(*consts) -> frozenset:
     """The names of the symbols a constraint constrains (a constraint matters to a query
     only when the query mentions one of them)."""
     return frozenset(c.decl().name() for c in consts)
+
+
+class Symbols:
+    """Names of the uninterpreted constants (and functions) in a term, memoized by AST id; the
+    terms seen are kept alive, since z3 reuses the id of a freed term."""
+
+    def __init__(self):
+        self.memo: dict = {}
+        self.keep: list = []
+
+    def of(self, *es) -> set:
+        """The names in any of ``es`` (None skipped)."""
+        out = set()
+        for e in es:
+            if e is not None:
+                out |= self(e)
+        return out
+
+    def __call__(self, e) -> frozenset:
+        memo = self.memo
+        key = e.get_id()
+        r = memo.get(key)
+        if r is not None:
+            return r
+        keep = self.keep
+        stack = [e]
+        while stack:
+            x = stack[-1]
+            kx = x.get_id()
+            if kx in memo:
+                stack.pop()
+                continue
+            keep.append(x)
+            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                memo[kx] = frozenset((x.decl().name(),))
+                stack.pop()
+                continue
+            if not z3.is_app(x):
+                memo[kx] = frozenset()
+                stack.pop()
+                continue
+            kids = x.children()
+            todo = [c for c in kids if c.get_id() not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            acc = set()
+            if x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                acc.add(x.decl().name())
+            for c in kids:
+                acc |= memo[c.get_id()]
+            memo[kx] = frozenset(acc)
+            stack.pop()
+        return memo[key]

@@ -65,6 +65,19 @@ class Wait:
     instr: Instr | None = None
 
 
+def on_change(obj: SyncObject, pred):
+    """``pred`` -- a function of ``obj``'s protocol state alone -- as a ``Wait.ready`` that
+    evaluates it again only after ``obj`` changed (``Machine.step`` is the one place it does):
+    the scheduler asks every blocked warp at every turn."""
+    memo = [-1, False]
+
+    def ready():
+        if memo[0] != obj.version:
+            memo[0], memo[1] = obj.version, bool(pred())
+        return memo[1]
+    return ready
+
+
 
 class CTA:
     def __init__(self, m, ctaid, rank, cluster_ctas):

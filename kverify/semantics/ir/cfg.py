@@ -76,6 +76,17 @@ def build_cfg(flat: list, path: str):
             name, it = (b.term[1], b.term[2]) if b.term[0] == "jump" else (b.term[2], b.term[1])
             if name not in by_label:
                 raise KernelError(f"branch to undefined label {name}", path, it.loc.ptx_line, 1)
+    for b in blocks:
+        # a conditional branch to the instruction that follows it (an empty conditional block, as
+        # a deleted statement leaves it): the threads that take it and those that do not go on at
+        # the same instruction (§9.7.12.2), so it is no branch, and no point where a warp diverges
+        if b.term is not None and b.term[0] == "cond":
+            n = b.id + 1
+            while n < len(blocks) and blocks[n].id != by_label[b.term[2]] and not blocks[n].instrs \
+                    and blocks[n].term is None:
+                n += 1  # empty blocks of labels in between
+            if n < len(blocks) and blocks[n].id == by_label[b.term[2]]:
+                b.term = None
     g = _OrderedEdges()
     for b in blocks:
         nxt = b.id + 1 if b.id + 1 < len(blocks) else EXIT

@@ -9,13 +9,16 @@ import time
 
 import z3
 
-from kverify.symbolic import TRUE, Env, mk_and
+from kverify.symbolic import TRUE, Env, Symbols, mk_and
 from kverify.symbolic.budget import SolverBudget
 from kverify.verifier.report import Location, Obligation
 
 from .sites import MbarExecutor
 
 MAX_REUSE = 64
+#: solver units one may-alias query of two barrier sites may spend (``Facts.alias``): decided
+#: ones take ~150k on CUTLASS's GEMMs; an undecided one would otherwise eat the obligation's budget
+ALIAS_UNITS = 2_000_000
 #: obligation -> what its title says it proves (``mbarrier conformance: <that>``)
 TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx bytes (per phase)",
           "arrivals": "arrivals (per phase)"}
@@ -42,6 +45,7 @@ class Facts:
         self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
         self.assumptions: set = set()  # what a proof of the obligation being checked rests on (static._run)
         self.memo = {}
+        self._symbols = Symbols()
 
     # ------------------------------------------------------------------ solver
     def solve(self, fs):
@@ -74,19 +78,8 @@ class Facts:
         return ("cex", m) if r == "sat" else ("unknown", None)
 
     def syms(self, *es):
-        out = set()
-        todo = [e for e in es if e is not None]
-        seen = set()
-        while todo:
-            x = todo.pop()
-            if x.get_id() in seen:
-                continue
-            seen.add(x.get_id())
-            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                out.add(str(x))
-            elif z3.is_app(x):
-                todo.extend(x.children())
-        return out
+        """Names of the uninterpreted constants (and functions) in ``es``."""
+        return self._symbols.of(*es)
 
     def site_of(self, s):
         """``s`` as this view of the facts holds it (a strengthened copy may rewrite sites)."""
@@ -144,15 +137,21 @@ class Facts:
         rng = mk_and(*[self.in_range(i, k, kk) for (i, k), (_, kk) in zip(s.loops, subs)])
         return [z3.substitute(t, *subs) if subs else t for t in terms], rng
 
-    def may_alias(self, w, s):
-        """Site ``s`` may name the barrier of ``w`` in some iteration of each."""
+    def alias(self, w, s):
+        """'sat' when site ``s`` names the barrier of ``w`` in some iteration of each, 'unsat' when
+        in none, 'unknown' when the solver gives no answer within ``ALIAS_UNITS``."""
         if s.addr is None:
-            return True
+            return "unknown"
         key = ("alias", id(w), id(s))
         if key not in self.memo:
             (a,), rng = self.renamed(s, s.addr)
-            self.memo[key] = self.solve([self.ranges(w.loops), rng, w.addr == a])[0] != "unsat"
+            with self.budget.capped(ALIAS_UNITS):
+                self.memo[key] = self.solve([self.ranges(w.loops), rng, w.addr == a])[0]
         return self.memo[key]
+
+    def may_alias(self, w, s):
+        """Site ``s`` may name the barrier of ``w`` in some iteration of each (``unknown`` counts)."""
+        return self.alias(w, s) != "unsat"
 
     def may_share_thread(self, w, s):
         """Some thread may execute both ``w`` and ``s`` (in any iterations)."""
@@ -175,7 +174,16 @@ class Facts:
         complete); (None, reason) when the role is not recognized."""
         L = self.loc
         signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
-        tx = next((s for s in signals if (s.kind == "copy" or s.tx is not None) and self.may_alias(w, s)), None)
+        tx = None
+        for s in signals:
+            if s.kind == "copy" or s.tx is not None:
+                a = self.alias(w, s)
+                if a == "unknown":
+                    return None, (f"cannot tell whether the fill at {L(s.instr)} names the barrier it waits on "
+                                  f"(no solver answer within {ALIAS_UNITS:,} units)")
+                if a == "sat":
+                    tx = s
+                    break
         if tx is not None:
             return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
                        f"copies / expect-tx ({L(tx.instr)})")

@@ -59,7 +59,7 @@ from kverify.verifier.report import Location, Obligation
 from . import atomics
 
 from kverify.symbolic.budget import SolverBudget
-from kverify.symbolic import (TRUE, Env, Executor, Substitution, Unsupported, is_atomic, is_false, is_true,
+from kverify.symbolic import (TRUE, Env, Executor, Substitution, Symbols, Unsupported, is_atomic, is_false, is_true,
                               mk_and, mk_not, mk_or, outside_classic_model)
 
 SPACES = ("shared", "global")
@@ -118,8 +118,7 @@ class _Checker:
         self.t0 = t0
         self.queries = 0
         self.executed = False
-        self._sym_memo: dict = {}
-        self._sym_keep: list = []
+        self._symbols = Symbols()
 
     # ------------------------------------------------------------------ solver
     def solve(self, constraints, budget, want_model=True, base=()):
@@ -234,41 +233,7 @@ class _Checker:
 
     def symbols(self, e):
         """Names of the uninterpreted constants (and functions) in ``e``, memoized."""
-        memo = self._sym_memo
-        key = e.get_id()
-        r = memo.get(key)
-        if r is not None:
-            return r
-        keep = self._sym_keep  # AST ids are reused once a term is freed: keep them alive
-        stack = [e]
-        while stack:
-            x = stack[-1]
-            kx = x.get_id()
-            if kx in memo:
-                stack.pop()
-                continue
-            keep.append(x)
-            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                memo[kx] = frozenset((x.decl().name(),))
-                stack.pop()
-                continue
-            if not z3.is_app(x):
-                memo[kx] = frozenset()
-                stack.pop()
-                continue
-            kids = x.children()
-            todo = [c for c in kids if c.get_id() not in memo]
-            if todo:
-                stack.extend(todo)
-                continue
-            acc = set()
-            if x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                acc.add(x.decl().name())
-            for c in kids:
-                acc |= memo[c.get_id()]
-            memo[kx] = frozenset(acc)
-            stack.pop()
-        return memo[key]
+        return self._symbols(e)
 
     def relevant(self, base, formulas):
         """The constraints of ``base`` (``(term, keys)`` pairs) whose keys the formulas

@@ -21,7 +21,7 @@ from kverify.semantics.memory_model.protocols import named_barrier as NB
 from kverify.semantics.memory_model.execution import BARRIER_ALIGNED_SPLIT, BARRIER_DIVERGENCE
 
 from ..hb import hb_after, join
-from ..state import U64, SyncObject, Wait
+from ..state import U64, SyncObject, Wait, on_change
 from .common import registry
 
 HANDLERS, handler = registry()
@@ -251,7 +251,7 @@ def _cluster_wait(m, w, ins, bar):
     ph = bar.state.token(me)
     out = bar.protocol.step(bar.state, cmd)
     if out.violation is None and out.has("blocked"):
-        yield Wait("cluster", lambda: not bar.protocol.step(bar.state, cmd).has("blocked"),
+        yield Wait("cluster", on_change(bar, lambda: not bar.protocol.step(bar.state, cmd).has("blocked")),
                    lambda: "waits at " + CB.waiting_for(bar.state, me), ins)
     out = m.step(bar, cmd, ins, w.describe())
     if out.violation is not None:

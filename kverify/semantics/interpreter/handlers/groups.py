@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
-from ..state import Wait
+from ..state import Wait, on_change
 from .common import registry, yield_once
 
 HANDLERS, handler = registry()
@@ -48,7 +48,7 @@ def _group_wait_gen(m, w, ins, obj, cmd, attr):
         return (f"waits in {ins.opcode} for {len(left)} operation(s): "
                 + "; ".join(m.agents[a] for a in list(left)[:3]))
 
-    yield Wait("group", lambda: not missing(), describe, ins)
+    yield Wait("group", on_change(obj, lambda: not missing()), describe, ins)
     out = m.step(obj, cmd, ins, w.describe())
     if out.effects:
         _acquire_ops(m, w, ins, attr, out.effects[0])
