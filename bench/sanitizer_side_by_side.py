@@ -106,6 +106,13 @@ def main(argv=None) -> int:
     if san is None:
         print("compute-sanitizer not found: this benchmark runs on a GPU machine")
         return 2
+    # kverify as an installed package runs: pip compiles its modules to bytecode at install time
+    # (a checkout run under PYTHONDONTWRITEBYTECODE would compile all of them in every process)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kverify")], capture_output=True)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "kverify", "--version"], cwd=ROOT, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    startup_s = round(time.perf_counter() - t0, 3)
     rows = []
     print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6}  {'sanitizer':>10} {'s':>6}")
     k_part, n_parts = map(int, a.part.split("/"))
@@ -126,8 +133,17 @@ def main(argv=None) -> int:
               f"{sz.get('s', float('nan')):6.2f}", flush=True)
     machine = {"host": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                "gpu": next((r["sanitizer"].get("device") for r in rows if r["sanitizer"].get("device")), None),
-               "sanitizer": san, "tools": list(TOOLS)}
+               "sanitizer": san, "tools": list(TOOLS), "kverify_startup_s": startup_s,
+               "cpu": _cpu_model(), "part": a.part}
     return write(a.out, machine, rows)
+
+
+def _cpu_model() -> str | None:
+    try:
+        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return None
 
 
 def write(out, machine, rows, quiet: bool = False) -> int:

@@ -411,7 +411,7 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         names = set()
         for s in live:
             names.update(s.regs)
-        for n in names:
+        for n in sorted(names):  # (the order terms are made in is the order z3 numbers them)
             v0 = live[0].regs.get(n)
             if v0 is not None and all(s.regs.get(n) is v0 for s in live[1:]):
                 regs[n] = v0  # unchanged on every path (the common case: most registers of a kernel)

@@ -74,11 +74,13 @@ class WgmmaOp(AsyncOp):
         self.parts = {}  # warp index in group -> (warp, d regs, a regs or None)
         self.reads = []
         self.earlier = [o for o in m.inflight if isinstance(o, WgmmaOp) and o.key[:2] == key[:2]]
+        # the last of them: it completes only after every one before it (``enabled``)
+        self.prev = self.earlier[-1] if self.earlier else None
 
     def enabled(self):
         # the tensor core runs a warpgroup's mma_async in issue order (each may use the
         # accumulator the previous one produced)
-        return len(self.parts) == 4 and all(o.done for o in self.earlier)
+        return len(self.parts) == 4 and (self.prev is None or self.prev.done)
 
     def complete(self):
         ins = self.instr

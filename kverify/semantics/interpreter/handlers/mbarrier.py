@@ -18,7 +18,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 
 from ..hb import hb_after, join
 from ..memory import CTA_SHIFT, SHARED_WINDOW
-from ..state import U64, Wait
+from ..state import U64, Wait, on_change
 from .common import registry, replicas, space_of, yield_once
 
 HANDLERS, handler = registry()
@@ -227,7 +227,8 @@ def _mbar_wait(m, w, ins, mask):
     plans = [p for p in plans if p is not None]
     if ins.blocking:
         if plans and not all(ready_of(p) for p in plans):
-            wt = Wait("mbarrier", lambda: all(ready_of(p) for p in plans),
+            ready = lambda: all(ready_of(p) for p in plans)  # noqa: E731
+            wt = Wait("mbarrier", on_change(plans[0][0], ready) if len(plans) == 1 else ready,
                       lambda: "; ".join(_mbar_describe(p) for p in plans), ins)
             wt.mbars = [p[0] for p in plans]
             yield wt
