@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ZOO, needs_nvcc
 from kverify.semantics.ir import load_module, print_module
 from kverify.semantics.ir.cuda import kernel_param_names
@@ -60,3 +62,27 @@ def test_cu_and_its_ptx_give_the_same_ir_modulo_source_locations():
 def test_console_script_module_entry_point():
     r = subprocess.run([sys.executable, "-m", "kverify.verifier.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "show" in r.stdout and "parse" in r.stdout
+
+
+def test_the_command_restarts_itself_with_one_hash_seed(monkeypatch):
+    """Set iteration order decides the order terms are made in, and z3's work on a budgeted
+    query with it: the command always runs with PYTHONHASHSEED=0."""
+    import kverify.__main__ as entry
+
+    calls = []
+
+    def fake_execve(path, argv, env):
+        calls.append((path, argv, env["PYTHONHASHSEED"]))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(entry.os, "execve", fake_execve)
+    monkeypatch.setattr(entry.sys, "argv", ["kverify", "rules"])
+    monkeypatch.setenv("PYTHONHASHSEED", "1")
+    with pytest.raises(SystemExit):
+        entry.run()
+    assert calls == [(entry.sys.executable, [entry.sys.executable, "-m", "kverify", "rules"], "0")]
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # already seeded: no restart, the command runs
+    calls.clear()
+    with pytest.raises(SystemExit) as e:
+        entry.run()
+    assert calls == [] and e.value.code == 0

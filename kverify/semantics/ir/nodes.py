@@ -234,6 +234,19 @@ def _text(node) -> str:
     return "\n".join(p.stmts((node,), 0))
 
 
+_OPS = None  # the op table and the scalar types, bound on first use (optable imports this module)
+_SCALAR_BITS = None
+
+
+def _tables():
+    global _OPS, _SCALAR_BITS
+    from .optable import OPS
+    from .types import SCALAR_BITS
+
+    _OPS, _SCALAR_BITS = OPS, SCALAR_BITS
+    return _OPS, _SCALAR_BITS
+
+
 @dataclass(frozen=True, slots=True)
 class Instr:
     """One PTX instruction: the op-table family ``op`` (e.g. ``mbarrier.try_wait``), its
@@ -260,18 +273,15 @@ class Instr:
 
     @property
     def row(self):
-        from .optable import OPS
-
-        return OPS.get(self.op)
+        return (_OPS or _tables()[0]).get(self.op)
 
     def mod_set(self) -> frozenset:
         return frozenset(self.mods)
 
     def types(self) -> tuple:
         """The type modifiers in source order (``cvt.rn.f32.s32`` -> ``('f32', 's32')``)."""
-        from .types import SCALAR_BITS
-
-        return tuple(m for m in self.mods if m in SCALAR_BITS)
+        bits = _SCALAR_BITS or _tables()[1]
+        return tuple(m for m in self.mods if m in bits)
 
     __str__ = _text
 
