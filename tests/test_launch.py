@@ -187,3 +187,39 @@ def test_param_offsets_follow_declaration_order_and_alignment():
     assert offsets == {"vadd_param_0": (0, 8), "vadd_param_1": (8, 8), "vadd_param_2": (16, 8),
                        "vadd_param_3": (24, 4)}
     assert total == 28
+
+
+def _cluster_spec(tmp_path, name, **change):
+    launch = json.loads((ZOO / "cluster_arrive" / "manifest.json").read_text())["variants"][0]["launch"]
+    launch = {k: v for k, v in launch.items() if k != "cluster"} | change
+    p = tmp_path / name
+    p.write_text(json.dumps(launch, indent=1))
+    return p
+
+
+def test_a_spec_without_cluster_runs_the_kernels_compiled_cluster_shape(tmp_path, capsys):
+    """cluster_arrive has .reqnctapercluster 2,1,1: a spec that names no cluster runs in clusters
+    of two CTAs (it was 1x1x1, and the remote arrives read as a deadlock)."""
+    from kverify.verifier.cli import main
+
+    ptx = ZOO / "cluster_arrive" / "cluster_arrive.ptx"
+    k = load_module(str(ptx)).kernel("cluster_arrive")
+    spec = LaunchSpec.load(str(_cluster_spec(tmp_path, "nocl.json")))
+    assert not spec.cluster_given and spec.for_kernel(k).cluster == (2, 1, 1)
+    rc = main(["check", str(ptx), "--launch", str(tmp_path / "nocl.json"), "--format", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["verdict"] == "verified"
+
+
+def test_a_spec_whose_cluster_differs_from_the_kernels_is_bad_input(tmp_path, capsys):
+    from kverify.verifier.cli import main
+
+    ptx = ZOO / "cluster_arrive" / "cluster_arrive.ptx"
+    p = _cluster_spec(tmp_path, "wrong.json", cluster=[1, 1, 1])
+    assert main(["check", str(ptx), "--launch", str(p)]) == 2
+    err = "".join(capsys.readouterr())
+    assert f"{p}:31:13: error: launch spec: cluster [1, 1, 1] differs from cluster_arrive's .reqnctapercluster " \
+           "[2, 1, 1]: the driver refuses such a launch" in err
+    p = _cluster_spec(tmp_path, "odd.json", grid=[3, 1, 1])
+    assert main(["check", str(ptx), "--launch", str(p)]) == 2
+    assert f"{p}:3:10: error: launch spec: grid dimension x (3) must be a multiple of cluster_arrive's cluster " \
+           "dimension (2, .reqnctapercluster)" in "".join(capsys.readouterr())

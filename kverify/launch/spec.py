@@ -15,7 +15,7 @@ FIELD}}`` (``params``). ``from_dict`` checks the whole spec against ``schema`` f
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kverify.semantics.ir import KernelError
@@ -85,6 +85,7 @@ class LaunchSpec:
     # {offset: buffer name}, "other_bytes": whether the kernel reads bytes besides them}. Their
     # ``args`` entry holds those pointer fields; the buffers are sized from the accesses
     struct_pointers: dict = field(default_factory=dict)
+    cluster_given: bool = field(default=True, compare=False)  # False: a spec without "cluster" (``for_kernel``)
 
     @property
     def threads_per_block(self) -> int:
@@ -124,7 +125,28 @@ class LaunchSpec:
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
                           args, buffers, tensormaps, tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None,
-                          cooperative=d.get("cooperative"), dependent=dep)
+                          cooperative=d.get("cooperative"), dependent=dep, cluster_given=d.get("cluster") is not None)
+
+    def for_kernel(self, kernel) -> "LaunchSpec":
+        """This launch as the driver runs ``kernel``: a kernel compiled with cluster dimensions
+        (``.reqnctapercluster``, ``__cluster_dims__``) runs in clusters of that shape when the
+        launch names none, and a launch that names other ones fails (``KernelError``)."""
+        v = kernel.directive("reqnctapercluster")
+        if not v:
+            return self
+        want = tuple(int(x) for x in v) + (1,) * (3 - len(v))
+        if self.cluster_given and tuple(self.cluster) != want:
+            raise KernelError(f"launch spec: cluster {list(self.cluster)} differs from {kernel.name}'s "
+                              f".reqnctapercluster {list(want)}: the driver refuses such a launch", self.path,
+                              *schema.locate(self.path, ["cluster"]))
+        if self.grid_assumed and tuple(self.cluster) != want:  # no grid given: one cluster runs
+            return replace(self, grid=want, cluster=want, cluster_given=True)
+        for i, (g, c) in enumerate(zip(self.grid, want)):
+            if g % c:
+                raise KernelError(f"launch spec: grid dimension {'xyz'[i]} ({g}) must be a multiple of "
+                                  f"{kernel.name}'s cluster dimension ({c}, .reqnctapercluster)", self.path,
+                                  *schema.locate(self.path, ["grid"]))
+        return self if tuple(self.cluster) == want else replace(self, cluster=want, cluster_given=True)
 
     def dependent_spec(self) -> tuple["LaunchSpec", dict]:
         """The dependent grid's launch (its shared buffers typed like this launch's) and which of

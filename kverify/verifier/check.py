@@ -625,6 +625,7 @@ def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0
     (``["nondet=pure"]``, ``{"*": "pure"}``; ``kverify.symbolic.extern``) summarizes body-less
     functions; a bad or unknown one is a ``KernelError``."""
     path = path or module.path
+    spec = spec.for_kernel(kernel)
     if extern:
         from dataclasses import replace
 

@@ -82,7 +82,7 @@ WALL_BUDGET_S = 300.0
 
 def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None, deadline=None, max_seconds=None,
              prior=None):
-    m = Machine(module, kernel, spec, inputs, scheduler, max_steps, check, only_ctas=ctas)
+    m = Machine(module, kernel, spec.for_kernel(kernel), inputs, scheduler, max_steps, check, only_ctas=ctas)
     m.deadline, m.max_seconds = deadline, max_seconds
     if prior is not None:  # (primary's footprint, its buffer layout, this launch's parameter -> its buffer)
         fp, layout, shared = prior
