@@ -86,7 +86,7 @@ def cmd_gen(a):
     from kverify.lowering.build import BuildError, assemble
     from kverify.verifier.validate import _buffer_names, _params
     from kverify.launch import LaunchSpec
-    from kverify.semantics.ir import load_module
+    from kverify.semantics.ir import KernelError, load_module
 
     d = Path(a.dir)
     (d / "prog").mkdir(parents=True, exist_ok=True)
@@ -168,8 +168,15 @@ def cmd_gen(a):
                 names = _buffer_names(k, spec)
                 np.savez(d / "zoo" / f"{name}.in.npz", **{n: r.inputs[n] for n in names})
                 np.savez(_idir(d) / f"{name}.interp.npz", **{n: r.outputs[n] for n in names})
+                try:
+                    params = _params(k, spec, names)
+                except KernelError as e:  # a launch the GPU runner cannot make: not run, with the reason
+                    entry["not_run"] = e.message
+                    index["zoo"].append(entry)
+                    print(f"zoo {name}: not run on the GPU ({e.message})", flush=True)
+                    continue
                 entry["plan"] = _plan(d / "zoo" / f"{base}.cubin", k.name, launch, d / "zoo" / f"{name}.in.npz",
-                                      str(Path("zoo") / f"{name}.gpu.npz"), _params(k, spec, names),
+                                      str(Path("zoo") / f"{name}.gpu.npz"), params,
                                       spec.dynamic_smem, d, cluster=list(spec.cluster)
                                       if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
                                                                                for x in k.directives) else None)
@@ -538,6 +545,10 @@ def _compare_zoo(d, entries, garr) -> list:
                 row[key] = e[key]
         if "build_error" in e:
             row["status"] = "does not build"
+            rows.append(row)
+            continue
+        if "not_run" in e:
+            row["status"] = f"not run on the GPU: {e['not_run']}"
             rows.append(row)
             continue
         interp = dict(np.load(_idir(d) / f"{e.get('of', e['name'])}.interp.npz"))

@@ -453,11 +453,11 @@ class Machine(AccessMixin, MbarrierMixin):
                 if h is None or not s.supported:
                     raise Unsupported(f"unsupported instruction {s.opcode}", s)
                 self.thread_steps += int(np.count_nonzero(m))
-                if s.row.sync is not None or s.row.effect in SYNC_EFFECTS:
+                if row.sync is not None or row.effect in SYNC_EFFECTS:
                     self.executed[id(s)] = s
                     if self.events is not None:
                         self.events.append((self.turns, w.cta.ctaid, w.index, "issue", s.opcode, s.loc))
-                elif self.events is not None and s.row.effect == "memory":
+                elif self.events is not None and row.effect == "memory":
                     self.events.append((self.turns, w.cta.ctaid, w.index, "access", s.opcode, s.loc))
                 # an access outside memory in a handler without its own check (mbarriers, ...) is the
                 # same out-of-bounds finding as a load's; the instruction has no further effect
