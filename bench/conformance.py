@@ -130,60 +130,55 @@ def cmd_gen(a):
         index["programs"].append(entry)
         if i % 50 == 0:
             print(f"{i} programs ({time.perf_counter() - t0:.0f} s)", flush=True)
-    # every correct zoo kernel
+    # every correct zoo kernel, and the correct test kernels of features the zoo lacks (DATA)
     families = set(a.families.split(",")) if a.families else None
-    for mpath in [] if a.single or a.im2col_only else sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
-        if families is not None and mpath.parent.name not in families:
-            continue
-        for v in json.loads(mpath.read_text())["variants"]:
-            if not v["correct"]:
-                continue
-            ptx = mpath.parent / (Path(v["file"]).stem + ".ptx")
-            launch = v["launch"]
-            spec = LaunchSpec.from_dict(launch)
-            m = load_module(str(ptx))
-            k = m.kernel(launch.get("kernel"))
-            text = ptx.read_text()
-            base = f"{mpath.parent.name}__{ptx.stem}"
-            (d / "zoo" / f"{base}.cubin").write_bytes(assemble(text))
-            # the seeded random inputs; and, where the variant names them ("conformance_inputs":
-            # "ref:FN", FN(launch, seed) -> {buffer: array}), inputs whose outputs do not depend
-            # on the tensor core's accumulation order: that run must agree bit for bit
-            modes = [("", None)]
-            if v.get("conformance_inputs"):
-                from kverify.semantics.interpreter import load_reference
+    kernels = [] if a.single or a.im2col_only else _zoo_kernels(families) + _data_kernels(families)
+    for family, ptx, v in kernels:
+        launch = v["launch"]
+        spec = LaunchSpec.from_dict(launch)
+        m = load_module(str(ptx))
+        k = m.kernel(launch.get("kernel"))
+        text = ptx.read_text()
+        base = f"{family}__{ptx.stem}" + (f"__{launch['kernel']}{v.get('suffix', '')}" if v.get("several") else "")
+        (d / "zoo" / f"{base}.cubin").write_bytes(assemble(text))
+        # the seeded random inputs; and, where the variant names them ("conformance_inputs":
+        # "ref:FN", FN(launch, seed) -> {buffer: array}), inputs whose outputs do not depend
+        # on the tensor core's accumulation order: that run must agree bit for bit
+        modes = [("", None)]
+        if v.get("conformance_inputs"):
+            from kverify.semantics.interpreter import load_reference
 
-                modes.append(("__exact", load_reference(v["conformance_inputs"], str(ptx))(launch, a.seed)))
-            for suffix, given in modes:
-                name = base + suffix
-                t1 = time.perf_counter()
-                from kverify.semantics.interpreter import run_kernel
+            modes.append(("__exact", load_reference(v["conformance_inputs"], str(ptx))(launch, a.seed)))
+        for suffix, given in modes:
+            name = base + suffix
+            t1 = time.perf_counter()
+            from kverify.semantics.interpreter import run_kernel
 
-                r = run_kernel(m, k, spec, seed=a.seed, check=False, inputs=given)
-                dt = time.perf_counter() - t1
-                entry = {"name": name, "file": str(ptx.relative_to(ROOT)), "interp_status": r.status,
-                         "interp_s": round(dt, 4), "approx": sorted({x for x in APPROX if x in text}),
-                         "mma": sorted({x for x in MMA if x in text}), "outputs": list(spec.outputs),
-                         "exact_sums": given is not None}
-                names = _buffer_names(k, spec)
-                np.savez(d / "zoo" / f"{name}.in.npz", **{n: r.inputs[n] for n in names})
-                np.savez(_idir(d) / f"{name}.interp.npz", **{n: r.outputs[n] for n in names})
-                try:
-                    params = _params(k, spec, names)
-                except KernelError as e:  # a launch the GPU runner cannot make: not run, with the reason
-                    entry["not_run"] = e.message
-                    index["zoo"].append(entry)
-                    print(f"zoo {name}: not run on the GPU ({e.message})", flush=True)
-                    continue
-                entry["plan"] = _plan(d / "zoo" / f"{base}.cubin", k.name, launch, d / "zoo" / f"{name}.in.npz",
-                                      str(Path("zoo") / f"{name}.gpu.npz"), params,
-                                      spec.dynamic_smem, d, cluster=list(spec.cluster)
-                                      if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
-                                                                               for x in k.directives) else None)
+            r = run_kernel(m, k, spec, seed=a.seed, check=False, inputs=given)
+            dt = time.perf_counter() - t1
+            entry = {"name": name, "file": str(ptx.relative_to(ROOT)), "interp_status": r.status,
+                     "interp_s": round(dt, 4), "approx": sorted({x for x in APPROX if x in text}),
+                     "mma": sorted({x for x in MMA if x in text}), "outputs": list(spec.outputs),
+                     "exact_sums": given is not None}
+            names = _buffer_names(k, spec)
+            np.savez(d / "zoo" / f"{name}.in.npz", **{n: r.inputs[n] for n in names})
+            np.savez(_idir(d) / f"{name}.interp.npz", **{n: r.outputs[n] for n in names})
+            try:
+                params = _params(k, spec, names)
+            except KernelError as e:  # a launch the GPU runner cannot make: not run, with the reason
+                entry["not_run"] = e.message
                 index["zoo"].append(entry)
-                print(f"zoo {name}: {r.status} {dt:.2f} s", flush=True)
-                if not a.no_lowered and given is None:
-                    index["zoo_lowered"].append(_gen_lowered(d, a, name, entry, m, k, spec, launch, names, r))
+                print(f"zoo {name}: not run on the GPU ({e.message})", flush=True)
+                continue
+            entry["plan"] = _plan(d / "zoo" / f"{base}.cubin", k.name, launch, d / "zoo" / f"{name}.in.npz",
+                                  str(Path("zoo") / f"{name}.gpu.npz"), params,
+                                  spec.dynamic_smem, d, cluster=list(spec.cluster)
+                                  if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
+                                                                           for x in k.directives) else None)
+            index["zoo"].append(entry)
+            print(f"zoo {name}: {r.status} {dt:.2f} s", flush=True)
+            if not a.no_lowered and given is None:
+                index["zoo_lowered"].append(_gen_lowered(d, a, name, entry, m, k, spec, launch, names, r))
     index["interp_s_programs"] = round(t_interp, 3)
     (d / "index.json").write_text(json.dumps(index))
     bad = [e["name"] for e in index["programs"] if "ptxas_error" in e]
@@ -194,6 +189,58 @@ def cmd_gen(a):
             print(e["name"], e["ptxas_error"])
             break
     return 0
+
+
+#: correct kernels of tests/data for instructions no zoo kernel uses, run like the zoo's
+#: (family "data_<dir>"): TMA multicast in a 2x1 cluster, brx.idx over .branchtargets, calls
+#: through function pointers. (The grid-sync and PDL kernels need cooperative and programmatic
+#: launches, which the GPU runner does not make.)
+DATA = [
+    ("multicast/tma_multicast.ptx", "multicast/launch.json"),
+    ("brx/roles.ptx", {"kernel": "roles", "grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["roles_param_1"],
+                       "buffers": {"roles_param_0": {"dtype": "float32", "shape": [256]},
+                                   "roles_param_1": {"dtype": "float32", "shape": [256]}}}),
+    ("brx/roles_uni.ptx", {"kernel": "roles_uni", "grid": [2, 1, 1], "block": [128, 1, 1],
+                           "outputs": ["roles_uni_param_1"],
+                           "buffers": {"roles_uni_param_0": {"dtype": "float32", "shape": [256]},
+                                       "roles_uni_param_1": {"dtype": "float32", "shape": [256]}}}),
+] + [("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
+                                     "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
+                                                                   "y": {"dtype": "float32", "shape": [256]}}})
+     for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))]
+
+
+def _zoo_kernels(families) -> list:
+    """(family, ptx, variant) of every correct zoo variant."""
+    out = []
+    for mpath in sorted((ROOT / "tests" / "zoo").glob("*/manifest.json")):
+        if families is not None and mpath.parent.name not in families:
+            continue
+        for v in json.loads(mpath.read_text())["variants"]:
+            if v["correct"]:
+                out.append((mpath.parent.name, mpath.parent / (Path(v["file"]).stem + ".ptx"), v))
+    return out
+
+
+def _data_kernels(families) -> list:
+    """(family, ptx, variant) of ``DATA``; a file with several entries names each by kernel (and
+    the arguments that differ)."""
+    out, seen = [], {}
+    for rel, launch in DATA:
+        fam = "data_" + rel.split("/")[0]
+        if families is not None and fam not in families:
+            continue
+        if isinstance(launch, str):
+            launch = json.loads((ROOT / "tests" / "data" / launch).read_text())
+        seen[rel] = seen.get(rel, 0) + 1
+        out.append((fam, ROOT / "tests" / "data" / rel, {"launch": launch, "correct": True}))
+    for fam, ptx, v in out:
+        if seen[str(ptx.relative_to(ROOT / "tests" / "data"))] > 1:
+            v["several"] = True
+            w = v["launch"].get("args", {}).get("which")
+            if w is not None:
+                v["suffix"] = f"_which{w}"
+    return out
 
 
 def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
@@ -209,9 +256,15 @@ def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
 
     low = {"name": f"{name}__lowered", "of": name, "file": entry["file"], "approx": entry["approx"],
            "mma": entry["mma"], "outputs": entry["outputs"]}
+    from kverify.lowering.ctype import LoweringError
+
     try:
         text = compile_to_ptx(lower_module(m), name=name)
         cubin = assemble(text)
+    except LoweringError as e:  # a construct the lowering does not take (brx.idx): no lowered run
+        low["lowering_error"] = str(e).replace(str(ROOT) + "/", "")
+        print(f"zoo {name} lowered: not lowered ({e})", flush=True)
+        return low
     except BuildError as e:
         low["build_error"] = e.log.strip().splitlines()[:3]
         print(f"zoo {name} lowered: build error {low['build_error']}", flush=True)
@@ -510,7 +563,8 @@ def cmd_compare(a):
         summary["zoo_lowered"] = _compare_zoo(d, index["zoo_lowered"], garr)
         summary["zoo_lowered_disagreements"] = [z["name"] for z in summary["zoo_lowered"]
                                                 if z.get("status") not in ("bit-exact", "expected (approximate or "
-                                                                           "tensor-core instructions)")]
+                                                                           "tensor-core instructions)")
+                                                and not z["status"].startswith("not lowered")]
     if index.get("im2col"):
         summary["im2col"] = _compare_im2col(d, index["im2col"], garr)
         summary["im2col_disagreements"] = [z["name"] for z in summary["im2col"] if z["status"] != "bit-exact"]
@@ -547,8 +601,9 @@ def _compare_zoo(d, entries, garr) -> list:
             row["status"] = "does not build"
             rows.append(row)
             continue
-        if "not_run" in e:
-            row["status"] = f"not run on the GPU: {e['not_run']}"
+        if "not_run" in e or "lowering_error" in e:
+            row["status"] = (f"not run on the GPU: {e['not_run']}" if "not_run" in e
+                             else f"not lowered: {e['lowering_error']}")
             rows.append(row)
             continue
         interp = dict(np.load(_idir(d) / f"{e.get('of', e['name'])}.interp.npz"))

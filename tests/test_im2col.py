@@ -141,7 +141,8 @@ def test_im2col_nan_fill_and_unmodelled_cases():
     x = np.ones((1, 4, 4), np.float32)  # N W C
     m = tma.Im2colMap("float32", (4, 4, 1), (16, 64), (-1,), (0,), 4, 6, oob_fill="nan")
     got = tma.tma_load_im2col(x, m, [0, -1, 0], [0]).view(np.uint32).reshape(6, 4)
-    assert np.all(got[0] == 0x7FFFFFFF) and np.all(got[1:5] == 0x3F800000) and np.all(got[5] == 0x7FFFFFFF)
+    # the NaN fill as the H200 writes it (bench/results/conformance_im2col.json)
+    assert np.all(got[0] == 0x7FF77FF7) and np.all(got[1:5] == 0x3F800000) and np.all(got[5] == 0x7FF77FF7)
     with pytest.raises(tma.Im2colUnsupported, match="outside the bounding box"):
         tma.tma_load_im2col(x, m, [0, 4, 0], [0])
     with pytest.raises(tma.Im2colUnsupported, match=r"offsets \[70000\] outside \[0, 65535\]"):
@@ -181,7 +182,7 @@ def test_conformance_im2col_cases_build_and_the_interpreter_matches_a_direct_rea
     from kverify.semantics.ir import load_module
     from kverify.semantics.memory_model.byte_layout import swizzle_offset
 
-    assert {c.rank for c in CASES} == {3, 4} and len(CASES) == 9
+    assert {c.rank for c in CASES} == {3, 4} and len(CASES) == 10
     for c in CASES:
         p = tmp_path / f"{c.name}.ptx"
         p.write_text(c.ptx())

@@ -149,8 +149,11 @@ def reference(case: Case, x: np.ndarray) -> np.ndarray:
     ext = [hi[i] - lo[i] + 1 for i in range(sp)]
     per_image = int(np.prod(ext))
     idx = n0 * per_image + sum((start[i] - lo[i]) * int(np.prod(ext[:i])) for i in range(sp))
-    fill = np.nan if case.oob_fill == "nan" else 0
-    out = np.full((case.ppc, case.cpp), fill, dtype=x.dtype)
+    out = np.zeros((case.ppc, case.cpp), dtype=x.dtype)
+    if case.oob_fill == "nan":  # the hardware's NaN payload (measured; the ISA leaves it open)
+        from kverify.semantics.memory_model.tma import _NAN_BITS
+
+        out.view(np.uint8).reshape(-1, x.dtype.itemsize)[:] = _NAN_BITS[x.dtype.itemsize]
     for k in range(case.ppc):
         p = idx + k
         n, rem = divmod(p, per_image)
@@ -183,6 +186,8 @@ CASES = [
          swizzle="128B"),
     # float32, the NaN fill of the padding
     Case("nhwc_nan_fill", "float32", (1, 4, 5, 4), (-2, -2), (0, 0), 4, 24, (0, -2, -2, 0), (0, 1), oob_fill="nan"),
+    # float16, the NaN fill (16-bit elements; 8 channels = 16 bytes a pixel)
+    Case("nhwc_f16_nan_fill", "float16", (1, 4, 5, 8), (-2, -2), (0, 0), 8, 24, (0, -2, -2, 0), (0, 1), oob_fill="nan"),
     # 3d NWC: padding 2, a 1-d filter of 3 taps, a column across three images
     Case("nwc_pad2_wrap", "float32", (3, 10, 4), (-2,), (0,), 4, 40, (0, -2, 0), (3,)),
     # 3d NWC: a negative channel coordinate (channels -4..-1 out of bound, 0..3 in)

@@ -51,13 +51,14 @@ __all__ = [
 _FLOAT_TYPES = {"float16", "bfloat16", "float32", "tf32", "float64"}
 
 # Bit pattern written for an out-of-bound element under CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_
-# REQUEST_ZERO_FMA.  The driver documentation says "NaN"; the exact payload is not
-# documented.  We use the canonical NVIDIA quiet NaN of each width (all mantissa bits set,
-# sign clear), which is what the GPU produces for NaN results.
+# REQUEST_ZERO_FMA.  The driver documentation says "NaN" and leaves the payload open; the H200
+# writes the 16-bit pattern 0x7FF7 over the element (an f32 element reads 0x7FF77FF7, measured:
+# bench/results/conformance_im2col.json, case nhwc_nan_fill; nhwc_f16_nan_fill for 16 bits).
+# Every repetition is a quiet NaN of its width (f16, bf16, f32, f64).
 _NAN_BITS = {
-    2: np.array([0xFF, 0x7F], dtype=np.uint8),  # 0x7FFF (f16 and bf16)
-    4: np.array([0xFF, 0xFF, 0xFF, 0x7F], dtype=np.uint8),  # 0x7FFFFFFF
-    8: np.array([0xFF] * 7 + [0x7F], dtype=np.uint8),
+    2: np.array([0xF7, 0x7F], dtype=np.uint8),  # 0x7FF7 (f16 and bf16)
+    4: np.array([0xF7, 0x7F] * 2, dtype=np.uint8),  # 0x7FF77FF7
+    8: np.array([0xF7, 0x7F] * 4, dtype=np.uint8),  # 0x7FF77FF77FF77FF7
 }
 
 
@@ -309,7 +310,7 @@ def tma_load_tile(
     Element ``(i_{r-1}, ..., i_1, i_0)`` of the box (row-major box order, ``i_0``
     innermost) reads global element ``coords[d] + i_d * elem_strides[d]`` in every dim d;
     elements with any index outside ``[0, shape[d])`` are filled with zero (or the
-    canonical NaN for ``oob_fill="nan"``).  The dense tile's byte offset ``o`` is then
+    NaN fill for ``oob_fill="nan"``).  The dense tile's byte offset ``o`` is then
     moved to ``swizzle_offset(smem_addr + o) - smem_addr``.
 
     ``smem_addr`` is the absolute shared-memory address of the destination (default 0):
@@ -611,7 +612,7 @@ def tma_load_im2col(
 
     Returns ``imap.box_bytes`` bytes: ``pixels_per_column`` rows of ``channels_per_pixel``
     elements (the pixels in traversal order, see ``_im2col_geometry``), out-of-bound elements
-    zero (or the canonical NaN for ``oob_fill="nan"``), then swizzled as a tile-mode load is
+    zero (or the NaN fill for ``oob_fill="nan"``), then swizzled as a tile-mode load is
     (the dense byte offset ``o`` moves to ``swizzle_offset(smem_addr + o) - smem_addr``).
     """
     return _load(global_bytes, imap, *_im2col_geometry(imap, coords, offsets), smem_addr)
