@@ -192,11 +192,12 @@ def cmd_gen(a):
 
 
 #: correct kernels of tests/data for instructions no zoo kernel uses, run like the zoo's
-#: (family "data_<dir>"): TMA multicast in a 2x1 cluster, brx.idx over .branchtargets, calls
-#: through function pointers. (The grid-sync and PDL kernels need cooperative and programmatic
+#: (family "data_<dir>"): TMA multicast in a 2x1 cluster, a bulk reduction (cp.reduce.async.bulk),
+#: brx.idx over .branchtargets, calls through function pointers. (The grid-sync and PDL kernels need cooperative and programmatic
 #: launches, which the GPU runner does not make.)
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
+    ("bulk_reduce/bulk_reduce.ptx", "bulk_reduce/launch.json"),
     ("brx/roles.ptx", {"kernel": "roles", "grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["roles_param_1"],
                        "buffers": {"roles_param_0": {"dtype": "float32", "shape": [256]},
                                    "roles_param_1": {"dtype": "float32", "shape": [256]}}}),
@@ -273,7 +274,7 @@ def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
     (d / "zoo" / f"{low['name']}.cubin").write_bytes(cubin)
     lm = parse_ptx(text, str(d / "zoo" / f"{low['name']}.ptx"))
     lk = lm.kernel(k.name)  # the original's parameters, in order: give them its CUDA names
-    lk = dataclasses.replace(lk, params=tuple(dataclasses.replace(lp, source_name=op.source_name)
+    lk = dataclasses.replace(lk, params=tuple(dataclasses.replace(lp, source_name=op.source_name or op.name)
                                               for lp, op in zip(lk.params, k.params)))
     try:
         lr = run_kernel(lm, lk, spec, inputs={n: r.inputs[n] for n in names}, check=False)

@@ -13,10 +13,10 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import CopyOp
 from ..hb import ASYNC
-from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region
+from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, store_bytes
 from ..state import ASYNC_GENERIC, U64
 from .common import SPACE_MODS, registry, replicas, yield_once
-from .memory import fault
+from .memory import ATOM_FAMILY, atomic_update, fault
 
 HANDLERS, handler = registry()
 
@@ -215,6 +215,73 @@ def h_bulk(m, w, ins, mask):
             else:
                 op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
                 m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+    return yield_once()
+
+
+REDUCE_OPS = tuple(ATOM_FAMILY) + ("inc", "dec")
+
+
+@handler("cp.reduce.async.bulk")
+def h_bulk_reduce(m, w, ins, mask):
+    """§9.7.9.25.4.3: each element of ``[dst]`` becomes ``op(dst, src)`` -- an atomic update
+    per element -- for ``size`` bytes of shared::cta source, completed through a bulk async-group
+    (global destination) or an mbarrier's complete_tx (shared::cluster destination). Reductions
+    that may overlap another in flight (or one no order separates from it) are not modelled:
+    their per-element atomicity is (``Unsupported``, an unknown)."""
+    mods = ins.mods
+    ops = ins.operands
+    dst_sp = mods[0] if mods and mods[0] in SPACE_MODS else None
+    src_sp = mods[1] if len(mods) > 1 and mods[1] in SPACE_MODS else None
+    op = next((x for x in mods if x in REDUCE_OPS), None)
+    tys = ins.types()
+    if op is None or not tys or dst_sp is None or src_sp is None:
+        raise Unsupported(f"{ins.opcode}: reduction operation, type or state spaces not understood", ins)
+    ty = tys[0]
+    nb = int(ty[1:]) // 8 if ty[1:].isdigit() else None
+    if nb is None:
+        raise Unsupported(f"{ins.opcode}: element type {ty}", ins)
+    fmods = frozenset(x for x in mods if x in ("rn", "ftz"))
+    dst = m.addr_values(w, ops[0])
+    src = m.addr_values(w, ops[1])
+    size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
+    to_shared = dst_sp.startswith("shared")
+    mb = m.addr_values(w, ops[3]) if to_shared else None
+    # (every executing lane issues its reduction: unlike a store, lanes with identical operands
+    # are not one copy -- they add the source once each)
+    for lane in np.flatnonzero(mask):
+        n = int(size[lane])
+        if n % nb:
+            raise Unsupported(f"{ins.opcode}: size {n} is not a multiple of the {nb}-byte element", ins)
+        try:
+            dreg, doff = _resolve1(m, w, ins, dst_sp, int(dst[lane]), n)
+            sreg, soff = _resolve1(m, w, ins, src_sp, int(src[lane]), n)
+        except Fault as f:
+            fault(m, w, ins, f)
+            continue
+        didx = _bytes_idx(doff, n)
+        sh = dreg.shadow
+        for who in (sh.pend_w[didx], sh.w_agent[didx]):
+            other = {int(a) for a in np.unique(who) if a >= 0 and a != w.agent}
+            if any(getattr(m.ops_by_agent.get(a), "instr", None) is not None
+                   and m.ops_by_agent[a].instr.op == ins.op for a in other):
+                raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
+                                  "reductions to the same elements is not modelled", ins)
+        elems = np.arange(doff, doff + n, nb, dtype=np.int64)
+        srcs = np.arange(soff, soff + n, nb, dtype=np.int64)
+
+        def action(dreg=dreg, sreg=sreg, elems=elems, srcs=srcs):
+            old = load_bytes(dreg.data, elems, nb)
+            new = atomic_update(op, ty, fmods, old, load_bytes(sreg.data, srcs, nb))
+            store_bytes(dreg.data, elems, nb, np.asarray(new, U64) & U64((1 << (8 * nb)) - 1))
+
+        writes = [(dreg, didx)]
+        reads = [(sreg, _bytes_idx(soff, n))]
+        if to_shared:
+            _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=m.mbar_at(w, "shared::cluster", int(mb[lane]), ins),
+                     nbytes=n)
+        else:
+            cop = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
+            m.step(w.bulk, AG.BulkCopy(cop.agent), ins, w.describe())
     return yield_once()
 
 

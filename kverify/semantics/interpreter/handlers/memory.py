@@ -270,6 +270,22 @@ def h_st(m, w, ins, mask):
 ATOM_FAMILY = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
 
+def atomic_update(op, ty, fmods, old, b, c=None):
+    """The new values of an atomic read-modify-write ``op`` (§9.7.13.4 atom, §9.7.9.25.4.3
+    cp.reduce.async.bulk) of type ``ty`` over the ``old`` values with operand ``b`` (``c``: the
+    swap value of ``cas``), element-wise."""
+    if op == "exch":
+        return b
+    if op == "cas":
+        return np.where(old == b, c, old)
+    if op == "inc":
+        return np.where(old >= b, U64(0), old + U64(1))
+    if op == "dec":
+        return np.where((old == 0) | (old > b), b, old - U64(1))
+    with np.errstate(all="ignore"):
+        return evaluate(D, ATOM_FAMILY[op], ty, fmods | ({"rn"} if ty.startswith("f") and op == "add" else set()), old, b)
+
+
 @handler("atom", "red")
 def h_atom(m, w, ins, mask):
     ty = elem_type(ins)
@@ -299,18 +315,7 @@ def h_atom(m, w, ins, mask):
     for lane in np.flatnonzero(mask):
         o = np.array([offs[lane]])
         old = load_bytes(region.data, o, nb)
-        bl = b[lane:lane + 1]
-        if op == "exch":
-            new = bl
-        elif op == "cas":
-            new = np.where(old == bl, c[lane:lane + 1], old)
-        elif op == "inc":
-            new = np.where(old >= bl, U64(0), old + U64(1))
-        elif op == "dec":
-            new = np.where((old == 0) | (old > bl), bl, old - U64(1))
-        else:
-            with np.errstate(all="ignore"):
-                new = evaluate(D, ATOM_FAMILY[op], ty, fmods | ({"rn"} if ty.startswith("f") and op == "add" else set()), old, bl)
+        new = atomic_update(op, ty, fmods, old, b[lane:lane + 1], None if c is None else c[lane:lane + 1])
         store_bytes(region.data, o, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
         old_all[lane] = old[0]
     if region.shadow.uninit is not None:
