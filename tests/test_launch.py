@@ -223,3 +223,10 @@ def test_a_spec_whose_cluster_differs_from_the_kernels_is_bad_input(tmp_path, ca
     assert main(["check", str(ptx), "--launch", str(p)]) == 2
     assert f"{p}:3:10: error: launch spec: grid dimension x (3) must be a multiple of cluster_arrive's cluster " \
            "dimension (2, .reqnctapercluster)" in "".join(capsys.readouterr())
+
+
+def test_without_a_grid_a_cluster_kernel_runs_one_cluster():
+    ptx = ZOO / "cluster_arrive" / "cluster_arrive.ptx"
+    k = load_module(str(ptx)).kernel("cluster_arrive")
+    spec = from_flags(k, str(ptx), block="128").for_kernel(k)
+    assert spec.grid == (2, 1, 1) and spec.cluster == (2, 1, 1) and spec.grid_assumed

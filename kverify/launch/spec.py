@@ -121,7 +121,7 @@ class LaunchSpec:
                     raise KernelError(f"launch spec: dependent.buffers.{k}: {b!r} is not a buffer of this launch "
                                       f"(its buffers: {', '.join(buffers) or 'none'})", path,
                                       *schema.locate(path, ["dependent", "buffers", k]))
-        return LaunchSpec(d.get("kernel"), _dim3(d.get("grid"), "grid", path),
+        return LaunchSpec(d.get("kernel"), _dim3(d.get("grid") or d.get("cluster"), "grid", path),
                           _dim3(d.get("block"), "block", path), _dim3(d.get("cluster"), "cluster", path),
                           args, buffers, tensormaps, tuple(d.get("outputs") or ()),
                           int(d.get("dynamic_smem") or d.get("shared_bytes") or 0), path, d.get("grid") is None,
@@ -139,8 +139,9 @@ class LaunchSpec:
             raise KernelError(f"launch spec: cluster {list(self.cluster)} differs from {kernel.name}'s "
                               f".reqnctapercluster {list(want)}: the driver refuses such a launch", self.path,
                               *schema.locate(self.path, ["cluster"]))
-        if self.grid_assumed and tuple(self.cluster) != want:  # no grid given: one cluster runs
-            return replace(self, grid=want, cluster=want, cluster_given=True)
+        if self.grid_assumed:  # no grid given: one cluster runs
+            return self if (tuple(self.grid), tuple(self.cluster)) == (want, want) else \
+                replace(self, grid=want, cluster=want, cluster_given=True)
         for i, (g, c) in enumerate(zip(self.grid, want)):
             if g % c:
                 raise KernelError(f"launch spec: grid dimension {'xyz'[i]} ({g}) must be a multiple of "
