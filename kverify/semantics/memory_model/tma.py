@@ -83,8 +83,44 @@ def _check_fill(dtype: str, oob_fill: str) -> None:
         raise ValueError("oob_fill='nan' is only allowed for floating-point element types")
 
 
+class _MapBase:
+    """What tile and im2col tensor maps share: their global tensor (dtype, shape, strides innermost
+    first), traversal strides, swizzle and fill, normalized and checked the same way."""
+
+    def _normalize(self) -> tuple:
+        """Set the shared fields to their canonical form; ``(shape, strides, elem_strides)``."""
+        object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        shape = tuple(int(s) for s in self.shape)
+        strides = tuple(int(s) for s in self.strides)
+        es = tuple(int(e) for e in self.elem_strides) or (1,) * len(shape)
+        for k, v in (("shape", shape), ("strides", strides), ("elem_strides", es)):
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "swizzle", _swizzle_mode(self.swizzle))
+        return shape, strides, es
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZE[self.dtype]
+
+    @staticmethod
+    def _spec_shape(d: Mapping, base_shape_rowmajor) -> tuple:
+        """``(dtype, element size, row-major shape)`` of a launch-spec map: its ``"shape"``,
+        else the buffer's."""
+        dtype = _dtype_name(d["dtype"])
+        shape_rm = d.get("shape")
+        if shape_rm is None:
+            if base_shape_rowmajor is None:
+                raise ValueError("tensor-map spec has no 'shape' and no buffer shape was given")
+            shape_rm = base_shape_rowmajor
+        return dtype, ELEMENT_SIZE[dtype], [int(s) for s in shape_rm]
+
+
 @dataclass(frozen=True)
-class TensorMap:
+class TensorMap(_MapBase):
     """A tiled-mode tensor map (``cuTensorMapEncodeTiled``), innermost dimension first.
 
     shape:        global dims, innermost first: ``(dim0 = columns, dim1 = rows, ...)``
@@ -110,17 +146,10 @@ class TensorMap:
     oob_fill: str = "zero"
 
     def __post_init__(self) -> None:
-        name = _dtype_name(self.dtype)
-        object.__setattr__(self, "dtype", name)
-        shape = tuple(int(s) for s in self.shape)
-        strides = tuple(int(s) for s in self.strides)
+        shape, strides, es = self._normalize()
+        name = self.dtype
         box = tuple(int(b) for b in self.box)
-        es = tuple(int(e) for e in self.elem_strides) or (1,) * len(shape)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "strides", strides)
         object.__setattr__(self, "box", box)
-        object.__setattr__(self, "elem_strides", es)
-        object.__setattr__(self, "swizzle", _swizzle_mode(self.swizzle))
         rank = len(shape)
         if not 1 <= rank <= 5:
             raise ValueError(f"tensor map rank must be 1..5 (tiled mode), got {rank}")
@@ -153,14 +182,6 @@ class TensorMap:
         _check_fill(name, self.oob_fill)
 
     # -- derived quantities --------------------------------------------------------------
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def element_size(self) -> int:
-        return ELEMENT_SIZE[self.dtype]
-
     @property
     def box_counts(self) -> tuple:
         """Elements actually copied per dim, innermost first: ceil(box[i] / elem_strides[i])."""
@@ -195,14 +216,7 @@ class TensorMap:
         (so a map whose ``"shape"`` is smaller than the buffer describes its leading
         sub-block); if it is None too, the map's own shape is used.
         """
-        dtype = _dtype_name(d["dtype"])
-        esize = ELEMENT_SIZE[dtype]
-        shape_rm = d.get("shape")
-        if shape_rm is None:
-            if base_shape_rowmajor is None:
-                raise ValueError("tensor-map spec has no 'shape' and no buffer shape was given")
-            shape_rm = base_shape_rowmajor
-        shape_rm = [int(s) for s in shape_rm]
+        dtype, esize, shape_rm = cls._spec_shape(d, base_shape_rowmajor)
         rank = len(shape_rm)
         box_rm = [int(b) for b in d["box"]]
         if len(box_rm) != rank:
@@ -396,7 +410,7 @@ class Im2colUnsupported(ValueError):
 
 
 @dataclass(frozen=True)
-class Im2colMap:
+class Im2colMap(_MapBase):
     """An im2col-mode tensor map (``cuTensorMapEncodeIm2col``), innermost dimension first.
 
     The tensor is a batch of images, NWC (rank 3), NHWC (rank 4) or NDHWC (rank 5):
@@ -429,19 +443,13 @@ class Im2colMap:
     mode = "im2col"
 
     def __post_init__(self) -> None:
-        name = _dtype_name(self.dtype)
-        object.__setattr__(self, "dtype", name)
-        shape = tuple(int(s) for s in self.shape)
-        strides = tuple(int(s) for s in self.strides)
+        shape, strides, es = self._normalize()
+        name = self.dtype
         lower = tuple(int(x) for x in self.lower)
         upper = tuple(int(x) for x in self.upper)
-        es = tuple(int(e) for e in self.elem_strides) or (1,) * len(shape)
-        for k, v in (("shape", shape), ("strides", strides), ("lower", lower), ("upper", upper),
-                     ("elem_strides", es)):
+        for k, v in (("lower", lower), ("upper", upper), ("channels_per_pixel", int(self.channels_per_pixel)),
+                     ("pixels_per_column", int(self.pixels_per_column))):
             object.__setattr__(self, k, v)
-        object.__setattr__(self, "channels_per_pixel", int(self.channels_per_pixel))
-        object.__setattr__(self, "pixels_per_column", int(self.pixels_per_column))
-        object.__setattr__(self, "swizzle", _swizzle_mode(self.swizzle))
         rank = len(shape)
         if not 3 <= rank <= 5:
             raise ValueError(f"an im2col tensor map has rank 3, 4 or 5 (NWC, NHWC, NDHWC), got {rank}")
@@ -476,14 +484,6 @@ class Im2colMap:
                              f"leave no pixel of spatial dims {list(shape[1:-1])} (innermost first)")
         _check_fill(name, self.oob_fill)
 
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def element_size(self) -> int:
-        return ELEMENT_SIZE[self.dtype]
-
     def box_extent(self, i: int) -> int:
         """Pixels of the bounding box along spatial dim ``i`` (0 = W): upper end included."""
         return self.shape[i + 1] - 1 + self.upper[i] - self.lower[i] + 1
@@ -500,14 +500,7 @@ class Im2colMap:
         ``[N, (D,) (H,) W, C]``, ``"lower_corner"`` / ``"upper_corner"`` ``[(D,) (H,) W]``,
         ``"channels_per_pixel"``, ``"pixels_per_column"``, optional ``"strides"`` (bytes of
         the outer dims, outermost first), ``"element_strides"``, ``"swizzle"``, ``"oob_fill"``."""
-        dtype = _dtype_name(d["dtype"])
-        esize = ELEMENT_SIZE[dtype]
-        shape_rm = d.get("shape")
-        if shape_rm is None:
-            if base_shape_rowmajor is None:
-                raise ValueError("tensor-map spec has no 'shape' and no buffer shape was given")
-            shape_rm = base_shape_rowmajor
-        shape_rm = [int(s) for s in shape_rm]
+        dtype, esize, shape_rm = cls._spec_shape(d, base_shape_rowmajor)
         strides = _spec_strides(d, shape_rm, esize, base_shape_rowmajor)
         es = d.get("element_strides", d.get("elem_strides"))
         return cls(

@@ -14,8 +14,8 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 from ..async_ops import CopyOp
 from ..hb import ASYNC
 from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, store_bytes
-from ..state import ASYNC_GENERIC, U64
-from .common import SPACE_MODS, registry, replicas, yield_once
+from ..state import ASYNC_GENERIC, U64, low_mask
+from .common import SPACE_MODS, bits_of, registry, replicas, yield_once
 from .memory import ATOM_FAMILY, atomic_update, fault
 
 HANDLERS, handler = registry()
@@ -179,23 +179,40 @@ def _one_per_replica(m, w, ins, mask, key) -> np.ndarray:
     return mask
 
 
-@handler("cp.async.bulk")
-def h_bulk(m, w, ins, mask):
-    mods = ins.mods
-    ops = ins.operands
+def _bulk_operands(m, w, ins):
+    """``(dst space, src space, dst, src, size, mbar)`` per lane of a non-tensor bulk operation
+    (``cp.async.bulk``, ``cp.reduce.async.bulk``): ``mbar`` for a shared-memory destination,
+    whose completion is the barrier's complete_tx, else None (a bulk async-group)."""
+    mods, ops = ins.mods, ins.operands
     dst_sp = mods[0] if mods and mods[0] in SPACE_MODS else None
     src_sp = mods[1] if len(mods) > 1 and mods[1] in SPACE_MODS else None
-    dst = m.addr_values(w, ops[0])
-    src = m.addr_values(w, ops[1])
     size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
     to_shared = dst_sp is not None and dst_sp.startswith("shared")
     mb = m.addr_values(w, ops[3]) if to_shared else None
-    mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
+    return dst_sp, src_sp, m.addr_values(w, ops[0]), m.addr_values(w, ops[1]), size, mb
+
+
+def _issue_bulk(m, w, ins, writes, reads, action, dst_sp, mbar, n):
+    """The async-proxy operation of one lane's bulk copy or reduction: completed through the
+    barrier at ``mbar`` (a shared-memory destination) or the warp's bulk async-group."""
+    if mbar is not None:
+        mspace = "shared::cluster" if dst_sp == "shared::cluster" else "shared::cta"
+        _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=m.mbar_at(w, mspace, mbar, ins), nbytes=n)
+    else:
+        op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
+        m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+
+
+@handler("cp.async.bulk")
+def h_bulk(m, w, ins, mask):
+    ops = ins.operands
+    dst_sp, src_sp, dst, src, size, mb = _bulk_operands(m, w, ins)
+    to_shared = mb is not None
     if not to_shared:
         mask = _one_per_replica(m, w, ins, mask, lambda lane: (int(dst[lane]), int(src[lane]), int(size[lane])))
     for lane in np.flatnonzero(mask):
         n = int(size[lane])
-        targets = (_multicast(m, w, ins, ops, 4, lane, int(dst[lane]), int(mb[lane]), mods) if to_shared
+        targets = (_multicast(m, w, ins, ops, 4, lane, int(dst[lane]), int(mb[lane]), ins.mods) if to_shared
                    else [(int(dst[lane]), None)])
         for d, mbar in targets:
             try:
@@ -208,13 +225,8 @@ def h_bulk(m, w, ins, mask):
             def action(dreg=dreg, doff=doff, sreg=sreg, soff=soff, n=n):
                 dreg.data[doff:doff + n] = sreg.data[soff:soff + n]
 
-            writes = [(dreg, _bytes_idx(doff, n))]
-            reads = [(sreg, _bytes_idx(soff, n))]
-            if to_shared:
-                _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=m.mbar_at(w, mspace, mbar, ins), nbytes=n)
-            else:
-                op = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
-                m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
+            _issue_bulk(m, w, ins, [(dreg, _bytes_idx(doff, n))], [(sreg, _bytes_idx(soff, n))], action, dst_sp,
+                        mbar, n)
     return yield_once()
 
 
@@ -228,24 +240,14 @@ def h_bulk_reduce(m, w, ins, mask):
     (global destination) or an mbarrier's complete_tx (shared::cluster destination). Reductions
     that may overlap another in flight (or one no order separates from it) are not modelled:
     their per-element atomicity is (``Unsupported``, an unknown)."""
-    mods = ins.mods
-    ops = ins.operands
-    dst_sp = mods[0] if mods and mods[0] in SPACE_MODS else None
-    src_sp = mods[1] if len(mods) > 1 and mods[1] in SPACE_MODS else None
-    op = next((x for x in mods if x in REDUCE_OPS), None)
+    op = next((x for x in ins.mods if x in REDUCE_OPS), None)
     tys = ins.types()
+    dst_sp, src_sp, dst, src, size, mb = _bulk_operands(m, w, ins)
     if op is None or not tys or dst_sp is None or src_sp is None:
         raise Unsupported(f"{ins.opcode}: reduction operation, type or state spaces not understood", ins)
     ty = tys[0]
-    nb = int(ty[1:]) // 8 if ty[1:].isdigit() else None
-    if nb is None:
-        raise Unsupported(f"{ins.opcode}: element type {ty}", ins)
-    fmods = frozenset(x for x in mods if x in ("rn", "ftz"))
-    dst = m.addr_values(w, ops[0])
-    src = m.addr_values(w, ops[1])
-    size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
-    to_shared = dst_sp.startswith("shared")
-    mb = m.addr_values(w, ops[3]) if to_shared else None
+    nb = bits_of(ty) // 8
+    fmods = frozenset(x for x in ins.mods if x in ("rn", "ftz"))
     # (every executing lane issues its reduction: unlike a store, lanes with identical operands
     # are not one copy -- they add the source once each)
     for lane in np.flatnonzero(mask):
@@ -259,29 +261,22 @@ def h_bulk_reduce(m, w, ins, mask):
             fault(m, w, ins, f)
             continue
         didx = _bytes_idx(doff, n)
-        sh = dreg.shadow
-        for who in (sh.pend_w[didx], sh.w_agent[didx]):
-            other = {int(a) for a in np.unique(who) if a >= 0 and a != w.agent}
-            if any(getattr(m.ops_by_agent.get(a), "instr", None) is not None
-                   and m.ops_by_agent[a].instr.op == ins.op for a in other):
-                raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
-                                  "reductions to the same elements is not modelled", ins)
+        # the reductions that wrote or are writing these bytes (in flight, or the last writer)
+        writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
+            [dreg.shadow.pend_w[didx], dreg.shadow.w_agent[didx]])) if a >= 0)
+        if any(x is not None and x.instr.op == ins.op for x in writers):
+            raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
+                              "reductions to the same elements is not modelled", ins)
         elems = np.arange(doff, doff + n, nb, dtype=np.int64)
         srcs = np.arange(soff, soff + n, nb, dtype=np.int64)
 
         def action(dreg=dreg, sreg=sreg, elems=elems, srcs=srcs):
             old = load_bytes(dreg.data, elems, nb)
             new = atomic_update(op, ty, fmods, old, load_bytes(sreg.data, srcs, nb))
-            store_bytes(dreg.data, elems, nb, np.asarray(new, U64) & U64((1 << (8 * nb)) - 1))
+            store_bytes(dreg.data, elems, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
 
-        writes = [(dreg, didx)]
-        reads = [(sreg, _bytes_idx(soff, n))]
-        if to_shared:
-            _copy_op(m, w, ins, ins.op, writes, reads, action, mbar=m.mbar_at(w, "shared::cluster", int(mb[lane]), ins),
-                     nbytes=n)
-        else:
-            cop = _copy_op(m, w, ins, ins.op, writes, reads, action, group=w.bulk)
-            m.step(w.bulk, AG.BulkCopy(cop.agent), ins, w.describe())
+        _issue_bulk(m, w, ins, [(dreg, didx)], [(sreg, _bytes_idx(soff, n))], action, dst_sp,
+                    None if mb is None else int(mb[lane]), n)
     return yield_once()
 
 
