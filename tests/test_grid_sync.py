@@ -98,3 +98,84 @@ def test_a_cta_barrier_in_place_of_the_grid_barrier_races(capsys):
     assert rc == 1 and "kernel two_phase: VIOLATED" in out
     assert ("two_phase__no_grid_sync.cu:12:3: error[race.global]: read-after-write, not ordered: read of global tmp "
             "by thread 115 (warp 3, lane 19) of CTA (3,0,0)") in out
+
+
+# --------------------------------------------------------------------------- validate, lowering, the GPU runner
+
+
+def _validate(name, tmp_path):
+    from kverify.verifier.validate import validate
+    from kverify.verifier.validate.runner import InterpreterRunner
+
+    p = str(DATA / f"{name}.ptx")
+    m = load_module(p)
+    return validate(p, launch=str(DATA / "launch.json"), ref="ref:two_phase", trials=2, workdir=str(tmp_path),
+                    runner=InterpreterRunner(m, m.kernel("two_phase")))
+
+
+def test_validate_launches_it_cooperatively_and_the_plain_barrier_twin_is_wrong(tmp_path):
+    ok = _validate("two_phase", tmp_path)
+    assert ok.report.verdict == "verified", [(o.title, o.status, o.message) for o in ok.report.obligations]
+    plan = json.loads((Path(ok.details["workdir"]) / "plan.json").read_text())
+    assert {(r["cooperative"], r["launch"].get("cooperative")) for r in plan["runs"]} == {(True, None)}
+    bad = _validate("two_phase__no_grid_sync", tmp_path)
+    assert bad.report.verdict == "violated"
+    (m,) = [o for o in bad.report.obligations if o.title == "matches-reference"]
+    assert m.status == "violated"
+    assert m.message.startswith("trial 0 (defaults n=500) run A: out: 3 of 500 elements differ (first at flat index "
+                                "127: got nan")
+    plan = json.loads((Path(bad.details["workdir"]) / "plan.json").read_text())
+    assert {r["cooperative"] for r in plan["runs"]} == {False}  # reads no grid workspace: a plain launch
+
+
+def test_the_lowered_grid_barrier_spins_again():
+    """The lowering gives the blocking atomic its spin back; nvcc's PTX of it is read as the grid
+    barrier again (tests/test_lowering.py runs it against the original)."""
+    from kverify.lowering import lower_module
+
+    src = lower_module(load_module(str(DATA / "two_phase.ptx")))
+    assert ('unsigned kv_spin; do { asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(kv_spin) : "l"(rd15) '
+            ': "memory"); } while ((int)(kv_spin ^ r13) >= 0); }') in src
+    assert 'asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(r13) : "l"(rd15), "r"(r14)' in src
+
+
+def test_the_gpu_launch_sets_the_cooperative_and_programmatic_attributes():
+    """``Gpu.launch`` with a fake driver: the cuLaunchKernelEx config carries each attribute."""
+    import ctypes
+
+    from kverify.lowering import gpu as G
+
+    seen = []
+
+    class Cu:
+        def cuLaunchKernelEx(self, cfg, fn, argv, extra):
+            c = ctypes.cast(cfg, ctypes.POINTER(G._LaunchConfig)).contents
+            assert (c.gridDimY, c.gridDimZ, c.blockDimY, c.blockDimZ) == (1, 1, 1, 1)
+            seen.append((c.gridDimX, c.blockDimX, c.hStream,
+                         [(c.attrs[i].id, bytes(c.attrs[i].value[:12])) for i in range(c.numAttrs)]))
+            return 0
+
+        def cuLaunchKernel(self, *a):
+            seen.append("plain")
+            return 0
+
+    g = object.__new__(G.Gpu)
+    g.cu = Cu()
+    one = (1).to_bytes(4, "little") + bytes(8)
+    g.launch(None, (4, 1, 1), (128, 1, 1), [b"\0" * 8], cooperative=True)
+    g.launch(None, (4, 1, 1), (128, 1, 1), [], programmatic=True, stream=ctypes.c_void_p(77))
+    g.launch(None, (2, 1, 1), (64, 1, 1), [], cluster=(2, 1, 1), cooperative=True)
+    g.launch(None, (2, 1, 1), (64, 1, 1), [])
+    g.launch(None, [4], [128], [], cooperative=True)  # a launch spec's one-dimensional grid and block
+    assert seen == [(4, 128, None, [(2, one)]), (4, 128, 77, [(6, one)]),
+                    (2, 64, None, [(4, bytes([2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])), (2, one)]), "plain",
+                    (4, 128, None, [(2, one)])]
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_cooperative_launch_matches_the_reference(tmp_path):
+    from kverify.verifier.validate import validate
+
+    v = validate(str(DATA / "two_phase.ptx"), launch=str(DATA / "launch.json"), ref="ref:two_phase", trials=2,
+                 workdir=str(tmp_path))
+    assert v.report.verdict == "verified", [(o.title, o.status, o.message) for o in v.report.obligations]

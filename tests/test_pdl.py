@@ -14,6 +14,7 @@ from kverify.launch import LaunchSpec
 from kverify.semantics.interpreter import run_kernel
 from kverify.semantics.ir import KernelError, load_module
 from kverify.verifier.cli import main
+from conftest import needs_nvcc
 
 DATA = Path(__file__).parent / "data" / "pdl"
 
@@ -118,3 +119,74 @@ def test_the_python_api_checks_the_pair():
         kverify.check(str(DATA / "pair.ptx"), kernel_name="producer",
                       launch={**json.loads((DATA / "pair.json").read_text()), "dependent": {
                           **json.loads((DATA / "pair.json").read_text())["dependent"], "kernel": "nope"}})
+
+
+# --------------------------------------------------------------------------- validate and the GPU runner
+
+
+def test_validate_refuses_a_pair_and_says_what_checks_it():
+    from kverify.verifier.validate import validate
+
+    with pytest.raises(KernelError) as e:
+        validate(str(DATA / "pair.ptx"), launch=str(DATA / "pair.json"), ref="ref:nothing")
+    assert str(e.value).startswith(f"{DATA / 'pair.json'}:1:1: validate runs one grid against its reference; this "
+                                   "launch names a dependent grid (PDL pair): `kverify check` checks the pair")
+
+
+@needs_nvcc
+def test_conformance_plans_the_pair_and_the_cooperative_grid_for_the_gpu_runner(tmp_path):
+    """bench/conformance.py's plans: the PDL pair as one run whose ``dependent`` grid names the
+    shared buffer and its own (``dep.``), the grid-sync kernel cooperative; the interpreter runs
+    the pair as ``check`` does, and the lowered kernels compute the same, bit for bit."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    d = tmp_path / "conf"
+    p = subprocess.run([sys.executable, str(root / "bench" / "conformance.py"), "gen", "--zoo-only", "--families",
+                        "data_grid_sync,data_pdl", "--dir", str(d)], capture_output=True, text=True, cwd=root)
+    assert p.returncode == 0, p.stderr
+    index = json.loads((d / "index.json").read_text())
+    by = {e["name"]: e for e in index["zoo"] + index["zoo_lowered"]}
+    assert sorted(by) == ["data_grid_sync__two_phase", "data_grid_sync__two_phase__lowered", "data_pdl__pair",
+                          "data_pdl__pair__lowered"]
+    pair = by["data_pdl__pair"]
+    assert (pair["interp_status"], pair["outputs"]) == ("complete", ["y", "dep.z"])
+    (run,) = pair["plan"]["runs"]
+    assert run["dependent"] == {"kernel": "consumer", "grid": [4, 1, 1], "block": [128, 1, 1], "dynamic_smem": 0,
+                                "params": [{"kind": "buffer", "buffer": "y"}, {"kind": "buffer", "buffer": "dep.w"},
+                                           {"kind": "buffer", "buffer": "dep.z"},
+                                           {"kind": "bytes", "hex": "f4010000"}]}
+    inp = np.load(d / "zoo" / "data_pdl__pair.in.npz")
+    out = np.load(str(d) + "_interp/data_pdl__pair.interp.npz")
+    assert sorted(inp) == sorted(out) == ["dep.w", "dep.z", "x", "y"]
+    np.testing.assert_array_equal(out["y"], 2 * inp["x"])
+    np.testing.assert_array_equal(out["dep.z"], 2 * inp["x"] + inp["dep.w"])
+    assert by["data_grid_sync__two_phase"]["plan"]["runs"][0]["cooperative"] is True
+    assert by["data_grid_sync__two_phase__lowered"]["plan"]["runs"][0]["cooperative"] is True
+    assert "dependent" in by["data_pdl__pair__lowered"]["plan"]["runs"][0]
+    assert by["data_pdl__pair__lowered"]["interp_same"] and by["data_grid_sync__two_phase__lowered"]["interp_same"]
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_pair_runs_as_a_programmatic_dependent_launch(tmp_path):
+    """The worker launches the consumer with programmatic stream serialization after the producer,
+    in one stream, on the same buffers: z = 2x + w, as the interpreter computes it."""
+    from kverify.lowering.gpu import Gpu, module_image
+    from kverify.verifier.validate.worker import run_plan
+
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(500).astype(np.float32), rng.standard_normal(500).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x, y=np.zeros(500, np.float32), w=w, z=np.zeros(500, np.float32))
+    image, how = module_image((DATA / "pair.ptx").read_text())
+    (tmp_path / "k.cubin").write_bytes(image.rstrip(b"\0") if how == "driver JIT" else image)
+    n = {"kind": "bytes", "hex": (500).to_bytes(4, "little").hex()}
+    buf = [{"kind": "buffer", "buffer": b} for b in "xywz"]
+    plan = {"image": str(tmp_path / "k.cubin"), "image_is_ptx": how == "driver JIT", "kernel": "producer", "runs": [
+        {"id": "r", "npz": str(tmp_path / "in.npz"), "out": str(tmp_path / "out.npz"), "grid": [4, 1, 1],
+         "block": [128, 1, 1], "params": [buf[0], buf[1], n],
+         "dependent": {"kernel": "consumer", "grid": [4, 1, 1], "block": [128, 1, 1], "params": [buf[1], buf[2], buf[3], n]}}]}
+    events = []
+    assert run_plan(Gpu(), plan, lambda **kw: events.append(kw)) == 0, events
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(out["z"], np.float32(2) * x + w)

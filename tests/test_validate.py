@@ -285,3 +285,31 @@ def test_the_gpu_worker_finds_the_package_outside_an_editable_install(tmp_path):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()).resolve() == runner.ROOT / "kverify" / "__init__.py"
+
+
+def test_sanitizer_findings_fold_into_the_report_under_their_rules(monkeypatch, tmp_path):
+    """--sanitize with a compute-sanitizer that reports hazards (faked here: the GPU test runs the
+    real one): each tool's obligation is violated under its rule, its further messages are findings."""
+    from kverify.verifier.validate import sanitize
+
+    results = {"memcheck": {"status": "ok", "messages": []},
+               "racecheck": {"status": "findings", "errors": 3,
+                             "messages": ["Error: Race reported between Write access at add+0x80",
+                                          "Error: Race reported between Read access at add+0x90",
+                                          "Error: Race reported between Write access at add+0xa0"]},
+               "synccheck": {"status": "timeout", "messages": [], "tail": "no output"}}
+    monkeypatch.setattr(sanitize, "find_sanitizer", lambda: "/usr/local/cuda/bin/compute-sanitizer")
+    monkeypatch.setattr(sanitize, "run_tool", lambda tool, plan, timeout, san: results[tool])
+    v = _interp_validate(CHEATS, "honest_add", ADD, "ref:add", trials=1, sanitize=True, workdir=str(tmp_path))
+    by = {o.title: o for o in v.report.obligations}
+    assert (by["sanitizer-memcheck"].status, by["sanitizer-memcheck"].message) == ("bounded",
+                                                                                     "compute-sanitizer memcheck: 0 errors")
+    r = by["sanitizer-racecheck"]
+    assert (r.status, r.rule) == ("violated", "sanitizer.racecheck")
+    assert r.message == "compute-sanitizer racecheck: 3 error(s): Error: Race reported between Write access at add+0x80"
+    assert [(f.rule, f.message) for f in v.report.findings if f.rule.startswith("sanitizer.")] == [
+        ("sanitizer.racecheck", "Error: Race reported between Read access at add+0x90"),
+        ("sanitizer.racecheck", "Error: Race reported between Write access at add+0xa0")]
+    s = by["sanitizer-synccheck"]
+    assert (s.status, s.rule, s.message) == ("unknown", "sanitizer.synccheck", "compute-sanitizer synccheck: timeout: no output")
+    assert v.report.verdict == "violated"

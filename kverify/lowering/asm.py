@@ -16,13 +16,15 @@ Rules (the op table row gives each operand slot's access):
 * ``ld.param``/``st.param`` on device-function parameters and call-sequence ``.param``
   variables are C moves, ``call`` is a C call, ``ret``/``exit`` are ``return``;
 * a blocking ``try_wait``/``test_wait`` (its retry loop folded by the front end) becomes
-  the retry loop again: ``do { asm(...) } while (!p);``;
+  the retry loop again: ``do { asm(...) } while (!p);``; a blocking ``atom.add`` (cooperative
+  groups' grid barrier, ``grid_barrier.py``) becomes the atomic and its spin again: an acquiring
+  load of the same word, at the atomic's scope, until its top bit differs from the returned value's;
 * an instruction the op table does not know (``supported`` False) is emitted as written,
   every register it mentions bound ``"+"`` and with a ``"memory"`` clobber.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kverify.semantics.ir.nodes import (Addr, FImm, Imm, Instr, Label, Neg, PairOp, ParenList, Reg,
                                 Sink, Sym, VecOp)
@@ -433,6 +435,8 @@ def lower_instr(scope: Scope, instr: Instr) -> list[str]:
     moved = param_move(scope, instr)
     if moved is not None:
         return moved
+    if instr.blocking and semantics_of(instr) == "atom":
+        return [g + "{ " + _grid_barrier(scope, instr) + " }" if g else _grid_barrier(scope, instr)]
     if instr.blocking and is_polling_wait(instr):
         p = instr.operands[0] if instr.operands else None
         if not isinstance(p, Reg):
@@ -443,3 +447,26 @@ def lower_instr(scope: Scope, instr: Instr) -> list[str]:
         loop = f"do {{ {stmt} }} while (!{cname});"
         return [g + "{ " + loop + " }"] if g else [loop]
     return [AsmStmt(scope, instr).render()]
+
+
+#: the C variable a lowered grid-barrier spin loads into
+_SPIN = "%kv_spin"
+
+
+def _grid_barrier(scope: Scope, instr: Instr) -> str:
+    """``atom.add.release.gpu old, [A], inc`` marked blocking -> the atomic, then the spin the
+    front end folded into it (``kverify.semantics.ir.grid_barrier``): load ``[A]`` with acquire at
+    the atomic's scope until the top bits of the loaded and the returned values differ."""
+    old, a = instr.operands[0], instr.operands[1]
+    oname, oty = scope.reg(old, instr)
+    space = tuple(m for m in instr.mods if m == "global")
+    sc = tuple(m for m in instr.mods if m in ("gpu", "sys"))
+    ctype, _ = reg_ctype(oty)
+    scope.regs[_SPIN] = ("kv_spin", oty)
+    try:
+        load = AsmStmt(scope, Instr("ld", ("acquire",) + sc + space + ("u32",), (Reg(_SPIN), a),
+                                    loc=instr.loc)).render(clobber_memory=True)
+    finally:
+        del scope.regs[_SPIN]
+    atom = AsmStmt(scope, replace(instr, blocking=False)).render()
+    return f"{{ {atom} {ctype} kv_spin; do {{ {load} }} while ((int)(kv_spin ^ {oname}) >= 0); }}"

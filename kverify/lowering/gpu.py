@@ -4,7 +4,8 @@ cuda-python needed).
 Owns: finding the driver and the device, loading a module (a cubin assembled by ``ptxas``
 with the pinned flags of ``kverify.lowering.build``, or the PTX text JIT-compiled by the driver when
 no ``ptxas`` is on PATH), device allocations and copies, tiled tensor-map encoding, and one
-launch (``cuLaunchKernelEx`` when a cluster shape must be given at launch time). Every
+launch (``cuLaunchKernelEx`` when a cluster shape must be given at launch time, the launch is
+cooperative, or it is the programmatic dependent of the launch before it in its stream). Every
 driver call's status is checked; a failing call raises ``GpuError`` naming the call and the
 driver's error name (``CUDA_ERROR_ILLEGAL_ADDRESS``...).
 
@@ -24,7 +25,9 @@ from .build import ARCH, PTXAS_FLAGS
 
 SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+_LAUNCH_ATTR_COOPERATIVE = 2  # CU_LAUNCH_ATTRIBUTE_COOPERATIVE: cudaLaunchCooperativeKernel
 _LAUNCH_ATTR_CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+_LAUNCH_ATTR_PROGRAMMATIC = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (PDL)
 
 
 class GpuUnavailable(Exception):
@@ -185,20 +188,38 @@ class Gpu:
         return ctypes.string_at(addr, 128)
 
     # ------------------------------------------------------------------ launch
-    def launch(self, fn, grid, block, params: list, smem: int = 0, cluster=None):
-        """Launch with one bytes blob per kernel parameter; returns once it is enqueued."""
+    def stream(self):
+        """A new non-blocking stream (``cuStreamCreate``); a PDL pair is launched into one."""
+        st = ctypes.c_void_p()
+        self.check(self.cu.cuStreamCreate(ctypes.byref(st), 1), "cuStreamCreate")
+        return st
+
+    def launch(self, fn, grid, block, params: list, smem: int = 0, cluster=None, cooperative: bool = False,
+               programmatic: bool = False, stream=None):
+        """Launch with one bytes blob per kernel parameter; returns once it is enqueued.
+        ``cooperative``: a cooperative launch (every CTA co-resident; cooperative groups' grid
+        workspace given). ``programmatic``: programmatic stream serialization, so the launch may
+        start before the previous launch in ``stream`` completes (PDL: its CTAs' ``griddepcontrol``)."""
+        grid, block = (list(grid) + [1, 1])[:3], (list(block) + [1, 1])[:3]  # [x] / [x, y]: the rest are 1
         holders = [ctypes.create_string_buffer(bytes(b), max(len(b), 1)) for b in params]
         argv = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.cast(h, ctypes.c_void_p) for h in holders])
+        want = []
         if cluster and tuple(cluster) != (1, 1, 1):
-            attr = _LaunchAttr()
-            attr.id = _LAUNCH_ATTR_CLUSTER_DIMENSION
-            ctypes.memmove(ctypes.addressof(attr.value), (ctypes.c_uint * 3)(*cluster), 12)
-            cfg = _LaunchConfig(*[int(g) for g in grid], *[int(b) for b in block], int(smem), None,
-                                ctypes.pointer(attr), 1)
+            want.append((_LAUNCH_ATTR_CLUSTER_DIMENSION, (ctypes.c_uint * 3)(*cluster)))
+        if cooperative:
+            want.append((_LAUNCH_ATTR_COOPERATIVE, ctypes.c_int(1)))
+        if programmatic:
+            want.append((_LAUNCH_ATTR_PROGRAMMATIC, ctypes.c_int(1)))
+        if want:
+            attrs = (_LaunchAttr * len(want))()
+            for a, (aid, value) in zip(attrs, want):
+                a.id = aid
+                ctypes.memmove(ctypes.addressof(a.value), ctypes.addressof(value), ctypes.sizeof(value))
+            cfg = _LaunchConfig(*[int(g) for g in grid], *[int(b) for b in block], int(smem), stream, attrs, len(want))
             self.check(self.cu.cuLaunchKernelEx(ctypes.byref(cfg), fn, argv, None), "cuLaunchKernelEx")
         else:
             self.check(self.cu.cuLaunchKernel(fn, *[int(g) for g in grid], *[int(b) for b in block], int(smem),
-                                              None, argv, None), "cuLaunchKernel")
+                                              stream, argv, None), "cuLaunchKernel")
 
 
 def have_ptxas() -> bool:

@@ -40,9 +40,10 @@ SPECIAL_REGISTERS = frozenset({
     "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
     "%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo",
     "%globaltimer_hi", "%total_smem_size", "%aggr_smem_size", "%dynamic_smem_size",
-    "%current_graph_exec", "%envreg0", "%reserved_smem_offset_begin",
-    "%reserved_smem_offset_end", "%reserved_smem_offset_cap", "%pm0", "%pm1", "%pm2",
-    "%pm3",
+    "%current_graph_exec", "%reserved_smem_offset_begin",
+    "%reserved_smem_offset_end", "%reserved_smem_offset_cap",
+    *(f"%envreg{i}" for i in range(32)),  # %envreg<32> (PTX ISA, Special Registers)
+    *(f"%pm{i}" for i in range(8)), *(f"%pm{i}_64" for i in range(8)),  # performance monitors %pm0..7, %pm0_64..7_64
 })
 
 # --------------------------------------------------------------------------- vocabularies

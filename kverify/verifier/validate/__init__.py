@@ -132,12 +132,21 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
     t_start = time.perf_counter()
     opts = {"arch": arch, "defines": defines or {}} if file.endswith((".cu", ".cuh")) else {}
     module = load_module(file, **opts)
+    if kernel_name is None and launch and len(module.kernels) > 1:  # the kernel the launch JSON names
+        try:
+            kernel_name = load(launch, file).data.get("kernel")
+        except KernelError:
+            pass
     try:
         kernel = module.kernel(kernel_name)
     except KeyError as e:
         raise KernelError(e.args[0], file, 1, 1) from None
     src = load(launch, file, kernel.name)  # a launch JSON (possibly a template) or a zoo manifest
     template = src.data
+    if template.get("dependent") is not None:
+        raise KernelError("validate runs one grid against its reference; this launch names a dependent grid "
+                          "(PDL pair): `kverify check` checks the pair, and each grid validates with a launch of "
+                          "its own", src.path, 1, 1)
     ref = ref or src.reference
     if not ref:
         raise KernelError("--ref module:function is required (the manifest names none)", file, 0, 0)
@@ -167,6 +176,9 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
                 from None
     base_spec = specs[0][2]
     _static(report, module, kernel, base_spec, specs, allow_fast_math)
+    from kverify.semantics.interpreter.specials import reads_grid_workspace
+
+    reads_workspace = reads_grid_workspace(module, kernel)
 
     # ---- trials and the plan
     tmp = tempfile.mkdtemp(prefix="kverify-validate-", dir=workdir)
@@ -222,7 +234,10 @@ def validate(file: str, launch: str | None = None, ref: str | None = None, trial
                 plan["runs"].append({"id": rid, "npz": str(npz), "out": str(Path(tmp) / f"{rid}.out.npz"),
                                      "grid": list(spec.grid), "block": list(spec.block),
                                      "cluster": list(spec.cluster) if _needs_cluster(kernel, spec) else None,
-                                     "params": _params(kernel, spec, names), "launch": _interp_launch(d, spec)})
+                                     "params": _params(kernel, spec, names), "launch": _interp_launch(d, spec),
+                                     # cooperative as the interpreter takes it: given, or when grid.sync() is read
+                                     "cooperative": spec.cooperative if spec.cooperative is not None
+                                     else reads_workspace})
             tid += 1
     plan_path = Path(tmp) / "plan.json"
     plan_path.write_text(json.dumps(plan))
@@ -332,7 +347,8 @@ def _by_value_hex(kernel, spec, i, v) -> str:
 
 def _interp_launch(d: dict, spec) -> dict:
     return {k: v for k, v in d.items() if k in ("kernel", "grid", "block", "cluster", "args", "buffers",
-                                                 "tensormaps", "outputs", "dynamic_smem", "shared_bytes")}
+                                                 "tensormaps", "outputs", "dynamic_smem", "shared_bytes",
+                                                 "cooperative")}
 
 
 def _reference(fn, ref, init: dict, spec, kernel, file) -> dict:
@@ -529,7 +545,7 @@ def _sanitize(report, plan, tmp, timeout):
     san = find_sanitizer()
     if san is None:
         for tool in TOOLS:
-            _ob(report, f"sanitizer-{tool}", "unknown", "compute-sanitizer is not installed", f"sanitizer.{tool}")
+            _ob(report, f"sanitizer-{tool}", "unknown", "compute-sanitizer is not installed", R.SANITIZER[tool].id)
         return
     small = dict(plan)
     small["runs"] = plan["runs"][:1]
@@ -543,10 +559,10 @@ def _sanitize(report, plan, tmp, timeout):
         elif r["status"] == "findings":
             msg = r["messages"][0] if r["messages"] else f"{r['errors']} error(s)"
             _ob(report, f"sanitizer-{tool}", "violated", f"compute-sanitizer {tool}: {r['errors']} error(s): {msg}",
-                f"sanitizer.{tool}")
+                R.SANITIZER[tool].id)
             for m in r["messages"][1:6]:
-                report.findings.append(Finding(f"sanitizer.{tool}", m))
+                report.findings.append(Finding(R.SANITIZER[tool].id, m))
         else:
             _ob(report, f"sanitizer-{tool}", "unknown",
                 f"compute-sanitizer {tool}: {r['status']}: {r.get('tail') or '; '.join(r['messages'])}",
-                f"sanitizer.{tool}")
+                R.SANITIZER[tool].id)

@@ -37,3 +37,10 @@ TIMEOUT = _r("timeout", POLICY, "a run did not finish within its time limit")
 UNWRITTEN = _r("unwritten", POLICY, "an output element the reference defines was never written")
 WEAK_REFERENCE = _r("weak-reference", POLICY, "the comparison would pass a kernel that does nothing (the reference "
                     "output equals the poisoned or zero output)")
+
+#: compute-sanitizer's findings under ``--sanitize`` (``sanitize.py``), one rule per tool
+SANITIZER = {tool: Rule(f"sanitizer.{tool}", f"NVIDIA compute-sanitizer {tool}", "", summary) for tool, summary in (
+    ("memcheck", "compute-sanitizer memcheck reported an error (an out-of-bounds or misaligned access, a device-side "
+                 "error) on the first run"),
+    ("racecheck", "compute-sanitizer racecheck reported a shared-memory hazard on the first run"),
+    ("synccheck", "compute-sanitizer synccheck reported an invalid synchronization on the first run"))}

@@ -2,7 +2,9 @@
 
 Reads a plan written by ``kverify.verifier.validate`` (the module image, the kernel, and one entry
 per run: launch shape, parameter blobs, and an ``.npz`` with every buffer's initial
-contents), and for each run allocates *fresh* device buffers (every allocation is kept
+contents; a run may be ``cooperative``, and may name a ``dependent`` grid launched after it in
+the same stream with programmatic stream serialization, a PDL pair, whose parameters name
+buffers of the same run), and for each run allocates *fresh* device buffers (every allocation is kept
 until the process ends, so no two runs share an address), each between two red zones of
 known bytes, copies the contents in, launches, synchronizes, and writes every buffer back
 (``<out>.npz``) with the state of its red zones. It prints one JSON line per event
@@ -72,27 +74,23 @@ def run_plan(gpu, plan: dict, emit=emit, keep: list | None = None) -> int:
                 fill[REDZONE:REDZONE + raw.size] = raw
                 gpu.htod(base, fill)
                 ptrs[name] = (base, raw.size, total)
-            blobs = []
-            for prm in run["params"]:
-                if prm["kind"] == "buffer":
-                    blobs.append((ptrs[prm["buffer"]][0] + REDZONE).to_bytes(8, "little"))
-                elif prm["kind"] == "tensormap" and prm.get("mode") == "im2col":
-                    t = prm
-                    blobs.append(gpu.tensor_map_im2col(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
-                                                       t["strides_bytes"], t["lower_corner"], t["upper_corner"],
-                                                       t["channels_per_pixel"], t["pixels_per_column"],
-                                                       t.get("swizzle", "none"), t.get("oob_fill", "zero")))
-                elif prm["kind"] == "tensormap":
-                    t = prm
-                    blobs.append(gpu.tensor_map(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
-                                                t["strides_bytes"], t["box"], t.get("swizzle", "none")))
-                else:
-                    blobs.append(bytes.fromhex(prm["hex"]))
+            blobs = _blobs(gpu, run["params"], ptrs)
+            dep = run.get("dependent")
+            if dep is not None:
+                dfn = gpu.function(mod, dep["kernel"], int(dep.get("dynamic_smem", 0)))
+                dblobs = _blobs(gpu, dep["params"], ptrs)
             emit(event="start", run=rid)
             t0 = time.perf_counter()
+            stream = gpu.stream() if dep is not None else None
             gpu.launch(fn, run["grid"], run["block"], blobs, int(plan.get("dynamic_smem", 0)),
-                       run.get("cluster"))
+                       run.get("cluster"), cooperative=bool(run.get("cooperative")), stream=stream)
+            if dep is not None:
+                gpu.launch(dfn, dep["grid"], dep["block"], dblobs, int(dep.get("dynamic_smem", 0)),
+                           dep.get("cluster"), cooperative=bool(dep.get("cooperative")), programmatic=True,
+                           stream=stream)
             gpu.synchronize(f"run {rid}")
+            if stream is not None:
+                gpu.cu.cuStreamDestroy_v2(stream)
             ms = (time.perf_counter() - t0) * 1e3
             out, red = {}, {}
             for name, arr in data.items():
@@ -108,6 +106,28 @@ def run_plan(gpu, plan: dict, emit=emit, keep: list | None = None) -> int:
             return 1
     gpu.unload(mod)
     return 0
+
+
+def _blobs(gpu, params: list, ptrs: dict) -> list:
+    """One bytes blob per kernel parameter: a buffer's device address (past its red zone), an
+    encoded tensor map, or the given bytes."""
+    blobs = []
+    for prm in params:
+        if prm["kind"] == "buffer":
+            blobs.append((ptrs[prm["buffer"]][0] + REDZONE).to_bytes(8, "little"))
+        elif prm["kind"] == "tensormap" and prm.get("mode") == "im2col":
+            t = prm
+            blobs.append(gpu.tensor_map_im2col(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
+                                               t["strides_bytes"], t["lower_corner"], t["upper_corner"],
+                                               t["channels_per_pixel"], t["pixels_per_column"],
+                                               t.get("swizzle", "none"), t.get("oob_fill", "zero")))
+        elif prm["kind"] == "tensormap":
+            t = prm
+            blobs.append(gpu.tensor_map(ptrs[t["buffer"]][0] + REDZONE, t["dtype"], t["shape"],
+                                        t["strides_bytes"], t["box"], t.get("swizzle", "none")))
+        else:
+            blobs.append(bytes.fromhex(prm["hex"]))
+    return blobs
 
 
 if __name__ == "__main__":
