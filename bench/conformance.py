@@ -155,14 +155,20 @@ def cmd_gen(a):
             from kverify.semantics.interpreter import run_kernel
 
             r = run_kernel(m, k, spec, seed=a.seed, check=False, inputs=given)
-            dt = time.perf_counter() - t1
-            entry = {"name": name, "file": str(ptx.relative_to(ROOT)), "interp_status": r.status,
-                     "interp_s": round(dt, 4), "approx": sorted({x for x in APPROX if x in text}),
-                     "mma": sorted({x for x in MMA if x in text}), "outputs": list(spec.outputs),
-                     "exact_sums": given is not None}
             names = _buffer_names(k, spec)
-            np.savez(d / "zoo" / f"{name}.in.npz", **{n: r.inputs[n] for n in names})
-            np.savez(_idir(d) / f"{name}.interp.npz", **{n: r.outputs[n] for n in names})
+            inputs, outputs = {n: r.inputs[n] for n in names}, {n: r.outputs[n] for n in names}
+            pair = _dependent(m, spec, r, a.seed, inputs, outputs) if spec.dependent else None
+            dt = time.perf_counter() - t1
+            status = r.status if pair is None or r.status != "complete" else pair["status"]
+            entry = {"name": name, "file": str(ptx.relative_to(ROOT)), "interp_status": status,
+                     "interp_s": round(dt, 4), "approx": sorted({x for x in APPROX if x in text}),
+                     "mma": sorted({x for x in MMA if x in text}),
+                     "outputs": list(spec.outputs) + (pair["outputs"] if pair else []),
+                     "exact_sums": given is not None}
+            if r.cooperative:
+                entry["cooperative"] = True
+            np.savez(d / "zoo" / f"{name}.in.npz", **inputs)
+            np.savez(_idir(d) / f"{name}.interp.npz", **outputs)
             try:
                 params = _params(k, spec, names)
             except KernelError as e:  # a launch the GPU runner cannot make: not run, with the reason
@@ -174,11 +180,13 @@ def cmd_gen(a):
                                   str(Path("zoo") / f"{name}.gpu.npz"), params,
                                   spec.dynamic_smem, d, cluster=list(spec.cluster)
                                   if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
-                                                                           for x in k.directives) else None)
+                                                                           for x in k.directives) else None,
+                                  cooperative=r.cooperative, dependent=pair["plan"] if pair else None)
             index["zoo"].append(entry)
             print(f"zoo {name}: {r.status} {dt:.2f} s", flush=True)
             if not a.no_lowered and given is None:
-                index["zoo_lowered"].append(_gen_lowered(d, a, name, entry, m, k, spec, launch, names, r))
+                index["zoo_lowered"].append(_gen_lowered(d, a, name, entry, m, k, spec, launch, names, r,
+                                                              inputs, outputs))
     index["interp_s_programs"] = round(t_interp, 3)
     (d / "index.json").write_text(json.dumps(index))
     bad = [e["name"] for e in index["programs"] if "ptxas_error" in e]
@@ -191,10 +199,36 @@ def cmd_gen(a):
     return 0
 
 
+def _reduce_launch(kernel: str, scale: float, swizzle: str = "none") -> dict:
+    """A launch of a tests/data/bulk_reduce/tensor_reduce.ptx kernel (its element type from its
+    name): a 40 x 48 matrix in 2 x 2 boxes of 32 x 32, the last row and column overhanging."""
+    d = json.loads((ROOT / "tests" / "data" / "bulk_reduce" / "tensor_reduce.json").read_text())
+    ty = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "s32": "int32"}[kernel.rsplit("_", 1)[1]]
+    d["kernel"], d["args"]["scale"], d["buffers"]["out"]["dtype"] = kernel, scale, ty
+    if kernel.startswith("tensor"):
+        d["tensormaps"]["tmap"] |= {"dtype": ty, "swizzle": swizzle}
+    else:
+        del d["tensormaps"]
+    return d
+
+
+#: (kernel, scale, swizzle, name suffix) of the reductions run: every kernel at scale 1, the float
+#: ones also scaled into their subnormal range (2^-130 for f32 and bf16, 2^-17 for f16: whether
+#: the reduction keeps subnormal inputs and results), and the f32 tensor reduction through a
+#: 128-byte swizzled map
+_REDUCTIONS = [(k, 1000.0 if k.endswith("s32") else 1.0, "none", "") for k in (
+    "tensor_add_f32", "tensor_add_f16", "tensor_add_bf16", "tensor_max_s32", "bulk_add_f32", "bulk_add_f16",
+    "bulk_add_bf16", "red_add_f32", "red_add_f16", "red_add_bf16")] + [
+    (k, 2.0 ** (-17 if k.endswith("f16") and not k.endswith("bf16") else -130), "none", "_subnormal") for k in (
+        "tensor_add_f32", "tensor_add_f16", "tensor_add_bf16", "bulk_add_f32", "bulk_add_f16", "bulk_add_bf16",
+        "red_add_f32", "red_add_f16", "red_add_bf16")] + [("tensor_add_f32", 1.0, "128B", "_swizzle128")]
+
+
 #: correct kernels of tests/data for instructions no zoo kernel uses, run like the zoo's
 #: (family "data_<dir>"): TMA multicast in a 2x1 cluster, a bulk reduction (cp.reduce.async.bulk),
-#: brx.idx over .branchtargets, calls through function pointers. (The grid-sync and PDL kernels need cooperative and programmatic
-#: launches, which the GPU runner does not make.)
+#: brx.idx over .branchtargets, calls through function pointers, cooperative groups' grid.sync() in
+#: a cooperative launch, a programmatic dependent launch (PDL) pair, and the tensor and byte-range
+#: bulk reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
     ("bulk_reduce/bulk_reduce.ptx", "bulk_reduce/launch.json"),
@@ -205,7 +239,14 @@ DATA = [
                            "outputs": ["roles_uni_param_1"],
                            "buffers": {"roles_uni_param_0": {"dtype": "float32", "shape": [256]},
                                        "roles_uni_param_1": {"dtype": "float32", "shape": [256]}}}),
-] + [("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
+    ("grid_sync/two_phase.ptx", {"kernel": "two_phase", "grid": [4, 1, 1], "block": [128, 1, 1], "args": {"n": 500},
+                                 "cooperative": True, "outputs": ["tmp", "out"],
+                                 "buffers": {"in": {"dtype": "float32", "shape": [500]},
+                                             "tmp": {"dtype": "float32", "shape": [500]},
+                                             "out": {"dtype": "float32", "shape": [500]}}}),
+    ("pdl/pair.ptx", "pdl/pair.json"),
+] + [("bulk_reduce/tensor_reduce.ptx", _reduce_launch(k, scale, swizzle), suffix)
+     for k, scale, swizzle, suffix in _REDUCTIONS] + [("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
                                      "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
                                                                    "y": {"dtype": "float32", "shape": [256]}}})
      for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))]
@@ -227,14 +268,15 @@ def _data_kernels(families) -> list:
     """(family, ptx, variant) of ``DATA``; a file with several entries names each by kernel (and
     the arguments that differ)."""
     out, seen = [], {}
-    for rel, launch in DATA:
+    for rel, launch, *suffix in DATA:
         fam = "data_" + rel.split("/")[0]
         if families is not None and fam not in families:
             continue
         if isinstance(launch, str):
             launch = json.loads((ROOT / "tests" / "data" / launch).read_text())
         seen[rel] = seen.get(rel, 0) + 1
-        out.append((fam, ROOT / "tests" / "data" / rel, {"launch": launch, "correct": True}))
+        out.append((fam, ROOT / "tests" / "data" / rel, {"launch": launch, "correct": True,
+                                                         **({"suffix": suffix[0]} if suffix else {})}))
     for fam, ptx, v in out:
         if seen[str(ptx.relative_to(ROOT / "tests" / "data"))] > 1:
             v["several"] = True
@@ -244,7 +286,7 @@ def _data_kernels(families) -> list:
     return out
 
 
-def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
+def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r, inputs, outputs):
     """The zoo kernel lowered to CUDA (``kverify.lowering.cuda``), rebuilt with nvcc and ptxas: a
     plan on the same inputs, whose GPU outputs are compared with the interpreter's outputs
     for the original PTX. The interpreter also runs the lowered PTX here (``interp_same``:
@@ -273,23 +315,34 @@ def _gen_lowered(d, a, name, entry, m, k, spec, launch, names, r):
     (d / "zoo" / f"{low['name']}.ptx").write_text(text)
     (d / "zoo" / f"{low['name']}.cubin").write_bytes(cubin)
     lm = parse_ptx(text, str(d / "zoo" / f"{low['name']}.ptx"))
-    lk = lm.kernel(k.name)  # the original's parameters, in order: give them its CUDA names
-    lk = dataclasses.replace(lk, params=tuple(dataclasses.replace(lp, source_name=op.source_name or op.name)
-                                              for lp, op in zip(lk.params, k.params)))
+
+    def named(kname):  # the original's parameters, in order: give them its CUDA names
+        lk, ok = lm.kernel(kname), m.kernel(kname)
+        return dataclasses.replace(lk, params=tuple(dataclasses.replace(lp, source_name=op.source_name or op.name)
+                                                    for lp, op in zip(lk.params, ok.params)))
+
+    lk = named(k.name)
+    pair = None
     try:
-        lr = run_kernel(lm, lk, spec, inputs={n: r.inputs[n] for n in names}, check=False)
-        low["interp_status"] = lr.status
-        low["interp_same"] = lr.status == "complete" and all(
-            np.array_equal(np.asarray(lr.outputs[o]).view(np.uint8), np.asarray(r.outputs[o]).view(np.uint8))
+        lr = run_kernel(lm, lk, spec, inputs={n: inputs[n] for n in names}, check=False)
+        louts = {n: lr.outputs[n] for n in names}
+        if spec.dependent:
+            pair = _dependent(lm, spec, lr, a.seed, dict(inputs), louts, kernel_of=named)
+        low["interp_status"] = lr.status if pair is None or lr.status != "complete" else pair["status"]
+        low["interp_same"] = low["interp_status"] == "complete" and all(
+            np.array_equal(np.asarray(louts[o]).view(np.uint8), np.asarray(outputs[o]).view(np.uint8))
             for o in entry["outputs"])
     except Exception as ex:  # an interpreter crash on the lowered PTX is a finding
         low["interp_status"] = f"crash: {type(ex).__name__}: {ex}"
         low["interp_same"] = False
+    if spec.dependent and pair is None:
+        pair = _dependent(lm, spec, r, a.seed, dict(inputs), {}, kernel_of=named, run=False)
     low["plan"] = _plan(d / "zoo" / f"{low['name']}.cubin", lk.name, launch, d / "zoo" / f"{name}.in.npz",
                         str(Path("zoo") / f"{low['name']}.gpu.npz"), _params(lk, spec, names),
                         spec.dynamic_smem, d, cluster=list(spec.cluster)
                         if spec.cluster != (1, 1, 1) and not any(x[0] == "reqnctapercluster"
-                                                                 for x in lk.directives) else None)
+                                                                 for x in lk.directives) else None,
+                        cooperative=r.cooperative, dependent=pair["plan"] if pair else None)
     print(f"zoo {name} lowered: interpreter on the lowered PTX {'identical' if low['interp_same'] else 'DIFFERS'}",
           flush=True)
     return low
@@ -424,11 +477,53 @@ def _idir(d) -> Path:
     return p
 
 
-def _plan(cubin, kernel, launch, npz, out_rel, params, smem, d, cluster=None):
-    return {"image": str(Path(cubin).relative_to(d)), "kernel": kernel, "dynamic_smem": smem,
-            "runs": [{"id": "r", "npz": str(Path(npz).relative_to(d)), "out": out_rel,
-                      "grid": list(launch["grid"]), "block": list(launch["block"]), "cluster": cluster,
-                      "params": params}]}
+def _dim3(v) -> list:
+    return (list(v) + [1, 1])[:3]
+
+
+def _plan(cubin, kernel, launch, npz, out_rel, params, smem, d, cluster=None, cooperative=False, dependent=None):
+    run = {"id": "r", "npz": str(Path(npz).relative_to(d)), "out": out_rel, "grid": _dim3(launch["grid"]),
+           "block": _dim3(launch["block"]), "cluster": cluster, "params": params}
+    if cooperative:
+        run["cooperative"] = True
+    if dependent:
+        run["dependent"] = dependent
+    return {"image": str(Path(cubin).relative_to(d)), "kernel": kernel, "dynamic_smem": smem, "runs": [run]}
+
+
+#: a PDL pair's dependent grid's own buffers, beside the primary's in one run's buffers
+DEP = "dep."
+
+
+def _dependent(m, spec, r, seed, inputs: dict, outputs: dict, kernel_of=None, run: bool = True) -> dict:
+    """A PDL pair (``spec.dependent``): the dependent grid run on the interpreter from the memory
+    the primary's run ``r`` left (as ``check`` runs it), its own buffers' initial contents taken
+    from ``inputs`` (``dep.NAME``) where there, else drawn and added; its final contents, and
+    those of the buffers it shares with the primary, go to ``outputs``. Returns its status, its
+    outputs' names in those dicts, and the worker's ``dependent`` launch. ``kernel_of``: kernel
+    name -> kernel (``m.kernel``); ``run`` False: the launch only."""
+    from kverify.semantics.interpreter import run_kernel
+    from kverify.verifier.validate import _buffer_names, _params
+
+    dspec, shared = spec.dependent_spec()
+    dk = (kernel_of or m.kernel)(dspec.kernel)
+    dnames = _buffer_names(dk, dspec)
+    place = {n: shared.get(n, DEP + n) for n in dnames}
+    dr = None
+    if run and r.status == "complete":
+        given = {n: inputs[place[n]] for n in dnames if n not in shared and place[n] in inputs}
+        dr = run_kernel(m, dk, dspec, seed=seed, check=False,
+                        inputs={**given, **{p: r.outputs[b] for p, b in shared.items()}})
+        for n in dnames:
+            inputs.setdefault(place[n], dr.inputs[n])
+            outputs[place[n]] = dr.outputs[n]
+    params = [dict(p, buffer=place[p["buffer"]]) if p["kind"] == "buffer" else p for p in _params(dk, dspec, dnames)]
+    plan = {"kernel": dk.name, "grid": list(dspec.grid), "block": list(dspec.block), "params": params,
+            "dynamic_smem": dspec.dynamic_smem}
+    if dr is not None and dr.cooperative:
+        plan["cooperative"] = True
+    return {"status": dr.status if dr else "not run", "outputs": [place.get(o, DEP + o) for o in dspec.outputs],
+            "plan": plan}
 
 
 def cmd_gpu(a):

@@ -17,7 +17,7 @@ def _check(capsys, name, *args):
 
 
 def test_warp_wide_tensor_store_is_a_warning(capsys):
-    rc, out = _check(capsys, "warp_store", "--arg", "tmap=48x32:f32:box=32x16")
+    rc, out = _check(capsys, "warp_store", "--arg", "tmap=48x32:f32:box=16x32")
     assert rc == 0, out
     assert "kernel warp_store: VERIFIED" in out
     assert ("tests/data/store_replicated/warp_store.cu:27:26: warning[async-group.store-replicated]: "
@@ -25,6 +25,18 @@ def test_warp_wide_tensor_store_is_a_warning(capsys):
             "(lanes 0..31) with identical operands: 32 copies of the same bytes to the same place; performed once") in out
     assert "  warning   race-free: async" in out
     assert "error[" not in out
+
+
+def test_overlapping_tensor_stores_waited_with_read_only_race(capsys):
+    """A 32-row box over the kernel's 16-row tiles: tile t + 1's store overwrites rows of tile t's,
+    and cp.async.bulk.wait_group.read between them waits for the source reads only, not for the
+    writes: the two async writes are unordered."""
+    rc, out = _check(capsys, "warp_store", "--arg", "tmap=48x32:f32:box=32x16")
+    assert rc == 1 and "kernel warp_store: VIOLATED" in out
+    assert ("tests/data/store_replicated/warp_store.cu:27:26: error[race.async-pending]: write-after-write, not "
+            "ordered: async write of global tmap_global+2048 by warp 0 (threads 0-31) of CTA (0,0,0) at "
+            "warp_store.cu:27 and an access by cp.async.bulk.tensor issued by warp 0 (threads 0-31) of CTA (0,0,0) at "
+            "warp_store.cu:27 (iterations 1)") in out
 
 
 def test_warp_wide_bulk_store_is_a_warning_and_strict_makes_it_an_error(capsys):

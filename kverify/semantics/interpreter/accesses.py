@@ -14,7 +14,7 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from . import dependent
 from .hb import ACQUIRING, GENERIC, RELEASING, join, strength, vget
-from .memory import Region
+from .memory import Region, proxy_space
 
 
 def _atomic_result_used(m, ins) -> bool:
@@ -60,14 +60,15 @@ class AccessMixin:
         if region is self.gmem and (self.footprint is not None or self.pdl_prior is not None):
             self._grid_footprint(w, ins, region, idx, lane_of, kind)
         if kind == "read":
-            conf = sh.check_read(idx, agent, vc, self.fence_clk, lane_of, proxy, order, strong)
+            conf = sh.check_read(idx, agent, vc, self.fence_clks[proxy_space(region)], lane_of, proxy, order, strong)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
                 self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
                             f"{region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])}", [ins.loc],
                             address=int(idx[i]))
         else:
-            conf = sh.check_write(idx, agent, vc, self.fence_clk, lane_of, proxy, order=order, strong=strong)
+            conf = sh.check_write(idx, agent, vc, self.fence_clks[proxy_space(region)], lane_of, proxy, order=order,
+                                  strong=strong)
         for c in conf:
             if new is not None and c.kind.startswith("write-after-write") and c.rule in (RACE_SHARED.id,
                                                                                         RACE_GLOBAL.id):
@@ -136,8 +137,8 @@ class AccessMixin:
         if self.check and region is self.gmem and (self.footprint is not None or self.pdl_prior is not None):
             self._grid_footprint(w, ins, region, idx, np.repeat(lanes, nbytes), "atomic")
         if self.check:
-            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clk, np.repeat(lanes, nbytes), atomic=True,
-                                    strong=strong):
+            for c in sh.check_write(idx, w.agent, w.vc, self.fence_clks[proxy_space(region)],
+                                    np.repeat(lanes, nbytes), atomic=True, strong=strong):
                 self._race(w, ins, region, c, "atomic")
             if self.trace is not None:
                 self.trace.access(sh, idx, w.agent, w.vc, self.loc_id(ins.loc), ins, "atomic", GENERIC, w)

@@ -37,6 +37,10 @@ class AsyncOp:
         raise NotImplementedError
 
 
+#: an async operation's agent clock once its source reads completed (``CopyOp.complete``)
+READ_DONE = 1
+
+
 class CopyOp(AsyncOp):
     """cp.async (per lane), cp.async.bulk and cp.async.bulk.tensor in either direction."""
 
@@ -47,15 +51,20 @@ class CopyOp(AsyncOp):
         self.mbar, self.group, self.nbytes, self.proxy = mbar, group, nbytes, proxy
 
     def complete(self):
+        """Its source reads complete at its agent's clock 1, its writes at 2: a wait that
+        observes the reads only (``cp.async.bulk.wait_group.read``, ``READ_DONE``) acquires
+        clock 1, which does not order a later access of the destination."""
         m = self.m
         self.action()
         for region, idx in self.reads:
             region.shadow.record_async_read(idx, self.agent, self.vc, self.loc)
+        if self.writes:
+            self.vc = tick(self.vc, self.agent)
         for region, idx in self.writes:
             sh = region.shadow
             mine = sh.pend_w[idx] == self.agent
             sh.pend_w[idx[mine]] = -1
-            sh.record_write(idx, self.agent, 1, self.loc, None, self.proxy)
+            sh.record_write(idx, self.agent, int(self.vc[self.agent]), self.loc, None, self.proxy)
         self.done = True
         if self.mbar is not None:
             m.mbar_complete_tx(self, self.mbar, self.nbytes)

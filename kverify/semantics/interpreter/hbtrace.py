@@ -150,11 +150,14 @@ class HBTrace:
     def release_op(self, key, op, what, obj=None, phase=None):
         """The asynchronous operation ``op`` releases into ``key`` at its completion (complete-tx)."""
         self.releases.setdefault(key, []).append(
-            Release(op.agent, 1, self._tick(), what, op.instr.loc, op.warp, self._obj_name(obj), phase, op))
+            Release(op.agent, int(op.vc[op.agent]), self._tick(), what, op.instr.loc, op.warp, self._obj_name(obj),
+                    phase, op))
 
-    def completion(self, op, what):
-        """The completion of ``op`` as a release (what a group wait acquires)."""
-        return Release(op.agent, 1, self.time, what, op.instr.loc, op.warp, None, None, op)
+    def completion(self, op, what, clk=None):
+        """The completion of ``op`` as a release (what a group wait acquires; ``clk``: the agent's
+        clock it acquires, its source reads only for a ``.read`` wait)."""
+        return Release(op.agent, int(op.vc[op.agent]) if clk is None else clk, self.time, what, op.instr.loc, op.warp,
+                       None, None, op)
 
     def issue(self, op, w, ins):
         """Warp ``w`` issued (its part of) the asynchronous operation ``op``."""

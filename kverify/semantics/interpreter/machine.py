@@ -121,7 +121,9 @@ class Machine(AccessMixin, MbarrierMixin):
         self.loc_index = {}
         self.findings: dict = {}
         self.agents: list[str] = []
-        self.fence_clk = np.zeros(0, np.int64)
+        # per agent, its clock at its last fence.proxy.async covering global / shared memory
+        # (a fence with a state space orders accesses of that space only, §9.7.13.4)
+        self.fence_clks = {"global": np.zeros(0, np.int64), "shared": np.zeros(0, np.int64)}
         self.mbar_fence_clk = np.zeros(0, np.int64)
         self.init_fences: dict = {}  # agent -> its clocks at fence.mbarrier_init / fence.proxy.async (ascending)
         self.inflight: list[AsyncOp] = []

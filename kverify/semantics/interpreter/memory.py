@@ -40,6 +40,11 @@ def store_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int, vals: np.ndarra
         data[offs + i] = ((vals >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
 
 
+def proxy_space(region) -> str:
+    """The class of state space a proxy fence names that covers ``region``: global or shared."""
+    return "global" if region.space == "global" else "shared"
+
+
 class Region:
     """A byte image with its race shadow and the allocations (name, start, size) in it; an
     access is in bounds only inside one allocation (global buffers and variables, shared

@@ -113,7 +113,7 @@ class Warp:
         self.vc = tick(self.vc, agent)
         self.lane_order = LaneOrder()  # warp-synchronizing points among its lanes (hb)
         self.fence_rel = None  # clock at its last releasing fence (hb: release patterns)
-        self.proxy_fence_vc = None  # its vector clock at its last fence.proxy.async
+        self.proxy_fence_vc = {}  # "global"/"shared" -> its vector clock at its last fence.proxy.async covering it
         self.acq_pending = None  # release clocks its relaxed reads observed, acquired at its next fence
         self.iters: list = []
         self.brk: dict = {}

@@ -372,6 +372,19 @@ def tma_store_tile(
     C-contiguous array (any dtype; it is viewed as bytes).
     """
     gb = _flat_bytes(global_bytes, writable=True)
+    dst, elems = tile_store_elements(tmap, coords, smem_bytes, smem_addr, gb.size)
+    if dst.size:
+        gb[dst[:, None] + np.arange(tmap.element_size)] = elems
+
+
+def tile_store_elements(
+    tmap: TensorMap, coords: Sequence[int], smem_bytes: np.ndarray, smem_addr: int = 0, global_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """What a tile-mode shared -> global tensor operation (``cp.async.bulk.tensor`` store,
+    ``cp.reduce.async.bulk.tensor``) moves: the global byte offset of each in-bounds element
+    of the box and its ``element_size`` bytes (``[k, element_size]`` uint8), read from the
+    unswizzled ``smem_bytes`` at ``smem_addr``; out-of-bound elements are dropped. With
+    ``global_size``, an in-bounds element past that many bytes is an ``IndexError``."""
     smem = np.asarray(smem_bytes, dtype=np.uint8).reshape(-1)
     n = tmap.box_bytes
     if smem.size < n:
@@ -379,15 +392,13 @@ def tma_store_tile(
     esize = tmap.element_size
     dense = smem[_smem_positions(tmap, smem_addr)].reshape(-1, esize)
     offs, inb = _tile_geometry(tmap, coords)
-    if not inb.any():
-        return
     dst = offs[inb]
-    if dst.max() + esize > gb.size:
+    if global_size is not None and dst.size and dst.max() + esize > global_size:
         raise IndexError(
             f"in-bounds tensor element at byte {int(dst.max())} lies outside the "
-            f"{gb.size}-byte global buffer (shape/strides do not fit the buffer)"
+            f"{global_size}-byte global buffer (shape/strides do not fit the buffer)"
         )
-    gb[dst[:, None] + np.arange(esize)] = dense[inb]
+    return dst, dense[inb]
 
 
 # ----------------------------------------------------------------------------------------

@@ -82,6 +82,21 @@ def is_approximate(family: str, mods) -> bool:
     )
 
 
+def atom_float_mods(op: str, ty: str, mods) -> frozenset:
+    """The rounding modifiers of an atomic float ``op`` of type ``ty`` (``atom``/``red``; ``mods``:
+    the instruction's): ``add`` rounds to nearest even, and ``add.f32`` also flushes subnormal
+    inputs and results to sign-preserving zero (PTX ISA §9.7.13.5 atom, §9.7.13.6 red; measured
+    on the H200: red.global.add.f32 of subnormals gives signed zeros). ``.noftz`` adds of f16 and
+    bf16 keep subnormals, as do the bulk reductions' (``cp.reduce.async.bulk``), which take
+    their modifiers as written."""
+    out = frozenset(x for x in mods if x in ("rn", "ftz"))
+    if op == "add" and ty.startswith(("f", "bf")):
+        out |= {"rn"}
+        if ty == "f32":
+            out |= {"ftz"}
+    return out
+
+
 def source_bits(family: str, ty, mods, i: int) -> int:
     """Width of source operand ``i`` of ``family`` (immediates are truncated to it): the
     instruction type's width, except shift amounts, bit-field positions/lengths and

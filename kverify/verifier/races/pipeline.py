@@ -155,7 +155,8 @@ class PipelineExecutor(MbarExecutor):
             n = operand(ins, "n")
             ev("wgwait", n=n.value if isinstance(n, Imm) else -1)
         elif sync == "fence.proxy.async":
-            ev("fence")
+            if "global" not in ins.mods:  # a .global fence orders no shared-memory access (§9.7.13.4)
+                ev("fence")
         elif row is not None and row.effect == "async" or sync in ("cp.async", "cp.async.commit", "cp.async.wait",
                                                                   "cp.async.wait_all", "bulk.commit", "bulk.wait"):
             if sync not in ("bulk.commit", "bulk.wait", "cp.async.commit", "cp.async.wait", "cp.async.wait_all"):

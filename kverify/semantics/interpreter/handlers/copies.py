@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.launch import dtypes
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.memory_model import tma
@@ -13,7 +14,7 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import CopyOp
 from ..hb import ASYNC
-from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, store_bytes
+from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
 from ..state import ASYNC_GENERIC, U64, low_mask
 from .common import SPACE_MODS, bits_of, registry, replicas, yield_once
 from .memory import ATOM_FAMILY, atomic_update, fault
@@ -32,8 +33,9 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
             m.dropped_reader(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
                      f"shadow could not all keep")
         if m.check:
-            conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clk, None, proxy,
-                                             issuer_fence=w.proxy_fence_vc)
+            sp = proxy_space(region)
+            conf = region.shadow.check_write(idx, agent, op.vc, m.fence_clks[sp], None, proxy,
+                                             issuer_fence=w.proxy_fence_vc.get(sp))
             for c in conf:
                 m._race(w, ins, region, c, "async write")
             if m.trace is not None:
@@ -42,8 +44,9 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
         region.shadow.pend_w_loc[idx] = m.loc_id(ins.loc)
     for region, idx in reads:
         if m.check:
-            conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clk, None, proxy,
-                                            issuer_fence=w.proxy_fence_vc)
+            sp = proxy_space(region)
+            conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clks[sp], None, proxy,
+                                            issuer_fence=w.proxy_fence_vc.get(sp))
             for c in conf:
                 m._race(w, ins, region, c, "async read")
             if m.trace is not None:
@@ -233,6 +236,11 @@ def h_bulk(m, w, ins, mask):
 REDUCE_OPS = tuple(ATOM_FAMILY) + ("inc", "dec")
 
 
+def _reduces(instr) -> bool:
+    """A bulk reduction (its row's destination is read-modify-written)."""
+    return instr.row is not None and instr.row.operands[0].access == "update"
+
+
 @handler("cp.reduce.async.bulk")
 def h_bulk_reduce(m, w, ins, mask):
     """§9.7.9.25.4.3: each element of ``[dst]`` becomes ``op(dst, src)`` -- an atomic update
@@ -264,7 +272,7 @@ def h_bulk_reduce(m, w, ins, mask):
         # the reductions that wrote or are writing these bytes (in flight, or the last writer)
         writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
             [dreg.shadow.pend_w[didx], dreg.shadow.w_agent[didx]])) if a >= 0)
-        if any(x is not None and x.instr.op == ins.op for x in writers):
+        if any(x is not None and _reduces(x.instr) for x in writers):
             raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
                               "reductions to the same elements is not modelled", ins)
         elems = np.arange(doff, doff + n, nb, dtype=np.int64)
@@ -277,6 +285,61 @@ def h_bulk_reduce(m, w, ins, mask):
 
         _issue_bulk(m, w, ins, [(dreg, didx)], [(sreg, _bytes_idx(soff, n))], action, dst_sp,
                     None if mb is None else int(mb[lane]), n)
+    return yield_once()
+
+
+@handler("cp.reduce.async.bulk.tensor")
+def h_bulk_reduce_tensor(m, w, ins, mask):
+    """§9.7.9.25.5.3: each in-bounds element of the box at ``tensorCoords`` of ``tensorMap``
+    becomes ``op(element, source element)`` -- an atomic update per element, of the tensor
+    map's element type -- from the box read out of shared::cta memory (unswizzled as a tile
+    store reads it); out-of-bound elements are dropped; completed through the bulk async-group.
+    Like the byte-range reduction: each executing lane issues its own; reductions that may overlap
+    another in flight are ``Unsupported`` (per-element atomicity across reductions)."""
+    mods, ops = ins.mods, ins.operands
+    op = next((x for x in mods if x in REDUCE_OPS), None)
+    other = [x for x in mods if x in ("im2col_no_offs", "tile::scatter4", "tile::gather4", "im2col")]
+    if op is None or other:
+        raise Unsupported(f"{ins.opcode}: " + (f".{other[0]} is not modelled" if other else
+                                               "reduction operation not understood"), ins)
+    tm_a, src_a = ops[0], ops[1]
+    tm, gstart, tname = _tmap_of(m, w, ins, tm_a)
+    if tm.mode != "tile":
+        raise Unsupported(f"{ins.opcode}: a tile-mode reduction through the {tm.mode}-mode tensor map {tname}", ins)
+    row = dtypes.lookup(tm.dtype)
+    ty = None if row is None else row.ptx
+    if ty is None or ty[0] == "b" and ty[1:].isdigit():
+        raise Unsupported(f"{ins.opcode}: tensor map element type {tm.dtype} is not a reduction type", ins)
+    nb, esize = tm.box_bytes, tm.element_size
+    gregion = m.gmem
+    srcs = m.addr_values(w, src_a)
+    cvals = [np.broadcast_to(np.asarray(m.val(w, c, 32), U64), (32,)) for c in tm_a.coords]
+    for lane in np.flatnonzero(mask):
+        coords = [int(c[lane]) for c in cvals]
+        coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]
+        try:
+            sreg, soff = _resolve1(m, w, ins, "shared::cta", int(srcs[lane]), nb)
+        except Fault as f:
+            fault(m, w, ins, f)
+            continue
+        offs, inb = tma.copy_geometry(tm, coords)
+        gidx = (offs[inb][:, None] + np.arange(esize)).reshape(-1) + gstart
+        writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
+            [gregion.shadow.pend_w[gidx], gregion.shadow.w_agent[gidx]])) if a >= 0)
+        if any(x is not None and _reduces(x.instr) for x in writers):
+            raise Unsupported(f"{ins.opcode}: overlaps the elements of another bulk reduction; the atomicity of "
+                              "reductions to the same elements is not modelled", ins)
+
+        def action(sreg=sreg, soff=soff, coords=coords):
+            dst, elems = tma.tile_store_elements(tm, coords, sreg.data[soff:soff + nb], soff)
+            dst = dst + gstart
+            old = load_bytes(gregion.data, dst, esize)
+            new = atomic_update(op, ty, frozenset(), old, load_bytes(elems.reshape(-1), np.arange(
+                0, elems.size, esize, dtype=np.int64), esize))
+            store_bytes(gregion.data, dst, esize, np.asarray(new, U64) & U64(low_mask(8 * esize)))
+
+        cop = _copy_op(m, w, ins, ins.op, [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))], action, group=w.bulk)
+        m.step(w.bulk, AG.BulkCopy(cop.agent), ins, w.describe())
     return yield_once()
 
 

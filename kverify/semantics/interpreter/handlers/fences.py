@@ -34,14 +34,23 @@ def h_fence(m, w, ins, mask):
 
 @handler("fence.proxy.async", "fence.proxy.async::generic", "fence.proxy.alias")
 def h_fence_proxy(m, w, ins, mask):
-    if len(m.fence_clk) <= w.agent:
-        m.fence_clk = np.concatenate([m.fence_clk, np.zeros(w.agent + 1 - len(m.fence_clk), np.int64)])
-    m.fence_clk[w.agent] = w.clock()
-    if "global" not in ins.mods:  # a fence covering shared memory also makes an mbarrier.init visible
+    """Orders the thread's earlier generic-proxy accesses before later async-proxy ones of the
+    state space it names (``.global``, ``.shared::cta``, ``.shared::cluster``), or of every
+    state space when it names none (§9.7.13.4): a ``.shared::cta`` fence leaves a global write
+    unfenced."""
+    spaces = [sp for sp, mod in (("global", "global"), ("shared", "shared::cta"), ("shared", "shared::cluster"))
+              if mod in ins.mods] or ["global", "shared"]
+    for sp in spaces:
+        clk = m.fence_clks[sp]
+        if len(clk) <= w.agent:
+            clk = m.fence_clks[sp] = np.concatenate([clk, np.zeros(w.agent + 1 - len(clk), np.int64)])
+        clk[w.agent] = w.clock()
+        # every write ordered before this fence (race.async-proxy.issuer-fence)
+        w.proxy_fence_vc[sp] = w.vc.copy()
+    if "shared" in spaces:  # a fence covering shared memory also makes an mbarrier.init visible
         m.init_fences.setdefault(w.agent, []).append(w.clock())
     if m.trace is not None:
         m.trace.proxy_fence(w, ins)
-    w.proxy_fence_vc = w.vc.copy()  # every write ordered before this fence (race.async-proxy.issuer-fence)
     w.release_tick()
     return yield_once()
 

@@ -4,8 +4,12 @@ wait helpers the wgmma family shares.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
+from ..async_ops import READ_DONE
+from ..hb import vget
 from ..state import Wait, on_change
 from .common import registry, yield_once
 
@@ -63,8 +67,13 @@ def _acquire_ops(m, w, ins, attr, eff):
         for agent in eff[1]:
             op = m.ops_by_agent.get(agent)
             if op is not None:
-                rel = [m.trace.completion(op, f"completion of {op.instr.opcode}")] if m.trace is not None else None
-                m.acquire(w, op.vc, ins, GROUPS[attr], releases=rel)
+                vc = op.vc
+                if eff[0] == "read-wait-satisfied" and vget(vc, np.array([agent]))[0] > READ_DONE:
+                    vc = vc.copy()  # the source reads observed, not the writes
+                    vc[agent] = READ_DONE
+                rel = [m.trace.completion(op, f"completion of {op.instr.opcode}", int(vc[agent]))] \
+                    if m.trace is not None else None
+                m.acquire(w, vc, ins, GROUPS[attr], releases=rel)
             w.wgmma_regs.pop(agent, None)
 
 

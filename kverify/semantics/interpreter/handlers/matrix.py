@@ -132,7 +132,8 @@ def h_wgmma(m, w, ins, mask):
         m.report(BOUNDS.id, f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
     if m.check:
-        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clk, None, ASYNC, issuer_fence=w.proxy_fence_vc):
+        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clks["shared"], None, ASYNC,
+                                        issuer_fence=w.proxy_fence_vc.get("shared")):
             m._race(w, ins, smem, c, "wgmma operand read")
         if m.trace is not None:
             m.trace.access(smem.shadow, idx, op.agent, w.vc, m.loc_id(ins.loc), ins, "read", ASYNC, w)

@@ -11,7 +11,7 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
-from kverify.semantics.values import evaluate
+from kverify.semantics.values import atom_float_mods, evaluate
 from kverify.semantics.memory_model.execution import BOUNDS, UNINITIALIZED
 
 from ..hb import GENERIC
@@ -283,7 +283,8 @@ def atomic_update(op, ty, fmods, old, b, c=None):
     if op == "dec":
         return np.where((old == 0) | (old > b), b, old - U64(1))
     with np.errstate(all="ignore"):
-        return evaluate(D, ATOM_FAMILY[op], ty, fmods | ({"rn"} if ty.startswith("f") and op == "add" else set()), old, b)
+        return evaluate(D, ATOM_FAMILY[op], ty, fmods | ({"rn"} if ty.startswith(("f", "bf")) and op == "add" else set()),
+                        old, b)
 
 
 @handler("atom", "red")
@@ -311,7 +312,7 @@ def h_atom(m, w, ins, mask):
     b = np.broadcast_to(np.asarray(b, U64), (32,))
     c = np.broadcast_to(np.asarray(c, U64), (32,)) if c is not None else None
     old_all = np.zeros(32, U64)
-    fmods = frozenset(x for x in ins.mods if x in ("rn", "ftz"))
+    fmods = atom_float_mods(op, ty, ins.mods)
     for lane in np.flatnonzero(mask):
         o = np.array([offs[lane]])
         old = load_bytes(region.data, o, nb)

@@ -28,6 +28,7 @@ from kverify.launch.layout import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WIN
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, Sink, VecOp
 from kverify.semantics.ir.visit import unread_atomic_results
+from kverify.semantics.values import atom_float_mods
 
 from .. import folds as F
 from ..algebra import ModelUnsupported, is_concrete
@@ -114,7 +115,7 @@ class AtomicHandlers:
                                        f"of the additions; --fp real proves the sum over reals)")
             seen.add(cell)
         old = self.load(t, space, addr, nb, ins)
-        mods = frozenset(x for x in ins.mods if x == "ftz") | {"rn"}
+        mods = atom_float_mods("add", ty, ins.mods)
         new = self.alg.family("add", ty, mods, [old, v], [8 * nb, 8 * nb])
         if t.pred is not None:
             new = self.alg.ite(t.pred, new, old, 8 * nb)
