@@ -43,14 +43,14 @@ from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import tma
-from kverify.semantics.memory_model.execution import BOUNDS
+from kverify.semantics.memory_model.execution import BOUNDS, DSMEM_AFTER_EXIT, DSMEM_BEFORE_START
 
 from .accesses import AccessMixin, _atomic_result_used
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
-from .hb import join
+from .hb import join, vget
 from .mbarriers import MbarrierMixin
 from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
@@ -337,6 +337,7 @@ class Machine(AccessMixin, MbarrierMixin):
                                 agents.append(a)
                                 c.warps.append(Warp(self, c, w, a))
                             c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
+                            c.smem.cta = c
                             c.smem.allocs = [(n, s, z) for n, (s, z) in self.smem_vars.items()]
                         self.ctas_run += len(ctas)
                         if self.cooperative:
@@ -411,15 +412,53 @@ class Machine(AccessMixin, MbarrierMixin):
 
     def warp_gone(self, w):
         """A warp whose threads all exited: they count as arrived at CTA-wide barriers
-        started from now on (§9.7.13.1), and the cluster barrier no longer waits for them."""
+        started from now on (§9.7.13.1), and the cluster barrier no longer waits for them.
+        When it is its CTA's last, the CTA's shared memory is gone: every access of another CTA
+        to it must happen before (``remote_smem``)."""
         if w.exited_reported:
             return
         w.exited_reported = True
         cta = w.cta
         cta.exited_threads += int(w.valid.sum())
+        cta.exit_vc = join(cta.exit_vc, w.vc)
+        cta.warps_gone += 1
+        if cta.warps_gone == len(cta.warps):
+            cta.exited = True
+            for agent, (clk, loc, who) in cta.remote.items():
+                if vget(cta.exit_vc, np.array([agent]))[0] < clk:
+                    self._dsmem_after_exit(cta, loc, who, w)
         for bar_id in range(16):
             complete_with_exited(self, cta, bar_id)
         cluster_barrier_exit(self, w)
+
+    def remote_smem(self, w, cta, agent, clk, loc, who):
+        """An access by ``agent`` (at its clock ``clk``: a warp, or an async operation's
+        completion) to the shared memory of ``cta``, another CTA of the cluster, issued by warp
+        ``w``. ``dsmem.before-start`` when nothing shows ``cta`` started (``w`` completed no
+        cluster-barrier wait and observed none of ``cta``'s warps); ``dsmem.after-exit`` when
+        ``cta`` already exited, or later, when it exits, unless its exit is ordered after the
+        access (``warp_gone``)."""
+        if not self.check:
+            return
+        if cta.exited:
+            self._dsmem_after_exit(cta, loc, who, None)
+            return
+        if w.cluster_waits == 0 and not (vget(w.vc, np.array([x.agent for x in cta.warps])) > 0).any():
+            self.report(DSMEM_BEFORE_START.id, f"access to the shared memory of {cta.describe()} by {who} at "
+                        f"{_fmt_loc(loc)} before any cluster barrier wait or synchronization with {cta.describe()}: "
+                        f"it may not have started ({DSMEM_BEFORE_START.section})", [loc])
+        old = cta.remote.get(agent)
+        if old is None or old[0] < clk:
+            cta.remote[agent] = (clk, loc, who)
+
+    def _dsmem_after_exit(self, cta, loc, who, last):
+        when = (f"{cta.describe()} exited before it" if last is None else
+                f"nothing orders the exit of {cta.describe()} (its last warp exited after "
+                f"{_fmt_loc(getattr(last, 'last_loc', None))}) after it: no release cluster barrier after the "
+                f"access, no mbarrier wait the access's arrive completes")
+        self.report(DSMEM_AFTER_EXIT.id, f"access to the shared memory of {cta.describe()} by {who} at {_fmt_loc(loc)}: "
+                    f"{when}; the CTA may have exited, its shared memory gone ({DSMEM_AFTER_EXIT.section})",
+                    [loc, getattr(last, "last_loc", None) if last is not None else None])
 
     # ------------------------------------------------------------------ warp body
     def _warp_main(self, w):
@@ -707,6 +746,8 @@ class Machine(AccessMixin, MbarrierMixin):
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside every "
                             f"shared variable{cta.smem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
+            if cta is not w.cta:
+                self.remote_smem(w, cta, w.agent, w.clock(), w.last_loc, w.describe())
             return cta.smem, offs
         if space == "local":
             return "local", addrs

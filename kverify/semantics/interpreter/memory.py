@@ -56,6 +56,7 @@ class Region:
         self.size = size
         self.shadow = Shadow(size, "shared" if space == "shared" else space, dense_agents)
         self.allocs: list[tuple[str, int, int]] = []
+        self.cta = None  # a CTA's shared memory: that CTA (``state.CTA``)
 
     def owner(self, off: int) -> str:
         for name, start, size in self.allocs:

@@ -93,6 +93,12 @@ class CTA:
         self.bar_value: dict = {}
         self.bar_release: dict = {}
         self.cluster_barrier = None  # handlers.barriers.ClusterBarrier, shared by the cluster
+        # accesses of other CTAs to this CTA's shared memory: agent -> (its clock there, loc, who);
+        # its exit must be ordered after each (``Machine.remote_smem``, ``Machine.warp_gone``)
+        self.remote: dict = {}
+        self.warps_gone = 0
+        self.exit_vc = np.zeros(0, np.int64)
+        self.exited = False
 
     def describe(self):
         return "CTA (%d,%d,%d)" % self.ctaid
@@ -127,6 +133,7 @@ class Warp:
         self.wgmma_seq = 0
         self.mbar_next: dict = {}
         self.mbar_inits_seen: list = []  # (own clock, init-only clock) per cluster-barrier wait
+        self.cluster_waits = 0  # cluster-barrier waits it completed (any arrive: its CTAs all started)
         self.last_group_wait = {}
         self.params: dict[str, np.ndarray] = {}  # call-site .param variables, per lane
         # lanes that called an intrinsic kverify does not evaluate (``ir.gpuverify``) since their last

@@ -56,6 +56,17 @@ BOUNDS = Rule(
     "bounds", "§5.1 state spaces", "state-spaces",
     "an access outside the memory its address can reach (a buffer of the launch, a shared variable, the "
     "local frame, a parameter)")
+_DSMEM = "§9.7.13 barrier.cluster; CUDA C++ Programming Guide, distributed shared memory"
+DSMEM_BEFORE_START = Rule(
+    "dsmem.before-start", _DSMEM, "parallel-synchronization-and-communication-instructions-barrier-cluster",
+    "an access to another CTA's shared memory (.shared::cluster: ld/st/atom, a remote mbarrier arrive, an async "
+    "copy's destination) before anything shows that CTA has started: no cluster barrier wait, no synchronization "
+    "with one of its threads")
+DSMEM_AFTER_EXIT = Rule(
+    "dsmem.after-exit", _DSMEM, "parallel-synchronization-and-communication-instructions-barrier-cluster",
+    "an access to another CTA's shared memory that the owner's exit is not ordered after (happens-before: a "
+    "release cluster barrier after the access, or an mbarrier wait the access's arrive completes): the owner may "
+    "have exited, its shared memory gone, when the access happens")
 UNINITIALIZED = Rule(
     "uninitialized", "§5.1 state spaces (shared and local memory are not initialized)", "state-spaces",
     "a read of shared or local memory no thread wrote before it")

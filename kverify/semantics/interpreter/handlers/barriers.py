@@ -258,6 +258,7 @@ def _cluster_wait(m, w, ins, bar):
         yield None
         return
     m.acquire(w, bar.release.get(ph, np.zeros(0, np.int64)), ins, "cluster barrier", ph, key=("cluster", id(bar), ph))
+    w.cluster_waits += 1
     inits = bar.init_release.get(ph)
     if inits is not None and len(inits):
         w.mbar_inits_seen.append((w.clock(), inits))

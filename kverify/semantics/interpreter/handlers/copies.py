@@ -12,7 +12,7 @@ from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
-from ..async_ops import CopyOp
+from ..async_ops import READ_DONE, CopyOp
 from ..hb import ASYNC
 from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
 from ..state import ASYNC_GENERIC, U64, low_mask
@@ -28,6 +28,10 @@ HANDLERS, handler = registry()
 def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbytes=0, proxy=ASYNC):
     agent = m.new_agent(f"{kind} issued by {w.describe()} at {_fmt_loc(ins.loc)}")
     op = CopyOp(m, w, ins, agent, kind, writes, reads, action, mbar, group, nbytes, proxy)
+    for region, clk in [(r, READ_DONE + 1) for r, _ in writes] + [(r, READ_DONE) for r, _ in reads]:
+        owner = region.cta  # another CTA's shared memory: its exit must follow the completion
+        if owner is not None and owner is not w.cta:
+            m.remote_smem(w, owner, agent, clk, ins.loc, f"{kind} issued by {w.describe()}")
     for region, idx in writes:
         if region.shadow.lossy(idx):
             m.dropped_reader(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
