@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from kverify.launch.layout import PARAM_WINDOW
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
+from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, ParenList, Reg,
+                                         Sink, Sym)
 from kverify.semantics.ir.nodes import where as _loc
 from kverify.semantics.ir.optable import flow_of
 from kverify.semantics.ir.visit import RegisterWidths
@@ -46,6 +47,8 @@ class Thread:
     resume: object = None
     gen: object = None
     pred: object = None  # the condition of the data-dependent branch being run (predication.py)
+    params: dict = field(default_factory=dict)  # call-site / called-function .param: name -> {offset: (bytes, value)}
+    frames: list = field(default_factory=list)  # the device functions being run (calls)
 
 
 class CTAState:
@@ -74,6 +77,9 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         self.gmem: dict = {}
         self.reg_width = RegisterWidths(module)
         self.funcs = {k.name: k for k in module.kernels}
+        # .param storage of calls: call-site variables and device functions' parameters and returns
+        self.call_params = {v.name for k in module.kernels for v in k.vars if v.space.startswith("param")} | {
+            p.name for k in module.kernels if not k.is_entry for p in (*k.params, *k.rets)}
         self._dec = {}
         self._layout(names)
         self.handlers = {}
@@ -187,8 +193,8 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                         e.located = True
                     raise
                 if r is not None:
-                    if r == "exit":
-                        return "exit"
+                    if r in ("exit", "ret"):
+                        return r
                     sig = yield from r
                     if sig == "exit":
                         return "exit"
@@ -305,15 +311,48 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
 
     # ------------------------------------------------------------------ control handlers
     def h_exit(self, t, ins):
-        if flow_of(ins) == "return" and getattr(t, "frames", None):
-            raise Unsupported("ret inside a called function", ins)
+        if flow_of(ins) == "return" and t.frames:
+            return "ret"  # back to the call (h_call)
         return "exit"
 
     def h_nop(self, t, ins):
         return None
 
     def h_call(self, t, ins):
-        raise Unsupported("calls of device functions", ins)
+        """A direct call of a device function (PTX ISA §9.7.12.3 call): the callee runs in a frame
+        of its own (fresh registers) with its parameters bound to the call-site ``.param``
+        variables' contents and its returns copied back to the call site's after it returns."""
+        rest = list(ins.operands)
+        rets = rest.pop(0) if rest and isinstance(rest[0], ParenList) else None
+        fn = rest.pop(0) if rest else None
+        args = rest.pop(0).elems if rest and isinstance(rest[0], ParenList) else ()
+        callee = self.funcs.get(fn.name) if isinstance(fn, Sym) else None
+        if callee is None or callee.is_entry:
+            raise Unsupported(f"call of {fn}: an indirect call or a function the module does not define", ins)
+        if len(args) != len(callee.params) or len(rets.elems if rets is not None else ()) != len(callee.rets):
+            raise Unsupported(f"call of {callee.name}: arguments do not match its parameters", ins)
+        frame = {p.name: dict(t.params.get(a.name, {})) for p, a in zip(callee.params, args)}
+        frame.update({r.name: {} for r in callee.rets})
+        return self._run_call(t, callee, frame, rets)
+
+    def _run_call(self, t, callee, frame, rets):
+        saved = t.regs, t.params
+        t.regs, t.params = {}, frame
+        t.frames.append(callee.name)
+        sig = yield from self.exec_stmts(t, callee.body)
+        t.frames.pop()
+        t.regs, t.params = saved
+        if sig == "exit":
+            return "exit"
+        for r, rv in zip(callee.rets, rets.elems if rets is not None else ()):
+            t.params[rv.name] = dict(frame[r.name])
+        return None
+
+    def param_slot(self, t, a):
+        """``(name, offset)`` when ``a`` addresses a call's ``.param`` storage, else ``None``."""
+        if type(a) is Addr and type(a.base) is Sym and a.base.name in self.call_params:
+            return a.base.name, a.offset + a.base.offset
+        return None
 
 
 #: Handlers chosen by a row's ``sync`` column (the synchronization effect it has).

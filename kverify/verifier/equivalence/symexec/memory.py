@@ -238,10 +238,12 @@ class Memory:
         ty, nb = self._elem_bytes(ins)
         dst, a = ins.operands[0], ins.operands[1]
         space = space_of(ins)
-        base = self.addr(t, a)
+        slot = self.param_slot(t, a)
+        base = slot[1] if slot else self.addr(t, a)
         elems = dst.elems if isinstance(dst, VecOp) else (dst,)
         for j, d in enumerate(elems):
-            v = self.load(t, space, base + j * nb, nb, ins)
+            v = self._param_load(t, slot[0], base + j * nb, nb, ins) if slot else self.load(t, space, base + j * nb, nb,
+                                                                                             ins)
             if isinstance(d, Reg) and self.reg_width(d.name) > 8 * nb and ty.startswith("s"):
                 v = self.alg.fit(v, 8 * nb)
                 if type(v) is int:
@@ -254,14 +256,27 @@ class Memory:
             if self.terms is not None:
                 self.terms.note(ins.loc, "load", v)
 
+    def _param_load(self, t, name, off, nb, ins):
+        """``nb`` bytes at ``off`` of a call's ``.param`` storage, as one earlier store of the same
+        width left them (a load across stores of other widths is not modelled)."""
+        got = t.params.get(name, {}).get(off)
+        if got is None or got[0] != nb:
+            raise Unsupported(f"{ins.opcode}: a read of {name}+{off} ({nb} bytes) that no store of that width to "
+                              f"the .param variable wrote", ins)
+        return got[1]
+
     def h_st(self, t, ins):
         ty, nb = self._elem_bytes(ins)
         a, src = ins.operands[0], ins.operands[1]
         space = space_of(ins)
-        base = self.addr(t, a)
+        slot = self.param_slot(t, a)
+        base = slot[1] if slot else self.addr(t, a)
         elems = src.elems if isinstance(src, VecOp) else (src,)
         for j, s in enumerate(elems):
             v = self.val(t, s, 8 * nb)
+            if slot:
+                t.params.setdefault(slot[0], {})[base + j * nb] = (nb, v)
+                continue
             self.store(t, space, base + j * nb, nb, v, ins.loc)
             if self.terms is not None:
                 self.terms.note(ins.loc, "store", v)
