@@ -203,7 +203,7 @@ def _reduce_launch(kernel: str, scale: float, swizzle: str = "none") -> dict:
     """A launch of a tests/data/bulk_reduce/tensor_reduce.ptx kernel (its element type from its
     name): a 40 x 48 matrix in 2 x 2 boxes of 32 x 32, the last row and column overhanging."""
     d = json.loads((ROOT / "tests" / "data" / "bulk_reduce" / "tensor_reduce.json").read_text())
-    ty = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "s32": "int32"}[kernel.rsplit("_", 1)[1]]
+    ty = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "s32": "int32"}[kernel.split("_")[2]]
     d["kernel"], d["args"]["scale"], d["buffers"]["out"]["dtype"] = kernel, scale, ty
     if kernel.startswith("tensor"):
         d["tensormaps"]["tmap"] |= {"dtype": ty, "swizzle": swizzle}
@@ -218,17 +218,19 @@ def _reduce_launch(kernel: str, scale: float, swizzle: str = "none") -> dict:
 #: 128-byte swizzled map
 _REDUCTIONS = [(k, 1000.0 if k.endswith("s32") else 1.0, "none", "") for k in (
     "tensor_add_f32", "tensor_add_f16", "tensor_add_bf16", "tensor_max_s32", "bulk_add_f32", "bulk_add_f16",
-    "bulk_add_bf16", "red_add_f32", "red_add_f16", "red_add_bf16")] + [
+    "bulk_add_bf16", "red_add_f32", "red_add_f16", "red_add_bf16", "red_add_f32_shared")] + [
     (k, 2.0 ** (-17 if k.endswith("f16") and not k.endswith("bf16") else -130), "none", "_subnormal") for k in (
         "tensor_add_f32", "tensor_add_f16", "tensor_add_bf16", "bulk_add_f32", "bulk_add_f16", "bulk_add_bf16",
-        "red_add_f32", "red_add_f16", "red_add_bf16")] + [("tensor_add_f32", 1.0, "128B", "_swizzle128")]
+        "red_add_f32", "red_add_f16", "red_add_bf16", "red_add_f32_shared")] + [
+    ("tensor_add_f32", 1.0, "128B", "_swizzle128")]
 
 
 #: correct kernels of tests/data for instructions no zoo kernel uses, run like the zoo's
 #: (family "data_<dir>"): TMA multicast in a 2x1 cluster, a bulk reduction (cp.reduce.async.bulk),
 #: brx.idx over .branchtargets, calls through function pointers, cooperative groups' grid.sync() in
-#: a cooperative launch, a programmatic dependent launch (PDL) pair, and the tensor and byte-range
-#: bulk reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
+#: a cooperative launch, a programmatic dependent launch (PDL) pair, distributed shared memory in a
+#: 2-CTA cluster (st.shared::cluster, remote mbarrier arrives), and the tensor and byte-range bulk
+#: reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
     ("bulk_reduce/bulk_reduce.ptx", "bulk_reduce/launch.json"),
@@ -245,7 +247,8 @@ DATA = [
                                              "tmp": {"dtype": "float32", "shape": [500]},
                                              "out": {"dtype": "float32", "shape": [500]}}}),
     ("pdl/pair.ptx", "pdl/pair.json"),
-] + [("bulk_reduce/tensor_reduce.ptx", _reduce_launch(k, scale, swizzle), suffix)
+] + [("dsmem/dsmem.ptx", {"kernel": k, "grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
+                          "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("exchange", "tail")] + [("bulk_reduce/tensor_reduce.ptx", _reduce_launch(k, scale, swizzle), suffix)
      for k, scale, swizzle, suffix in _REDUCTIONS] + [("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
                                      "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
                                                                    "y": {"dtype": "float32", "shape": [256]}}})

@@ -2,6 +2,13 @@
 
     python bench/sanitizer_side_by_side.py [--out FILE] [--only X.ptx ...] [--part K/N]
     python bench/sanitizer_side_by_side.py --merge PART.json ... [--out FILE]
+    python bench/sanitizer_side_by_side.py --data [--out FILE]
+
+(``--data``: the bug classes of tests/data instead of the zoo -- distributed shared memory
+lifetime, bulk/tensor reductions and their proxy fences and .read waits, a grid barrier replaced by a
+CTA barrier --, each correct kernel with its seeded-bug twins, into
+bench/results/sanitizer_data.json; the sanitizer tools run on the plan ``validate`` builds, whose
+reference, ``unchanged``, is a placeholder: only the tools' reports count.)
 
 (``--part K/N`` runs every N-th variant from the K-th, so that the zoo fits in several calls of a
 time-limited machine; ``--merge`` joins the parts' rows and recomputes the summary.)
@@ -43,10 +50,47 @@ def variants():
                 yield m, v, ptx
 
 
-def kverify_check(ptx: Path, manifest: Path) -> dict:
+#: (ptx under tests/data, kernel, launch, seeded bug rule or None) of ``--data``
+_TR = {"grid": [2, 2, 1], "block": [128, 1, 1], "args": {"rows": 40, "cols": 48, "scale": 1.0}, "outputs": ["out"],
+       "buffers": {n: {"dtype": "float32", "shape": [40, 48]} for n in ("a", "b", "out")},
+       "tensormaps": {"tmap": {"dtype": "float32", "shape": [40, 48], "box": [32, 32], "swizzle": "none",
+                               "buffer": "out"}}}
+_DS = {"grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"], "buffers": {"out": {"dtype": "int32", "shape": [256]}}}
+_BR = {"grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["out"],
+       "buffers": {n: {"dtype": "float32", "shape": [2, 128]} for n in ("in", "out")}}
+_GS = {"grid": [4, 1, 1], "block": [128, 1, 1], "args": {"n": 500}, "outputs": ["tmp", "out"],
+       "buffers": {n: {"dtype": "float32", "shape": [500]} for n in ("in", "tmp", "out")}}
+DATA = [("dsmem/dsmem.ptx", k, _DS, rule) for k, rule in (
+    ("exchange", None), ("exchange__no_start_sync", "dsmem.before-start"), ("exchange__late_write", "dsmem.after-exit"),
+    ("exchange__late_read", "dsmem.after-exit"), ("tail", None), ("tail__no_wait", "dsmem.after-exit"))] + [
+    ("bulk_reduce/tensor_reduce.ptx", k, _TR, rule) for k, rule in (
+        ("tensor_add_f32", None), ("tensor_add_f32__no_global_fence", "race.async-proxy"),
+        ("tensor_add_f32__read_early", "race.async-pending"))] + [
+    ("bulk_reduce/bulk_reduce.ptx", k, _BR, rule) for k, rule in (
+        ("bulk_reduce", None), ("bulk_reduce__no_fence", "race.async-proxy"),
+        ("bulk_reduce__global_fence", "race.async-proxy"), ("bulk_reduce__overwrite", "race.async-pending"))] + [
+    ("grid_sync/two_phase.ptx", "two_phase", _GS, None),
+    ("grid_sync/two_phase__no_grid_sync.ptx", "two_phase", _GS, "race.global")]
+
+
+def unchanged(inputs, args):
+    """The placeholder reference of ``--data`` (the kernels' outputs are not compared)."""
+    return {k: v for k, v in inputs.items()}
+
+
+def data_variants():
+    for rel, kernel, launch, rule in DATA:
+        yield ({**launch, "kernel": kernel}, {"correct": rule is None, "bug": {"rule": rule} if rule else None,
+                                              "kernel": kernel, "reference": "sanitizer_side_by_side:unchanged"},
+               ROOT / "tests" / "data" / rel)
+
+
+def kverify_check(ptx: Path, manifest, kernel: str | None = None) -> dict:
     t0 = time.perf_counter()
+    launch = json.dumps(manifest) if isinstance(manifest, dict) else str(manifest.relative_to(ROOT))
     r = subprocess.run([sys.executable, "-m", "kverify", "check", str(ptx.relative_to(ROOT)), "--launch",
-                        str(manifest.relative_to(ROOT)), "--format", "json"], cwd=ROOT, capture_output=True,
+                        launch, *(["--kernel", kernel] if kernel else []), "--format", "json"], cwd=ROOT,
+                       capture_output=True,
                        text=True, timeout=600, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                            x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)))
     s = time.perf_counter() - t0
@@ -60,12 +104,13 @@ def kverify_check(ptx: Path, manifest: Path) -> dict:
     return {"exit": r.returncode, "verdict": verdict, "rules": rules, "s": round(s, 3)}
 
 
-def sanitizer(ptx: Path, manifest: Path, ref: str | None, san: str) -> dict:
+def sanitizer(ptx: Path, manifest, ref: str | None, san: str, kernel: str | None = None) -> dict:
     from kverify.verifier.validate import validate
     from kverify.verifier.validate.sanitize import run_tool
 
     t0 = time.perf_counter()
-    v = validate(str(ptx.relative_to(ROOT)), launch=str(manifest.relative_to(ROOT)), ref=ref, trials=1, timeout=10.0)
+    launch = json.dumps(manifest) if isinstance(manifest, dict) else str(manifest.relative_to(ROOT))
+    v = validate(str(ptx.relative_to(ROOT)), launch=launch, ref=ref, trials=1, timeout=10.0, kernel_name=kernel)
     term = next((o for o in v.report.obligations if o.id.endswith("terminates")), None)
     if term is not None and term.status not in ("proved", "bounded"):
         # the kernel did not finish on the GPU (a hang the harness killed, a trap): the sanitizer
@@ -96,7 +141,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--part", default="0/1")
     ap.add_argument("--merge", nargs="*")
+    ap.add_argument("--data", action="store_true", help="the bug classes of tests/data instead of the zoo")
     a = ap.parse_args(argv)
+    if a.data and a.out == ap.get_default("out"):
+        a.out = str(ROOT / "bench" / "results" / "sanitizer_data.json")
     if a.merge:
         parts = [json.loads(Path(p).read_text()) for p in a.merge]
         return write(a.out, parts[0]["machine"], [r for p in parts for r in p["kernels"]])
@@ -116,13 +164,14 @@ def main(argv=None) -> int:
     rows = []
     print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6}  {'sanitizer':>10} {'s':>6}")
     k_part, n_parts = map(int, a.part.split("/"))
-    for i, (m, v, ptx) in enumerate(variants()):
+    for i, (m, v, ptx) in enumerate(data_variants() if a.data else variants()):
         if a.only and ptx.name not in a.only or i % n_parts != k_part:
             continue
-        row = {"kernel": str(ptx.relative_to(ROOT)), "correct": v["correct"], "bug": v.get("bug")}
-        row["kverify"] = kverify_check(ptx, m)
+        row = {"kernel": str(ptx.relative_to(ROOT)) + (f":{v['kernel']}" if a.data else ""), "correct": v["correct"],
+               "bug": v.get("bug")}
+        row["kverify"] = kverify_check(ptx, m, v["kernel"] if a.data else None)
         try:
-            row["sanitizer"] = sanitizer(ptx, m, v.get("reference"), san)
+            row["sanitizer"] = sanitizer(ptx, m, v.get("reference"), san, v["kernel"] if a.data else None)
         except Exception as e:  # a kernel the harness cannot run is a row, not the end of the benchmark
             row["sanitizer"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         rows.append(row)

@@ -86,7 +86,8 @@ def atom_float_mods(op: str, ty: str, mods) -> frozenset:
     """The rounding modifiers of an atomic float ``op`` of type ``ty`` (``atom``/``red``; ``mods``:
     the instruction's): ``add`` rounds to nearest even, and ``add.f32`` also flushes subnormal
     inputs and results to sign-preserving zero (PTX ISA §9.7.13.5 atom, §9.7.13.6 red; measured
-    on the H200: red.global.add.f32 of subnormals gives signed zeros). ``.noftz`` adds of f16 and
+    on the H200 for global memory: red.global.add.f32 of subnormals gives signed zeros; shared
+    memory is taken to be the same). ``.noftz`` adds of f16 and
     bf16 keep subnormals, as do the bulk reductions' (``cp.reduce.async.bulk``), which take
     their modifiers as written."""
     out = frozenset(x for x in mods if x in ("rn", "ftz"))

@@ -174,3 +174,23 @@ extern "C" __global__ void red_add_bf16(const float* a, const float* b, __nv_bfl
                                         float scale) {
   red_add<__nv_bfloat16>(a, b, out, rows, cols, scale);
 }
+
+// atom.shared.add.f32: the same add into a shared tile, which is then copied to out
+extern "C" __global__ void red_add_f32_shared(const float* a, const float* b, float* out, int rows, int cols,
+                                              float scale) {
+  __shared__ float tile[TILE * TILE];
+  for (int e = threadIdx.x; e < TILE * TILE; e += blockDim.x) {
+    int r = blockIdx.y * TILE + e / TILE, c = blockIdx.x * TILE + e % TILE;
+    tile[e] = r < rows && c < cols ? b[r * cols + c] * scale : 0.0f;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < TILE * TILE; e += blockDim.x) {
+    int r = blockIdx.y * TILE + e / TILE, c = blockIdx.x * TILE + e % TILE;
+    if (r < rows && c < cols) atomicAdd(&tile[e], a[r * cols + c] * scale);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < TILE * TILE; e += blockDim.x) {
+    int r = blockIdx.y * TILE + e / TILE, c = blockIdx.x * TILE + e % TILE;
+    if (r < rows && c < cols) out[r * cols + c] = tile[e];
+  }
+}
