@@ -4,7 +4,10 @@ rule the ISA does not spell out ("takes effect within a single thread"): the war
 ``race.async-proxy.issuer-fence``. The same fence before the barrier orders nothing of the
 others: ``race.async-proxy`` (tests/data/proxy_fence, our tests/zoo/tma_store with the fence
 moved)."""
+import json
 from pathlib import Path
+
+import pytest
 
 from kverify.verifier.cli import main
 
@@ -34,3 +37,30 @@ def test_a_fence_in_the_issuer_before_the_barrier_orders_nothing(capsys):
     assert rc == 1, out
     assert ("tests/data/proxy_fence/issuer_fence__before_barrier.cu:46:7: error[race.async-proxy]: async-proxy read of "
             "a generic-proxy write with no fence.proxy.async after the write: async read of shared tile+128") in out
+
+
+# --------------------------------------------------------------------------- the state space a fence names
+
+def _tma_after_store(kernel, capsys):
+    launch = {"kernel": kernel, "grid": [2], "block": [128], "outputs": ["out"],
+              "buffers": {"buf": {"dtype": "float32", "shape": [64, 32]}, "out": {"dtype": "float32", "shape": [2048]}},
+              "tensormaps": {"tmap": {"dtype": "float32", "shape": [64, 32], "box": [32, 32], "buffer": "buf"}}}
+    rc = main(["check", str(DATA / "tma_after_store.ptx"), "--kernel", kernel, "--launch", json.dumps(launch),
+               "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    return rc, {o["title"]: o for o in k["obligations"]}
+
+
+@pytest.mark.parametrize("kernel, rc, status, line", [("fenced", 0, "bounded", None),
+                                                      ("unfenced", 1, "violated", 31),
+                                                      ("wrong_space", 1, "violated", 32)])
+def test_a_tma_load_of_generic_global_stores_needs_a_global_proxy_fence(capsys, kernel, rc, status, line):
+    """fence.proxy.async.shared::cta orders shared-memory accesses only (§9.7.13.4): global stores a
+    TMA load reads stay unfenced."""
+    got, by = _tma_after_store(kernel, capsys)
+    o = by["race-free: async"]
+    assert (got, o["status"]) == (rc, status)
+    if line:
+        assert (o["rule"], o["locations"][0]["line"]) == ("race.async-proxy", line)
+        assert o["message"].startswith("async-proxy read of a generic-proxy write with no fence.proxy.async after "
+                                       "the write: async read of global buf")
