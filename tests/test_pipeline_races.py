@@ -166,3 +166,23 @@ def test_timings_of_the_proof_on_the_zoo_pipelines():
     for src in (("wgmma_pipeline", "wgmma_pipeline.cu"), ("peek_pipeline", "peek_pipeline.cu")):
         obs, dt = _run(*_zoo(*src))
         assert obs["race-free: async"].status == "proved" and dt < 60
+
+
+def test_a_global_proxy_fence_does_not_order_the_stage_reads_of_a_ring(tmp_path):
+    """bulk_pipeline's consumer fences its generic reads of a stage before releasing it with
+    fence.proxy.async.shared::cta (proved). Made fence.proxy.async.global, the fence names
+    another state space and orders none of the stage's bytes (§9.7.13.4): violated, static and
+    dynamic alike."""
+    text = (ZOO / "bulk_pipeline" / "bulk_pipeline.ptx").read_text()
+    assert text.count("fence.proxy.async.shared::cta;") == 1
+    (tmp_path / "bulk_pipeline.cu").write_text((ZOO / "bulk_pipeline" / "bulk_pipeline.cu").read_text())
+    p = tmp_path / "bulk_pipeline.ptx"
+    p.write_text(text.replace("fence.proxy.async.shared::cta;", "fence.proxy.async.global;"))
+    _, kernel, spec = _zoo("bulk_pipeline", "bulk_pipeline.cu")
+    obs, _ = _run(load_module(str(p)), kernel, spec)
+    o = obs["race-free: async"]
+    assert (o.status, o.rule) == ("violated", "race.async-proxy")
+    assert "no fence.proxy.async between the generic access at line 124 and its r" in o.message
+    rep = check_kernel(load_module(str(p)), load_module(str(p)).kernel(kernel), spec)
+    by = {x.title: x for x in rep.obligations}
+    assert (by["race-free: async"].status, by["race-free: async"].rule) == ("violated", "race.async-proxy")
