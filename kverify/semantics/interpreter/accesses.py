@@ -32,7 +32,7 @@ def _atomic_result_used(m, ins) -> bool:
 
 
 class AccessMixin:
-    """Shadow checks of ``Machine`` (its ``check``, ``fence_clk``, ``agents``, ``locs``, ``report``,
+    """Shadow checks of ``Machine`` (its ``check``, ``fence_clks``, ``agents``, ``locs``, ``report``,
     ``depend`` and ``dropped_reader``)."""
 
     def strength(self, w, ins, atomic=False):

@@ -1,6 +1,7 @@
 """Fences with an interpreter effect: membar/fence.sc/fence.acq_rel/fence.acquire/
 fence.release (the fence halves of the release and acquire patterns, §8.8, §9.7.13.4),
-fence.proxy.async (orders generic-proxy accesses before later async-proxy ones, §9.7.12.4)
+fence.proxy.async (orders generic-proxy accesses of the state space it names before later
+async-proxy ones, §9.7.13.4)
 and fence.mbarrier_init (§9.7.13.15.3).
 """
 from __future__ import annotations
@@ -36,8 +37,7 @@ def h_fence(m, w, ins, mask):
 def h_fence_proxy(m, w, ins, mask):
     """Orders the thread's earlier generic-proxy accesses before later async-proxy ones of the
     state space it names (``.global``, ``.shared::cta``, ``.shared::cluster``), or of every
-    state space when it names none (§9.7.13.4): a ``.shared::cta`` fence leaves a global write
-    unfenced."""
+    state space when it names none: a ``.shared::cta`` fence leaves a global write unfenced."""
     spaces = [sp for sp, mod in (("global", "global"), ("shared", "shared::cta"), ("shared", "shared::cluster"))
               if mod in ins.mods] or ["global", "shared"]
     for sp in spaces:
