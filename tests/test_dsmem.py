@@ -19,7 +19,7 @@ def _check(capsys, kernel):
     return rc, k, {o["title"]: o for o in k["obligations"]}
 
 
-@pytest.mark.parametrize("kernel", ["exchange", "tail"])
+@pytest.mark.parametrize("kernel", ["exchange", "tail", "push"])
 def test_accesses_between_the_cluster_barriers_and_a_producer_tail_are_verified(capsys, kernel):
     rc, k, by = _check(capsys, kernel)
     assert rc == 0 and k["verdict"] == "verified", [(o["title"], o["status"], o["message"]) for o in k["obligations"]]
@@ -35,6 +35,9 @@ def test_accesses_between_the_cluster_barriers_and_a_producer_tail_are_verified(
      "orders the exit of CTA (0,0,0) (its last warp exited after dsmem.cu:60) after it"),
     ("exchange__late_read", "dsmem.after-exit", 69,
      "access to the shared memory of CTA (1,0,0) by warp 0 (threads 0-31) of CTA (0,0,0) at dsmem.cu:69: CTA (1,0,0) "
+     "exited before it"),
+    ("push__no_wait", "dsmem.after-exit", 130,  # an async bulk copy into the peer, which never waits for it
+     "access to the shared memory of CTA (0,0,0) by warp 0 (threads 0-31) of CTA (1,0,0) at dsmem.cu:130: CTA (0,0,0) "
      "exited before it"),
     ("tail__no_wait", "dsmem.after-exit", 97,
      "access to the shared memory of CTA (0,0,0) by warp 1 (threads 32-63) of CTA (1,0,0) at dsmem.cu:97: nothing "

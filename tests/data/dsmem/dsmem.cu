@@ -95,3 +95,36 @@ __device__ __forceinline__ void tail_body(int* out) {
 extern "C" __global__ void __cluster_dims__(2, 1, 1) tail(int* out) { tail_body<true>(out); }
 
 extern "C" __global__ void __cluster_dims__(2, 1, 1) tail__no_wait(int* out) { tail_body<false>(out); }
+
+// push: CTA 1 copies its buf into CTA 0's with cp.async.bulk.shared::cluster.shared::cta, completed
+// on CTA 0's mbarrier, which CTA 0 waits on before reading. Twin: CTA 0 does not wait
+// (dsmem.after-exit: the copy into its shared memory may complete after it exits).
+template <bool WAIT>
+__device__ __forceinline__ void push_body(int* out) {
+  __shared__ __align__(16) int buf[64];
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t t = threadIdx.x, r = rank(), base = blockIdx.x / 2 * 64;
+  if (r == 0 && t == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar)) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 256;" ::"r"(smem_u32(&bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if (r == 1) buf[t] = (int)(1000 + t);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  cluster_sync();
+  if (r == 1 && t == 0)
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], 256, [%2];"
+                 ::"r"(mapa(smem_u32(buf), 0)), "r"(smem_u32(buf)), "r"(mapa(smem_u32(&bar), 0)) : "memory");
+  if (r == 0 && WAIT) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tW_%=:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t"
+        "@!p bra W_%=;\n\t}" ::"r"(smem_u32(&bar))
+        : "memory");
+    out[base + t] = buf[t];
+  }
+}
+
+extern "C" __global__ void __cluster_dims__(2, 1, 1) push(int* out) { push_body<true>(out); }
+
+extern "C" __global__ void __cluster_dims__(2, 1, 1) push__no_wait(int* out) { push_body<false>(out); }
