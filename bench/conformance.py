@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from reduce_launch import tensor_reduce_launch  # noqa: E402  (tests/reduce_launch.py)
+
 APPROX = ("ex2.approx", "lg2.approx", "sin.approx", "cos.approx", "rsqrt.approx", "tanh.approx",
           "div.approx", "div.full", "sqrt.approx", "rcp.approx")
 MMA = ("wgmma.mma_async", "mma.sync")
@@ -199,19 +201,6 @@ def cmd_gen(a):
     return 0
 
 
-def _reduce_launch(kernel: str, scale: float, swizzle: str = "none") -> dict:
-    """A launch of a tests/data/bulk_reduce/tensor_reduce.ptx kernel (its element type from its
-    name): a 40 x 48 matrix in 2 x 2 boxes of 32 x 32, the last row and column overhanging."""
-    d = json.loads((ROOT / "tests" / "data" / "bulk_reduce" / "tensor_reduce.json").read_text())
-    ty = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "s32": "int32"}[kernel.split("_")[2]]
-    d["kernel"], d["args"]["scale"], d["buffers"]["out"]["dtype"] = kernel, scale, ty
-    if kernel.startswith("tensor"):
-        d["tensormaps"]["tmap"] |= {"dtype": ty, "swizzle": swizzle}
-    else:
-        del d["tensormaps"]
-    return d
-
-
 #: (kernel, scale, swizzle, name suffix) of the reductions run: every kernel at scale 1, the float
 #: ones also scaled into their subnormal range (2^-130 for f32 and bf16, 2^-17 for f16: whether
 #: the reduction keeps subnormal inputs and results), and the f32 tensor reduction through a
@@ -248,11 +237,13 @@ DATA = [
                                              "out": {"dtype": "float32", "shape": [500]}}}),
     ("pdl/pair.ptx", "pdl/pair.json"),
 ] + [("dsmem/dsmem.ptx", {"kernel": k, "grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
-                          "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("exchange", "tail")] + [("bulk_reduce/tensor_reduce.ptx", _reduce_launch(k, scale, swizzle), suffix)
-     for k, scale, swizzle, suffix in _REDUCTIONS] + [("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
-                                     "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
-                                                                   "y": {"dtype": "float32", "shape": [256]}}})
-     for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))]
+                          "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("exchange", "tail", "push")] + [
+    ("bulk_reduce/tensor_reduce.ptx", tensor_reduce_launch(k, scale, swizzle), suffix)
+    for k, scale, swizzle, suffix in _REDUCTIONS] + [
+    ("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
+                                    "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
+                                                                  "y": {"dtype": "float32", "shape": [256]}}})
+    for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))]
 
 
 def _zoo_kernels(families) -> list:
@@ -480,13 +471,9 @@ def _idir(d) -> Path:
     return p
 
 
-def _dim3(v) -> list:
-    return (list(v) + [1, 1])[:3]
-
-
 def _plan(cubin, kernel, launch, npz, out_rel, params, smem, d, cluster=None, cooperative=False, dependent=None):
-    run = {"id": "r", "npz": str(Path(npz).relative_to(d)), "out": out_rel, "grid": _dim3(launch["grid"]),
-           "block": _dim3(launch["block"]), "cluster": cluster, "params": params}
+    run = {"id": "r", "npz": str(Path(npz).relative_to(d)), "out": out_rel, "grid": list(launch["grid"]),
+           "block": list(launch["block"]), "cluster": cluster, "params": params}
     if cooperative:
         run["cooperative"] = True
     if dependent:

@@ -38,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from reduce_launch import tensor_reduce_launch  # noqa: E402  (tests/reduce_launch.py)
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -51,10 +54,6 @@ def variants():
 
 
 #: (ptx under tests/data, kernel, launch, seeded bug rule or None) of ``--data``
-_TR = {"grid": [2, 2, 1], "block": [128, 1, 1], "args": {"rows": 40, "cols": 48, "scale": 1.0}, "outputs": ["out"],
-       "buffers": {n: {"dtype": "float32", "shape": [40, 48]} for n in ("a", "b", "out")},
-       "tensormaps": {"tmap": {"dtype": "float32", "shape": [40, 48], "box": [32, 32], "swizzle": "none",
-                               "buffer": "out"}}}
 _DS = {"grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"], "buffers": {"out": {"dtype": "int32", "shape": [256]}}}
 _BR = {"grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["out"],
        "buffers": {n: {"dtype": "float32", "shape": [2, 128]} for n in ("in", "out")}}
@@ -62,8 +61,9 @@ _GS = {"grid": [4, 1, 1], "block": [128, 1, 1], "args": {"n": 500}, "outputs": [
        "buffers": {n: {"dtype": "float32", "shape": [500]} for n in ("in", "tmp", "out")}}
 DATA = [("dsmem/dsmem.ptx", k, _DS, rule) for k, rule in (
     ("exchange", None), ("exchange__no_start_sync", "dsmem.before-start"), ("exchange__late_write", "dsmem.after-exit"),
-    ("exchange__late_read", "dsmem.after-exit"), ("tail", None), ("tail__no_wait", "dsmem.after-exit"))] + [
-    ("bulk_reduce/tensor_reduce.ptx", k, _TR, rule) for k, rule in (
+    ("exchange__late_read", "dsmem.after-exit"), ("tail", None), ("tail__no_wait", "dsmem.after-exit"),
+    ("push", None), ("push__no_wait", "dsmem.after-exit"))] + [
+    ("bulk_reduce/tensor_reduce.ptx", k, tensor_reduce_launch(k), rule) for k, rule in (
         ("tensor_add_f32", None), ("tensor_add_f32__no_global_fence", "race.async-proxy"),
         ("tensor_add_f32__read_early", "race.async-pending"))] + [
     ("bulk_reduce/bulk_reduce.ptx", k, _BR, rule) for k, rule in (

@@ -8,6 +8,7 @@ import pytest
 
 import kverify
 from kverify.verifier.cli import main
+from reduce_launch import element_type, tensor_reduce_launch
 
 D = Path(__file__).parent / "data" / "bulk_reduce"
 PTX = D / "bulk_reduce.ptx"
@@ -76,19 +77,6 @@ def test_a_proxy_fence_of_global_memory_leaves_the_shared_source_unfenced(capsys
 # --------------------------------------------------------------------------- cp.reduce.async.bulk.tensor
 
 TR = D / "tensor_reduce.ptx"
-DT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "s32": "int32"}
-
-
-def _tr_launch(kernel, scale=1.0, swizzle="none"):
-    """tests/data/bulk_reduce/tensor_reduce.json for ``kernel`` (its element type from its name)."""
-    d = json.loads((D / "tensor_reduce.json").read_text())
-    ty = DT[kernel.split("__")[0].rsplit("_", 1)[1]]
-    d["kernel"], d["args"]["scale"], d["buffers"]["out"]["dtype"] = kernel, scale, ty
-    if kernel.startswith("tensor"):
-        d["tensormaps"]["tmap"] |= {"dtype": ty, "swizzle": swizzle}
-    else:
-        del d["tensormaps"]
-    return d
 
 
 def _bf16(x):
@@ -103,7 +91,7 @@ def _widen(bits):
 
 def _expected(kernel, a, b, scale=1.0, src=None):
     """out = b (+) a element-wise in the kernel's type (``src``: the reduction's source in place of a)."""
-    ty = kernel.split("__")[0].rsplit("_", 1)[1]
+    ty = element_type(kernel)
     src = a if src is None else src
     if ty == "s32":
         return np.maximum(np.rint(b * scale).astype(np.int32), np.rint(src * scale).astype(np.int32))
@@ -121,7 +109,7 @@ def test_each_in_bounds_element_is_reduced_in_the_tensor_maps_type(kernel, tmp_p
     """A 40 x 48 matrix in 32 x 32 boxes: the boxes of the last row and column hang over the edge
     and their outside elements are dropped (tensor); the byte-range reductions add whole 16-byte
     rows, clipped to the matrix."""
-    (tmp_path / "l.json").write_text(json.dumps(_tr_launch(kernel, 1000.0 if "s32" in kernel else 1.0)))
+    (tmp_path / "l.json").write_text(json.dumps(tensor_reduce_launch(kernel, 1000.0 if "s32" in kernel else 1.0)))
     r = kverify.run(str(TR), kernel_name=kernel, launch=str(tmp_path / "l.json"), seed=3)
     assert r.status == "complete", r.reason
     a, b, out = r.inputs["a"], r.inputs["b"], r.outputs["out"]
@@ -134,7 +122,7 @@ def test_a_128_byte_swizzled_box_is_read_unswizzled_from_shared_memory(tmp_path)
     """The threads write the tile densely; under CU_TENSOR_MAP_SWIZZLE_128B the reduction reads box
     element (r, c) from 16-byte chunk (c/4) ^ (r % 8) of row r, so out = b + a with each row's
     chunks permuted (box positions outside the matrix read 1.0, the fill of the tile)."""
-    (tmp_path / "l.json").write_text(json.dumps(_tr_launch("tensor_add_f32", swizzle="128B")))
+    (tmp_path / "l.json").write_text(json.dumps(tensor_reduce_launch("tensor_add_f32", swizzle="128B")))
     r = kverify.run(str(TR), kernel_name="tensor_add_f32", launch=str(tmp_path / "l.json"), seed=3)
     assert r.status == "complete", r.reason
     a, b = r.inputs["a"], r.inputs["b"]
@@ -151,7 +139,7 @@ def test_a_128_byte_swizzled_box_is_read_unswizzled_from_shared_memory(tmp_path)
 
 
 def _check_tr(capsys, tmp_path, kernel):
-    (tmp_path / "l.json").write_text(json.dumps(_tr_launch(kernel)))
+    (tmp_path / "l.json").write_text(json.dumps(tensor_reduce_launch(kernel)))
     rc = main(["check", str(TR), "--kernel", kernel, "--launch", str(tmp_path / "l.json"), "--format", "json"])
     k = json.loads(capsys.readouterr().out)["kernels"][0]
     return rc, k, {o["id"]: o for o in k["obligations"]}
@@ -189,7 +177,7 @@ def test_an_im2col_no_offs_reduction_is_unknown(tmp_path):
     text = TR.read_text().replace(".add.tile.bulk_group", ".add.im2col_no_offs.bulk_group")
     (tmp_path / "tensor_reduce.ptx").write_text(text)
     (tmp_path / "tensor_reduce.cu").write_text((D / "tensor_reduce.cu").read_text())
-    (tmp_path / "l.json").write_text(json.dumps(_tr_launch("tensor_add_f32")))
+    (tmp_path / "l.json").write_text(json.dumps(tensor_reduce_launch("tensor_add_f32")))
     r = kverify.run(str(tmp_path / "tensor_reduce.ptx"), kernel_name="tensor_add_f32", launch=str(tmp_path / "l.json"))
     assert r.status == "unsupported" and ".im2col_no_offs is not modelled" in r.reason
 
@@ -205,7 +193,7 @@ def test_subnormal_adds_flush_for_red_f32_only(kernel, flush, tmp_path):
     results to sign-preserving zero (PTX ISA atom; measured on the H200, where every element came
     back a signed zero); the bulk and tensor reductions keep them (bench/results/conformance_data.json)."""
     scale = 2.0 ** -130
-    (tmp_path / "l.json").write_text(json.dumps(_tr_launch(kernel, scale)))
+    (tmp_path / "l.json").write_text(json.dumps(tensor_reduce_launch(kernel, scale)))
     r = kverify.run(str(TR), kernel_name=kernel, launch=str(tmp_path / "l.json"), seed=3)
     assert r.status == "complete", r.reason
     x, y = r.inputs["b"] * np.float32(scale), r.inputs["a"] * np.float32(scale)

@@ -245,6 +245,23 @@ def _reduces(instr) -> bool:
     return instr.row is not None and instr.row.operands[0].access == "update"
 
 
+def _alone(m, ins, region, idx):
+    """``Unsupported`` when another bulk reduction wrote or is writing bytes ``idx`` of ``region``
+    (in flight, or the last writer): the atomicity of reductions to the same elements is not
+    modelled (a second one would read as a write-write race)."""
+    writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
+        [region.shadow.pend_w[idx], region.shadow.w_agent[idx]])) if a >= 0)
+    if any(x is not None and _reduces(x.instr) for x in writers):
+        raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
+                          "reductions to the same elements is not modelled", ins)
+
+
+def _reduce_into(data, elems, nb, op, ty, fmods, vals):
+    """The ``nb``-byte elements of ``data`` at byte offsets ``elems`` become ``op(old, vals)``."""
+    new = atomic_update(op, ty, fmods, load_bytes(data, elems, nb), vals)
+    store_bytes(data, elems, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
+
+
 @handler("cp.reduce.async.bulk")
 def h_bulk_reduce(m, w, ins, mask):
     """§9.7.9.25.4.3: each element of ``[dst]`` becomes ``op(dst, src)`` -- an atomic update
@@ -273,19 +290,12 @@ def h_bulk_reduce(m, w, ins, mask):
             fault(m, w, ins, f)
             continue
         didx = _bytes_idx(doff, n)
-        # the reductions that wrote or are writing these bytes (in flight, or the last writer)
-        writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
-            [dreg.shadow.pend_w[didx], dreg.shadow.w_agent[didx]])) if a >= 0)
-        if any(x is not None and _reduces(x.instr) for x in writers):
-            raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
-                              "reductions to the same elements is not modelled", ins)
+        _alone(m, ins, dreg, didx)
         elems = np.arange(doff, doff + n, nb, dtype=np.int64)
         srcs = np.arange(soff, soff + n, nb, dtype=np.int64)
 
         def action(dreg=dreg, sreg=sreg, elems=elems, srcs=srcs):
-            old = load_bytes(dreg.data, elems, nb)
-            new = atomic_update(op, ty, fmods, old, load_bytes(sreg.data, srcs, nb))
-            store_bytes(dreg.data, elems, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
+            _reduce_into(dreg.data, elems, nb, op, ty, fmods, load_bytes(sreg.data, srcs, nb))
 
         _issue_bulk(m, w, ins, [(dreg, didx)], [(sreg, _bytes_idx(soff, n))], action, dst_sp,
                     None if mb is None else int(mb[lane]), n)
@@ -328,22 +338,14 @@ def h_bulk_reduce_tensor(m, w, ins, mask):
             continue
         offs, inb = tma.copy_geometry(tm, coords)
         gidx = (offs[inb][:, None] + np.arange(esize)).reshape(-1) + gstart
-        writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
-            [gregion.shadow.pend_w[gidx], gregion.shadow.w_agent[gidx]])) if a >= 0)
-        if any(x is not None and _reduces(x.instr) for x in writers):
-            raise Unsupported(f"{ins.opcode}: overlaps the elements of another bulk reduction; the atomicity of "
-                              "reductions to the same elements is not modelled", ins)
+        _alone(m, ins, gregion, gidx)
 
         def action(sreg=sreg, soff=soff, coords=coords):
             dst, elems = tma.tile_store_elements(tm, coords, sreg.data[soff:soff + nb], soff)
-            dst = dst + gstart
-            old = load_bytes(gregion.data, dst, esize)
-            new = atomic_update(op, ty, frozenset(), old, load_bytes(elems.reshape(-1), np.arange(
-                0, elems.size, esize, dtype=np.int64), esize))
-            store_bytes(gregion.data, dst, esize, np.asarray(new, U64) & U64(low_mask(8 * esize)))
+            _reduce_into(gregion.data, dst + gstart, esize, op, ty, frozenset(),
+                         load_bytes(elems.reshape(-1), np.arange(0, elems.size, esize, dtype=np.int64), esize))
 
-        cop = _copy_op(m, w, ins, ins.op, [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))], action, group=w.bulk)
-        m.step(w.bulk, AG.BulkCopy(cop.agent), ins, w.describe())
+        _issue_bulk(m, w, ins, [(gregion, gidx)], [(sreg, _bytes_idx(soff, nb))], action, "global", None, nb)
     return yield_once()
 
 

@@ -4,12 +4,9 @@ wait helpers the wgmma family shares.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import READ_DONE
-from ..hb import vget
 from ..state import Wait, on_change
 from .common import registry, yield_once
 
@@ -68,7 +65,7 @@ def _acquire_ops(m, w, ins, attr, eff):
             op = m.ops_by_agent.get(agent)
             if op is not None:
                 vc = op.vc
-                if eff[0] == "read-wait-satisfied" and vget(vc, np.array([agent]))[0] > READ_DONE:
+                if eff[0] == "read-wait-satisfied" and vc[agent] > READ_DONE:
                     vc = vc.copy()  # the source reads observed, not the writes
                     vc[agent] = READ_DONE
                 rel = [m.trace.completion(op, f"completion of {op.instr.opcode}", int(vc[agent]))] \
