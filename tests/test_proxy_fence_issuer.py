@@ -64,3 +64,43 @@ def test_a_tma_load_of_generic_global_stores_needs_a_global_proxy_fence(capsys, 
         assert (o["rule"], o["locations"][0]["line"]) == ("race.async-proxy", line)
         assert o["message"].startswith("async-proxy read of a generic-proxy write with no fence.proxy.async after "
                                        "the write: async read of global buf")
+
+
+@pytest.mark.parametrize("fence, verdict", [
+    ("fence.proxy.async.global;", "verified"),
+    ("fence.proxy.async;", "verified"),
+    ("fence.proxy.alias;", "violated"),  # aliased virtual addresses, within the generic proxy
+    ("fence.proxy.async::generic.release.sync_restrict::shared::cluster.cluster;", "violated"),  # shared only
+])
+def test_which_proxy_fences_order_global_stores_before_a_tma_load(tmp_path, capsys, fence, verdict):
+    text = (DATA / "tma_after_store.ptx").read_text()
+    assert text.count("fence.proxy.async.global;") == 1
+    (tmp_path / "tma_after_store.cu").write_text((DATA / "tma_after_store.cu").read_text())
+    p = tmp_path / "tma_after_store.ptx"
+    p.write_text(text.replace("fence.proxy.async.global;", fence))
+    launch = {"kernel": "fenced", "grid": [2], "block": [128], "outputs": ["out"],
+              "buffers": {"buf": {"dtype": "float32", "shape": [64, 32]}, "out": {"dtype": "float32", "shape": [2048]}},
+              "tensormaps": {"tmap": {"dtype": "float32", "shape": [64, 32], "box": [32, 32], "buffer": "buf"}}}
+    main(["check", str(p), "--kernel", "fenced", "--launch", json.dumps(launch), "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    o = {x["title"]: x for x in k["obligations"]}["race-free: async"]
+    assert k["verdict"] == verdict
+    if verdict == "violated":
+        assert (o["rule"], o["locations"][0]["line"]) == ("race.async-proxy", 30)
+
+
+@pytest.mark.parametrize("fence, verdict", [
+    ("fence.proxy.async::generic.release.sync_restrict::shared::cluster.cluster;", "verified"),
+    ("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;", "violated"),  # async -> generic
+])
+def test_the_unidirectional_proxy_fence_orders_generic_before_async_only_as_release(tmp_path, capsys, fence, verdict):
+    src = Path(__file__).parent / "data" / "bulk_reduce"
+    text = (src / "bulk_reduce.ptx").read_text()
+    p = tmp_path / "bulk_reduce.ptx"
+    p.write_text(text.replace("    fence.proxy.async.shared::cta;\n", f"    {fence}\n"))
+    main(["check", str(p), "--kernel", "bulk_reduce", "--launch", str(src / "launch.json"), "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    o = {x["title"]: x for x in k["obligations"]}["race-free: async"]
+    assert k["verdict"] == verdict
+    if verdict == "violated":
+        assert (o["rule"], o["locations"][0]["line"]) == ("race.async-proxy", 41)  # the reduction

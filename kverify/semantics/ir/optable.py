@@ -521,6 +521,18 @@ def sync_of(instr) -> str | None:
     return r.sync if r is not None else None
 
 
+def proxy_fence_spaces(instr) -> list:
+    """The state spaces (``global``, ``shared``) whose earlier generic-proxy accesses a
+    ``fence.proxy.async`` orders before later async-proxy ones (§9.7.13.4): the one it names
+    (``.global``, ``.shared::cta``, ``.shared::cluster``, or ``.sync_restrict::shared::*`` of the
+    unidirectional ``::generic`` forms), else every one; none for the ``::generic.acquire`` form,
+    which orders the other direction (async-proxy accesses before later generic ones)."""
+    if instr.op == "fence.proxy.async::generic" and "acquire" in instr.mods:
+        return []
+    return sorted({"global" if x == "global" else "shared" for x in instr.mods
+                   if x == "global" or x.endswith(("shared::cta", "shared::cluster"))}) or ["global", "shared"]
+
+
 def semantics_of(instr) -> str | None:
     """The ``semantics`` column: the value-semantics family of a value instruction."""
     r = OPS.get(instr.op)

@@ -50,6 +50,7 @@ import z3
 
 from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY
 from kverify.semantics.ir.nodes import Imm, VecOp
+from kverify.semantics.ir.optable import proxy_fence_spaces
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
 from kverify.symbolic import TRUE, mk_and, mk_not, mk_or, operand, row_of, sync_of
@@ -155,7 +156,7 @@ class PipelineExecutor(MbarExecutor):
             n = operand(ins, "n")
             ev("wgwait", n=n.value if isinstance(n, Imm) else -1)
         elif sync == "fence.proxy.async":
-            if "global" not in ins.mods:  # a .global fence orders no shared-memory access (§9.7.13.4)
+            if "shared" in proxy_fence_spaces(ins):  # a .global fence orders no stage access (§9.7.13.4)
                 ev("fence")
         elif row is not None and row.effect == "async" or sync in ("cp.async", "cp.async.commit", "cp.async.wait",
                                                                   "cp.async.wait_all", "bulk.commit", "bulk.wait"):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.ir.optable import proxy_fence_spaces
+
 from .common import registry, yield_once
 
 HANDLERS, handler = registry()
@@ -33,13 +35,13 @@ def h_fence(m, w, ins, mask):
         w.release_tick()
 
 
-@handler("fence.proxy.async", "fence.proxy.async::generic", "fence.proxy.alias")
+@handler("fence.proxy.async", "fence.proxy.async::generic")
 def h_fence_proxy(m, w, ins, mask):
     """Orders the thread's earlier generic-proxy accesses before later async-proxy ones of the
-    state space it names (``.global``, ``.shared::cta``, ``.shared::cluster``), or of every
-    state space when it names none: a ``.shared::cta`` fence leaves a global write unfenced."""
-    spaces = [sp for sp, mod in (("global", "global"), ("shared", "shared::cta"), ("shared", "shared::cluster"))
-              if mod in ins.mods] or ["global", "shared"]
+    state spaces it covers (``optable.proxy_fence_spaces``): a ``.shared::cta`` fence leaves a
+    global write unfenced. (``fence.proxy.alias`` orders accesses through aliased virtual addresses
+    within the generic proxy, not the async proxy: a scheduling point, no proxy fence.)"""
+    spaces = proxy_fence_spaces(ins)
     for sp in spaces:
         clk = m.fence_clks[sp]
         if len(clk) <= w.agent:
@@ -51,6 +53,12 @@ def h_fence_proxy(m, w, ins, mask):
         m.init_fences.setdefault(w.agent, []).append(w.clock())
     if m.trace is not None:
         m.trace.proxy_fence(w, ins)
+    w.release_tick()
+    return yield_once()
+
+
+@handler("fence.proxy.alias")
+def h_fence_proxy_alias(m, w, ins, mask):
     w.release_tick()
     return yield_once()
 
