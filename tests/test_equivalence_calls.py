@@ -65,3 +65,22 @@ def test_the_zoo_device_function_kernel_is_proved_against_itself(capsys):
     rc = main(["equiv", str(zoo), str(zoo), "--format", "json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 0 and _ob(rep)["status"] == "proved"
+
+
+def test_unbounded_recursion_is_unknown_and_claims_no_testing(capsys):
+    """Neither the symbolic walk nor the interpreter follows calls past MAX_CALL_DEPTH; with no
+    interpreter run complete, testing compared nothing and says so (it used to report 'tested on 8
+    inputs without a difference')."""
+    launch = _int_launch("k")
+    rc, rep = _equiv(capsys, "recursion.ptx", "k", "k", "int", launch, launch)
+    o = _ob(rep)
+    assert (rc, o["status"]) == (3, "unknown")
+    assert o["message"].endswith(
+        "symbolic execution stopped (unsupported): call of f: calls nested deeper than 64 (recursion) are not "
+        "followed at ptx line 17; not tested: the candidate kernel's run on the interpreter ended unsupported: ptx "
+        "line 17: call of f: calls nested deeper than 64 (recursion) are not followed"), o["message"]
+    assert main(["check", str(D / "recursion.ptx"), "--launch", launch, "--format", "json"]) == 3
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    (mem,) = [x for x in k["obligations"] if x["title"] == "memory safety"]
+    assert mem["message"] == ("not checked: ptx line 17: call of f: calls nested deeper than 64 (recursion) are not "
+                              "followed")

@@ -510,6 +510,10 @@ def flow_of(instr) -> str | None:
     return r.flow if r is not None else None
 
 
+#: calls nested deeper than this (recursion) are not followed: ``unknown`` with the reason
+MAX_CALL_DEPTH = 64
+
+
 def leaves_function(instr) -> bool:
     """``ret`` or ``exit``: control does not go on to the next statement of the function."""
     return flow_of(instr) in ("return", "exit")

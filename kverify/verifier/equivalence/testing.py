@@ -53,6 +53,8 @@ def _fallback_test(res, cand, ref, cnames, rnames, model, n, seed, cex_dir, outs
             and not out.get("problems"):
         res.verdict = "tested"
         res.message += f"; tested on {out['examples']} inputs without a difference (not a proof)"
+    elif res.verdict == "unknown" and not out.get("examples", 0) and out.get("problems"):
+        res.message += f"; not tested: {out['problems'][-1]}"
 
 
 def _differs_at(cand, ref, cnames, rnames, inputs, name, idx, model) -> bool:
@@ -166,6 +168,15 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed, outs=None, prog
     tried = []
     problems = []
     found = {}
+    incomplete = []  # a run that did not complete compared nothing: no example counts
+
+    def completed(*runs) -> bool:
+        for side, r in runs:
+            status = getattr(r, "status", "complete")  # a torch reference has none
+            if status != "complete":
+                incomplete.append(f"the {side} kernel's run on the interpreter ended {status}: {r.reason}")
+                return False
+        return True
 
     styles = ["small integers", "uniform [-1, 1]", "wide magnitudes"] + (
         ["NaN/Inf/subnormal mix"] if model == "bitexact" else [])
@@ -211,6 +222,8 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed, outs=None, prog
             progress.update("testing", f"example {len(tried)}/{n} ({drawn['_style']})")
         ci, ri = _side_inputs(cand, cnames, inputs), _side_inputs(ref, rnames, inputs)
         rc, rr = _run(cand, ci), _run(ref, ri)
+        if not completed(("candidate", rc), ("reference", rr)):
+            raise AssertionError("incomplete")
         for name in outs:
             inv_c = {v: k for k, v in cnames.items()}
             inv_r = {v: k for k, v in rnames.items()}
@@ -249,6 +262,8 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed, outs=None, prog
                     inp[b.name] = np.full(b.shape, pv, np_dtype(b.dtype))
             rc = _run(cand, _side_inputs(cand, cnames, inp))
             rr = _run(ref, _side_inputs(ref, rnames, inp))
+            if not completed(("candidate", rc), ("reference", rr)):
+                return
             for o in outs:
                 if _values_differ(rc.outputs[inv_c[o]], rr.outputs[inv_r[o]], model).any():
                     problems.append(f"with output buffers poisoned by {pv}, output {o} differs")
@@ -269,6 +284,9 @@ def differential_test(cand, ref, cnames, rnames, model, n, seed, outs=None, prog
            "tried": [{"style": s_, "seed": k} for s_, k in tried],
            "outputs": sorted(outs), "poisoned_outputs": ["NaN", 12345.0], "input_mutation_checked": [b.name for b in inputs_only],
            "time_s": round(time.perf_counter() - t, 3)}
+    if incomplete:
+        out["examples"] = 0
+        problems.append(incomplete[0])
     if problems:
         out["problems"] = problems
     if found:

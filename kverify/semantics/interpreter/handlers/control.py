@@ -10,6 +10,7 @@ import numpy as np
 from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import ParenList, Reg, where
+from kverify.semantics.ir.optable import MAX_CALL_DEPTH
 from kverify.semantics.ir.visit import prototype_of
 from kverify.semantics.memory_model.execution import (ASSERT_FAILED, BRANCH_INDEX_RANGE, BRANCH_UNIFORM,
                                                      CALL_INVALID_TARGET, TRAP)
@@ -196,6 +197,9 @@ def _indirect_call(m, w, ins, mask, fn, rets, args):
 
 
 def _call(m, w, ins, mask, callee, rets, args):
+    if len(w.frames) >= MAX_CALL_DEPTH:
+        raise Unsupported(f"call of {callee.name}: calls nested deeper than {MAX_CALL_DEPTH} (recursion) are not "
+                          f"followed", ins)
     # caller-side .param variables hold the arguments per lane
     saved_regs, saved_params = w.regs, w.params
     new_params = {}

@@ -15,7 +15,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, ParenList, Reg,
                                          Sink, Sym)
 from kverify.semantics.ir.nodes import where as _loc
-from kverify.semantics.ir.optable import flow_of
+from kverify.semantics.ir.optable import MAX_CALL_DEPTH, flow_of
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.values import FAMILIES
 
@@ -329,6 +329,9 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         callee = self.funcs.get(fn.name) if isinstance(fn, Sym) else None
         if callee is None or callee.is_entry:
             raise Unsupported(f"call of {fn}: an indirect call or a function the module does not define", ins)
+        if len(t.frames) >= MAX_CALL_DEPTH:
+            raise Unsupported(f"call of {callee.name}: calls nested deeper than {MAX_CALL_DEPTH} (recursion) are not "
+                              f"followed", ins)
         if len(args) != len(callee.params) or len(rets.elems if rets is not None else ()) != len(callee.rets):
             raise Unsupported(f"call of {callee.name}: arguments do not match its parameters", ins)
         frame = {p.name: dict(t.params.get(a.name, {})) for p, a in zip(callee.params, args)}
