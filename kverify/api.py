@@ -242,11 +242,9 @@ def replay_with_inputs(rep, inputs):
     p = _cache_dir() / f"inputs-{hashlib.sha256(data).hexdigest()[:16]}.npz"
     if not p.exists():
         p.write_bytes(data)
-    for o in rep.obligations:
-        cex = o.counterexample
-        if cex and cex.get("replay") and "--inputs" not in cex["replay"]:
-            cex["replay"] += f" --inputs {p}"
-    return rep
+    from kverify.verifier.report import replay_with_inputs_file
+
+    return replay_with_inputs_file(rep, p)
 
 
 def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,

@@ -83,3 +83,44 @@ def test_communicating_kernels_interpret_every_cta(fam, file, grid, reason):
     assert reps is None, why
     if reason:
         assert why == reason
+
+
+def _flagged(kernel, grid=16):
+    return LaunchSpec.from_dict({"kernel": kernel, "grid": [grid, 1, 1], "block": [128, 1, 1],
+                                 "buffers": {"flags": {"dtype": "int32", "shape": [grid]},
+                                             "out": {"dtype": "float32", "shape": [grid * 128]}}})
+
+
+def test_control_on_loaded_data_is_not_symmetric():
+    """A barrier reached only where a CTA's flag is 5: with the flag set in CTA 9 alone, the first,
+    second and last CTAs do not stand for it (they once did, and the kernel was verified)."""
+    import numpy as np
+
+    m = load_module(str(DATA / "flagged.ptx"))
+    k = m.kernel("flagged")
+    reps, why = representatives(m, k, _flagged("flagged"))
+    assert reps is None
+    assert why == "control may differ between CTAs beyond %ctaid (a barrier at line 8 depends on loaded data)"
+    flags = np.zeros(16, np.int32)
+    flags[9] = 5
+    ob = _by(check_kernel(m, k, _flagged("flagged"), inputs={"flags": flags}))
+    nb = ob["named-barrier conformance"]
+    assert nb.status == "violated" and nb.rule == "barrier.divergence"
+    assert "CTA (9,0,0)" in nb.message and nb.locations[0].line == 8
+
+
+def test_loop_trip_on_loaded_data_is_not_symmetric():
+    m = load_module(str(DATA / "flagged.ptx"))
+    reps, why = representatives(m, m.kernel("flagged_loop"), _flagged("flagged_loop"))
+    assert reps is None
+    assert why.startswith("control may differ between CTAs beyond %ctaid (")
+    assert why.endswith("(a barrier at line 19 depends on loaded data)")
+
+
+def test_data_guarding_a_global_store_keeps_symmetry():
+    m = load_module(str(DATA / "flagged.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "positive", "grid": [64, 1, 1], "block": [128, 1, 1],
+                                 "buffers": {"x": {"dtype": "float32", "shape": [8192]},
+                                             "y": {"dtype": "float32", "shape": [8192]}}})
+    reps, why = representatives(m, m.kernel("positive"), spec)
+    assert why == "no inter-CTA communication (proved)" and reps == [(0, 0, 0), (1, 0, 0), (62, 0, 0), (63, 0, 0)]

@@ -324,6 +324,10 @@ def cmd_check(args) -> int:
                                             "KVERIFY_DEBUG=1 shows the traceback)", internal=True))
     for r in reports:  # --strict also for the Triton call sites' reports
         r.strict = args.strict
+        if args.inputs:  # a replay runs on the same buffer contents
+            from .report import replay_with_inputs_file
+
+            replay_with_inputs_file(r, args.inputs)
     if args.format == "json":
         print(json.dumps(report_json(reports, "check"), indent=2))
     else:

@@ -278,3 +278,13 @@ def exit_code(kernels) -> int:
         if v in verdicts:
             return EXIT_CODES[v]
     return 0 if kernels else EXIT_CODES["inconclusive"]
+
+
+def replay_with_inputs_file(rep, path):
+    """``rep`` with ``--inputs PATH`` added to every replay command that has none, so that the
+    replay runs on the buffer contents the check used."""
+    for o in rep.obligations:
+        cex = o.counterexample
+        if cex and cex.get("replay") and "--inputs" not in cex["replay"]:
+            cex["replay"] += f" --inputs {path}"
+    return rep

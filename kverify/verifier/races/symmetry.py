@@ -9,11 +9,19 @@ own; what differs between CTAs is only what depends on ``%ctaid``. The represent
 first, second, second-to-last and last CTA and, for every memory access and every barrier or
 loop decision of the symbolic execution whose path condition depends on ``%ctaid``, one CTA
 where the condition holds, one where it fails and one where it holds for some threads and not
-others (a tail tile), so every such access is executed by some interpreted CTA. Anything not established is ``None``: the caller interprets every CTA.
+others (a tail tile), so every such access is executed by some interpreted CTA.
+
+What differs between CTAs must be ``%ctaid`` alone: a barrier, a loop decision, or (unless the SMT
+checker proved shared memory race-free for every value) a shared-memory access whose condition
+reads data loaded from memory or a register over-approximated in a loop summary may go another
+way in a CTA that was not interpreted, with the same inputs (``if (flags[blockIdx.x]) ...``), so
+such a kernel is not reduced. Anything not established is ``None``: the caller interprets every
+CTA.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import z3
@@ -58,6 +66,9 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
         if a.space == "global" and (a.strong or a.atomic) and not z3.is_false(z3.simplify(a.pc)):
             return None, "global atomics or strong accesses (counted as inter-CTA communication)"
     env = c.env
+    varies = _data_dependence(c, ex, obs)
+    if varies:
+        return None, f"control may differ between CTAs beyond %ctaid ({varies})"
     base = env.shared_constraints + env.constraints_a
     ids = {str(x) for x in env.ctaid}
     reps = {(0, 0, 0), (g[0] - 1, g[1] - 1, g[2] - 1)}
@@ -89,3 +100,39 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
             return None, "too many ctaid-dependent control paths (more than 64 representatives)"
     reps = sorted(reps, key=lambda t: (t[2], t[1], t[0]))
     return reps, "no inter-CTA communication (proved)"
+
+
+_SAME_IN_EVERY_CTA = ("nctaid.", "ntid.", "buffer.", "paramaddr.", "gvar.", "tid.", "ctaid.")
+
+
+def _data_dependence(c, ex, obs) -> str:
+    """Where a decision that matters to the interpreted obligations reads something other than the
+    launch, the thread's index and exact loop counters (loaded data, over-approximated values);
+    "" when nothing does."""
+    params = set(c.env.params)
+
+    def same(name: str) -> bool:
+        return (name in params or name.startswith(_SAME_IN_EVERY_CTA) or name.split(".byte")[0] in params
+                or re.fullmatch(r"k\d+\..*![AB]", name) is not None)
+
+    def data(pc) -> bool:
+        return pc is not None and not z3.is_true(pc) and any(not same(n) for n in c.symbols(pc))
+
+    def at(loc) -> str:
+        line = getattr(loc, "line", None) or getattr(loc, "ptx_line", None)
+        return f"line {line}" if line else "an unknown line"
+
+    for s in ex.syncs:
+        if data(s.pc):
+            what = "a barrier" if s.kind == "barrier" else "the decision of a loop holding a barrier"
+            return f"{what} at {at(s.loc)} depends on loaded data"
+    for info in ex.loops:
+        if data(info.cont_pc) or data(info.trip):
+            return f"the trip count of loop {info.name} depends on loaded data"
+    shared = obs.get("race-free: shared")
+    if shared is None or shared.status not in ("proved", "vacuous"):
+        for a in ex.accesses:
+            if a.space == "shared" and data(a.pc):
+                return (f"a shared-memory access at {at(a.instr.loc)} depends on loaded data "
+                        "and race-free: shared is not proved")
+    return ""
