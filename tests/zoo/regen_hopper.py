@@ -32,6 +32,7 @@ FAMILIES = [
     "tma_tensor_load",
     "wgmma_tile",
     "fp8_mma",
+    "int_mma",
     "wgmma_pipeline",
     "peek_pipeline",
     "cluster_arrive",

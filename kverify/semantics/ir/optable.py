@@ -408,7 +408,7 @@ row("wgmma.mma_async", "update:d load:a load:b use:rest*", f"{S_WGMMA}-wgmma-mma
 row("mma", "def:d use:a use:b use:c use:rest*", f"{S_MMA}-mma", WG, TYPES,
     ("m8n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k16", "m16n8k4", "m16n8k64",
      "m16n8k128", "m16n8k256", "m8n8k32", "m8n8k128", "row", "col", "satfinite", "sp",
-     "sp::ordered_metadata", "kind::f8f6f4"), sync="collective", collective="mma")
+     "sp::ordered_metadata", "kind::f8f6f4", "s4", "u4"), sync="collective", collective="mma")
 row("setmaxnreg", "use:n", f"{S_MISC}-setmaxnreg", ("inc", "dec", "sync", "aligned", "u32"),
     sync="setmaxnreg")
 row("trap", "", f"{S_MISC}-trap", effect="control", flow="trap")

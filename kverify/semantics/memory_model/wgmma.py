@@ -344,7 +344,23 @@ MMA_SHAPES = {
     ("m16n8k8", "tf32"): 1, ("m16n8k4", "tf32"): 1,
     ("m16n8k32", "e4m3"): 4, ("m16n8k32", "e5m2"): 4,
     ("m16n8k16", "e4m3"): 4, ("m16n8k16", "e5m2"): 4,
+    ("m8n8k16", "s8"): 4, ("m8n8k16", "u8"): 4,
+    ("m16n8k16", "s8"): 4, ("m16n8k16", "u8"): 4,
+    ("m16n8k32", "s8"): 4, ("m16n8k32", "u8"): 4,
+    ("m8n8k32", "s4"): 8, ("m8n8k32", "u4"): 8,
+    ("m16n8k32", "s4"): 8, ("m16n8k32", "u4"): 8,
+    ("m16n8k64", "s4"): 8, ("m16n8k64", "u4"): 8,
+    # .f64 (one element per 64-bit register): m8n8k4 from sm_80, m16n8k{4,8,16} from sm_90
+    ("m8n8k4", "f64"): 1, ("m16n8k4", "f64"): 1, ("m16n8k8", "f64"): 1, ("m16n8k16", "f64"): 1,
 }
+
+
+def mma_types(ins) -> tuple:
+    """The D, A, B, C types of an ``mma`` instruction in source order (``Instr.types()`` leaves
+    out .s4/.u4, which are no register types)."""
+    from kverify.semantics.ir.types import SCALAR_BITS
+
+    return tuple(x for x in ins.mods if x in SCALAR_BITS or x in ("s4", "u4"))
 
 
 def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
@@ -368,15 +384,42 @@ def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
     * m16n8k4 tf32: A ``(g + 8i, t)`` for i < 2, B ``(t, g)``
     * m16n8k32 e4m3/e5m2 (the 8-bit layout of .s8/.u8): A ``(g + 8((i//4) mod 2), 4t + i mod 4
       + 16(i//8))`` for i < 16, B ``(4t + i mod 4 + 16(i//4), g)`` for i < 8
-    * m16n8k16 e4m3/e5m2: A ``(g + 8(i//4), 4t + i mod 4)`` for i < 8, B ``(4t + i, g)`` for i < 4
-    * C/D (all): ``(g + 8(i//2), 2t + i mod 2)`` for i < 4
+    * m16n8k16 e4m3/e5m2/s8/u8: A ``(g + 8(i//4), 4t + i mod 4)`` for i < 8, B ``(4t + i, g)`` for i < 4
+    * m16n8k32 .s4/.u4 (eight elements per register, element i in bits 4(i mod 8)..+3):
+      A ``(g + 8(i//8), 8t + i mod 8)`` for i < 16, B ``(8t + i, g)`` for i < 8
+    * m16n8k64 .s4/.u4: A ``(g + 8((i//8) mod 2), 8t + i mod 8 + 32(i//16))`` for i < 32,
+      B ``(8t + i mod 8 + 32(i//8), g)`` for i < 16
+    * m16n8k4 / m16n8k8 / m16n8k16 .f64: A ``(g + 8(i mod 2), t + 4(i//2))`` for i < 2, 4, 8
+      (k4: ``(g + 8i, t)``), B ``(t + 4i, g)`` for i < 1, 2, 4
+    * C/D of the m16n8 shapes: ``(g + 8(i//2), 2t + i mod 2)`` for i < 4
+    * m8n8 shapes (C/D 8 x 8: ``(g, 2t + i)`` for i < 2): m8n8k16 .s8/.u8 A ``(g, 4t + i)``,
+      B ``(4t + i, g)`` for i < 4; m8n8k32 .s4/.u4 A ``(g, 8t + i)``, B ``(8t + i, g)`` for
+      i < 8; m8n8k4 .f64 A ``(g, t)``, B ``(t, g)``
     """
     if (shape, atype) not in MMA_SHAPES:
         raise ValueError(f"no mma.sync fragment layout for {shape} with .{atype} operands "
                          f"(modelled: {', '.join(f'{s}.{t}' for s, t in MMA_SHAPES)})")
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
-    if MMA_SHAPES[(shape, atype)] == 4 and shape == "m16n8k32":
+    if shape.startswith("m8n8"):
+        per = {"m8n8k4": 1, "m8n8k16": 4, "m8n8k32": 8}[shape]
+        a = [(g, per * t + i) for i in range(per)]
+        b = [(per * t + i, g) for i in range(per)]
+        return a, b, [(g, 2 * t + i) for i in range(2)]
+    c = [(g + 8 * (i // 2), 2 * t + (i % 2)) for i in range(4)]
+    if atype == "f64":
+        kk = mma_dims(shape)[2]
+        if kk == 4:
+            return [(g + 8 * i, t) for i in range(2)], [(t, g)], c
+        return ([(g + 8 * (i % 2), t + 4 * (i // 2)) for i in range(kk // 2)],
+                [(t + 4 * i, g) for i in range(kk // 4)], c)
+    if MMA_SHAPES[(shape, atype)] == 8 and shape == "m16n8k32":
+        a = [(g + 8 * (i // 8), 8 * t + i % 8) for i in range(16)]
+        b = [(8 * t + i, g) for i in range(8)]
+    elif MMA_SHAPES[(shape, atype)] == 8:  # m16n8k64, 4-bit
+        a = [(g + 8 * ((i // 8) % 2), 8 * t + i % 8 + 32 * (i // 16)) for i in range(32)]
+        b = [(8 * t + i % 8 + 32 * (i // 8), g) for i in range(16)]
+    elif MMA_SHAPES[(shape, atype)] == 4 and shape == "m16n8k32":
         a = [(g + 8 * ((i // 4) % 2), 4 * t + (i % 4) + 16 * (i // 8)) for i in range(16)]
         b = [(4 * t + (i % 4) + 16 * (i // 4), g) for i in range(8)]
     elif MMA_SHAPES[(shape, atype)] == 4:  # m16n8k16, 8-bit
@@ -394,7 +437,6 @@ def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:
     else:  # m16n8k4 tf32
         a = [(g + 8 * i, t) for i in range(2)]
         b = [(t, g)]
-    c = [(g + 8 * (i // 2), 2 * t + (i % 2)) for i in range(4)]
     return a, b, c
 
 

@@ -1,9 +1,10 @@
 """Matrix families: wgmma.fence/commit_group/wait_group/mma_async (warpgroup-wide
 ``WgmmaOp``s, §9.7.15), ldmatrix/stmatrix (m8n8 fragments, §9.7.9.19-20) and warp-level
 mma.sync (§9.7.14; m16n8k16/m16n8k8 f16/bf16 and m16n8k8/m16n8k4 tf32 with f32 accumulators,
-m16n8k32/m16n8k16 e4m3/e5m2 with f32 or f16 accumulators; the fragment layouts are
-``memory_model.wgmma.mma_fragment_layout``). Operand elements are decoded by
-``values.narrow`` (fp8: §5.2.3).
+m16n8k32/m16n8k16 e4m3/e5m2 with f32 or f16 accumulators, m8n8k16/m16n8k16/m16n8k32 s8/u8 and
+m8n8k32/m16n8k32/m16n8k64 s4/u4 with s32 accumulators (``.satfinite`` too), m8n8k4 and
+m16n8k{4,8,16} f64; the fragment layouts are ``memory_model.wgmma.mma_fragment_layout``).
+Operand elements are decoded by ``values.narrow`` (fp8: §5.2.3).
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from kverify.semantics.memory_model import wgmma
 from kverify.semantics.memory_model.byte_layout import ELEMENT_SIZE
 from kverify.semantics.memory_model.protocols import async_groups as AG
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, BOUNDS
+from kverify.semantics.values import softfloat
 from kverify.semantics.values.narrow import FP8, round_to, to_f32
+from kverify.semantics.values.types import FORMATS
 
 from ..async_ops import WgmmaOp
 from ..hb import ASYNC, join, tick
@@ -207,64 +210,136 @@ def _mma_lanes(layout):
 def _mma_accumulators(atype, btype):
     """The (D, C) types of mma.sync with these A/B types (§9.7.14 mma; ptxas 13.0 for
     sm_90a agrees): f16/bf16/tf32 operands as modelled with an f32 accumulator; .e4m3/.e5m2 (A and B
-    each either, sm_89+) with D and C both .f32 or both .f16, without .satfinite."""
+    each either, sm_89+) with D and C both .f32 or both .f16, without .satfinite; .s8/.u8 and
+    .s4/.u4 (A and B each signed or not, of one width) with .s32; .f64 with .f64."""
     if atype in FP8 and btype in FP8:
         return (("f32", "f32"), ("f16", "f16"))
+    if atype in INT8 and btype in INT8 or atype in INT4 and btype in INT4:
+        return (("s32", "s32"),)
+    if atype == btype == "f64":
+        return (("f64", "f64"),)
     return (("f32", "f32"),) if atype == btype else ()
+
+
+INT8, INT4 = ("s8", "u8"), ("s4", "u4")
+MMA_MODELLED = ("mma.sync.aligned.row.col with m16n8k16/m16n8k8 .f32.{f16,bf16}.{f16,bf16}.f32, m16n8k8/m16n8k4 "
+                ".f32.tf32.tf32.f32, m16n8k32/m16n8k16 .{f32,f16}.{e4m3,e5m2}.{e4m3,e5m2}.{f32,f16}, "
+                "m8n8k16/m16n8k16/m16n8k32 .s32.{s8,u8}.{s8,u8}.s32, m8n8k32/m16n8k32/m16n8k64 "
+                ".s32.{s4,u4}.{s4,u4}.s32 (.satfinite with the integer types), m8n8k4/m16n8k4/m16n8k8/m16n8k16 "
+                ".f64.f64.f64.f64")
+
+
+def _int_elements(v, per, ty):
+    """The ``per`` integer elements of each of a lane's 32-bit registers ``v`` (element i in bits
+    (32/per)i and up), sign-extended for .s8/.s4."""
+    width = 32 // per
+    out = []
+    for h in range(per):
+        x = ((v >> U64(width * h)) & U64((1 << width) - 1)).astype(np.int64)
+        if ty[0] == "s":
+            x = np.where(x >= 1 << (width - 1), x - (1 << width), x)
+        out.append(x)
+    return out
 
 
 @handler("mma")
 def h_mma(m, w, ins, mask):
-    tys = ins.types()
+    tys = wgmma.mma_types(ins)
     shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
-    if ("sp" in ins.mods or "satfinite" in ins.mods or len(tys) != 4
+    integer = len(tys) == 4 and tys[1] in INT8 + INT4
+    if ("sp" in ins.mods or ("satfinite" in ins.mods and not integer) or len(tys) != 4
             or (tys[0], tys[3]) not in _mma_accumulators(tys[1], tys[2])
             or (shape, tys[1]) not in wgmma.MMA_SHAPES or (shape, tys[2]) not in wgmma.MMA_SHAPES
             or not ("row" in ins.mods and "col" in ins.mods)):
-        raise Unsupported(f"{ins.opcode}: only mma.sync.aligned.{{m16n8k16,m16n8k8}}.row.col.f32.{{f16,bf16}}"
-                          f".{{f16,bf16}}.f32, m16n8k{{8,4}} .tf32 and m16n8k{{32,16}}.row.col.{{f32,f16}}"
-                          f".{{e4m3,e5m2}}.{{e4m3,e5m2}}.{{f32,f16}} are modelled", ins)
+        raise Unsupported(f"{ins.opcode}: only {MMA_MODELLED} are modelled", ins)
     if (w.valid & w.live & ~mask).any():
         m.report(BARRIER_DIVERGENCE.id, f"{ins.opcode} (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
     d, a, b, c = ins.operands[:4]
     dty, aty, bty, cty = tys
+    bits = 64 if aty == "f64" else 32
 
     def vals(op, n):
         els = op.elems if isinstance(op, VecOp) else (op,)
         if len(els) != n:
             raise Unsupported(f"{ins.opcode}: expected {n} registers, got {len(els)}", ins)
-        return [np.broadcast_to(np.asarray(m.val(w, e, 32), U64), (32,)) for e in els]
+        return [np.broadcast_to(np.asarray(m.val(w, e, bits), U64), (32,)) for e in els]
 
     mm, nn, kk = wgmma.mma_dims(shape)
     per = wgmma.MMA_SHAPES[(shape, aty)]  # A and B elements per register (the same for both)
     width = 32 // per
     ai, bi, ci = (_mma_lanes(x) for x in wgmma.mma_fragment_layout(shape, aty))
-
-    def fill(mat, op, lay, ty):
-        for r, v in enumerate(vals(op, len(lay) // per)):
-            for h in range(per):
-                mat[lay[per * r + h]] = to_f32(v >> U64(width * h), ty)
-
-    A, B, C = np.zeros((mm, kk)), np.zeros((kk, nn)), np.zeros((mm, nn))
-    fill(A, a, ai, aty)
-    fill(B, b, bi, bty)
-    cper = 1 if cty == "f32" else 2  # accumulator elements per register
-    for r, v in enumerate(vals(c, 4 // cper)):
-        for h in range(cper):
-            C[ci[cper * r + h]] = to_f32(v >> U64(16 * h), cty)
-    # The products of f16/bf16/tf32/e4m3/e5m2 values are exact in f64 (at most 11 x 11
-    # significant bits); the sum of the K products and C is taken in f64 and rounded once,
-    # to f32 (RN) or, for an f16 accumulator, to f16 (RN). PTX does not specify the tensor
-    # core's accumulation order or internal precision, so results on hardware may differ in
-    # the last bits (bench/conformance.py compares mma kernels by their largest ULP
-    # difference); they agree exactly when every partial sum is representable.
-    D = A @ B + C
-    if dty == "f32":
-        out = [D[ci[r]].astype(np.float32).view(np.uint32).astype(U64) for r in range(4)]
+    ncd = len(ci)  # C/D elements per lane (4 of an m16n8 shape, 2 of an m8n8 shape)
+    if integer or aty == "f64":
+        out = _mma_exact(ins, vals, (mm, nn, kk), per, (ai, bi, ci), tys)
     else:
-        out = [round_to(D[ci[2 * r]], "f16") | (round_to(D[ci[2 * r + 1]], "f16") << U64(16)) for r in range(2)]
+        def fill(mat, op, lay, ty):
+            for r, v in enumerate(vals(op, len(lay) // per)):
+                for h in range(per):
+                    mat[lay[per * r + h]] = to_f32(v >> U64(width * h), ty)
+
+        A, B, C = np.zeros((mm, kk)), np.zeros((kk, nn)), np.zeros((mm, nn))
+        fill(A, a, ai, aty)
+        fill(B, b, bi, bty)
+        cper = 1 if cty == "f32" else 2  # accumulator elements per register
+        for r, v in enumerate(vals(c, ncd // cper)):
+            for h in range(cper):
+                C[ci[cper * r + h]] = to_f32(v >> U64(16 * h), cty)
+        # The products of f16/bf16/tf32/e4m3/e5m2 values are exact in f64 (at most 11 x 11
+        # significant bits); the sum of the K products and C is taken in f64 and rounded once,
+        # to f32 (RN) or, for an f16 accumulator, to f16 (RN). PTX does not specify the tensor
+        # core's accumulation order or internal precision, so results on hardware may differ in
+        # the last bits (bench/conformance.py compares mma kernels by their largest ULP
+        # difference); they agree exactly when every partial sum is representable.
+        D = A @ B + C
+        if dty == "f32":
+            out = [D[ci[r]].astype(np.float32).view(np.uint32).astype(U64) for r in range(ncd)]
+        else:
+            out = [round_to(D[ci[2 * r]], "f16") | (round_to(D[ci[2 * r + 1]], "f16") << U64(16))
+                   for r in range(ncd // 2)]
     dels = d.elems if isinstance(d, VecOp) else (d,)
     if len(dels) != len(out):
         raise Unsupported(f"{ins.opcode}: expected {len(out)} destination registers, got {len(dels)}", ins)
     for e, v in zip(dels, out):
         m.write(w, e, v, mask)
+
+
+def _mma_exact(ins, vals, dims, per, lays, tys):
+    """D registers of an integer or .f64 mma.sync.
+
+    Integer (§9.7.14.5.2, "Integer"): D = A B + C computed exactly; without ``.satfinite`` the
+    s32 result wraps modulo 2^32, with it the result is clamped to [-2^31, 2^31 - 1]. f64: each
+    element of D is C's element followed by one fused multiply-add per k, in k order, each
+    rounded to nearest even (``softfloat.fma``, IEEE 754 fma): the model of an FP64 tensor core
+    as a chain of FMAs. PTX does not state the order; bench/conformance.py compares .f64 mma
+    kernels with the tolerance of tensor-core instructions, and they agree exactly when every
+    partial sum is representable."""
+    (mm, nn, kk), (ai, bi, ci) = dims, lays
+    dty, aty, bty, cty = tys
+    a, b, c = ins.operands[1:4]
+    ncd = len(ci)
+    if aty == "f64":
+        A, B, C = np.zeros((mm, kk), U64), np.zeros((kk, nn), U64), np.zeros((mm, nn), U64)
+        for mat, op, lay in ((A, a, ai), (B, b, bi), (C, c, ci)):
+            for r, v in enumerate(vals(op, len(lay))):
+                mat[lay[r]] = v
+        f64 = FORMATS["f64"]
+        D = np.zeros((mm, nn), np.uint64)
+        for i in range(mm):
+            for j in range(nn):
+                acc = int(C[i, j])
+                for k in range(kk):
+                    acc = softfloat.fma(f64, "rn", int(A[i, k]), int(B[k, j]), acc)
+                D[i, j] = acc
+        return [D[ci[r]].astype(U64) for r in range(ncd)]
+    A, B, C = np.zeros((mm, kk), np.int64), np.zeros((kk, nn), np.int64), np.zeros((mm, nn), np.int64)
+    for mat, op, lay, ty in ((A, a, ai, aty), (B, b, bi, bty)):
+        for r, v in enumerate(vals(op, len(lay) // per)):
+            for h, x in enumerate(_int_elements(v, per, ty)):
+                mat[lay[per * r + h]] = x
+    for r, v in enumerate(vals(c, ncd)):
+        x = (v & U64(0xFFFFFFFF)).astype(np.int64)
+        C[ci[r]] = np.where(x >= 1 << 31, x - (1 << 32), x)
+    D = A @ B + C  # |A B| <= 2^7 2^8 64 per element: exact in int64
+    if "satfinite" in ins.mods:
+        D = np.clip(D, -(1 << 31), (1 << 31) - 1)
+    return [(D[ci[r]] & 0xFFFFFFFF).astype(U64) for r in range(ncd)]

@@ -261,7 +261,7 @@ class TensorCoreHandlers:
 
     # ------------------------------------------------------------------ mma.sync
     def h_mma(self, t, ins):
-        tys = ins.types()
+        tys = WG.mma_types(ins)
         shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
         if "sp" in ins.mods or any(m.startswith("sp::") or m.startswith("kind::") for m in ins.mods):
             raise Unsupported(f"{ins.opcode}: sparse or kind:: mma is not modelled", ins)
@@ -271,11 +271,13 @@ class TensorCoreHandlers:
         self._tc_model(ins, tys[2])
         fp8 = ("e4m3", "e5m2")
         same = tys[1] == tys[2] or (tys[1] in fp8 and tys[2] in fp8)  # fp8 A and B may differ (§9.7.14.5.14)
-        if (shape, tys[1]) not in WG.MMA_SHAPES or not same or tys[0] != tys[3] or tys[0] not in ("f32", "f16") \
-                or (tys[0] == "f16" and tys[1] not in ("f16",) + fp8) or not ("row" in ins.mods and "col" in ins.mods):
+        if (shape, tys[1]) not in WG.MMA_SHAPES or tys[1] not in OPERANDS or not same or tys[0] != tys[3] \
+                or tys[0] not in ("f32", "f16") or (tys[0] == "f16" and tys[1] not in ("f16",) + fp8) \
+                or not ("row" in ins.mods and "col" in ins.mods):
             raise Unsupported(f"{ins.opcode}: the symbolic engine models mma.sync.aligned.row.col with an f32 "
-                              f"accumulator and {', '.join(f'{s}.{a}' for s, a in WG.MMA_SHAPES)} operands, and "
-                              f"an f16 accumulator with f16 or fp8 operands", ins)
+                              f"accumulator and {', '.join(f'{s}.{a}' for s, a in WG.MMA_SHAPES if a in OPERANDS)} "
+                              f"operands, and an f16 accumulator with f16 or fp8 operands (not integer or .f64 "
+                              f"mma.sync)", ins)
         d, a, b, c = ins.operands[:4]
 
         def regs(op):

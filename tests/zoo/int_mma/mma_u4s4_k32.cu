@@ -1,0 +1,18 @@
+// mma_u4s4_k32: out(16x8, s32) = a(16x32, u4) . b(32x8, s4) + c(16x8, s32), one
+// mma.sync.aligned.m16n8k32.row.col.s32.u4.s4.s32 (one 4-bit element per byte of a and b).
+// Fragments: A (2 regs) a[g + 8(i/8)][8t + i % 8], i < 16; B (1 reg) b[8t + i][g], i < 8.
+#include "int_mma_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(32)
+    mma_u4s4_k32(const uint8_t* __restrict__ a, const uint8_t* __restrict__ b, const int32_t* __restrict__ c,
+                 int32_t* __restrict__ out) {
+  const uint32_t lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  int32_t d[4];
+  load_c16(c, lane, d);
+  const uint32_t a0 = pack4b(a + g * 32 + 8 * t, 1), a1 = pack4b(a + (g + 8) * 32 + 8 * t, 1);
+  const uint32_t b0 = pack4b(b + 8 * t * 8 + g, 8);
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u4.s4.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a0), "r"(a1), "r"(b0));
+  store_c16(out, lane, d);
+}
