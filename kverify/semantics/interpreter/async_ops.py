@@ -36,6 +36,15 @@ class AsyncOp:
     def complete(self):
         raise NotImplementedError
 
+    def release(self):
+        """Once its cluster ended (``Machine._release``): keep what reports name (agent,
+        instruction, warp, location) and drop the operands and the issue snapshot, which no later
+        agent can acquire."""
+        if self.m.trace is None:
+            self.vc = _NO_CLOCK
+
+
+_NO_CLOCK = np.zeros(0, np.int64)
 
 #: an async operation's agent clock once its source reads completed (``CopyOp.complete``)
 READ_DONE = 1
@@ -70,6 +79,11 @@ class CopyOp(AsyncOp):
             m.mbar_complete_tx(self, self.mbar, self.nbytes)
         if self.group is not None:
             m.step(self.group, AG.Complete(self.agent), self.instr)
+
+
+    def release(self):
+        super().release()
+        self.writes, self.reads, self.action = (), (), None
 
 
 class WgmmaOp(AsyncOp):
@@ -173,3 +187,7 @@ def _smem_operand(smem, desc, rows, k, ty, trans):
     ``values.narrow``)."""
     vals = wgmma.load_operand(smem, desc, rows, k, wgmma.OPERAND_STORAGE[ty], "MN" if trans else "K")
     return to_f32(vals, ty) if ty in FP8 else vals
+
+    def release(self):
+        super().release()
+        self.parts, self.reads, self.earlier, self.prev = {}, [], [], None

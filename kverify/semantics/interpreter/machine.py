@@ -18,7 +18,8 @@ iteration left its registers and live lanes exactly as they were: only another a
 write can end the loop) and, for fairness, every ``FAIR_ITERATIONS`` iterations of one
 loop. It yields a ``Wait`` when it cannot proceed (barrier, mbarrier phase, group wait; a
 spin until another agent writes memory or steps a synchronization object). A run ends
-after ``max_steps`` warp-instructions (status ``incomplete``: a loop may spin forever).
+after ``max_steps`` warp-instructions of one cluster (status ``incomplete``: a loop may spin
+forever).
 CTAs of different clusters run one cluster after another (they share only global memory,
 whose races do not depend on that order under happens-before).
 
@@ -99,6 +100,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.module, self.kernel, self.spec = module, kernel, spec
         self.sched = scheduler
         self.max_steps = max_steps
+        self.step_limit = max_steps  # steps after which the running cluster stops (``_run_ctas``)
         self.deadline = None  # time.monotonic() past which the run stops (run_kernel's max_seconds)
         self.steps = 0
         self.thread_steps = 0
@@ -353,7 +355,8 @@ class Machine(AccessMixin, MbarrierMixin):
             self.reason = f"{_fmt_loc(loc)}: {e}" if loc else str(e)
         except StepBudget as e:
             self.status = "incomplete"
-            self.reason = (f"budget: {self.max_steps} warp-instructions, a loop may spin forever" if not e.args else
+            self.reason = (f"budget: {self.max_steps} warp-instructions per cluster, a loop may spin forever"
+                           if not e.args else
                            f"budget: the run's wall-clock limit ({self.max_seconds:g} s, --time-budget) was reached "
                            f"after {self.steps} warp-instructions")
         return self
@@ -361,12 +364,31 @@ class Machine(AccessMixin, MbarrierMixin):
     def _run_ctas(self, ctas) -> bool:
         """Run ``ctas`` side by side (a cluster, or a cooperative launch's whole grid); False
         when the run stopped short of completing."""
+        # the step budget is per cluster: clusters run one after another, and a loop that spins
+        # forever does so within one of them (a cooperative launch runs all of them at once)
+        cx, cy, cz = self.spec.cluster
+        per = len(ctas) // (cx * cy * cz)
+        self.step_limit = self.steps + self.max_steps * max(1, per)
         self._run_cluster(ctas)
         for c in ctas:  # the mbarriers the launch used: phases each completed
             for info in c.mbars.values():
                 obj = info.name.split(" of CTA")[0]
                 self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
+        if not self.inflight:
+            self._release(ctas)
         return self.status == "complete"
+
+    def _release(self, ctas):
+        """The storage of a cluster that ran to its end with no operation in flight: no later
+        agent can reach its shared memory (clusters run one after another; distributed shared
+        memory stays within a cluster), so its image and race shadow go, and its finished
+        asynchronous operations keep only what reports name (agent, instruction, warp). Global
+        memory and its shadow, the findings and the vector clocks stay."""
+        for c in ctas:
+            c.smem.data = c.smem.shadow = None
+        for op in self.ops_by_agent.values():
+            if op.done and op.warp.cta in ctas:
+                op.release()
 
     def _run_cluster(self, ctas):
         warps = [w for c in ctas for w in c.warps]
@@ -482,7 +504,7 @@ class Machine(AccessMixin, MbarrierMixin):
                     raise Unsupported(f"unsupported instruction {s.opcode[:80]}", s)
                 if row.effect != "control":
                     w.last_loc = s.loc
-                if self.steps > self.max_steps:
+                if self.steps > self.step_limit:
                     raise StepBudget()
                 if not self.steps & 1023 and self.deadline is not None and time.monotonic() > self.deadline:
                     raise StepBudget(self.deadline)
