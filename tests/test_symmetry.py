@@ -124,3 +124,18 @@ def test_data_guarding_a_global_store_keeps_symmetry():
                                              "y": {"dtype": "float32", "shape": [8192]}}})
     reps, why = representatives(m, m.kernel("positive"), spec)
     assert why == "no inter-CTA communication (proved)" and reps == [(0, 0, 0), (1, 0, 0), (62, 0, 0), (63, 0, 0)]
+
+
+def test_a_bug_that_needs_two_ctaid_tests_at_once_is_found():
+    """The representatives cover every combination of %ctaid tests that occurs in the grid, not
+    each test alone: CTA (3,5) is chosen, and its split barrier is found (it was verified when
+    the representatives were (3,0) for one test and (0,5) for the other)."""
+    m = load_module(str(DATA / "conjunction.ptx"))
+    k = m.kernel("conjunction")
+    spec = LaunchSpec.from_dict({"kernel": "conjunction", "grid": [8, 8, 1], "block": [64, 1, 1],
+                                 "buffers": {"out": {"dtype": "float32", "shape": [4096]}}})
+    reps, why = representatives(m, k, spec)
+    assert why == "no inter-CTA communication (proved)" and (3, 5, 0) in reps and len(reps) <= 8
+    nb = _by(check_kernel(m, k, spec))["named-barrier conformance"]
+    assert nb.status == "violated" and nb.rule == "barrier.divergence"
+    assert "CTA (3,5,0)" in nb.message and nb.locations[0].line == 6

@@ -213,6 +213,21 @@ class Env:
                 return args[key]
         return None
 
+    def values_from(self, launch) -> list:
+        """``(symbol, value)`` pairs for the scalar parameters this Env left symbolic and
+        ``launch`` gives values (the values the interpreter runs with)."""
+        out = []
+        args = getattr(launch, "args", None) or {}
+        for i, p in enumerate(self.kernel.params):
+            term = self.params.get(p.name, (None,))[0]
+            if term is None or not z3.is_const(term) or z3.is_bv_value(term):
+                continue
+            v = next((args[k] for k in (p.source_name, p.name, str(i), i) if k is not None and k in args), None)
+            if v is None or isinstance(v, (dict, list, str)):
+                continue
+            out.append((term, z3.BitVecVal(_value_bits(v, p.type.name), term.size())))
+        return out
+
     def fresh(self, name: str, width: int, approx: bool = False):
         """A per-thread symbol: returns thread A's and registers the (A, B) pair."""
         if width == 1:

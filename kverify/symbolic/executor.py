@@ -48,6 +48,7 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         self.accesses: list = []
         self.syncs: list = []
         self.loops: list = []
+        self.traps: list = []  # path conditions under which a thread executes ``trap``
         self.reasons = {"shared": [], "global": []}
         self.notes: list = []
         # synchronization that may order accesses but is not counted: a race found while

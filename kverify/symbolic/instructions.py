@@ -104,6 +104,7 @@ class Instructions:
 
     def trap(self, ins: Instr, st: State, guard) -> State:
         """``trap``: nothing after it runs on this path."""
+        self.traps.append(mk_and(st.pc, guard))
         return State(mk_and(st.pc, mk_not(guard)), st.regs, st.epoch, st.exited)
 
     def alu(self, ins: Instr, st: State, guard) -> State:

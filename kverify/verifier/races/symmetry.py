@@ -1,21 +1,27 @@
 """CTA symmetry: when no CTA can affect another, a few representative CTAs stand for all.
 
-The argument (docs/semantics.md, "CTA symmetry"): with no cluster, no distributed shared
-memory, no asynchronous or mbarrier operation, no strong (atomic, volatile, relaxed/acquire/
-release) global access, no synchronization the race encoding does not model, and the SMT race
-checker's proof over two symbolic CTAs that no global bytes accessed by one CTA are written by
-another, a CTA's run does not depend on any other CTA. Every CTA then behaves like a run of its
-own; what differs between CTAs is only what depends on ``%ctaid``. The representatives are the
-first, second, second-to-last and last CTA and, for every memory access and every barrier or
-loop decision of the symbolic execution whose path condition depends on ``%ctaid``, one CTA
-where the condition holds, one where it fails and one where it holds for some threads and not
-others (a tail tile), so every such access is executed by some interpreted CTA.
+The argument (docs/verdicts.md, "When a few CTAs stand for the grid"): with no cluster, no
+distributed shared memory, no asynchronous or mbarrier operation, no strong (atomic, volatile,
+relaxed/acquire/release) global access, no synchronization the race encoding does not model, and
+the SMT race checker's proof over two symbolic CTAs that no global bytes accessed by one CTA are
+written by another, a CTA's run does not depend on any other CTA. What then differs between
+CTAs is what depends on ``%ctaid``: which threads reach each barrier, loop decision, trap and
+memory access of the symbolic execution (its path condition) and, for barriers, which threads
+have exited. Two CTAs whose threads agree on every one of these conditions (thread by thread,
+for every loop iteration) take the same control flow. The representatives are the first,
+second, second-to-last and last CTA, and then, for as long as z3 finds one, a CTA that disagrees
+with every representative chosen so far on some condition for some thread: when it finds none,
+every CTA of the grid agrees with a representative on every condition, whatever combination of
+``%ctaid`` tests a bug needs (``blockIdx.x == 3`` and ``blockIdx.y == 5`` in one CTA only).
 
-What differs between CTAs must be ``%ctaid`` alone: a barrier, a loop decision, or (unless the SMT
-checker proved shared memory race-free for every value) a shared-memory access whose condition
-reads data loaded from memory or a register over-approximated in a loop summary may go another
-way in a CTA that was not interpreted, with the same inputs (``if (flags[blockIdx.x]) ...``), so
-such a kernel is not reduced. Anything not established is ``None``: the caller interprets every
+What differs between CTAs must be ``%ctaid`` alone: a barrier, a loop decision, a trap, or
+(unless the SMT checker proved shared memory race-free for every value) a shared-memory access
+whose condition reads data loaded from memory or a register over-approximated in a loop summary
+may go another way in a CTA that was not interpreted, with the same inputs (``if
+(flags[blockIdx.x]) ...``), so such a kernel is not reduced; nor one whose shared-memory
+addresses depend on ``%ctaid`` while shared memory is not proved race-free. A global access
+guarded by data is no obstacle (races between CTAs are proved for every value; memory safety of
+the other CTAs is not claimed). Anything not established is ``None``: the caller interprets every
 CTA.
 """
 
@@ -26,12 +32,13 @@ import time
 
 import z3
 
-from kverify.symbolic import Unsupported
+from kverify.symbolic import Substitution, Unsupported
 from kverify.symbolic.budget import SolverBudget
 
 from .smt import _Checker
 
 MIN_GRID = 8  # smaller grids are interpreted in full
+MAX_REPS = 64  # more representatives than this: every CTA is interpreted
 
 
 def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
@@ -66,54 +73,154 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
         if a.space == "global" and (a.strong or a.atomic) and not z3.is_false(z3.simplify(a.pc)):
             return None, "global atomics or strong accesses (counted as inter-CTA communication)"
     env = c.env
-    varies = _data_dependence(c, ex, obs)
+    same = _sameness(c, ex)
+    varies = _data_dependence(c, ex, obs, same)
     if varies:
         return None, f"control may differ between CTAs beyond %ctaid ({varies})"
-    base = env.shared_constraints + env.constraints_a
-    ids = {str(x) for x in env.ctaid}
     reps = {(0, 0, 0), (g[0] - 1, g[1] - 1, g[2] - 1)}
-    lin = [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in (1, total - 2)]
-    reps.update(lin)
-    conds = [a.pc for a in ex.accesses] + [s.pc for s in ex.syncs]
-    seen = set()
-    budget = SolverBudget(timeout_s)
-    for pc in conds:
-        if z3.is_true(pc) or z3.is_false(pc):
-            continue
-        key = pc.get_id()
-        if key in seen or not (c.symbols(pc) & ids):
-            continue
-        seen.add(key)
-        for f in (pc, z3.Not(pc)):
-            r, m = c.solve([f], budget, base=base)
-            if r == "unknown":
-                return None, "independence not established (solver budget spent choosing representatives)"
-            if r == "sat":
-                reps.add(tuple(m.eval(x, model_completion=True).as_long() for x in env.ctaid))
-        # a partial CTA (a tail tile): the condition holds for one of its threads and not another
-        r, m = c.solve(c.same_cta() + [pc, z3.Not(c.b(pc))], budget, base=c.base())
-        if r == "unknown":
-            return None, "independence not established (solver budget spent choosing representatives)"
-        if r == "sat":
-            reps.add(tuple(m.eval(x, model_completion=True).as_long() for x in env.ctaid))
-        if len(reps) > 64:
-            return None, "too many ctaid-dependent control paths (more than 64 representatives)"
-    reps = sorted(reps, key=lambda t: (t[2], t[1], t[0]))
-    return reps, "no inter-CTA communication (proved)"
+    reps.update((i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in (1, total - 2))
+    conds = _conditions(c, ex, obs, same)
+    if conds is None:
+        return None, ("the shared-memory addresses depend on %ctaid and race-free: shared is not proved: "
+                      "the interpreter's race check of some CTAs does not stand for the others")
+    at_launch = Substitution(env.values_from(spec))  # the scalar values the interpreter runs with
+    conds = [z3.simplify(at_launch(f)) for f in conds]
+    conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & {str(x) for x in env.ctaid}]
+    reps = _cover(c, env, conds, reps, same, SolverBudget(timeout_s))
+    if reps is None:
+        return None, "independence not established (solver budget spent choosing representatives)"
+    if len(reps) > MAX_REPS:
+        return None, f"too many ctaid-dependent control paths (more than {MAX_REPS} representatives)"
+    return sorted(reps, key=lambda t: (t[2], t[1], t[0])), "no inter-CTA communication (proved)"
 
+
+def _conditions(c, ex, obs, same):
+    """The path conditions (thread A's terms) on which control flow depends and that mention
+    ``%ctaid``: barriers and loop decisions with the threads that exited before them, every
+    loop's decision, traps, memory accesses whose conditions read no loaded data. None when the
+    shared-memory addresses depend on ``%ctaid`` and shared memory is not proved race-free."""
+    ids = {str(x) for x in c.env.ctaid}
+    shared = obs.get("race-free: shared")
+    shared_proved = shared is not None and shared.status in ("proved", "vacuous")
+    out, seen = [], set()
+
+    def add(pc, data_ok=False):
+        if pc is None or z3.is_true(pc) or z3.is_false(pc) or pc.get_id() in seen:
+            return
+        syms = c.symbols(pc)
+        if not syms & ids:
+            return
+        if data_ok and any(not same(n) for n in syms):
+            return  # a global access guarded by data: not a control decision the argument needs
+        seen.add(pc.get_id())
+        out.append(pc)
+
+    for sy in ex.syncs:
+        add(sy.pc)
+        add(sy.exited)
+    for info in ex.loops:
+        add(info.cont_pc)
+    for t in getattr(ex, "traps", ()):
+        add(t)
+    for a in ex.accesses:
+        add(a.pc, data_ok=a.space != "shared")
+        if a.space == "shared" and not shared_proved and c.symbols(a.addr) & ids:
+            return None
+    return out
+
+
+def _cover(c, env, conds, reps, same, budget):
+    """``reps`` grown until every CTA of the grid agrees, thread by thread, with one of them on
+    every condition of ``conds``; None when the solver gives no answer. Each round asks z3 for a
+    CTA (thread A's ``%ctaid``) that, for every representative, differs from it on some condition
+    for some thread (per representative, a fresh copy of the thread's own symbols: ``%tid``, loop
+    counters); the per-thread constraints that mention only those symbols (``%tid < %ntid``) hold
+    for each copy. Constraints left out only admit more differences: more representatives, never
+    fewer."""
+    if not conds:
+        return reps
+    ids = {str(x) for x in env.ctaid}
+    consts = {}
+    for a, _ in env.pairs:
+        consts[a.decl().name()] = a
+    free = sorted({n for f in conds for n in c.symbols(f) if n in consts and n not in ids})
+    own = [(t, k) for t, k in env.constraints_a
+           if k and k <= set(free) and not (c.symbols(t) & ids)
+           and all(n in free or same(n) for n in c.symbols(t))]
+    base = [t for t, _ in env.shared_constraints] + [z3.ULT(x, n) for x, n in zip(env.ctaid, env.nctaid)]
+    reps = set(reps)
+    while len(reps) <= MAX_REPS:
+        parts = []
+        for j, r in enumerate(sorted(reps)):
+            ren = Substitution([(consts[n], z3.Const(f"{n}@{j}", consts[n].sort())) for n in free])
+            at_r = Substitution([(x, z3.BitVecVal(v, x.size())) for x, v in zip(env.ctaid, r)])
+            parts.append(z3.And(*[ren(t) for t, _ in own], z3.Or(*[z3.Xor(ren(f), at_r(ren(f))) for f in conds])))
+        s = z3.Solver()
+        s.add(*base, *parts)
+        res = budget.check(s)
+        if res == z3.unsat:
+            return reps
+        if res != z3.sat:
+            return None
+        m = s.model()
+        reps.add(tuple(m.eval(x, model_completion=True).as_long() for x in env.ctaid))
+    return reps
 
 _SAME_IN_EVERY_CTA = ("nctaid.", "ntid.", "buffer.", "paramaddr.", "gvar.", "tid.", "ctaid.")
 
 
-def _data_dependence(c, ex, obs) -> str:
-    """Where a decision that matters to the interpreted obligations reads something other than the
-    launch, the thread's index and exact loop counters (loaded data, over-approximated values);
-    "" when nothing does."""
-    params = set(c.env.params)
+def _sameness(c, ex):
+    """A test of whether a symbol means the same in every CTA (for a given thread and loop
+    iteration): the launch (parameters, dimensions, buffer addresses), the thread's own index, loop
+    iteration counters, and the registers a loop summary over-approximates when their value at
+    the loop's head and at each of its continues reads nothing else (``d >>= 1`` from
+    ``blockDim.x / 2``: by induction over the iterations, the same sequence in every CTA) -- not
+    loaded data or anything computed from it. ``%ctaid`` passes too: it is what the
+    representatives vary."""
+    env = c.env
+    params = env.params
+    ids = {str(x) for x in env.ctaid}
+    ok = set()
 
     def same(name: str) -> bool:
+        if name in ok or re.fullmatch(r"k\d+\..*![AB]", name):
+            return True
+        if name in env.approx:
+            return False
         return (name in params or name.startswith(_SAME_IN_EVERY_CTA) or name.split(".byte")[0] in params
-                or re.fullmatch(r"k\d+\..*![AB]", name) is not None)
+                or re.fullmatch(r"kx\d+\..*![AB]", name) is not None)
+
+    for info in ex.loops:  # outer loops first: an inner loop's registers may start from theirs
+        hv = {r: h.decl().name() for r, h in (info.havocs or {}).items()}
+        heads = info.head_regs or {}
+        live = set(hv.values())  # the greatest set closed under "reads only same symbols and these"
+        changed = True
+        while changed and live:
+            changed = False
+            fine = lambda t: all((same(n) or n in live) and n not in ids for n in c.symbols(t))  # noqa: E731
+            if not all(fine(pc) for pc, _ in info.conts):
+                live = set()
+                break
+            for r, name in hv.items():
+                if name not in live:
+                    continue
+                terms = ([heads[r][0]] if r in heads else []) + [regs[r][0] for _, regs in info.conts if r in regs]
+                if not all(fine(t) for t in terms):
+                    live.discard(name)
+                    changed = True
+        ok |= live | {n[:-1] + "B" for n in live if n.endswith("!A")}
+        if info.conts and all(all(same(n) and n not in ids for n in c.symbols(pc)) for pc, _ in info.conts) \
+                and info.kx is not None:  # every CTA leaves the loop in the same iteration
+            kx = info.kx.decl().name() if z3.is_const(info.kx) else None
+            if kx:
+                ok |= {kx, kx[:-1] + "B"}
+    return same
+
+
+def _data_dependence(c, ex, obs, same) -> str:
+    """Where a decision that matters to the interpreted obligations reads something that may
+    differ between CTAs besides ``%ctaid`` (``same``: ``_sameness``): loaded data, values
+    over-approximated in a loop; "" when nothing does."""
 
     def data(pc) -> bool:
         return pc is not None and not z3.is_true(pc) and any(not same(n) for n in c.symbols(pc))
@@ -129,6 +236,9 @@ def _data_dependence(c, ex, obs) -> str:
     for info in ex.loops:
         if data(info.cont_pc) or data(info.trip):
             return f"the trip count of loop {info.name} depends on loaded data"
+    for t in getattr(ex, "traps", ()):
+        if data(t):
+            return "a trap depends on loaded data"
     shared = obs.get("race-free: shared")
     if shared is None or shared.status not in ("proved", "vacuous"):
         for a in ex.accesses:
