@@ -218,7 +218,8 @@ _REDUCTIONS = [(k, 1000.0 if k.endswith("s32") else 1.0, "none", "") for k in (
 #: (family "data_<dir>"): TMA multicast in a 2x1 cluster, a bulk reduction (cp.reduce.async.bulk),
 #: brx.idx over .branchtargets, calls through function pointers, cooperative groups' grid.sync() in
 #: a cooperative launch, a programmatic dependent launch (PDL) pair, distributed shared memory in a
-#: 2-CTA cluster (st.shared::cluster, remote mbarrier arrives), and the tensor and byte-range bulk
+#: 2-CTA cluster (st.shared::cluster, remote mbarrier arrives, st.async and red.async completing on the
+#: peer's mbarrier), and the tensor and byte-range bulk
 #: reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
@@ -238,6 +239,8 @@ DATA = [
     ("pdl/pair.ptx", "pdl/pair.json"),
 ] + [("dsmem/dsmem.ptx", {"kernel": k, "grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
                           "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("exchange", "tail", "push")] + [
+    ("dsmem/st_async.ptx", {"kernel": k, "grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
+                            "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("send", "accumulate")] + [
     ("bulk_reduce/tensor_reduce.ptx", tensor_reduce_launch(k, scale, swizzle), suffix)
     for k, scale, swizzle, suffix in _REDUCTIONS] + [
     ("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},

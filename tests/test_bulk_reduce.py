@@ -52,7 +52,7 @@ def test_overwriting_the_source_before_the_group_wait_races_with_the_reduction(c
 def test_reductions_of_two_ctas_into_the_same_elements_are_unknown_not_a_race(capsys, tmp_path):
     rc, k, by = _check(capsys, tmp_path, "bulk_reduce__same_row")
     assert rc == 3 and k["verdict"] == "inconclusive"
-    assert "overlaps the bytes of another bulk reduction; the atomicity of reductions to the same elements is " \
+    assert "overlaps the bytes of another asynchronous reduction; the atomicity of reductions to the same elements is " \
            "not modelled" in by["memory"]["message"]
 
 
@@ -63,7 +63,7 @@ def test_a_warp_wide_issue_is_one_reduction_per_lane_not_one_copy(tmp_path):
     text = text.replace("    setp.ne.s32 %p1, %r1, 32;", "    setp.gt.u32 %p1, %r1, 31;", 1)
     (tmp_path / "w.ptx").write_text(text)
     r = kverify.run(str(tmp_path / "w.ptx"), kernel_name="bulk_reduce", launch=str(D / "launch.json"))
-    assert r.status == "unsupported" and "overlaps the bytes of another bulk reduction" in r.reason
+    assert r.status == "unsupported" and "overlaps the bytes of another asynchronous reduction" in r.reason
 
 
 def test_a_proxy_fence_of_global_memory_leaves_the_shared_source_unfenced(capsys, tmp_path):

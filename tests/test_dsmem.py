@@ -49,3 +49,66 @@ def test_an_access_outside_the_peers_lifetime_is_violated(capsys, kernel, rule, 
     assert rc == 1 and k["verdict"] == "violated"
     assert (o["status"], o["rule"], o["locations"][0]["line"]) == ("violated", rule, line)
     assert message in o["message"]
+
+
+# st.async / red.async (tests/data/dsmem/st_async.cu): asynchronous stores and reductions into the peer's
+# shared memory, completed on the peer's mbarrier. The bodies are one template, inlined into one-line
+# kernels: a finding's line is the kernel's (nvcc's inlined_at call site).
+def _st_async(capsys, kernel):
+    rc = main(["check", str(D / "st_async.ptx"), "--kernel", kernel, *LAUNCH, "--format", "json"])
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    return rc, k, {o["title"]: o for o in k["obligations"]}
+
+
+@pytest.mark.parametrize("kernel, want", [("send", [1063, 1062, 1061, 63, 62, 61]),
+                                          ("accumulate", [1, 2, 3, 101, 102, 103])])
+def test_st_async_and_red_async_exchanges_are_verified_with_their_values(capsys, kernel, want):
+    import numpy as np
+
+    from kverify.launch import LaunchSpec
+    from kverify.semantics.interpreter import run_kernel
+    from kverify.semantics.ir import load_module
+
+    rc, k, by = _st_async(capsys, kernel)
+    assert rc == 0 and k["verdict"] == "verified", [(o["title"], o["status"], o["message"]) for o in k["obligations"]]
+    assert by["race-free: async"]["status"] == by["race-free: shared"]["status"] == "bounded"
+    m = load_module(str(D / "st_async.ptx"))
+    r = run_kernel(m, m.kernel(kernel), LaunchSpec.from_dict(
+        {"kernel": kernel, "grid": [4, 1, 1], "block": [64, 1, 1], "buffers": {"out": {"dtype": "int32", "shape": [256]}}}))
+    out = r.outputs["out"].reshape(4, 64)
+    assert r.status == "complete" and not r.findings
+    assert list(out[0, :3]) + list(out[1, :3]) == want  # CTA 0 holds what CTA 1 sent, and back
+
+
+@pytest.mark.parametrize("kernel, title, rule, line, message", [
+    ("send__no_expect_tx", "mbarrier conformance", "mbarrier.tx-mismatch", 67,
+     "mbarrier bar of CTA (0,0,0): phase 0 completed while 32 copy(ies) signalling it were still in flight (128 bytes)"),
+    ("send__no_expect_tx", "race-free: async", "race.async-pending", 67,
+     "read of a destination of an in-flight async copy: read of shared inbox[63] by thread 0 (warp 0, lane 0) of CTA "
+     "(1,0,0)"),
+    ("send__short_tx", "mbarrier conformance", "mbarrier.tx-mismatch", 68,
+     "phase 0 completed while 32 copy(ies) signalling it were still in flight (128 bytes): expect-tx announced fewer "
+     "bytes than the copies deliver"),
+    ("send__no_wait", "race-free: shared", "race.shared", 69,
+     "write-after-read, not ordered: async write of shared inbox[0] by warp 0 (threads 0-31) of CTA (0,0,0)"),
+    ("send__no_cluster_sync", "mbarrier conformance", "mbarrier.init-visibility", 71,
+     "the st.async issued at st_async.cu:71 uses the mbarrier with no happens-before edge from its mbarrier.init"),
+    ("send__no_cluster_sync", "memory safety", "dsmem.before-start", 71,
+     "before any cluster barrier wait or synchronization with CTA (1,0,0): it may not have started"),
+])
+def test_st_async_twins_are_violated(capsys, kernel, title, rule, line, message):
+    rc, k, by = _st_async(capsys, kernel)
+    o = by[title]
+    assert rc == 1 and k["verdict"] == "violated"
+    assert (o["status"], o["rule"], o["locations"][0]["line"]) == ("violated", rule, line)
+    assert message in o["message"]
+
+
+def test_red_async_into_one_word_is_unknown_not_a_race(capsys):
+    rc, k, by = _st_async(capsys, "accumulate__same_word")
+    assert k["verdict"] == "inconclusive"
+    o = by["deadlock-free"]
+    assert o["status"] == "unknown"
+    assert "overlaps the bytes of another asynchronous reduction; the atomicity of reductions to the same elements is " \
+           "not modelled" in o["message"]
+    assert all(x["status"] != "violated" for x in k["obligations"])

@@ -261,9 +261,11 @@ row("ld", "def:d=t load:a use:policy?=64", f"{S_DATA}-ld", _memory_form("load"),
 row("ldu", "def:d load:a", f"{S_DATA}-ldu", TYPES, SPACES, VEC, space="mods", proxy="generic")
 row("st", "store:a use:b=t use:policy?=64", f"{S_DATA}-st", _memory_form("store"),
     space="mods", proxy="generic")
+# st.async / red.async: asynchronous (completed by complete-tx on an mbarrier), but the store or
+# reduction itself is a weak (relaxed) generic-proxy memory operation (§9.7.9.12, §9.7.13.6)
 row("st.async", "store:a use:b addr:mbar", f"{S_DATA}-st-async", TYPES, SEM, SCOPE, VEC,
-    "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="async",
-    sync="mbarrier.complete_tx")
+    "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="generic",
+    effect="async", sync="mbarrier.complete_tx")
 row("prefetch", "addr:a", f"{S_DATA}-prefetch", SPACES, ("L1", "L2", "tensormap",
     "L2::evict_last", "L2::evict_normal"), space="mods")
 row("prefetchu", "addr:a", f"{S_DATA}-prefetchu", ("L1",))
@@ -358,8 +360,8 @@ row("red", "update:a use:b=t use:policy?=64", f"{S_SYNC}-red",
     _memory_form("reduction", ATOM_OP, mods("flush", "noftz")), space="mods", proxy="generic",
     semantics="atom")
 row("red.async", "update:a use:b addr:mbar", f"{S_SYNC}-red-async", TYPES, SEM, SCOPE, ATOMOP,
-    "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="async",
-    sync="mbarrier.complete_tx")
+    "shared::cluster", "mbarrier::complete_tx::bytes", space="shared::cluster", proxy="generic",
+    effect="async", sync="mbarrier.complete_tx")
 row("vote", "def:d use:a=1 use:membermask?=32", f"{S_SYNC}-vote-sync",
     ("sync", "all", "any", "uni", "ballot", "pred", "b32"), sync="collective", collective="vote")
 row("match", "def:d=32 use:a=t use:membermask=32", f"{S_SYNC}-match-sync",

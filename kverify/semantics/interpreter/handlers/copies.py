@@ -13,7 +13,7 @@ from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import READ_DONE, CopyOp
-from ..hb import ASYNC
+from ..hb import ASYNC, GENERIC
 from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
 from ..state import ASYNC_GENERIC, U64, low_mask
 from .common import SPACE_MODS, bits_of, registry, replicas, yield_once
@@ -246,13 +246,13 @@ def _reduces(instr) -> bool:
 
 
 def _alone(m, ins, region, idx):
-    """``Unsupported`` when another bulk reduction wrote or is writing bytes ``idx`` of ``region``
+    """``Unsupported`` when another asynchronous reduction (bulk, red.async) wrote or is writing bytes ``idx`` of ``region``
     (in flight, or the last writer): the atomicity of reductions to the same elements is not
     modelled (a second one would read as a write-write race)."""
     writers = (m.ops_by_agent.get(int(a)) for a in np.unique(np.concatenate(
         [region.shadow.pend_w[idx], region.shadow.w_agent[idx]])) if a >= 0)
     if any(x is not None and _reduces(x.instr) for x in writers):
-        raise Unsupported(f"{ins.opcode}: overlaps the bytes of another bulk reduction; the atomicity of "
+        raise Unsupported(f"{ins.opcode}: overlaps the bytes of another asynchronous reduction; the atomicity of "
                           "reductions to the same elements is not modelled", ins)
 
 
@@ -443,3 +443,75 @@ def h_bulk_tensor(m, w, ins, mask):
                           action, group=w.bulk)
             m.step(w.bulk, AG.BulkCopy(op.agent), ins, w.describe())
     return yield_once()
+
+
+# --------------------------------------------------------------------------- st.async / red.async
+
+
+def _lane_values(m, w, op, bits):
+    """Per lane, the elements of a register or vector operand (``(32,)`` uint64 each)."""
+    els = op.elems if isinstance(op, VecOp) else (op,)
+    return [np.broadcast_to(np.asarray(m.val(w, e, bits), U64), (32,)) & U64(low_mask(bits)) for e in els]
+
+
+def _remote_async(m, w, ins, mask, update):
+    """``st.async`` / ``red.async`` (§9.7.9.12, §9.7.13.6): each executing lane stores (or reduces
+    with ``update``) its value into the shared memory of a CTA of the cluster at ``[a]`` without
+    waiting; the operation completes with a complete-tx of its bytes on the mbarrier at ``[mbar]``,
+    which is in the same CTA as ``[a]``, with .release semantics at cluster scope. The access is a
+    weak (st.async) or relaxed (red.async) generic-proxy one: a thread that observes the barrier's
+    phase complete reads the data without a proxy fence. Values are read at issue."""
+    tys = ins.types()
+    if not tys or not isinstance(ins.operands[0], Addr) or not isinstance(ins.operands[2], Addr):
+        raise Unsupported(f"{ins.opcode}: operands not understood", ins)
+    bits = bits_of(tys[-1])
+    vec = 4 if "v4" in ins.mods else 2 if "v2" in ins.mods else 1
+    eb = bits // 8
+    n = eb * vec
+    vals = _lane_values(m, w, ins.operands[1], bits)
+    if len(vals) != vec:
+        raise Unsupported(f"{ins.opcode}: {len(vals)} source registers for a {vec}-element form", ins)
+    dst, mb = m.addr_values(w, ins.operands[0]), m.addr_values(w, ins.operands[2])
+    for lane in np.flatnonzero(mask):
+        if int(dst[lane]) % n:
+            raise Unsupported(f"{ins.opcode}: address {int(dst[lane]):#x} of lane {lane} is not aligned to the "
+                              f"{n}-byte access (undefined, §9.7.9.12)", ins)
+        try:
+            dreg, doff = _resolve1(m, w, ins, "shared::cluster", int(dst[lane]), n)
+        except Fault as f:
+            fault(m, w, ins, f)
+            continue
+        key = m.mbar_at(w, "shared::cluster", int(mb[lane]), ins)
+        if key[0].smem is not dreg:
+            raise Unsupported(f"{ins.opcode}: the mbarrier of lane {lane} is not in the CTA its data goes to "
+                              f"(undefined, §9.7.9.12)", ins)
+        elems = np.arange(doff, doff + n, eb, dtype=np.int64)
+        idx = _bytes_idx(doff, n)
+        if update is not None:
+            _alone(m, ins, dreg, idx)
+        v = np.array([x[lane] for x in vals], U64)
+
+        def action(dreg=dreg, elems=elems, v=v):
+            if update is None:
+                store_bytes(dreg.data, elems, eb, v)
+            else:
+                store_bytes(dreg.data, elems, eb, np.asarray(update(load_bytes(dreg.data, elems, eb), v), U64)
+                            & U64(low_mask(bits)))
+
+        _copy_op(m, w, ins, ins.op, [(dreg, idx)], [], action, mbar=key, nbytes=n, proxy=GENERIC)
+    return yield_once()
+
+
+@handler("st.async")
+def h_st_async(m, w, ins, mask):
+    return _remote_async(m, w, ins, mask, None)
+
+
+@handler("red.async")
+def h_red_async(m, w, ins, mask):
+    op = next((x for x in ins.mods if x in REDUCE_OPS), None)
+    tys = ins.types()
+    if op is None or not tys:
+        raise Unsupported(f"{ins.opcode}: reduction operation or type not understood", ins)
+    ty = tys[-1]
+    return _remote_async(m, w, ins, mask, lambda old, b: atomic_update(op, ty, frozenset(), old, b))
