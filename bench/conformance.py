@@ -219,7 +219,7 @@ _REDUCTIONS = [(k, 1000.0 if k.endswith("s32") else 1.0, "none", "") for k in (
 #: brx.idx over .branchtargets, calls through function pointers, cooperative groups' grid.sync() in
 #: a cooperative launch, a programmatic dependent launch (PDL) pair, distributed shared memory in a
 #: 2-CTA cluster (st.shared::cluster, remote mbarrier arrives, st.async and red.async completing on the
-#: peer's mbarrier), and the tensor and byte-range bulk
+#: peer's mbarrier), cp.async.mbarrier.arrive with and without .noinc, and the tensor and byte-range bulk
 #: reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
@@ -241,6 +241,10 @@ DATA = [
                           "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("exchange", "tail", "push")] + [
     ("dsmem/st_async.ptx", {"kernel": k, "grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
                             "buffers": {"out": {"dtype": "int32", "shape": [256]}}}) for k in ("send", "accumulate")] + [
+    ("cp_async_arrive/copy_arrive.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
+                                         "buffers": {"in": {"dtype": "float32", "shape": [512]},
+                                                     "out": {"dtype": "float32", "shape": [512]}}})
+    for k in ("noinc", "inc")] + [
     ("bulk_reduce/tensor_reduce.ptx", tensor_reduce_launch(k, scale, swizzle), suffix)
     for k, scale, swizzle, suffix in _REDUCTIONS] + [
     ("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},

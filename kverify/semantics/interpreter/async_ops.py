@@ -13,7 +13,7 @@ from kverify.semantics.memory_model import wgmma
 from kverify.semantics.values.narrow import FP8, round_to, to_f32
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
-from .hb import ASYNC, tick
+from .hb import ASYNC, join, tick
 from .state import U64
 
 class AsyncOp:
@@ -191,3 +191,27 @@ def _smem_operand(smem, desc, rows, k, ty, trans):
     def release(self):
         super().release()
         self.parts, self.reads, self.earlier, self.prev = {}, [], [], None
+
+
+class ArriveOnCopies(AsyncOp):
+    """The arrive-on of ``cp.async.mbarrier.arrive`` for one lane: it happens once every cp.async
+    that lane issued before it completed (``enabled``), releasing what they wrote."""
+
+    kind = "cp.async.mbarrier.arrive"
+
+    def __init__(self, m, warp, instr, agent, key, copies, lane):
+        super().__init__(m, warp, instr, agent)
+        self.key, self.copies, self.lane = key, copies, lane
+
+    def enabled(self):
+        return all(c.done for c in self.copies)
+
+    def complete(self):
+        for c in self.copies:
+            self.vc = join(self.vc, c.vc)
+        self.done = True
+        self.m.mbar_arrive_on_copies(self)
+
+    def release(self):
+        super().release()
+        self.copies = ()

@@ -216,6 +216,21 @@ class MbarrierMixin:
             self.report(v.rule, f"mbarrier {info.name}: {v.message}",
                         [l for l in (info.expect_loc, pending[0].instr.loc) if l is not None], mbarrier=info.name)
 
+    def mbar_arrive_on_copies(self, op):
+        """The arrive-on of ``cp.async.mbarrier.arrive`` (``async_ops.ArriveOnCopies``), now that
+        the lane's earlier cp.async completed: one arrival, releasing their writes (its clock)."""
+        cta, info = op.key
+        who = f"the arrive-on of {op.instr.opcode} at {_fmt_loc(op.instr.loc)} (lane {op.lane} of {op.warp.describe()})"
+        self.mbar_order(info, "arrive", op.agent, op.vc, op.instr)
+        info.phase_vc = join(info.phase_vc, op.vc)
+        info.release_vc = join(info.release_vc, op.vc)
+        if self.trace is not None:
+            self.trace.release_op(("mbar", id(info), info.lifetime, info.state.phase), op, "arrive", info.name,
+                                  info.state.phase)
+        info.arrive_locs[op.instr.loc] = True
+        info.arrivers.add(op.warp)
+        self.mbar_step(info, MB.Arrive(count=1), op.instr, who)
+
     def mbar_complete_tx(self, op, key, nbytes):
         """A copy signalling the barrier completed: complete-tx of its bytes."""
         cta, info = key

@@ -114,6 +114,7 @@ def h_cp_async(m, w, ins, mask):
     writes = _merge(writes)
     reads = _merge(reads)
     op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    op.lanes = mask.copy()  # whose copies these are (cp.async.mbarrier.arrive waits for a lane's own)
     m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
     return yield_once()
 
@@ -142,6 +143,7 @@ def _cp_async_uniform(m, w, ins, dst, src, mask, lanes, n, src_size):
     writes = [(dreg, np.unique(widx))]
     reads = [(sreg, np.unique(s_sn))] if sn else []
     op = _copy_op(m, w, ins, "cp.async", writes, reads, action, group=w.cp_async, proxy=ASYNC_GENERIC)
+    op.lanes = mask.copy()
     m.step(w.cp_async, AG.CpAsync(op.agent), ins, w.describe())
     return yield_once()
 
@@ -151,11 +153,6 @@ def _merge(pairs):
     for region, idx in pairs:
         by.setdefault(id(region), [region, []])[1].append(idx)
     return [(r, np.unique(np.concatenate(ix))) for r, ix in by.values()]
-
-
-@handler("cp.async.mbarrier.arrive")
-def h_cp_async_mbar_arrive(m, w, ins, mask):
-    raise Unsupported("cp.async.mbarrier.arrive is not modelled yet", ins)
 
 
 def _multicast(m, w, ins, ops, at, lane, dst, mbar, mods):

@@ -16,6 +16,7 @@ import numpy as np
 from kverify.semantics.ir.nodes import Reg, Sink, where as _fmt_loc
 from kverify.semantics.memory_model.protocols import mbarrier as MB
 
+from ..async_ops import ArriveOnCopies, CopyOp
 from ..hb import hb_after, join
 from ..memory import CTA_SHIFT, SHARED_WINDOW
 from ..state import U64, Wait, on_change
@@ -256,3 +257,29 @@ def _mbar_describe(plan):
     info, q, named, who = plan
     what = f"phase {named}" if named is not None else f"parity {q}"
     return f"waits in mbarrier wait for {what} of {info.name} ({MB.waiting_for(info.state)})"
+
+
+@handler("cp.async.mbarrier.arrive")
+def h_cp_async_mbar_arrive(m, w, ins, mask):
+    """``cp.async.mbarrier.arrive{.noinc}`` (§9.7.9.25.3.3): for each executing lane, an arrive-on
+    the mbarrier at ``[a]`` that happens once every cp.async the lane issued before it completed,
+    and releases what they wrote. Without ``.noinc`` the barrier's pending count rises by one at
+    issue, so the phase's count is unchanged (``MB.CpAsyncArriveIssue``); with it the arrive counts
+    against the init count."""
+    space = space_of(ins) or "shared::cta"
+    addrs = m.addr_values(w, ins.operands[0])
+    noinc = "noinc" in ins.mods
+    for lane in np.flatnonzero(mask):
+        key = m.mbar_at(w, space, int(addrs[lane]), ins)
+        info = key[1]
+        who = m._thread(w, lane)
+        m.mbar_check_init(info, w, w.vc, ins, who)
+        out = m.mbar_step(info, MB.CpAsyncArriveIssue(noinc), ins, who)
+        if out.violation is not None:
+            continue
+        copies = [op for op in m.inflight if isinstance(op, CopyOp) and op.kind == "cp.async" and op.warp is w
+                  and op.lanes[lane]]
+        agent = m.new_agent(f"the arrive-on of cp.async.mbarrier.arrive by {who} at {_fmt_loc(ins.loc)}")
+        m.inflight.append(ArriveOnCopies(m, w, ins, agent, key, copies, lane))
+    w.release_tick()
+    return yield_once()
