@@ -162,13 +162,33 @@ def evaluate(D, family: str, ty, mods, *args):
         fn = FAMILIES[family]
     except KeyError:
         raise NotImplementedError(f"no value semantics for PTX family {family!r}") from None
-    r = fn(D, ty, frozenset(mods), *args)
+    r = fn(D, ty, mods if type(mods) is frozenset else frozenset(mods), *args)
     if getattr(D, "symbolic", False):
         return r
+    if type(r) is tuple:  # the interpreter's common case first: one warp's 32 lanes
+        parts = tuple(_lanes(x, args) for x in r)
+        if all(x is not None for x in parts):
+            return parts
+    else:
+        x = _lanes(r, args)
+        if x is not None:
+            return x
     shape = np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
     if isinstance(r, tuple):
         return tuple(_shape(x, shape) for x in r)
     return _shape(r, shape)
+
+
+def _lanes(x, args):
+    """``_shape``'s result for a result ``x`` of one warp's 32 lanes, without the broadcast: ``x``
+    itself when it is a fresh uint64 or bool array (none of the operands), else a converted copy;
+    None for any other shape."""
+    if type(x) is not np.ndarray or x.shape != (32,):
+        return None
+    dt = np.bool_ if x.dtype == np.bool_ else np.uint64
+    if x.dtype == dt and not any(x is a for a in args):
+        return x
+    return np.array(x, dtype=dt)
 
 
 def _shape(x, shape):

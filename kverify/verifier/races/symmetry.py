@@ -97,7 +97,8 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
 def _conditions(c, ex, obs, same):
     """The path conditions (thread A's terms) on which control flow depends and that mention
     ``%ctaid``: barriers and loop decisions with the threads that exited before them, every
-    loop's decision, traps, memory accesses whose conditions read no loaded data. None when the
+    loop's decision, traps, memory accesses (those guarded by loaded data only where the interpreter's
+    shared-memory race check is the evidence: ``_data_dependence`` refuses them). None when the
     shared-memory addresses depend on ``%ctaid`` and shared memory is not proved race-free."""
     ids = {str(x) for x in c.env.ctaid}
     shared = obs.get("race-free: shared")
@@ -122,8 +123,8 @@ def _conditions(c, ex, obs, same):
         add(info.cont_pc)
     for t in getattr(ex, "traps", ()):
         add(t)
-    for a in ex.accesses:
-        add(a.pc, data_ok=a.space != "shared")
+    for a in ex.accesses:  # (an access guarded by data matters only to a race check the SMT did not prove)
+        add(a.pc, data_ok=a.space != "shared" or shared_proved)
         if a.space == "shared" and not shared_proved and c.symbols(a.addr) & ids:
             return None
     return out
@@ -165,6 +166,7 @@ def _cover(c, env, conds, reps, same, budget):
         m = s.model()
         reps.add(tuple(m.eval(x, model_completion=True).as_long() for x in env.ctaid))
     return reps
+
 
 _SAME_IN_EVERY_CTA = ("nctaid.", "ntid.", "buffer.", "paramaddr.", "gvar.", "tid.", "ctaid.")
 

@@ -277,7 +277,7 @@ def h_cp_async_mbar_arrive(m, w, ins, mask):
         out = m.mbar_step(info, MB.CpAsyncArriveIssue(noinc), ins, who)
         if out.violation is not None:
             continue
-        copies = [op for op in m.inflight if isinstance(op, CopyOp) and op.kind == "cp.async" and op.warp is w
+        copies = [op for op in m.inflight if isinstance(op, CopyOp) and op.group is w.cp_async  # this warp's cp.async
                   and op.lanes[lane]]
         agent = m.new_agent(f"the arrive-on of cp.async.mbarrier.arrive by {who} at {_fmt_loc(ins.loc)}")
         m.inflight.append(ArriveOnCopies(m, w, ins, agent, key, copies, lane))
