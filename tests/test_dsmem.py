@@ -112,3 +112,23 @@ def test_red_async_into_one_word_is_unknown_not_a_race(capsys):
     assert "overlaps the bytes of another asynchronous reduction; the atomicity of reductions to the same elements is " \
            "not modelled" in o["message"]
     assert all(x["status"] != "violated" for x in k["obligations"])
+
+
+def test_the_step_budget_is_per_cluster():
+    """Clusters run one after another, so the budget that catches a spinning loop is counted per
+    cluster: four clusters of 92 warp-instructions each complete under a budget of 97 (the 64-CTA
+    CUTLASS GEMM ran out of a launch-wide budget on honest work), and a budget below one cluster's
+    work still stops the run."""
+    from kverify.launch import LaunchSpec
+    from kverify.semantics.interpreter import run_kernel
+    from kverify.semantics.ir import load_module
+
+    m = load_module(str(D / "dsmem.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "exchange", "grid": [8, 1, 1], "block": [64, 1, 1],
+                                 "buffers": {"out": {"dtype": "int32", "shape": [512]}}})
+    full = run_kernel(m, m.kernel("exchange"), spec)
+    assert (full.status, full.steps) == ("complete", 368)
+    assert run_kernel(m, m.kernel("exchange"), spec, max_steps=97).status == "complete"
+    short = run_kernel(m, m.kernel("exchange"), spec, max_steps=87)
+    assert (short.status, short.reason) == ("incomplete", "budget: 87 warp-instructions per cluster, a loop may "
+                                                          "spin forever")
