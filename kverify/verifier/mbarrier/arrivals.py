@@ -46,6 +46,14 @@ def check(chk: Facts) -> Obligation:
                        t0, [chk.loc(a.instr)])
         if n == 0:
             continue
+        # the counting takes the site's remaining condition as given: one that reads values the
+        # encoding approximates (loaded data, a wgmma accumulator, loop registers) may skip the
+        # arrive in some iterations and not others, and those phases would never complete
+        data = (chk.syms(res) & chk.env.approx) - {str(k) for _, k in a.loops}
+        if data:
+            return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: whether its threads arrive depends on values "
+                       f"the encoding approximates ({', '.join(sorted(data)[:3])}): a phase may get none of its "
+                       "arrivals", t0, [chk.loc(a.instr)])
         counted[id(a)] = n
     for a in arrs:
         if id(a) not in counted or id(a) in grouped:
