@@ -255,6 +255,12 @@ for t in ("f16x2", "bf16x2"):
         case("abs", t, (), t), case("sub", t, ["rn"], t, t),
     ]
 
+# integer dot products (a pair of types, like cvt's)
+for ta in ("u32", "s32"):
+    for tb in ("u32", "s32"):
+        CASES += [case("dp4a", (ta, tb), (), "u32", "u32", "u32")]
+        CASES += [case("dp2a", (ta, tb), [m], "u32", "u32", "u32") for m in ("lo", "hi")]
+
 # conversions
 for d in INT_TYPES:
     for s in INT_TYPES:

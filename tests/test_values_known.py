@@ -396,3 +396,26 @@ def test_shfl_source_lane_is_the_same_rule_for_numpy_lanes_and_single_lanes():
 ])
 def test_cvt_rna_tf32_rounds_the_magnitude_bits_ties_away_as_the_sm90_expansion(a, want):
     assert ev("cvt", ("tf32", "f32"), {"rna"}, ("b32", a)) == want
+
+
+def test_dp4a_and_dp2a_sum_the_extended_byte_products():
+    """dp4a / dp2a (§Integer Arithmetic): bytes (and a's halves for dp2a) sign- or zero-extended per
+    the operand's type, products summed onto c modulo 2^32."""
+    a = np.array([0x80FF0102], np.uint64)  # bytes 0x02, 0x01, 0xFF, 0x80; halves 0x0102, 0x80FF
+    b = np.array([0x02FF7F03], np.uint64)  # bytes 0x03, 0x7F, 0xFF, 0x02
+    c = np.array([10], np.uint64)
+    D = ConcreteDomain()
+
+    def dp(fam, ty, mods=()):
+        return int(evaluate(D, fam, ty, frozenset(mods), a, b, c)[0])
+
+    # s32.s32: 2*3 + 1*127 + (-1)(-1) + (-128)*2 = 6 + 127 + 1 - 256, plus 10
+    assert dp("dp4a", ("s32", "s32")) == (10 + 6 + 127 + 1 - 256) & 0xFFFFFFFF
+    # u32.u32: 2*3 + 1*127 + 255*255 + 128*2
+    assert dp("dp4a", ("u32", "u32")) == 10 + 6 + 127 + 255 * 255 + 256
+    # s32.u32: a signed, b unsigned: 6 + 127 + (-1)*255 + (-128)*2
+    assert dp("dp4a", ("s32", "u32")) == (10 + 6 + 127 - 255 - 256) & 0xFFFFFFFF
+    # dp2a.lo.s32.s32: 0x0102 * 3 + (0x80FF - 0x10000) * 127
+    assert dp("dp2a", ("s32", "s32"), ["lo"]) == (10 + 0x0102 * 3 + (0x80FF - 0x10000) * 127) & 0xFFFFFFFF
+    # dp2a.hi.u32.s32: 0x0102 * (-1) + 0x80FF * 2
+    assert dp("dp2a", ("u32", "s32"), ["hi"]) == (10 - 0x0102 + 0x80FF * 2) & 0xFFFFFFFF

@@ -19,7 +19,7 @@ import z3
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
 from kverify.semantics.ir.optable import ATOMOP, OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.values import FAMILIES, Z3Domain, evaluate, is_float, source_widths
+from kverify.semantics.values import FAMILIES, TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
 
 from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
                        is_unmodelled_memory, operand)
@@ -126,7 +126,7 @@ class Instructions:
             if isinstance(d, Reg):
                 self.write(st, d.name, (t, region), guard)
             return st
-        if fam in ("cvt", "set", "slct"):
+        if fam in TWO_TYPES:
             if len(types) < 2:
                 self.havoc_dests(st, ins, guard, fam)
                 return st

@@ -58,6 +58,8 @@ FAMILIES = {
     "bfe": ops.bfe,
     "bfi": ops.bfi,
     "brev": ops.brev,
+    "dp4a": ops.dp4a,
+    "dp2a": ops.dp2a,
     "popc": ops.popc,
     "clz": ops.clz,
     "prmt": ops.prmt,
@@ -98,6 +100,20 @@ def atom_float_mods(op: str, ty: str, mods) -> frozenset:
     return out
 
 
+#: families whose type argument is a pair (destination/first type, source/second type):
+#: ``cvt.f32.s32``, ``set.eq.u32.f32``, ``slct.f32.s32``, ``dp4a.s32.u32`` (a's and b's types)
+TWO_TYPES = ("cvt", "set", "slct", "dp4a", "dp2a")
+
+
+def family_type(family: str, tys: tuple):
+    """The ``ty`` argument of ``evaluate`` for an instruction of ``family`` with the type modifiers
+    ``tys`` (source order): a pair for ``TWO_TYPES`` (the one type twice when only one is given), else
+    the first type."""
+    if family in TWO_TYPES:
+        return (tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])
+    return tys[0]
+
+
 def source_bits(family: str, ty, mods, i: int) -> int:
     """Width of source operand ``i`` of ``family`` (immediates are truncated to it): the
     instruction type's width, except shift amounts, bit-field positions/lengths and
@@ -119,6 +135,8 @@ def source_widths(family: str, ty, mods, n: int) -> list:
     type ``ty`` (a name, or ``(dtype, stype)`` for cvt/set/slct): the instruction's width,
     except shift amounts, bit positions and lengths (32), ``mad.wide``'s addend (2w), predicate
     operands (1) and ``lop3``'s immediate (not a source here)."""
+    if family in ("dp4a", "dp2a"):
+        return [32] * n
     if family in ("cvt", "set", "slct"):
         dty, sty = ty
         srcw = [SCALAR_BITS[sty]] * n
@@ -210,6 +228,8 @@ __all__ = [
     "bits",
     "bits_to_float",
     "evaluate",
+    "family_type",
+    "TWO_TYPES",
     "source_bits",
     "float_to_bits",
     "is_approximate",

@@ -55,7 +55,7 @@ from kverify.semantics.ir.nodes import Addr, Block, Break, Continue, FImm, If, I
 from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import walk
-from kverify.semantics.values import Z3Domain, evaluate, is_float, source_widths
+from kverify.semantics.values import TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
 from kverify.symbolic.executor import Executor
 from kverify.symbolic.families import deref, is_atomic, is_barrier
 from kverify.symbolic.terms import fit, mk_and, mk_not, mk_or
@@ -606,7 +606,7 @@ class Run:
             return st
         if fam in ("cvt", "set", "slct", "setp", "selp") and any(is_float(t) for t in types):
             raise NotProved(f"{self.where(ins)}: {ins.opcode} on float data")
-        if fam in ("cvt", "set", "slct"):
+        if fam in TWO_TYPES:
             if len(types) < 2:
                 raise NotProved(f"{self.where(ins)}: {ins.opcode}")
             ty = (types[0], types[1])

@@ -10,7 +10,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
 from kverify.semantics.ir.optable import OPS
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.values import FAMILIES, evaluate, source_bits
+from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits
 
 from ..state import D, U64, low_mask
 from .common import bits_of, registry
@@ -43,10 +43,7 @@ def h_value(m, w, ins, mask):
     ops = ins.operands
     if not tys:
         raise Unsupported(f"{ins.opcode}: no type", ins)
-    if fam in ("cvt", "set", "slct"):
-        ty = (tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])
-    else:
-        ty = tys[0]
+    ty = family_type(fam, tys)
     if ty == "pred" and fam in ("and", "or", "xor", "not", "mov"):
         vals = [m.pred(w, o.reg) if hasattr(o, "reg") and not isinstance(o, Reg) else
                 (m.pred(w, o) if isinstance(o, Reg) else np.full(32, bool(o.value))) for o in ops[1:]]

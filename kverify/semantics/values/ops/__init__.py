@@ -27,7 +27,7 @@ Sections cited are those of the PTX ISA (version 8.x), chapter "Instructions".
 """
 from __future__ import annotations
 
-from .arithmetic import abs, add, addc, div, mad, mad24, madc, max, min, mul, mul24, neg, rem, sub, subc
+from .arithmetic import abs, add, addc, div, dp2a, dp4a, mad, mad24, madc, max, min, mul, mul24, neg, rem, sub, subc
 from .comparison import compare, selp, set, setp, slct
 from .conversion import cvt, mov
 from .floating import copysign, cos, ex2, fma, lg2, rcp, rsqrt, sin, sqrt, tanh, testp
@@ -35,7 +35,7 @@ from .logic import and_, bfe, bfi, brev, clz, cnot, lop3, not_, or_, popc, prmt,
 
 __all__ = [
     "abs", "add", "addc", "and_", "bfe", "bfi", "brev", "clz", "cnot", "compare", "copysign", "cos", "cvt",
-    "div", "ex2", "fma", "lg2", "lop3", "mad", "mad24", "madc", "max", "min", "mov", "mul", "mul24", "neg",
+    "div", "dp2a", "dp4a", "ex2", "fma", "lg2", "lop3", "mad", "mad24", "madc", "max", "min", "mov", "mul", "mul24", "neg",
     "not_", "or_", "popc", "prmt", "rcp", "rem", "rsqrt", "selp", "set", "setp", "shf", "shl", "shr", "sin",
     "slct", "sqrt", "sub", "subc", "tanh", "testp", "xor",
 ]

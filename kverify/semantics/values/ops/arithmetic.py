@@ -237,3 +237,33 @@ def max(D, ty, mods, a, b):  # noqa: A001
     if is_float(ty):
         return _fminmax(D, ty, mods, a, b, True)
     return _iminmax(D, ty, mods, a, b, True)
+
+
+def _byte_products(D, aty, bty, pairs, a, b, c):
+    """c + the products of the sign- (.s32) or zero-extended (.u32) fields ``(a_hi, a_lo, b_hi,
+    b_lo)`` of ``pairs``, 32-bit wrapping."""
+    s = c
+    for ahi, alo, bhi, blo in pairs:
+        ext_a = D.sext if is_signed(aty) else D.zext
+        ext_b = D.sext if is_signed(bty) else D.zext
+        x = ext_a(D.extract(a, ahi, alo), ahi - alo + 1, 32)
+        y = ext_b(D.extract(b, bhi, blo), bhi - blo + 1, 32)
+        s = D.add(s, D.mul(x, y, 32), 32)
+    return s
+
+
+def dp4a(D, ty, mods, a, b, c):
+    """dp4a.atype.btype d, a, b, c: d = c + the four products of a's and b's bytes, each byte
+    sign-extended (.s32) or zero-extended (.u32) per its operand's type, modulo 2^32 -- §Integer
+    Arithmetic: dp4a. ``ty`` is ``(atype, btype)``."""
+    aty, bty = ty
+    return _byte_products(D, aty, bty, [(8 * i + 7, 8 * i, 8 * i + 7, 8 * i) for i in range(4)], a, b, c)
+
+
+def dp2a(D, ty, mods, a, b, c):
+    """dp2a.mode.atype.btype d, a, b, c: d = c + a's two 16-bit halves times bytes 0 and 1 (.lo) or 2
+    and 3 (.hi) of b, extended per type, modulo 2^32 -- §Integer Arithmetic: dp2a."""
+    aty, bty = ty
+    k = 2 if "hi" in mods else 0
+    return _byte_products(D, aty, bty, [(16 * i + 15, 16 * i, 8 * (k + i) + 7, 8 * (k + i)) for i in range(2)],
+                          a, b, c)

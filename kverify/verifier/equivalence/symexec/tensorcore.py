@@ -24,7 +24,8 @@ accumulator as ``round_f16(sum)``. ``bitexact``/``int``: the ISA leaves the accu
 order and intermediate precision of a tensor-core sum unspecified, so no bit-exact term
 exists; the walk stops with :class:`AccumulationOrder` (the verdict is ``unknown``, and no
 bit-level testing is attempted, as the interpreter's order would be one arbitrary choice).
-Integer (s8/u8/b1) and sparse forms are not modelled (``unknown``).
+Integer mma.sync (s8/u8, s4/u4) is exact and computed in the bit-vector models (``--fp int`` /
+``bitexact``); .b1 and sparse forms are not modelled (``unknown``).
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ from ..algebra import DataDependent, ModelUnsupported, is_concrete
 #: operand type -> (element bytes, name for the shared-memory layout rules)
 OPERANDS = {"f16": (2, "float16"), "bf16": (2, "bfloat16"), "tf32": (4, "tf32"),
             "e4m3": (1, "uint8"), "e5m2": (1, "uint8")}
+#: integer mma.sync operand types (``_int_mma``)
+INT_MMA = ("s8", "u8", "s4", "u4")
 #: formats at least as narrow as tf32 (a value already rounded to one is a tf32 value)
 _NARROW = ("tf32", "f16", "bf16", "e4m3", "e5m2")
 
@@ -267,6 +270,8 @@ class TensorCoreHandlers:
             raise Unsupported(f"{ins.opcode}: sparse or kind:: mma is not modelled", ins)
         if len(tys) != 4:
             raise Unsupported(f"{ins.opcode}: expected .dtype.atype.btype.ctype", ins)
+        if tys[1] in INT_MMA and tys[2] in INT_MMA:
+            return self._int_mma(t, ins, tys, shape)
         self._tc_model(ins, tys[1])
         self._tc_model(ins, tys[2])
         fp8 = ("e4m3", "e5m2")
@@ -286,6 +291,70 @@ class TensorCoreHandlers:
 
         return self._mma_gen(t, ins, (regs(a), regs(b), regs(c)))
 
+    def _int_mma(self, t, ins, tys, shape):
+        """Integer mma.sync (.s8/.u8, .s4/.u4 with .s32 C and D): its sums are exact, so every model
+        but ``real`` (where integer data stays opaque) computes them: each D element is C plus the
+        products of the sign- or zero-extended elements, modulo 2^32 (clamped to the s32 range
+        under ``.satfinite``)."""
+        if self.alg.model == "real":
+            raise ModelUnsupported(f"{ins.opcode}: an integer tensor-core sum on integer data (the real model keeps "
+                                   f"integer data opaque): use --fp int or --fp bitexact")
+        if (shape, tys[1]) not in WG.MMA_SHAPES or (shape, tys[2]) not in WG.MMA_SHAPES or tys[0] != "s32" \
+                or tys[3] != "s32" or not ("row" in ins.mods and "col" in ins.mods):
+            raise Unsupported(f"{ins.opcode}: an integer mma.sync form the fragment layouts do not cover", ins)
+
+        def regs(op):
+            els = op.elems if isinstance(op, VecOp) else (op,)
+            return [self.val(t, e, 32) for e in els]
+
+        d, a, b, c = ins.operands[:4]
+        return self._mma_gen(t, ins, (regs(a), regs(b), regs(c)))
+
+    def _int_mma_values(self, ins, members):
+        """``_mma_sync_values`` for the integer forms (``_int_mma``)."""
+        tys = WG.mma_types(ins)
+        shape = next(x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x)
+        mm, nn, kk = WG.mma_dims(shape)
+        per = WG.MMA_SHAPES[(shape, tys[1])]
+        bits = 32 // per
+        ai, bi, ci = WG.mma_fragment_layout(shape, tys[1])
+        sat = "satfinite" in ins.mods
+        w = 64 if sat else 32  # a sum to clamp is formed exactly first
+        alg = self.alg
+        amat = [[None] * kk for _ in range(mm)]
+        bmat = [[None] * nn for _ in range(kk)]
+        cmat = [[None] * nn for _ in range(mm)]
+        lanes = {m.linear % 32: m.event[2] for m in members}
+        for lane, (av, bv, cv) in lanes.items():
+            for mat, idx, rv, ty in ((amat, ai, av, tys[1]), (bmat, bi, bv, tys[2])):
+                if len(rv) * per != len(idx):
+                    raise Unsupported(f"{ins.opcode}: expected {len(idx) // per} registers, got {len(rv)}", ins)
+                for e in range(len(idx)):
+                    # element e: bits (e mod per)*bits .. of register e // per, sign- or zero-extended
+                    x = alg.family("bfe", "s32" if ty[0] == "s" else "u32", frozenset(),
+                                   [rv[e // per], (e % per) * bits, bits], [32, 32, 32])
+                    mat[int(idx[e][0][lane])][int(idx[e][1][lane])] = alg.fit(x, w, signed=True)
+            if len(cv) != len(ci):
+                raise Unsupported(f"{ins.opcode}: expected {len(ci)} accumulator registers, got {len(cv)}", ins)
+            for e in range(len(ci)):
+                cmat[int(ci[e][0][lane])][int(ci[e][1][lane])] = alg.fit(cv[e], w, signed=True)
+        ty = f"s{w}"
+        res = {}
+        for lane in lanes:
+            out = []
+            for e in range(len(ci)):
+                r, cc = int(ci[e][0][lane]), int(ci[e][1][lane])
+                acc = cmat[r][cc]
+                for q in range(kk):
+                    prod = alg.family("mul", ty, frozenset({"lo"}), [amat[r][q], bmat[q][cc]], [w, w])
+                    acc = alg.family("add", ty, frozenset(), [acc, prod], [w, w])
+                if sat:
+                    acc = alg.family("max", ty, frozenset(), [acc, -(1 << 31) & ((1 << 64) - 1)], [w, w])
+                    acc = alg.family("min", ty, frozenset(), [acc, (1 << 31) - 1], [w, w])
+                out.append(alg.fit(acc, 32))
+            res[lane] = out
+        return res
+
     def _mma_gen(self, t, ins, vals):
         r = yield ("coll", ins, vals, t)
         for e, v in zip(ins.operands[0].elems, r):
@@ -303,6 +372,8 @@ class TensorCoreHandlers:
         if len(members) != 32:
             raise Unsupported(f"{ins.opcode} executed by {len(members)} lanes of a warp (.aligned: all 32 "
                               f"must execute it)", ins)
+        if WG.mma_types(ins)[1] in INT_MMA:
+            return self._int_mma_values(ins, members)
         tys = ins.types()
         shape = next(x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x)
         mm, nn, kk = WG.mma_dims(shape)

@@ -10,7 +10,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
 from kverify.semantics.ir.optable import operand_bits
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.values import source_bits
+from kverify.semantics.values import family_type, source_bits
 
 from ..algebra import ModelUnsupported
 
@@ -30,8 +30,7 @@ class ValueHandlers:
             tys = ins.types()
             if not tys:
                 raise Unsupported(f"{ins.opcode}: no type", ins)
-            ty = ((tys[0], tys[1]) if len(tys) > 1 else (tys[0], tys[0])) if fam in ("cvt", "set", "slct") \
-                else tys[0]
+            ty = family_type(fam, tys)
             mods = frozenset(m for m in ins.mods if m not in SCALAR_BITS)
             widths = [source_bits(fam, ty, mods, i) for i in range(len(ins.operands) - 1)]
             d = self._dec[id(ins)] = (fam, ty, mods, widths, (ins, tys))
