@@ -99,3 +99,78 @@ def exact_inputs(launch: dict, seed: int) -> dict:
         else:
             out[name] = rng.integers(0, 256, shape).astype(np.uint8)
     return out
+
+
+# ---------------------------------------------------------------------------------- PyTorch twins
+
+
+def _torch_elements(x, ty, shape):
+    import torch
+
+    bits, signed = _SIGNED[ty]
+    t = torch.from_numpy(np.ascontiguousarray(x)).to(torch.int64).reshape(shape) & ((1 << bits) - 1)
+    return torch.where(t >= 1 << (bits - 1), t - (1 << bits), t) if signed else t
+
+
+def _torch_int_gemm(inputs, m, k, n, ta, tb, satfinite=False):
+    """PyTorch (CPU): the elements decoded as int64, an exact int64 matmul plus c, wrapped to s32
+    (or clamped under .satfinite)."""
+    import torch
+
+    d = _torch_elements(inputs["a"], ta, (m, k)) @ _torch_elements(inputs["b"], tb, (k, n))
+    d = d + torch.from_numpy(np.ascontiguousarray(inputs["c"])).to(torch.int64).reshape(m, n)
+    if satfinite:
+        d = d.clamp(-(1 << 31), (1 << 31) - 1)
+    return {"out": (torch.remainder(d + (1 << 31), 1 << 32) - (1 << 31)).to(torch.int32)}
+
+
+def torch_mma_s8(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_s8``."""
+    return _torch_int_gemm(inputs, 16, 64, 8, "s8", "s8")
+
+
+def torch_mma_u8s8_k16(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_u8s8_k16``."""
+    return _torch_int_gemm(inputs, 16, 16, 8, "u8", "s8")
+
+
+def torch_mma_m8n8k16(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_m8n8k16``."""
+    return _torch_int_gemm(inputs, 8, 16, 8, "s8", "u8")
+
+
+def torch_mma_s8_satfinite(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_s8_satfinite``."""
+    return _torch_int_gemm(inputs, 16, 32, 8, "s8", "s8", satfinite=True)
+
+
+def torch_mma_s4(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_s4``."""
+    return _torch_int_gemm(inputs, 16, 64, 8, "s4", "s4")
+
+
+def torch_mma_u4s4_k32(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_u4s4_k32``."""
+    return _torch_int_gemm(inputs, 16, 32, 8, "u4", "s4")
+
+
+def torch_mma_m8n8k32(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_m8n8k32``."""
+    return _torch_int_gemm(inputs, 8, 32, 8, "s4", "u4")
+
+
+def _torch_f64_gemm(inputs, m, k, n):
+    import torch
+
+    t = lambda x, shape: torch.from_numpy(np.ascontiguousarray(x, np.float64)).reshape(shape)  # noqa: E731
+    return {"out": t(inputs["a"], (m, k)) @ t(inputs["b"], (k, n)) + t(inputs["c"], (m, n))}
+
+
+def torch_mma_f64(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_f64``."""
+    return _torch_f64_gemm(inputs, 8, 8, 8)
+
+
+def torch_mma_f64_m16n8(inputs: dict, args: dict) -> dict:
+    """PyTorch reference of ``mma_f64_m16n8``."""
+    return _torch_f64_gemm(inputs, 16, 28, 8)
