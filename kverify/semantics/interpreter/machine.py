@@ -369,16 +369,17 @@ class Machine(AccessMixin, MbarrierMixin):
         cx, cy, cz = self.spec.cluster
         per = len(ctas) // (cx * cy * cz)
         self.step_limit = self.steps + self.max_steps * max(1, per)
+        first_agent = len(self.agents)  # the operations this run issues get agents from here on
         self._run_cluster(ctas)
         for c in ctas:  # the mbarriers the launch used: phases each completed
             for info in c.mbars.values():
                 obj = info.name.split(" of CTA")[0]
                 self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
         if not self.inflight:
-            self._release(ctas)
+            self._release(ctas, first_agent)
         return self.status == "complete"
 
-    def _release(self, ctas):
+    def _release(self, ctas, first_agent):
         """The storage of a cluster that ran to its end with no operation in flight: no later
         agent can reach its shared memory (clusters run one after another; distributed shared
         memory stays within a cluster), so its image and race shadow go, and its finished
@@ -386,8 +387,9 @@ class Machine(AccessMixin, MbarrierMixin):
         memory and its shadow, the findings and the vector clocks stay."""
         for c in ctas:
             c.smem.data = c.smem.shadow = None
-        for op in self.ops_by_agent.values():
-            if op.done and op.warp.cta in ctas:
+        for agent in range(first_agent, len(self.agents)):
+            op = self.ops_by_agent.get(agent)
+            if op is not None and op.done:
                 op.release()
 
     def _run_cluster(self, ctas):
