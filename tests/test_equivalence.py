@@ -326,7 +326,9 @@ INT_MMA = """.version 8.0
 
 
 @pytest.mark.parametrize("model", ["int", "real"])
-def test_integer_mma_is_unknown_with_the_reason_never_a_crash(model, tmp_path):
+def test_integer_mma_is_exact_in_the_int_model_and_unknown_in_the_real_one(model, tmp_path):
+    """Integer mma.sync is computed exactly under --fp int (tests/test_int_mma_equiv.py has the
+    zoo kernels); under real, where integer data is opaque, it stops with the reason and the line."""
     path = tmp_path / "imma.ptx"
     path.write_text(INT_MMA)
     launch = {"grid": [1, 1, 1], "block": [32, 1, 1], "buffers": {"p": {"dtype": "int32", "shape": [1]}},
@@ -334,8 +336,12 @@ def test_integer_mma_is_unknown_with_the_reason_never_a_crash(model, tmp_path):
     rep, results = equivalence_report(str(path), str(path), launch=launch, ref_launch=launch, model=model,
                                       cex_dir=str(tmp_path), test_examples=1)
     r = results[0][1]
-    assert r.verdict != "proved" and r.verdict in ("unknown", "tested"), r.message
-    assert ".s8 operands (integer or sub-byte tensor-core operations are not modelled" in r.message
+    if model == "int":
+        assert r.verdict == "proved", r.message
+        return
+    assert r.verdict in ("unknown", "tested"), r.message
+    assert "an integer tensor-core sum on integer data (the real model keeps integer data opaque): use --fp int" \
+        in r.message
     assert "line 11 (mma.sync.aligned.m16n8k32" in r.message
 
 
