@@ -205,9 +205,9 @@ class Env:
             return f"{self._func_at[v]} ({v:#x})"
         return str(v)
 
-    def _launch_arg(self, i):
+    def _launch_arg(self, i, launch=None):
         p = self.kernel.params[i]
-        args = self.launch.args or {}
+        args = getattr(launch or self.launch, "args", None) or {}
         for key in (p.source_name, p.name, str(i), i):
             if key is not None and key in args:
                 return args[key]
@@ -217,12 +217,11 @@ class Env:
         """``(symbol, value)`` pairs for the scalar parameters this Env left symbolic and
         ``launch`` gives values (the values the interpreter runs with)."""
         out = []
-        args = getattr(launch, "args", None) or {}
         for i, p in enumerate(self.kernel.params):
             term = self.params.get(p.name, (None,))[0]
             if term is None or not z3.is_const(term) or z3.is_bv_value(term):
                 continue
-            v = next((args[k] for k in (p.source_name, p.name, str(i), i) if k is not None and k in args), None)
+            v = self._launch_arg(i, launch)
             if v is None or isinstance(v, (dict, list, str)):
                 continue
             out.append((term, z3.BitVecVal(_value_bits(v, p.type.name), term.size())))

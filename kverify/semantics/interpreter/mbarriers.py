@@ -221,15 +221,20 @@ class MbarrierMixin:
         the lane's earlier cp.async completed: one arrival, releasing their writes (its clock)."""
         cta, info = op.key
         who = f"the arrive-on of {op.instr.opcode} at {_fmt_loc(op.instr.loc)} (lane {op.lane} of {op.warp.describe()})"
-        self.mbar_order(info, "arrive", op.agent, op.vc, op.instr)
+        self._op_releases(info, op, "arrive", "arrive")
+        info.arrive_locs[op.instr.loc] = True
+        self.mbar_step(info, MB.Arrive(count=1), op.instr, who)
+
+    def _op_releases(self, info, op, order_kind, trace_kind):
+        """An asynchronous operation's completion releases into the barrier's current phase
+        (complete-tx of a copy, the arrive-on of cp.async.mbarrier.arrive)."""
+        self.mbar_order(info, order_kind, op.agent, op.vc, op.instr)
+        info.arrivers.add(op.warp)
         info.phase_vc = join(info.phase_vc, op.vc)
         info.release_vc = join(info.release_vc, op.vc)
         if self.trace is not None:
-            self.trace.release_op(("mbar", id(info), info.lifetime, info.state.phase), op, "arrive", info.name,
+            self.trace.release_op(("mbar", id(info), info.lifetime, info.state.phase), op, trace_kind, info.name,
                                   info.state.phase)
-        info.arrive_locs[op.instr.loc] = True
-        info.arrivers.add(op.warp)
-        self.mbar_step(info, MB.Arrive(count=1), op.instr, who)
 
     def mbar_complete_tx(self, op, key, nbytes):
         """A copy signalling the barrier completed: complete-tx of its bytes."""
@@ -240,14 +245,8 @@ class MbarrierMixin:
             return
         self.mbar_check_init(info, op.warp, op.vc, op.instr, who)
         self.mbar_check_init_fenced(info, op, who)
-        self.mbar_order(info, "complete-tx", op.agent, op.vc, op.instr)
+        self._op_releases(info, op, "complete-tx", "complete_tx")
         if nbytes <= 0:
             self.depend(f"{_fmt_loc(op.instr.loc)}: a copy of {nbytes} bytes signals mbarrier {info.name}")
         info.copy_loc = op.instr.loc
-        info.arrivers.add(op.warp)
-        info.phase_vc = join(info.phase_vc, op.vc)
-        info.release_vc = join(info.release_vc, op.vc)
-        if self.trace is not None:
-            self.trace.release_op(("mbar", id(info), info.lifetime, info.state.phase), op, "complete_tx", info.name,
-                                  info.state.phase)
         self.mbar_step(info, MB.CompleteTx(nbytes), op.instr, who)

@@ -355,12 +355,21 @@ MMA_SHAPES = {
 }
 
 
+#: integer mma.sync operand types, by width
+MMA_INT8, MMA_INT4 = ("s8", "u8"), ("s4", "u4")
+
+
 def mma_types(ins) -> tuple:
     """The D, A, B, C types of an ``mma`` instruction in source order (``Instr.types()`` leaves
     out .s4/.u4, which are no register types)."""
     from kverify.semantics.ir.types import SCALAR_BITS
 
-    return tuple(x for x in ins.mods if x in SCALAR_BITS or x in ("s4", "u4"))
+    return tuple(x for x in ins.mods if x in SCALAR_BITS or x in MMA_INT4)
+
+
+def mma_shape(ins) -> str:
+    """The ``mMnNkK`` shape modifier of an ``mma`` instruction ("" without one)."""
+    return next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
 
 
 def mma_fragment_layout(shape: str, atype: str) -> tuple[list, list, list]:

@@ -121,7 +121,7 @@ def _conditions(c, ex, obs, same):
         add(sy.exited)
     for info in ex.loops:
         add(info.cont_pc)
-    for t in getattr(ex, "traps", ()):
+    for t in ex.traps:
         add(t)
     for a in ex.accesses:  # (an access guarded by data matters only to a race check the SMT did not prove)
         add(a.pc, data_ok=a.space != "shared" or shared_proved)
@@ -196,10 +196,13 @@ def _sameness(c, ex):
         hv = {r: h.decl().name() for r, h in (info.havocs or {}).items()}
         heads = info.head_regs or {}
         live = set(hv.values())  # the greatest set closed under "reads only same symbols and these"
+
+        def fine(t):
+            return all((same(n) or n in live) and n not in ids for n in c.symbols(t))
+
         changed = True
         while changed and live:
             changed = False
-            fine = lambda t: all((same(n) or n in live) and n not in ids for n in c.symbols(t))  # noqa: E731
             if not all(fine(pc) for pc, _ in info.conts):
                 live = set()
                 break
@@ -238,7 +241,7 @@ def _data_dependence(c, ex, obs, same) -> str:
     for info in ex.loops:
         if data(info.cont_pc) or data(info.trip):
             return f"the trip count of loop {info.name} depends on loaded data"
-    for t in getattr(ex, "traps", ()):
+    for t in ex.traps:
         if data(t):
             return "a trap depends on loaded data"
     shared = obs.get("race-free: shared")

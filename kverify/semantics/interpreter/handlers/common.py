@@ -1,5 +1,6 @@
-"""What every handler family shares: the registry helper, state-space and width lookups, and
-the one-step generator a handler returns to yield to the scheduler once.
+"""What every handler family shares: the registry helper, state-space and width lookups, an
+operand's per-lane values, and the one-step generator a handler returns to yield to the
+scheduler once.
 
 A handler is ``h(machine, warp, instr, mask) -> None | generator``; a generator yields to
 the scheduler (``None``: a scheduling point, a ``Wait``: blocked).
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kverify.semantics.ir.nodes import VecOp
 from kverify.semantics.ir.types import SCALAR_BITS
+
+from ..state import U64, low_mask
 
 SPACE_MODS = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
               "param::func", "const")
@@ -43,6 +47,13 @@ def bits_of(ty):
 
 def yield_once():
     yield None
+
+
+def operand_lanes(m, w, op, bits) -> list:
+    """Per element of a register or vector operand (``{a, b, ...}``), its ``bits``-bit value in each
+    of the warp's 32 lanes (uint64)."""
+    els = op.elems if isinstance(op, VecOp) else (op,)
+    return [np.broadcast_to(np.asarray(m.val(w, e, bits), U64), (32,)) & U64(low_mask(bits)) for e in els]
 
 
 def replicas(mask, key) -> tuple:

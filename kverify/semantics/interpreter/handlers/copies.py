@@ -16,7 +16,7 @@ from ..async_ops import READ_DONE, CopyOp
 from ..hb import ASYNC, GENERIC
 from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
 from ..state import ASYNC_GENERIC, U64, low_mask
-from .common import SPACE_MODS, bits_of, registry, replicas, yield_once
+from .common import SPACE_MODS, bits_of, operand_lanes, registry, replicas, yield_once
 from .memory import ATOM_FAMILY, atomic_update, fault
 
 HANDLERS, handler = registry()
@@ -445,12 +445,6 @@ def h_bulk_tensor(m, w, ins, mask):
 # --------------------------------------------------------------------------- st.async / red.async
 
 
-def _lane_values(m, w, op, bits):
-    """Per lane, the elements of a register or vector operand (``(32,)`` uint64 each)."""
-    els = op.elems if isinstance(op, VecOp) else (op,)
-    return [np.broadcast_to(np.asarray(m.val(w, e, bits), U64), (32,)) & U64(low_mask(bits)) for e in els]
-
-
 def _remote_async(m, w, ins, mask, update):
     """``st.async`` / ``red.async`` (§9.7.9.12, §9.7.13.6): each executing lane stores (or reduces
     with ``update``) its value into the shared memory of a CTA of the cluster at ``[a]`` without
@@ -465,7 +459,7 @@ def _remote_async(m, w, ins, mask, update):
     vec = 4 if "v4" in ins.mods else 2 if "v2" in ins.mods else 1
     eb = bits // 8
     n = eb * vec
-    vals = _lane_values(m, w, ins.operands[1], bits)
+    vals = operand_lanes(m, w, ins.operands[1], bits)
     if len(vals) != vec:
         raise Unsupported(f"{ins.opcode}: {len(vals)} source registers for a {vec}-element form", ins)
     dst, mb = m.addr_values(w, ins.operands[0]), m.addr_values(w, ins.operands[2])

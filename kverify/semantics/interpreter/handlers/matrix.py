@@ -23,7 +23,7 @@ from kverify.semantics.values.types import FORMATS
 from ..async_ops import WgmmaOp
 from ..hb import ASYNC, join, tick
 from ..state import LANES, U64
-from .common import registry, space_of, yield_once
+from .common import operand_lanes, registry, space_of, yield_once
 from .groups import group_wait
 from .memory import mem_read, mem_write
 
@@ -214,14 +214,13 @@ def _mma_accumulators(atype, btype):
     .s4/.u4 (A and B each signed or not, of one width) with .s32; .f64 with .f64."""
     if atype in FP8 and btype in FP8:
         return (("f32", "f32"), ("f16", "f16"))
-    if atype in INT8 and btype in INT8 or atype in INT4 and btype in INT4:
+    if atype in wgmma.MMA_INT8 and btype in wgmma.MMA_INT8 or atype in wgmma.MMA_INT4 and btype in wgmma.MMA_INT4:
         return (("s32", "s32"),)
     if atype == btype == "f64":
         return (("f64", "f64"),)
     return (("f32", "f32"),) if atype == btype else ()
 
 
-INT8, INT4 = ("s8", "u8"), ("s4", "u4")
 MMA_MODELLED = ("mma.sync.aligned.row.col with m16n8k16/m16n8k8 .f32.{f16,bf16}.{f16,bf16}.f32, m16n8k8/m16n8k4 "
                 ".f32.tf32.tf32.f32, m16n8k32/m16n8k16 .{f32,f16}.{e4m3,e5m2}.{e4m3,e5m2}.{f32,f16}, "
                 "m8n8k16/m16n8k16/m16n8k32 .s32.{s8,u8}.{s8,u8}.s32, m8n8k32/m16n8k32/m16n8k64 "
@@ -245,8 +244,8 @@ def _int_elements(v, per, ty):
 @handler("mma")
 def h_mma(m, w, ins, mask):
     tys = wgmma.mma_types(ins)
-    shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
-    integer = len(tys) == 4 and tys[1] in INT8 + INT4
+    shape = wgmma.mma_shape(ins)
+    integer = len(tys) == 4 and tys[1] in wgmma.MMA_INT8 + wgmma.MMA_INT4
     if ("sp" in ins.mods or ("satfinite" in ins.mods and not integer) or len(tys) != 4
             or (tys[0], tys[3]) not in _mma_accumulators(tys[1], tys[2])
             or (shape, tys[1]) not in wgmma.MMA_SHAPES or (shape, tys[2]) not in wgmma.MMA_SHAPES
@@ -259,10 +258,10 @@ def h_mma(m, w, ins, mask):
     bits = 64 if aty == "f64" else 32
 
     def vals(op, n):
-        els = op.elems if isinstance(op, VecOp) else (op,)
-        if len(els) != n:
-            raise Unsupported(f"{ins.opcode}: expected {n} registers, got {len(els)}", ins)
-        return [np.broadcast_to(np.asarray(m.val(w, e, bits), U64), (32,)) for e in els]
+        lanes = operand_lanes(m, w, op, bits)
+        if len(lanes) != n:
+            raise Unsupported(f"{ins.opcode}: expected {n} registers, got {len(lanes)}", ins)
+        return lanes
 
     mm, nn, kk = wgmma.mma_dims(shape)
     per = wgmma.MMA_SHAPES[(shape, aty)]  # A and B elements per register (the same for both)

@@ -18,7 +18,7 @@ from ..hb import GENERIC
 from ..memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
                       store_bytes)
 from ..state import D, U64, Wait, low_mask
-from .common import bits_of, registry, space_of
+from .common import bits_of, operand_lanes, registry, space_of
 
 HANDLERS, handler = registry()
 
@@ -260,10 +260,8 @@ def h_st(m, w, ins, mask):
     a, src = ins.operands[0], ins.operands[1]
     space = space_of(ins)
     base = m.addr_values(w, a)
-    elems = src.elems if isinstance(src, VecOp) else (src,)
     strong = m.strength(w, ins)
-    for j, s in enumerate(elems):
-        v = np.broadcast_to(np.asarray(m.val(w, s, 8 * nb), U64), (32,)) & U64(low_mask(8 * nb))
+    for j, v in enumerate(operand_lanes(m, w, src, 8 * nb)):
         mem_write(m, w, ins, space, base + j * nb, mask, nb, v, strong)
 
 

@@ -43,8 +43,8 @@ from ..algebra import DataDependent, ModelUnsupported, is_concrete
 #: operand type -> (element bytes, name for the shared-memory layout rules)
 OPERANDS = {"f16": (2, "float16"), "bf16": (2, "bfloat16"), "tf32": (4, "tf32"),
             "e4m3": (1, "uint8"), "e5m2": (1, "uint8")}
-#: integer mma.sync operand types (``_int_mma``)
-INT_MMA = ("s8", "u8", "s4", "u4")
+#: integer mma.sync operand types (``_int_mma_check``)
+INT_MMA = WG.MMA_INT8 + WG.MMA_INT4
 #: formats at least as narrow as tf32 (a value already rounded to one is a tf32 value)
 _NARROW = ("tf32", "f16", "bf16", "e4m3", "e5m2")
 
@@ -265,13 +265,26 @@ class TensorCoreHandlers:
     # ------------------------------------------------------------------ mma.sync
     def h_mma(self, t, ins):
         tys = WG.mma_types(ins)
-        shape = next((x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x), "")
+        shape = WG.mma_shape(ins)
         if "sp" in ins.mods or any(m.startswith("sp::") or m.startswith("kind::") for m in ins.mods):
             raise Unsupported(f"{ins.opcode}: sparse or kind:: mma is not modelled", ins)
         if len(tys) != 4:
             raise Unsupported(f"{ins.opcode}: expected .dtype.atype.btype.ctype", ins)
         if tys[1] in INT_MMA and tys[2] in INT_MMA:
-            return self._int_mma(t, ins, tys, shape)
+            self._int_mma_check(ins, tys, shape)
+        else:
+            self._float_mma_check(ins, tys, shape)
+        d, a, b, c = ins.operands[:4]
+
+        def regs(op):
+            els = op.elems if isinstance(op, VecOp) else (op,)
+            return [self.val(t, e, 32) for e in els]
+
+        return self._mma_gen(t, ins, (regs(a), regs(b), regs(c)))
+
+    def _float_mma_check(self, ins, tys, shape):
+        """``Unsupported`` / ``ModelUnsupported`` unless the symbolic engine models this float
+        mma.sync form."""
         self._tc_model(ins, tys[1])
         self._tc_model(ins, tys[2])
         fp8 = ("e4m3", "e5m2")
@@ -283,15 +296,8 @@ class TensorCoreHandlers:
                               f"accumulator and {', '.join(f'{s}.{a}' for s, a in WG.MMA_SHAPES if a in OPERANDS)} "
                               f"operands, and an f16 accumulator with f16 or fp8 operands (not integer or .f64 "
                               f"mma.sync)", ins)
-        d, a, b, c = ins.operands[:4]
 
-        def regs(op):
-            els = op.elems if isinstance(op, VecOp) else (op,)
-            return [self.val(t, e, 32) for e in els]
-
-        return self._mma_gen(t, ins, (regs(a), regs(b), regs(c)))
-
-    def _int_mma(self, t, ins, tys, shape):
+    def _int_mma_check(self, ins, tys, shape):
         """Integer mma.sync (.s8/.u8, .s4/.u4 with .s32 C and D): its sums are exact, so every model
         but ``real`` (where integer data stays opaque) computes them: each D element is C plus the
         products of the sign- or zero-extended elements, modulo 2^32 (clamped to the s32 range
@@ -303,17 +309,10 @@ class TensorCoreHandlers:
                 or tys[3] != "s32" or not ("row" in ins.mods and "col" in ins.mods):
             raise Unsupported(f"{ins.opcode}: an integer mma.sync form the fragment layouts do not cover", ins)
 
-        def regs(op):
-            els = op.elems if isinstance(op, VecOp) else (op,)
-            return [self.val(t, e, 32) for e in els]
-
-        d, a, b, c = ins.operands[:4]
-        return self._mma_gen(t, ins, (regs(a), regs(b), regs(c)))
-
     def _int_mma_values(self, ins, members):
-        """``_mma_sync_values`` for the integer forms (``_int_mma``)."""
+        """``_mma_sync_values`` for the integer forms (``_int_mma_check``)."""
         tys = WG.mma_types(ins)
-        shape = next(x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x)
+        shape = WG.mma_shape(ins)
         mm, nn, kk = WG.mma_dims(shape)
         per = WG.MMA_SHAPES[(shape, tys[1])]
         bits = 32 // per
@@ -375,7 +374,7 @@ class TensorCoreHandlers:
         if WG.mma_types(ins)[1] in INT_MMA:
             return self._int_mma_values(ins, members)
         tys = ins.types()
-        shape = next(x for x in ins.mods if x.startswith("m") and "n" in x and "k" in x)
+        shape = WG.mma_shape(ins)
         mm, nn, kk = WG.mma_dims(shape)
         per = WG.MMA_SHAPES[(shape, tys[1])]
         esz = 4 // per
