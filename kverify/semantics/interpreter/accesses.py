@@ -144,15 +144,24 @@ class AccessMixin:
                 self.trace.access(sh, idx, w.agent, w.vc, self.loc_id(ins.loc), ins, "atomic", GENERIC, w)
         observed = sh.released(idx, strong)
         releasers = self.trace.strong_release(sh, idx) if self.trace is not None and observed is not None else None
-        mixed = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong, self._release_clock(w, strong))
+        used = _atomic_result_used(self, ins)
+        mixed, unordered, read = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong,
+                                                  self._release_clock(w, strong), used)
         if strong.sem in RELEASING:
             w.release_tick()
         if observed is not None:
             self._observe_release(w, ins, sh, idx, strong, observed, releasers)
-        used = _atomic_result_used(self, ins)
+        # The order of two atomics on one location is fixed by the run when one happens before
+        # the other (the run's synchronization is the same in every schedule it stands for);
+        # otherwise it matters unless they commute and no returned value (this one's or an
+        # earlier one's) is read. An atomic whose locations no unordered atomic touches has one
+        # outcome.
+        if not unordered:
+            return
         commutes = op in ("and", "or", "xor") or (op in ("add", "min", "max") and not ty.startswith("f"))
-        if used or not commutes or mixed:
-            why = ("its returned value is used" if used else f"{op}.{ty} atomics do not commute bit for bit"
+        if used or read or not commutes or mixed:
+            why = ("its returned value is used" if used else "an earlier atomic's returned value is used" if read
+                   else f"{op}.{ty} atomics do not commute bit for bit"
                    if not commutes else "different atomic operations update one location")
             self.depend(f"{_fmt_loc(ins.loc)}: {ins.op}.{op}: {why}, so the order of atomics matters")
 

@@ -270,6 +270,7 @@ class Shadow:
         self.atom_op: dict = {}
         self.atom_loc: dict = {}
         self.atom_strength: dict = {}
+        self.atom_read: set = set()  # bytes with an atomic whose returned value is read
 
     def _paged(self, dtype, fill=0, width=None) -> PagedArray:
         arr = PagedArray(self.pages, dtype, fill, width)
@@ -287,24 +288,38 @@ class Shadow:
         for arr in (self.r_agent, self.r_clk1, self.r_lane, self.r_loc1, self.r_lanes1, self.r_wsync1):
             arr.widen(k)
 
-    def record_atomic(self, idx, vc, loc, op, strong, rel=None) -> bool:
+    def record_atomic(self, idx, vc, loc, op, strong, rel=None, used=False) -> tuple[bool, bool, bool]:
         """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
-        releases) with clock ``vc`` updated ``idx``; True when a byte had an atomic of another
-        operation since its last plain write (their order matters)."""
+        releases; ``used``: its returned value is read) with clock ``vc`` updated ``idx`` (one
+        entry per lane and byte); returns ``(mixed, unordered, read)``: a byte had an atomic of
+        another operation since its last plain write (their order matters); a byte had an
+        atomic that does not happen before this one, or two lanes of this one update one byte
+        (the two may come in either order); a byte had an earlier atomic whose returned value is
+        read."""
         if self.has_atom is None:
             self.has_atom = self._paged(bool, False)
-        mixed = False
-        for b in np.unique(idx).tolist():
+        mixed = read = False
+        uniq = np.unique(idx)
+        unordered = len(uniq) < len(idx)
+        for b in uniq.tolist():
             self.atom_strength[b] = strong
             if rel is not None:  # an RMW continues the release sequences before it (§8.9): join
                 old = self.rel.get(b)
                 self.rel[b] = (rel if old is None else join(old[0], rel), strong)
             prev = self.atom_vc.get(b)
-            self.atom_vc[b] = vc.copy() if prev is None else join(prev, vc)
+            if prev is None:
+                self.atom_vc[b] = vc.copy()
+            else:
+                unordered = unordered or not hb_after(vc, prev)
+                self.atom_vc[b] = join(prev, vc)
             mixed |= self.atom_op.setdefault(b, op) != op
             self.atom_loc.setdefault(b, loc)
+            if b in self.atom_read:
+                read = True
+            elif used:
+                self.atom_read.add(b)
         self.has_atom[idx] = True
-        return mixed
+        return mixed, unordered, read
 
     def _check_atomics(self, idx, vc, lanes, what, strong=None):
         if self.has_atom is None:
@@ -671,4 +686,5 @@ class Shadow:
                 self.atom_op.pop(b, None)
                 self.atom_loc.pop(b, None)
                 self.atom_strength.pop(b, None)
+                self.atom_read.discard(b)
             self.has_atom[idx] = False
