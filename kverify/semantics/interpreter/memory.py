@@ -24,8 +24,26 @@ class Fault(Exception):
         self.lane, self.address = lane, address
 
 
+#: the little-endian word of each access size: an aligned access reads the image through it
+_WORD = {2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+
+def _words(data: np.ndarray, offs: np.ndarray, nbytes: int):
+    """(the image as ``nbytes``-wide little-endian words, the word index of each offset) when
+    every offset is aligned to ``nbytes`` and the image divides into such words, else None."""
+    dt = _WORD.get(nbytes)
+    if dt is None or data.size % nbytes or (offs % nbytes).any():
+        return None
+    return data.view(dt), offs // nbytes
+
+
 def load_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
     """Little-endian values of ``nbytes`` (<= 8) at byte offsets ``offs`` (uint64)."""
+    if nbytes == 1:
+        return data[offs].astype(np.uint64)
+    words = _words(data, offs, nbytes)
+    if words is not None:
+        return words[0][words[1]].astype(np.uint64)
     idx = offs[:, None] + np.arange(nbytes)[None, :]
     b = data[idx].astype(np.uint64)
     out = np.zeros(len(offs), np.uint64)
@@ -35,7 +53,13 @@ def load_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
 
 
 def store_bytes(data: np.ndarray, offs: np.ndarray, nbytes: int, vals: np.ndarray) -> None:
+    """Store the low ``nbytes`` of each of ``vals`` at byte offsets ``offs``, little-endian
+    (offsets in order: a later lane's bytes win)."""
     vals = np.asarray(vals).astype(np.uint64)
+    words = _words(data, offs, nbytes) if nbytes > 1 else (data, offs)
+    if words is not None:
+        words[0][words[1]] = vals.astype(words[0].dtype)
+        return
     for i in range(nbytes):
         data[offs + i] = ((vals >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
 

@@ -311,12 +311,15 @@ def h_atom(m, w, ins, mask):
     c = np.broadcast_to(np.asarray(c, U64), (32,)) if c is not None else None
     old_all = np.zeros(32, U64)
     fmods = atom_float_mods(op, ty, ins.mods)
-    for lane in np.flatnonzero(mask):
-        o = np.array([offs[lane]])
+    # lanes in order on each location; lanes on distinct locations at once (round r: the r-th
+    # lane of every location)
+    active = np.flatnonzero(mask)
+    for lanes in _rounds(active, np.asarray(offs)[active]):
+        o = np.asarray(offs)[lanes]
         old = load_bytes(region.data, o, nb)
-        new = atomic_update(op, ty, fmods, old, b[lane:lane + 1], None if c is None else c[lane:lane + 1])
+        new = atomic_update(op, ty, fmods, old, b[lanes], None if c is None else c[lanes])
         store_bytes(region.data, o, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
-        old_all[lane] = old[0]
+        old_all[lanes] = old
     if region.shadow.uninit is not None:
         lanes = np.flatnonzero(mask)
         idx = (offs[lanes][:, None] + np.arange(nb)).reshape(-1)
@@ -326,6 +329,20 @@ def h_atom(m, w, ins, mask):
     if ins.blocking:  # the grid-barrier wait folded into the atomic (kverify.semantics.ir.grid_barrier)
         return _grid_barrier_wait(m, w, ins, region, offs, nb, mask, old_all)
     return ()
+
+
+def _rounds(lanes: np.ndarray, offs: np.ndarray) -> list:
+    """``lanes`` (ascending) split into rounds: round r holds the r-th lane of each distinct
+    offset, so no round has two lanes on one location and each location's lanes come in order."""
+    if len(lanes) <= 1 or len(np.unique(offs)) == len(offs):
+        return [lanes] if len(lanes) else []
+    order = np.argsort(offs, kind="stable")
+    so = offs[order]
+    first = np.r_[True, so[1:] != so[:-1]]
+    pos = np.arange(len(so))
+    rank = np.empty(len(so), np.int64)
+    rank[order] = pos - np.maximum.accumulate(np.where(first, pos, 0))
+    return [lanes[rank == r] for r in range(int(rank.max()) + 1)]
 
 
 def _grid_barrier_wait(m, w, ins, region, offs, nb, mask, old):
