@@ -75,7 +75,31 @@ def object_name(symbol: str, offset: int = 0, element_bytes: int | None = None, 
     return f"{base}+{offset}" if offset else base
 
 
+def brief(name: str, limit: int = 120) -> str:
+    """``name`` as a message shows it: a C++ name longer than ``limit`` characters with its template
+    arguments and parameter list elided (``cutlass::device_kernel<…>(…)``; CUTLASS kernel names run
+    to kilobytes, and the report's header gives the whole name)."""
+    if len(name) <= limit or "operator" in name:  # operator<, operator() are not brackets
+        return name
+    out, depth = [], 0
+    for ch in name:
+        if ch in "<(":
+            if depth == 0:
+                out.append(ch + "…")
+            depth += 1
+        elif ch in ">)" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(ch)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
 _MANGLED = r"_Z[\w$]+"
+#: a kernel parameter as nvcc names it, ``<mangled kernel>_param_<i>``: shown as ``param_<i>``
+#: (the message names the kernel; CUTLASS kernel names run to kilobytes)
+_PARAM = re.compile(r"_Z[\w$]+?_param_(\d+)")
 
 
 def rewrite(text: str, variables=None, access_bytes=None) -> tuple[str, list]:
@@ -104,7 +128,8 @@ def rewrite(text: str, variables=None, access_bytes=None) -> tuple[str, list]:
                 seen.add(key)
                 objects.append({"name": name, "symbol": sym, "offset": int(off or 0), "element_bytes": elem})
             return name
-        name = demangle(sym)
+        param = _PARAM.fullmatch(sym)
+        name = f"param_{param.group(1)}" if param else brief(demangle(sym))
         return name + (f"+{off}" if off else "")
 
     if not text:

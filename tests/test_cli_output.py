@@ -71,6 +71,19 @@ def test_rewrite_names_objects_and_lists_them():
                     {"name": "global_smem+1024", "symbol": "global_smem", "offset": 1024, "element_bytes": None}]
 
 
+def test_messages_show_kernel_parameters_and_long_kernel_names_briefly():
+    """A CUTLASS kernel's name demangles to kilobytes: messages show a parameter as ``param_<i>``
+    and elide a long name's template arguments and parameter list (the header has the whole name)."""
+    kern = "_ZN7cutlass13device_kernelINS_4gemm6kernel13GemmUniversalIN4cute5tupleIJiiiEEEEEEEvNT_6ParamsE"
+    assert len(names.demangle(kern)) == 170
+    text, _ = names.rewrite(f"no value for parameter(s) {kern}_param_0 (its bytes besides {kern}_param_0+776) of {kern}")
+    assert text == "no value for parameter(s) param_0 (its bytes besides param_0+776) of void cutlass::device_kernel<…>(…)"
+    long = "void ns::k<" + ", ".join(f"ns::T<{i}>" for i in range(30)) + ">(ns::P<int>)"
+    assert names.brief(long) == "void ns::k<…>(…)"
+    assert names.brief("void k(int)") == "void k(int)"
+    assert names.brief("bool ns::operator<(" + "x" * 200 + ")").startswith("bool ns::operator<(")
+
+
 # --------------------------------------------------------------------------- linter lines
 
 
