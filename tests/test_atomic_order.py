@@ -29,9 +29,10 @@ def _run(path, kernel, **kw):
 
 
 @pytest.mark.parametrize("kernel, line, why", [
-    ("shared_slot", 17, "add.f32 atomics do not commute bit for bit"),
-    ("one_instruction", 26, "add.f32 atomics do not commute bit for bit"),
-    ("ticket_then_add", 36, "an earlier atomic's returned value is used"),
+    ("shared_slot", 19, "add.f32 atomics do not commute bit for bit"),
+    ("one_instruction", 28, "add.f32 atomics do not commute bit for bit"),
+    ("ticket_then_add", 38, "an earlier atomic's returned value is used"),
+    ("two_lanes", 71, "add.f32 atomics do not commute bit for bit"),
 ])
 def test_unordered_atomics_whose_order_shows_make_the_run_schedule_dependent(kernel, line, why):
     r = _run(ORDER, kernel)

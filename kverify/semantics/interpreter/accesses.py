@@ -146,7 +146,8 @@ class AccessMixin:
         releasers = self.trace.strong_release(sh, idx) if self.trace is not None and observed is not None else None
         used = _atomic_result_used(self, ins)
         mixed, unordered, read = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong,
-                                                  self._release_clock(w, strong), used)
+                                                  self._release_clock(w, strong), used, w.agent,
+                                                  np.repeat(lanes, nbytes))
         if strong.sem in RELEASING:
             w.release_tick()
         if observed is not None:

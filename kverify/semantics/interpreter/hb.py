@@ -271,6 +271,7 @@ class Shadow:
         self.atom_loc: dict = {}
         self.atom_strength: dict = {}
         self.atom_read: set = set()  # bytes with an atomic whose returned value is read
+        self.atom_lane: dict = {}  # the last atomic's (agent, lane) per byte
 
     def _paged(self, dtype, fill=0, width=None) -> PagedArray:
         arr = PagedArray(self.pages, dtype, fill, width)
@@ -288,20 +289,29 @@ class Shadow:
         for arr in (self.r_agent, self.r_clk1, self.r_lane, self.r_loc1, self.r_lanes1, self.r_wsync1):
             arr.widen(k)
 
-    def record_atomic(self, idx, vc, loc, op, strong, rel=None, used=False) -> tuple[bool, bool, bool]:
+    def record_atomic(self, idx, vc, loc, op, strong, rel=None, used=False, agent=-1,
+                      lanes=None) -> tuple[bool, bool, bool]:
         """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
-        releases; ``used``: its returned value is read) with clock ``vc`` updated ``idx`` (one
-        entry per lane and byte); returns ``(mixed, unordered, read)``: a byte had an atomic of
-        another operation since its last plain write (their order matters); a byte had an
-        atomic that does not happen before this one, or two lanes of this one update one byte
-        (the two may come in either order); a byte had an earlier atomic whose returned value is
-        read."""
+        releases; ``used``: its returned value is read) by ``agent`` with clock ``vc`` updated
+        ``idx`` (one entry per lane and byte, ``lanes`` the lane of each); returns ``(mixed,
+        unordered, read)``: a byte had an atomic of another operation since its last plain
+        write (their order matters); a byte had an atomic that does not happen before this
+        one -- of another agent, or of another lane of this warp (lanes are ordered only at
+        warp-synchronizing points, which this test does not follow) -- or two lanes of this
+        one update one byte (the two may come in either order); a byte had an earlier atomic
+        whose returned value is read."""
         if self.has_atom is None:
             self.has_atom = self._paged(bool, False)
         mixed = read = False
         uniq = np.unique(idx)
         unordered = len(uniq) < len(idx)
+        lane_of = dict(zip(idx.tolist(), lanes.tolist())) if lanes is not None and not unordered else {}
         for b in uniq.tolist():
+            mine = (agent, lane_of.get(b, -1))
+            last = self.atom_lane.get(b)
+            if last is not None and last[0] == agent and last[1] != mine[1]:
+                unordered = True
+            self.atom_lane[b] = mine
             self.atom_strength[b] = strong
             if rel is not None:  # an RMW continues the release sequences before it (§8.9): join
                 old = self.rel.get(b)
@@ -687,4 +697,5 @@ class Shadow:
                 self.atom_loc.pop(b, None)
                 self.atom_strength.pop(b, None)
                 self.atom_read.discard(b)
+                self.atom_lane.pop(b, None)
             self.has_atom[idx] = False

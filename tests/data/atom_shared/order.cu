@@ -7,6 +7,8 @@
 //   instruction (the ISA leaves the lanes' order open): schedule-dependent.
 // ticket_then_add: warp 0 takes a ticket (its returned value is stored), warp 1 adds to the same
 //   counter without reading the result: the ticket's value depends on which comes first.
+// two_lanes: lanes 0 and 1 of one warp add to one shared f32 in two branches (lanes of a warp are
+//   ordered only at warp-synchronizing points): schedule-dependent.
 // ordered: warp 0 adds, __syncthreads(), warp 1 adds to the same f32: one order in every schedule.
 // own_slot: every thread adds to a slot of its own: one outcome in every schedule.
 
@@ -56,4 +58,18 @@ extern "C" __global__ void own_slot(const float* x, float* out) {
   atomicAdd(&s[threadIdx.x], x[threadIdx.x]);
   __syncthreads();
   out[threadIdx.x] = s[threadIdx.x];
+}
+
+extern "C" __global__ void two_lanes(const float* x, float* out) {
+  __shared__ float s;
+  if (threadIdx.x == 0) s = 1.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&s, x[0]);
+  } else if (threadIdx.x == 1) {
+    out[1] = x[2];
+    atomicAdd(&s, x[1]);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = s;
 }
