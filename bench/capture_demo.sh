@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # kverify capture on real programs: a TMA kernel of our own (driver API and runtime API host
 # programs, tests/capture/) and CUTLASS's examples 48 (sm90 warp-specialized GEMM) and 49 (the
-# collective builder's schedules: ping-pong, cooperative, stream-K) compiled from the headers of
+# collective builder's schedules: ping-pong, cooperative, stream-K) and the CuTe TMA/wgmma tutorial
+# (examples/cute/tutorial/hopper/wgmma_tma_sm90.cu, its NT and TN GEMMs) compiled from the headers of
 # the nvidia-cutlass pip wheel. No CUTLASS code is in this repository: the example
 # is compiled here, at run time, from the installed wheel.
 #
 #   bench/capture_demo.sh record DIR   # on a machine with an H100/H200 GPU, nvcc and python3:
-#                                      # builds the programs, records their launches into DIR/{drv,rt,cutlass,cutlass_k512,cutlass_big,cutlass49}
+#                                      # builds the programs, records their launches into
+#                                      # DIR/{drv,rt,cutlass,cutlass_k512,cutlass_big,cutlass49,cute_nt,cute_tn}
 #   bench/capture_demo.sh check DIR    # anywhere kverify is installed: kverify check on every
 #                                      # recorded launch of DIR, summary -> bench/results/capture.json
 #
 # Environment: CUTLASS_SOURCE (default: <site-packages>/cutlass_library/source of `pip install
 # nvidia-cutlass==4.2.0.0`), CURAND_INCLUDE (where curand_kernel.h is, when the CUDA toolkit lacks
-# it), GEMM48 / GEMM49 (already built example binaries: skip their compilation), PYTHON (default python3),
+# it), GEMM48 / GEMM49 / CUTE_TMA (already built example binaries: skip their compilation), PYTHON (default python3),
 # KVERIFY_PYTHONPATH (prepended to PYTHONPATH, a checkout of kverify), RESULTS (check's output file).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,14 +40,18 @@ if [ "$mode" = record ]; then
   }
   [ -n "${GEMM48:-}" ] || { build 48_hopper_warp_specialized_gemm/48_hopper_warp_specialized_gemm.cu "$bin/gemm48" & }
   [ -n "${GEMM49:-}" ] || { build 49_hopper_gemm_with_collective_builder/49_collective_builder.cu "$bin/gemm49" & }
+  [ -n "${CUTE_TMA:-}" ] || { build cute/tutorial/hopper/wgmma_tma_sm90.cu "$bin/cute_wgmma_tma" & }
   wait
-  GEMM48=${GEMM48:-$bin/gemm48}; GEMM49=${GEMM49:-$bin/gemm49}
+  GEMM48=${GEMM48:-$bin/gemm48}; GEMM49=${GEMM49:-$bin/gemm49}; CUTE_TMA=${CUTE_TMA:-$bin/cute_wgmma_tma}
   $py -m kverify.capture -o "$dir/drv" -- "$bin/host_driver" "$src/tma_scale.ptx" | tee "$dir/drv.txt"
   $py -m kverify.capture -o "$dir/rt" -- "$bin/tma_rt" | tee "$dir/rt.txt"
   $py -m kverify.capture -o "$dir/cutlass" -- "$GEMM48" --m=256 --n=256 --k=128 --iterations=0 | tee "$dir/cutlass.txt"
   $py -m kverify.capture -o "$dir/cutlass_k512" -- "$GEMM48" --m=256 --n=256 --k=512 --iterations=0 | tee "$dir/cutlass_k512.txt"
   $py -m kverify.capture -o "$dir/cutlass_big" -- "$GEMM48" --m=1024 --n=1024 --k=512 --iterations=0 | tee "$dir/cutlass_big.txt"
   $py -m kverify.capture -o "$dir/cutlass49" -- "$GEMM49" --m=256 --n=256 --k=128 | tee "$dir/cutlass49.txt"
+  # the tutorial times 100 more launches of the same kernel: the first is recorded
+  $py -m kverify.capture --limit 1 -o "$dir/cute_nt" -- "$CUTE_TMA" 256 256 512 N T | tee "$dir/cute_nt.txt"
+  $py -m kverify.capture --limit 1 -o "$dir/cute_tn" -- "$CUTE_TMA" 256 256 512 T N | tee "$dir/cute_tn.txt"
   exit 0
 fi
 
@@ -57,7 +63,7 @@ root, out = Path(sys.argv[1]), Path(sys.argv[2])
 dev = root / "device.txt"
 result = {"recorded_on": dev.read_text().strip().splitlines() if dev.exists() else None,
           "checked_with": "kverify check --format json --timeout 60 from " + (os.environ.get("KVERIFY_PYTHONPATH") or "this checkout"), "runs": []}
-for name in ("drv", "rt", "cutlass", "cutlass_k512", "cutlass_big", "cutlass49"):
+for name in ("drv", "rt", "cutlass", "cutlass_k512", "cutlass_big", "cutlass49", "cute_nt", "cute_tn"):
     d = root / name
     if not (d / "index.json").exists():
         continue

@@ -220,7 +220,9 @@ _REDUCTIONS = [(k, 1000.0 if k.endswith("s32") else 1.0, "none", "") for k in (
 #: a cooperative launch, a programmatic dependent launch (PDL) pair, distributed shared memory in a
 #: 2-CTA cluster (st.shared::cluster, remote mbarrier arrives, st.async and red.async completing on the
 #: peer's mbarrier), cp.async.mbarrier.arrive with and without .noinc, and the tensor and byte-range bulk
-#: reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu).
+#: reductions and red.add of f32, f16 and bf16 (tests/data/bulk_reduce/tensor_reduce.cu), dp4a/dp2a
+#: with accumulators at the edges of the 32-bit range (tests/data/dp4a) and float atomic adds on
+#: shared memory at the subnormal edge (tests/data/atom_shared).
 DATA = [
     ("multicast/tma_multicast.ptx", "multicast/launch.json"),
     ("bulk_reduce/bulk_reduce.ptx", "bulk_reduce/launch.json"),
@@ -250,7 +252,17 @@ DATA = [
     ("indirect_call/dispatch.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "args": {"which": w, "n": 200},
                                     "outputs": ["y"], "buffers": {"x": {"dtype": "float32", "shape": [256]},
                                                                   "y": {"dtype": "float32", "shape": [256]}}})
-    for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))]
+    for k, w in (("pick_param", 0), ("pick_param", 1), ("pick_table", 1))] + [
+    ("dp4a/dp4a.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["out"],
+                       "buffers": {"av": {"dtype": "uint32", "shape": [256]}, "bv": {"dtype": "uint32", "shape": [256]},
+                                   "cv": {"dtype": "uint32", "shape": [256]},
+                                   "out": {"dtype": "int32", "shape": [n]}}})
+    for k, n in (("forms", 2048), ("dot_clamp", 256))] + [
+    ("atom_shared/atom_float.ptx", {"kernel": k, "grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["out"],
+                                    "buffers": {"x": {"dtype": "float32", "shape": [256]},
+                                                "y": {"dtype": "float32", "shape": [256]},
+                                                "out": {"dtype": dt, "shape": [n]}}})
+    for k, dt, n in (("add_f32", "float32", 256), ("add_f16", "float32", 512), ("add_f64", "float64", 256))]
 
 
 def _zoo_kernels(families) -> list:

@@ -6,7 +6,9 @@
 
 (``--data``: the bug classes of tests/data instead of the zoo -- distributed shared memory
 lifetime, bulk/tensor reductions and their proxy fences and .read waits, a grid barrier replaced by a
-CTA barrier --, each correct kernel with its seeded-bug twins, into
+CTA barrier, st.async into a peer CTA's shared memory (expect-tx missing or short, no wait, no cluster
+barrier before the first remote access), cp.async tracked by cp.async.mbarrier.arrive (not tracked,
+.noinc beside the threads' own arrivals) --, each correct kernel with its seeded-bug twins, into
 bench/results/sanitizer_data.json; the sanitizer tools run on the plan ``validate`` builds, whose
 reference, ``unchanged``, is a placeholder: only the tools' reports count.)
 
@@ -57,6 +59,8 @@ def variants():
 _DS = {"grid": [4, 1, 1], "block": [64, 1, 1], "outputs": ["out"], "buffers": {"out": {"dtype": "int32", "shape": [256]}}}
 _BR = {"grid": [2, 1, 1], "block": [128, 1, 1], "outputs": ["out"],
        "buffers": {n: {"dtype": "float32", "shape": [2, 128]} for n in ("in", "out")}}
+_CA = {"grid": [2, 1, 1], "block": [64, 1, 1], "outputs": ["out"],
+       "buffers": {"in": {"dtype": "float32", "shape": [512]}, "out": {"dtype": "float32", "shape": [512]}}}
 _GS = {"grid": [4, 1, 1], "block": [128, 1, 1], "args": {"n": 500}, "outputs": ["tmp", "out"],
        "buffers": {n: {"dtype": "float32", "shape": [500]} for n in ("in", "tmp", "out")}}
 DATA = [("dsmem/dsmem.ptx", k, _DS, rule) for k, rule in (
@@ -70,7 +74,14 @@ DATA = [("dsmem/dsmem.ptx", k, _DS, rule) for k, rule in (
         ("bulk_reduce", None), ("bulk_reduce__no_fence", "race.async-proxy"),
         ("bulk_reduce__global_fence", "race.async-proxy"), ("bulk_reduce__overwrite", "race.async-pending"))] + [
     ("grid_sync/two_phase.ptx", "two_phase", _GS, None),
-    ("grid_sync/two_phase__no_grid_sync.ptx", "two_phase", _GS, "race.global")]
+    ("grid_sync/two_phase__no_grid_sync.ptx", "two_phase", _GS, "race.global")] + [
+    ("dsmem/st_async.ptx", k, _DS, rule) for k, rule in (
+        ("send", None), ("send__no_expect_tx", "race.async-pending"), ("send__short_tx", "mbarrier.tx-mismatch"),
+        ("send__no_wait", "race.shared"), ("send__no_cluster_sync", "mbarrier.init-visibility"),
+        ("accumulate", None))] + [
+    ("cp_async_arrive/copy_arrive.ptx", k, _CA, rule) for k, rule in (
+        ("noinc", None), ("inc", None), ("noinc__no_track", "race.async-pending"),
+        ("inc__noinc", "race.async-pending"))]
 
 
 def unchanged(inputs, args):

@@ -6,7 +6,7 @@ straight-line body with forward branches, and storing every register to ``out``.
 draws from instruction templates covering:
 
 * integer arithmetic (add/sub/mul/mad incl. .hi/.wide/.sat, mul24/mad24, div/rem, min/max,
-  abs/neg), logic and shifts (and/or/xor/not/cnot, shl/shr, shf, lop3, prmt, bfe/bfi,
+  abs/neg), logic and shifts (and/or/xor/not/cnot, shl/shr, shf, lop3, prmt, bfe/bfi, dp4a/dp2a,
   popc/clz/brev), comparisons (setp with every comparison and bool op, set, selp, slct);
 * floating point in f32 and f64 with every IEEE rounding mode of the op table (.rn .rz
   .rm .rp) and .ftz/.sat: add/sub/mul/fma/div/sqrt/rcp, min/max (.NaN), abs/neg, copysign,
@@ -307,8 +307,12 @@ class Gen:
         return r32(self.i(NR))
 
     def t_bits32(self):
-        op = self.pick(["prmt", "lop3", "shf.l.wrap", "shf.r.wrap", "shf.l.clamp", "shf.r.clamp"])
+        op = self.pick(["prmt", "lop3", "shf.l.wrap", "shf.r.wrap", "shf.l.clamp", "shf.r.clamp", "dp4a", "dp2a"])
         d = r32(self.i(NR))
+        if op in ("dp4a", "dp2a"):
+            half = f".{self.pick(['lo', 'hi'])}" if op == "dp2a" else ""
+            ta, tb = self.pick(["u32", "s32"]), self.pick(["u32", "s32"])
+            return [f"{op}{half}.{ta}.{tb} {d}, {self.src32()}, {self.src32()}, {self.src32()};"]
         if op == "prmt":
             sel = self.pick([self.src32(), hex(self.i(1 << 16))])
             return [f"prmt.b32 {d}, {self.src32()}, {self.src32()}, {sel};"]

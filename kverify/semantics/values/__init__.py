@@ -84,18 +84,22 @@ def is_approximate(family: str, mods) -> bool:
     )
 
 
-def atom_float_mods(op: str, ty: str, mods) -> frozenset:
+def atom_float_mods(op: str, ty: str, mods, space=None) -> frozenset:
     """The rounding modifiers of an atomic float ``op`` of type ``ty`` (``atom``/``red``; ``mods``:
-    the instruction's): ``add`` rounds to nearest even, and ``add.f32`` also flushes subnormal
-    inputs and results to sign-preserving zero (PTX ISA §9.7.13.5 atom, §9.7.13.6 red; measured
-    on the H200 for global memory: red.global.add.f32 of subnormals gives signed zeros; shared
-    memory is taken to be the same). ``.noftz`` adds of f16 and
-    bf16 keep subnormals, as do the bulk reductions' (``cp.reduce.async.bulk``), which take
-    their modifiers as written."""
+    the instruction's; ``space``: the state space it names, None for a generic address): ``add``
+    rounds to nearest even, and ``add.f32`` also flushes subnormal inputs and results to
+    sign-preserving zero (PTX ISA §9.7.13.5 atom, §9.7.13.6 red) -- except on ``.shared`` (or
+    ``.shared::cta``), where ptxas (13.0, sm_90a) implements it as a compare-and-swap loop around a
+    plain ``FADD`` that keeps subnormals. Measured on the H200: red.global.add.f32 of subnormals
+    gives signed zeros; atom.shared.add.f32 of two normal values with a subnormal sum gives the
+    subnormal (bench/results/conformance_data.json, tests/data/atom_shared). A generic address
+    into shared memory is taken to flush, as the global path does (not measured). ``.noftz``
+    adds of f16 and bf16 keep subnormals, as do the bulk reductions' (``cp.reduce.async.bulk``),
+    which take their modifiers as written."""
     out = frozenset(x for x in mods if x in ("rn", "ftz"))
     if op == "add" and ty.startswith(("f", "bf")):
         out |= {"rn"}
-        if ty == "f32":
+        if ty == "f32" and space not in ("shared", "shared::cta"):
             out |= {"ftz"}
     return out
 

@@ -310,7 +310,7 @@ def h_atom(m, w, ins, mask):
     b = np.broadcast_to(np.asarray(b, U64), (32,))
     c = np.broadcast_to(np.asarray(c, U64), (32,)) if c is not None else None
     old_all = np.zeros(32, U64)
-    fmods = atom_float_mods(op, ty, ins.mods)
+    fmods = atom_float_mods(op, ty, ins.mods, space)
     # lanes in order on each location; lanes on distinct locations at once (round r: the r-th
     # lane of every location)
     active = np.flatnonzero(mask)

@@ -115,7 +115,7 @@ class AtomicHandlers:
                                        f"of the additions; --fp real proves the sum over reals)")
             seen.add(cell)
         old = self.load(t, space, addr, nb, ins)
-        mods = atom_float_mods("add", ty, ins.mods)
+        mods = atom_float_mods("add", ty, ins.mods, space)
         new = self.alg.family("add", ty, mods, [old, v], [8 * nb, 8 * nb])
         if t.pred is not None:
             new = self.alg.ite(t.pred, new, old, 8 * nb)
