@@ -6,7 +6,8 @@ non-warp-specialized, stream-K, an epilogue visitor tree) as ``kverify capture``
 an H200 (``bench/capture_demo.sh record DIR`` on the GPU machine compiles the examples from the
 same wheel; ``--captured DIR``, default ~/.cache/kverify/cap), each with its real ``Params``
 bytes and tensor maps, at the sizes the capture ran (example 48 at 256x256x128, 256x256x512 --
-the same 8 CTAs, 16 k-tiles instead of 4 -- and 1024x1024x512, 64 CTAs).
+the same 8 CTAs, 16 k-tiles instead of 4 -- and 1024x1024x512, 64 CTAs), and the CuTe tutorial's
+NT and TN GEMMs at 256x256x512 as the same script captured them.
 
     python bench/production.py [--only NAME] [--captured DIR] [--no-mutants]
 
@@ -18,8 +19,8 @@ wraps around the stages).
 
 One ``kverify check --format json`` process per kernel, pinned to one core where ``taskset``
 exists; wall seconds and peak RSS (``wait4``) of that process. The tutorial kernels take their
-launch parameters as structs whose bytes are not built here, so they get ``--grid/--block``
-only (interpreter obligations ``unknown`` for want of buffers). Prints a table and writes
+launch parameters as structs: without a capture of them they get ``--grid/--block`` only
+(interpreter obligations ``unknown`` for want of buffers). Prints a table and writes
 bench/results/production.json. Targets (issue 14): a definite verdict in <= 10 s and 1 GiB.
 """
 from __future__ import annotations
@@ -180,15 +181,19 @@ def captured_gemms(root: Path) -> list:
         cmd = " ".join(idx.get("command") or [])
         size = "x".join(re.findall(r"--[mnk]=(\d+)", cmd)) or "?"
         example = re.search(r"gemm(\d+)", cmd)
+        tutorial = re.search(r"cute_wgmma_tma\s+(\d+)\s+(\d+)\s+(\d+)\s+([NT])\s+([NT])", cmd)
         for launch in idx["launches"]:
             k = launch["kernel"]
-            if "GemmUniversal" not in k or not launch.get("ptx"):
+            if not (("GemmUniversal" in k or tutorial and "gemm_device" in k) and launch.get("ptx")):
                 continue
+            if tutorial:
+                size = "x".join(tutorial.groups()[:3])
             key = (k, tuple(launch["grid"]), size)
             if key in seen:
                 continue
             seen.add(key)
-            label = f"ex{example.group(1) if example else '?'} {schedule_of(k)} {size}"
+            label = (f"cute_wgmma_tma_sm90 {tutorial.group(4)}{tutorial.group(5)} {size}" if tutorial
+                     else f"ex{example.group(1) if example else '?'} {schedule_of(k)} {size}")
             out.append((label, index.parent / launch["ptx"], k, index.parent / launch["spec"], size,
                         launch["grid"], launch["block"], launch["cluster"]))
     return out
@@ -288,7 +293,7 @@ def main() -> int:
             rows.append(row)
     src = cutlass_source()
     for name, rel in CUTLASS:
-        if a.no_cute:
+        if a.no_cute or any(r["kernel"].startswith(name) for r in rows):  # captured: its real launch
             continue
         if a.only and a.only not in name:
             continue

@@ -55,7 +55,8 @@ PTX = """
 	.param .s32 k_param_2,
 	.param .f32 k_param_3,
 	.param .align 8 .b8 k_param_4[16],
-	.param .u64 k_param_5
+	.param .u64 k_param_5,
+	.param .align 1 .b8 k_param_6[1]
 )
 {
 	ret;
@@ -81,7 +82,8 @@ def _write_records(d: Path, tm_hex: str):
                     {"offset": 136, "size": 4, "hex": (-3 & 0xFFFFFFFF).to_bytes(4, "little").hex()},
                     {"offset": 140, "size": 4, "hex": "0000c03f"},
                     {"offset": 144, "size": 16, "hex": struct_bytes.hex()},
-                    {"offset": 160, "size": 8, "hex": (12345).to_bytes(8, "little").hex()}]},
+                    {"offset": 160, "size": 8, "hex": (12345).to_bytes(8, "little").hex()},
+                    {"offset": 168, "size": 1, "hex": "00"}]},
     ]
     (d / "records.42.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     (d / "module_42_0.ptx").write_text(PTX)
@@ -96,14 +98,15 @@ def test_spec_from_synthetic_records(tmp_path):
     assert spec == {
         "kernel": "k", "grid": [4, 2, 1], "block": [128, 1, 1], "cluster": [2, 1, 1], "dynamic_smem": 1024,
         "args": {"2": -3, "3": 1.5, "4": {"struct": {"0": {"u64": 7}, "8": {"ptr": {"buffer": "alloc1", "offset": 16}}}},
-                 "5": 12345},
+                 "5": 12345, "6": {"bytes": "00"}},
         "buffers": {"alloc0": {"dtype": "bfloat16", "shape": [2048]}, "alloc1": {"dtype": "uint8", "shape": [1024]},
                     "1": {"dtype": "uint8", "shape": [768]}},
         "tensormaps": {"0": {"dtype": "bfloat16", "shape": [64, 32], "box": [8, 16], "strides": [64],
                              "swizzle": "64B", "oob_fill": "zero", "buffer": "alloc0"}},
     }
     l = index["launches"][0]
-    assert [p["kind"] for p in l["params"]] == ["tensormap", "pointer", "scalar", "scalar", "struct", "scalar"]
+    # parameter 6: a one-byte struct (CuTe's empty tiler), bytes as the launch form of a .b8 array wants
+    assert [p["kind"] for p in l["params"]] == ["tensormap", "pointer", "scalar", "scalar", "struct", "scalar", "struct"]
     assert [p["ptx_name"] for p in l["params"]][:2] == ["k_param_0", "k_param_1"]
     assert l["params"][1] == {"index": 1, "offset": 128, "size": 8, "ptx_name": "k_param_1", "kind": "pointer",
                               "allocation": "alloc1", "byte_offset": 256}

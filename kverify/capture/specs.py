@@ -8,8 +8,8 @@ Standard library only (see build.py). Per launch, each parameter becomes:
 - a buffer (``buffers``) when it is 8 bytes equal to an address inside a live allocation, sized
   from the pointer to the allocation's end, dtype ``uint8`` (or the tensor map's, when a map
   covers that allocation);
-- a scalar (``args``) when it is at most 8 bytes, decoded with its PTX type when the module's
-  PTX is known (unsigned little-endian otherwise);
+- a scalar (``args``) when it is at most 8 bytes and not a PTX array, decoded with its PTX type
+  when the module's PTX is known (unsigned little-endian otherwise);
 - otherwise (a by-value struct) ``{"bytes": hex}``, or, when 8-byte aligned words inside it
   point into allocations or 64-byte aligned runs equal recorded tensor maps, the typed form
   ``{"struct": {offset: field}}`` with those pointers (into buffers ``allocN``) and tensor maps
@@ -129,12 +129,15 @@ _PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\
 
 
 def ptx_params(ptx: str) -> dict[str, list[dict]]:
-    """Per ``.entry``: its parameters' names, PTX types and element counts."""
+    """Per ``.entry``: its parameters' names, PTX types and element counts, and whether each is an
+    array (``.b8 p[N]``: a by-value struct, also when it has one to eight bytes -- CuTe passes empty
+    tiler structs as ``.b8 p[1]``)."""
     out = {}
     for m in _ENTRY.finditer(ptx):
         ps = []
         for p in _PARAM.finditer(m.group(2)):
-            ps.append({"name": p.group(3), "type": p.group(2), "count": int(p.group(4) or 1)})
+            ps.append({"name": p.group(3), "type": p.group(2), "count": int(p.group(4) or 1),
+                       "array": p.group(4) is not None})
         out[m.group(1)] = ps
     return out
 
@@ -326,7 +329,7 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
             base, size = _find_alloc(allocs, addr)
             info.update(kind="pointer", allocation=alloc_names[(pid, base)], byte_offset=addr - base)
             pointer_bufs.append((key, base, size, addr))
-        elif len(raw) <= 8:
+        elif len(raw) <= 8 and not (pparams and i < len(pparams) and pparams[i].get("array")):
             info["kind"] = "scalar"
             spec["args"][key] = _scalar(raw, ptype)
             if ptype is None and len(raw) == 8 and int.from_bytes(raw, "little"):
