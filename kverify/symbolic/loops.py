@@ -18,15 +18,17 @@ from dataclasses import dataclass
 import z3
 
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import Instr, Loop
+from kverify.semantics.ir.nodes import Imm, Instr, Loop
 from kverify.semantics.ir.symint import SymInt
 from kverify.semantics.ir.visit import walk
 
 from .provenance import LOCAL
 from .records import State, SyncSite
-from .terms import fit, is_false, keys, mk_and, mk_ite, mk_not, mk_or
+from .terms import Symbols, fit, is_false, keys, mk_and, mk_ite, mk_not, mk_or
 
 K_LIMIT = 1 << 31  # iteration counters of loops without a validated trip count
+MAX_BOUND = 64  # the largest immediate taken as a candidate upper bound of a loop register
+MAX_BOUND_CANDIDATES = 16  # candidate bounds per loop (two queries each per round at most)
 
 
 @dataclass
@@ -269,6 +271,7 @@ class LoopSummaries:
                 del lst[marks.get(key, 0):]
             self.barrier_count, self.cta_barrier_count = bc_before, cta_before
             return ("retry", sorted(set(bad_ivs)), bad_trip, bad_regions)
+        self._bounds(lp, regs0, havocs, conts)
         # --- barriers per iteration
         c_vals = set()
         for c in conts:
@@ -362,6 +365,53 @@ class LoopSummaries:
         else:
             out = State(z3.substitute(out.pc, *xs), regs_x, epoch_x, z3.substitute(out.exited, *xs))
         return ("ok", info, out)
+
+    def _bounds(self, lp: Loop, regs0: dict, havocs: dict, conts) -> None:
+        """Upper bounds ``h <u U`` of the loop's havocked registers, proved together by induction
+        and added to the constraints: a register entering with a constant below ``U`` that every
+        continue leaves below ``U`` while the others keep theirs (Houdini's fixpoint over the
+        candidates). ``U`` is drawn from the immediates the body compares with (``setp.eq r, 3``
+        of a ring index wrapping at 3: ``U`` and ``U + 1``), so a ring's stage index is known to
+        stay in the ring, which tells its barriers apart from another ring's."""
+        if not conts or not havocs:
+            return
+        imms = {o.value for x, _ in walk(lp.body) if isinstance(x, Instr) and x.op == "setp"
+                for o in x.operands if isinstance(o, Imm) and isinstance(o.value, int) and 0 < o.value <= MAX_BOUND}
+        cands = []
+        syms = Symbols()
+        for r, h in sorted(havocs.items()):
+            old = regs0.get(r)
+            if old is None or z3.is_bool(h) or h.size() > 64 or z3.is_bool(old[0]):
+                continue
+            # loop-carried state only (a value the next iteration computes from this one's), not
+            # the temporaries every iteration recomputes
+            name = h.decl().name()
+            if not any(r in c.regs and not z3.is_bool(c.regs[r][0]) and name in syms(c.regs[r][0]) for c in conts):
+                continue
+            e = z3.simplify(fit(old[0], h.size()))
+            if not z3.is_bv_value(e):
+                continue
+            ups = sorted({u for c in imms for u in (c, c + 1) if e.as_long() < u})
+            cands += [(r, h, z3.BitVecVal(u, h.size())) for u in ups]
+        cands = cands[:MAX_BOUND_CANDIDATES]
+        while cands:
+            hyp = mk_and(*[z3.ULT(h, u) for _, h, u in cands])
+            bad = set()
+            for i, (r, h, u) in enumerate(cands):
+                for c in conts:
+                    now = c.regs.get(r)
+                    if now is None or z3.is_bool(now[0]) or now[0].size() != h.size():
+                        bad.add(i)
+                        break
+                    res, _ = self.check(mk_and(c.pc, hyp, mk_not(z3.ULT(now[0], u))))
+                    if res != "unsat":
+                        bad.add(i)
+                        break
+            if not bad:
+                break
+            cands = [c for i, c in enumerate(cands) if i not in bad]
+        for _, h, u in cands:
+            self.env.constraints_a.append((z3.ULT(h, u), keys(h)))
 
     def loop_closed_forms(self, lp: Loop, st: State, written, ivs) -> dict:
         """Extension point: ``{register: f}`` with ``f(k)`` the register's value at the

@@ -1,0 +1,38 @@
+// Two rings of mbarriers in one loop, as the CuTe TMA/wgmma tutorial's single issuing thread keeps
+// them: `full` advanced every iteration, `empty` only in the iterations that refill (a condition
+// on loaded data, so its index has no closed form in the iteration). The symbolic loop summary
+// bounds each ring index by the value its wrap compares with (`idx < 3`), which tells the two
+// rings' barriers apart (tests/test_ring_bounds.py). A static-analysis input: nothing arrives.
+#include <cstdint>
+
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tW_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+      "@!p bra W_%=;\n\t}" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(bar))), "r"(parity)
+      : "memory");
+}
+
+extern "C" __global__ void two_rings(const int* refill, int n) {
+  __shared__ uint64_t full[3], empty[3];
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 3; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(&full[i]))));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(&empty[i]))));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  int r = 0, w = 0;
+  uint32_t rp = 0, wp = 0;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {
+    wait(&full[r], rp);
+    if (++r == 3) { r = 0; rp ^= 1; }
+    if (refill[k]) {
+      wait(&empty[w], wp);
+      if (++w == 3) { w = 0; wp ^= 1; }
+    }
+  }
+}

@@ -1,0 +1,52 @@
+"""Bounds of ring indices in the symbolic loop summary (``LoopSummaries._bounds``): a loop register
+that enters below a value the body compares it with, and that every iteration keeps below it, is
+known to stay below it. tests/data/ring_bounds/two_rings.cu keeps two mbarrier rings in one loop,
+the second advanced only on loaded data (no closed form): with the bounds, no wait on ``full`` can
+name an ``empty`` barrier."""
+import re
+import time
+
+import pytest
+
+from conftest import ROOT
+from kverify.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.symbolic import loops
+from kverify.verifier.mbarrier.facts import Facts
+
+PTX = ROOT / "tests" / "data" / "ring_bounds" / "two_rings.ptx"
+
+
+def _facts():
+    m = load_module(str(PTX))
+    k = m.kernel("two_rings")
+    return Facts(m, k, LaunchSpec.from_dict({"kernel": "two_rings", "grid": [1, 1, 1], "block": [32, 1, 1]}),
+                 10.0, time.perf_counter()).prepare()
+
+
+def _waits(chk):
+    src = (ROOT / "tests" / "data" / "ring_bounds" / "two_rings.cu").read_text().splitlines()
+    out = {"full": [], "empty": []}
+    for w in chk.sites:
+        if w.kind == "wait" and w.loops:
+            line = src[w.instr.loc.line - 1] if w.instr.loc.line else ""
+            out["full" if "full" in line else "empty"].append(w)
+    return out
+
+
+def test_the_ring_indices_are_bounded_by_their_wrap_and_the_rings_do_not_alias():
+    chk = _facts()
+    bounds = [str(c) for c, _ in chk.env.constraints_a if re.fullmatch(r"ULT\(h\d+\.%r\d+!A, [34]\)", str(c))]
+    assert len(bounds) >= 2, bounds  # the read index and the write index
+    waits = _waits(chk)
+    assert waits["full"] and waits["empty"]
+    for f in waits["full"]:
+        for e in waits["empty"]:
+            assert chk.alias(f, e) == "unsat"
+
+
+def test_without_the_bounds_the_rings_may_alias(monkeypatch):
+    monkeypatch.setattr(loops.LoopSummaries, "_bounds", lambda self, *a: None)
+    chk = _facts()
+    waits = _waits(chk)
+    assert any(chk.alias(f, e) != "unsat" for f in waits["full"] for e in waits["empty"])
