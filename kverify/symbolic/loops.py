@@ -375,8 +375,10 @@ class LoopSummaries:
         stay in the ring, which tells its barriers apart from another ring's."""
         if not conts or not havocs:
             return
-        imms = {o.value for x, _ in walk(lp.body) if isinstance(x, Instr) and x.op == "setp"
-                for o in x.operands if isinstance(o, Imm) and isinstance(o.value, int) and 0 < o.value <= MAX_BOUND}
+        compares = [x for x, _ in walk(lp.body) if isinstance(x, Instr) and x.row is not None
+                    and x.row.semantics == "setp"]  # the op table's comparison family
+        imms = {o.value for x in compares for o in x.operands
+                if isinstance(o, Imm) and isinstance(o.value, int) and 0 < o.value <= MAX_BOUND}
         cands = []
         syms = Symbols()
         for r, h in sorted(havocs.items()):
