@@ -303,11 +303,11 @@ class Shadow:
         if self.has_atom is None:
             self.has_atom = self._paged(bool, False)
         mixed = read = False
-        uniq = np.unique(idx)
+        uniq, first = np.unique(idx, return_index=True)
         unordered = len(uniq) < len(idx)
-        lane_of = dict(zip(idx.tolist(), lanes.tolist())) if lanes is not None and not unordered else {}
-        for b in uniq.tolist():
-            mine = (agent, lane_of.get(b, -1))
+        lane_of = (lanes[first] if lanes is not None and not unordered else np.full(len(uniq), -1)).tolist()
+        for b, lane in zip(uniq.tolist(), lane_of):
+            mine = (agent, lane)
             last = self.atom_lane.get(b)
             if last is not None and last[0] == agent and last[1] != mine[1]:
                 unordered = True

@@ -313,9 +313,9 @@ def h_atom(m, w, ins, mask):
     fmods = atom_float_mods(op, ty, ins.mods, space)
     # lanes in order on each location; lanes on distinct locations at once (round r: the r-th
     # lane of every location)
-    active = np.flatnonzero(mask)
-    for lanes in _rounds(active, np.asarray(offs)[active]):
-        o = np.asarray(offs)[lanes]
+    active, offs = np.flatnonzero(mask), np.asarray(offs)
+    for lanes in _rounds(active, offs[active]):
+        o = offs[lanes]
         old = load_bytes(region.data, o, nb)
         new = atomic_update(op, ty, fmods, old, b[lanes], None if c is None else c[lanes])
         store_bytes(region.data, o, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
