@@ -17,10 +17,10 @@ from kverify.verifier.mbarrier.facts import Facts
 PTX = ROOT / "tests" / "data" / "ring_bounds" / "two_rings.ptx"
 
 
-def _facts():
+def _facts(kernel="two_rings"):
     m = load_module(str(PTX))
-    k = m.kernel("two_rings")
-    return Facts(m, k, LaunchSpec.from_dict({"kernel": "two_rings", "grid": [1, 1, 1], "block": [32, 1, 1]}),
+    k = m.kernel(kernel)
+    return Facts(m, k, LaunchSpec.from_dict({"kernel": kernel, "grid": [1, 1, 1], "block": [32, 1, 1]}),
                  10.0, time.perf_counter()).prepare()
 
 
@@ -49,4 +49,13 @@ def test_without_the_bounds_the_rings_may_alias(monkeypatch):
     monkeypatch.setattr(loops.LoopSummaries, "_bounds", lambda self, *a: None)
     chk = _facts()
     waits = _waits(chk)
+    assert any(chk.alias(f, e) != "unsat" for f in waits["full"] for e in waits["empty"])
+
+
+def test_an_index_that_escapes_its_ring_gets_no_bound_and_may_alias():
+    """``escaping``: the read index steps by 2 and is reset only at 3 (0, 2, 4, ...): a bound of
+    3 is not inductive, so none is claimed, and its waits may name the other ring's barriers."""
+    chk = _facts("escaping")
+    waits = _waits(chk)
+    assert waits["full"] and waits["empty"]
     assert any(chk.alias(f, e) != "unsat" for f in waits["full"] for e in waits["empty"])

@@ -36,3 +36,23 @@ extern "C" __global__ void two_rings(const int* refill, int n) {
     }
   }
 }
+
+// escaping: the read index steps by 2 and is reset only when it equals 3, so from 0 it runs
+// 0, 2, 4, 6, ... past its ring (a bug): no bound may be proved for it, and its waits may name the
+// other ring's barriers.
+extern "C" __global__ void escaping(const int* refill, int n) {
+  __shared__ uint64_t full[3], empty[3];
+  if (threadIdx.x != 0) return;
+  int r = 0, w = 0;
+  uint32_t rp = 0, wp = 0;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {
+    wait(&full[r], rp);
+    r += 2;
+    if (r == 3) { r = 0; rp ^= 1; }
+    if (refill[k]) {
+      wait(&empty[w], wp);
+      if (++w == 3) { w = 0; wp ^= 1; }
+    }
+  }
+}
