@@ -35,7 +35,7 @@ from .instructions import Instructions
 from .loops import LoopSummaries
 from .provenance import LOCAL, Provenance
 from .records import State
-from .terms import FALSE, TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
+from .terms import FALSE, TRUE, Substitution, Symbols, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
 
 
 class Executor(LoopSummaries, Calls, Instructions, Provenance):
@@ -49,6 +49,7 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         self.syncs: list = []
         self.loops: list = []
         self.traps: list = []  # path conditions under which a thread executes ``trap``
+        self._syms = Symbols()  # names of the symbols in a term (memoized)
         self.reasons = {"shared": [], "global": []}
         self.notes: list = []
         # synchronization that may order accesses but is not counted: a race found while

@@ -91,6 +91,8 @@ class Instructions:
             return st
         if row.effect in ("nop", "control") or row.sync in NO_ORDERING:
             return st
+        if row.collective == "shuffle" and self.shuffle(ins, st, guard):
+            return st
         if row.semantics not in FAMILIES and row.semantics != "cvta":
             self.havoc_dests(st, ins, guard, ins.op)
             return st
@@ -106,6 +108,42 @@ class Instructions:
         """``trap``: nothing after it runs on this path."""
         self.traps.append(mk_and(st.pc, guard))
         return State(mk_and(st.pc, mk_not(guard)), st.regs, st.epoch, st.exited)
+
+    def shuffle(self, ins: Instr, st: State, guard) -> bool:
+        """``shfl.sync.idx.b32 d, a, lane, 31, 0xffffffff`` with constant lane, clamp and mask, in a
+        one-dimensional block of whole warps, of a value that reads no per-thread symbol but
+        ``%tid.x`` (§9.7.9.6: lane ``lane`` of the thread's warp supplies ``a``): ``d`` is ``a`` at
+        ``%tid.x`` with its low five bits replaced by ``lane`` -- the warp-index broadcast
+        (``__shfl_sync(~0u, threadIdx.x / 32, 0)``). False when the form is another (the
+        caller approximates the result)."""
+        ops = ins.operands
+        env = self.env
+        if "idx" not in ins.mods or len(ops) < 5 or env.block is None or env.block[1:] != (1, 1) \
+                or env.block[0] % 32:
+            return False
+        consts = [z3.simplify(self.read(st, o, 32)[0]) for o in ops[2:5]]
+        if not all(z3.is_bv_value(x) for x in consts):
+            return False
+        lane, clamp, mask = (x.as_long() for x in consts)
+        if clamp & 0x1FFF != 31 or mask != 0xFFFFFFFF:
+            return False
+        a = self.read(st, ops[1], 32)[0]
+        if a is None or z3.is_bool(a):
+            return False
+        tx = env.tid[0]
+        per_thread = {x.decl().name() for x, _ in env.pairs}
+        if any(n in per_thread and n != str(tx) and not n.startswith("ctaid.") for n in self._syms(a)):
+            return False
+        lane = z3.BitVecVal(lane & 31, 32)
+        v = z3.simplify(z3.substitute(a, (tx, (tx & z3.BitVecVal(~31 & 0xFFFFFFFF, 32)) | lane)))
+        d = ops[0]
+        if isinstance(d, PairOp):  # d|p: p (the source lane is in range) holds
+            if isinstance(d.second, Reg):
+                self.write(st, d.second.name, (z3.BoolVal(True), None), guard)
+            d = d.first
+        if isinstance(d, Reg):
+            self.write(st, d.name, (fit(v, self.widths.get(d.name, 32)), None), guard)
+        return True
 
     def alu(self, ins: Instr, st: State, guard) -> State:
         """An instruction with value semantics, over the Z3 domain; the operand widths follow
@@ -224,6 +262,9 @@ class Instructions:
     # ------------------------------------------------------------------ memory
     def memory(self, ins: Instr, st: State, guard) -> State:
         op, mods = ins.op, ins.mods
+        if is_false(z3.simplify(mk_and(st.pc, guard))):  # a path no thread takes: no access, no reason
+            self.havoc_dests(st, ins, guard, op)
+            return st
         space = space_of(ins)
         slot, mode = deref(ins)
         ops = ins.operands
@@ -464,14 +505,16 @@ class Instructions:
             return
         if isinstance(a, Addr) and isinstance(a.base, Sym) and self.param_read(ins, st, guard, a):
             return
-        got = self.struct_field(ins, st, a) if isinstance(d, Reg) and isinstance(a, Addr) else None
+        got = self.struct_field(ins, st, a) if isinstance(a, Addr) else None
         if got is not None:
-            term, region = got
-            w = self.widths.get(d.name, 32)
             ty = (ins.types() or ["b32"])[-1]
-            if term.size() < w:
-                term = z3.SignExt(w - term.size(), term) if ty.startswith("s") else z3.ZeroExt(w - term.size(), term)
-            self.write(st, d.name, (fit(term, w), region), guard)
+            for e, (term, region) in zip(list(d.elems) if isinstance(d, VecOp) else [d], got):
+                if not isinstance(e, Reg):
+                    continue
+                w = self.widths.get(e.name, 32)
+                if term.size() < w:
+                    term = z3.SignExt(w - term.size(), term) if ty.startswith("s") else z3.ZeroExt(w - term.size(), term)
+                self.write(st, e.name, (fit(term, w), region), guard)
             return
         src = self._by_value_source(st, a) if isinstance(a, Addr) else None
         if src is not None:
@@ -546,9 +589,10 @@ class Instructions:
         return (p.source_name or p.name) if p is not None else pname
 
     def struct_field(self, ins: Instr, st: State, a: Addr):
-        """``(value, region)`` of a load from a by-value struct parameter at an offset the
-        walk knows, from the launch's fields (``SymEnv.struct_load``); else ``None`` (the
-        destination is then havocked, and a pointer read that way points nowhere known)."""
+        """``[(value, region)]``, one per element, of a (vector) load from a by-value struct
+        parameter at an offset the walk knows, from the launch's fields (``SymEnv.struct_load``);
+        else ``None`` (the destination is then havocked, and a pointer read that way points
+        nowhere known)."""
         if isinstance(a.base, Sym):
             if a.base.name not in self.env.struct_fields:
                 return None
@@ -564,9 +608,11 @@ class Instructions:
             off = o.as_long()
         ty = (ins.types() or ["b32"])[-1]
         vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
-        if vec != 1 or off < 0:
+        if off < 0:
             return None
-        return self.env.struct_load(name, off, max(1, SCALAR_BITS.get(ty, 32) // 8))
+        n = max(1, SCALAR_BITS.get(ty, 32) // 8)
+        got = [self.env.struct_load(name, off + i * n, n) for i in range(vec)]  # a vector load: each element
+        return None if any(g is None for g in got) else got
 
     # ------------------------------------------------------------------ barriers
     def barrier(self, ins: Instr, st: State, guard) -> State:

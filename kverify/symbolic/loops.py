@@ -29,6 +29,7 @@ from .terms import Symbols, fit, is_false, keys, mk_and, mk_ite, mk_not, mk_or
 K_LIMIT = 1 << 31  # iteration counters of loops without a validated trip count
 MAX_BOUND = 64  # the largest immediate taken as a candidate upper bound of a loop register
 MAX_BOUND_CANDIDATES = 16  # candidate bounds per loop (two queries each per round at most)
+REACH_PREFIX = 16  # iterations j whose continue is required of every later one (``_reached``)
 
 
 @dataclass
@@ -69,6 +70,7 @@ class LoopSummaries:
         # extension point: closed forms of further loop-carried registers (validated like
         # induction variables below); none by default
         forms = dict(self.loop_closed_forms(lp, st, written, ivs) or {})
+        forms.update({r: f for r, f in self._functional_forms(st.regs, ivs, written).items() if r not in forms})
         self._closed_forms[id(lp)] = forms
         trip_modes = ["sext", "zext", None] if lp.trip_count is not None else [None]
         dropped: list = []
@@ -154,6 +156,7 @@ class LoopSummaries:
     def _loop_attempt(self, lp: Loop, st: State, ivs: dict, mode, written, region_unknown):
         n = len(self.loops)
         k = self.env.fresh(f"k{n}.{lp.label}", 64)
+        pmark = len(self.env.pairs)  # symbols made from here on stand for one iteration's values
         regs0 = st.regs
         trip = self._trip_term(lp, regs0, mode)
         if mode is not None and trip is None:
@@ -291,6 +294,8 @@ class LoopSummaries:
                         "barrier intervals in it are not summarized", None, ordering=True)
         info.barriers_per_iteration = cper
         info.cont_pc = mk_or(*[c.pc for c in conts])
+        if conts:
+            self._reached(k, info.cont_pc, pmark)
         head_epoch = z3.simplify(st.epoch + z3.BitVecVal(cper, 64) * k)
         sub = [(eh, head_epoch)]
         for a in self.accesses[amark:]:
@@ -335,6 +340,8 @@ class LoopSummaries:
             kx = z3.simplify(trip - 1)
         else:
             kx = self.env.fresh(f"kx{n}.{lp.label}", 64, approx=not info.exact)
+            if conts:  # the iteration it leaves in was reached like any other
+                self._reached(k, info.cont_pc, pmark, at=kx)
         info.kx = kx
         xs = [(k, kx)]
         regs_x = dict(out.regs)
@@ -365,6 +372,62 @@ class LoopSummaries:
         else:
             out = State(z3.substitute(out.pc, *xs), regs_x, epoch_x, z3.substitute(out.exited, *xs))
         return ("ok", info, out)
+
+    def _reached(self, k, cont, pmark: int, at=None) -> None:
+        """Iteration ``at`` (default ``k``) starts only when every iteration before it continued:
+        the continue condition (a term of ``k``) at ``at - 1`` and at each of the first
+        ``REACH_PREFIX`` iterations below ``at``, added to the constraints when it reads nothing
+        the body makes per iteration (a havocked register or a loaded value is one symbol for
+        every iteration, and must not be read at another). It keeps a loop's unreachable
+        iterations (a persistent kernel's tiles past the last one) out of every query, and pins
+        the iteration a loop leaves in (``kx``) where the launch decides it."""
+        inner = {a.decl().name() for a, _ in self.env.pairs[pmark:]}
+        if Symbols()(cont) & inner:
+            return
+        at = k if at is None else at
+        prev = z3.substitute(cont, (k, at - 1))
+        self.env.constraints_a.append((z3.Implies(z3.UGE(at, 1), prev), keys(at)))
+        # every iteration j < at continued too: the first ones, for loops whose counters wrap
+        # (``tile += gridDim.x`` in 32 bits meets ``tile < ntiles`` again after 2^32 / gridDim.x)
+        for j in range(REACH_PREFIX):
+            now = z3.simplify(z3.substitute(cont, (k, z3.BitVecVal(j, 64))))
+            if not z3.is_true(now):
+                self.env.constraints_a.append((z3.Implies(z3.UGT(at, j), now), keys(at)))
+            if z3.is_false(now):
+                break
+
+    def _functional_forms(self, regs0: dict, ivs: dict, written) -> dict:
+        """Closed forms ``r(k) = F(x(k))`` of loop-carried registers that the loop recomputes from
+        an induction variable ``x`` the way they were computed before it: ``F`` is ``r``'s entry
+        value with ``x``'s entry value abstracted (a persistent kernel's tile coordinates, divided
+        out of the linear tile index that steps by the grid size). Validated by induction like
+        every closed form (at each ``continue``, ``r == F(x(k + 1))``)."""
+        out = {}
+        steps = []
+        for x, iv in sorted(ivs.items()):
+            old = regs0.get(x)
+            if old is None or z3.is_bool(old[0]) or z3.is_bv_value(z3.simplify(old[0])):
+                continue
+            try:
+                step = self.symint(iv.step, old[0].size(), regs0)
+            except Unsupported:
+                continue
+            steps.append((x, old[0], step))
+        if not steps:
+            return out
+        for r in sorted(written):
+            old = regs0.get(r)
+            if r in ivs or old is None or z3.is_bool(old[0]) or z3.is_bv_value(old[0]):
+                continue
+            for x, x0, step in steps:
+                if not _contains(old[0], x0):
+                    continue
+                v = z3.FreshConst(x0.sort(), "iv")
+                body = z3.substitute(old[0], (x0, v))
+                out[r] = (lambda k, body=body, v=v, x0=x0, step=step:
+                          z3.simplify(z3.substitute(body, (v, x0 + fit(k, x0.size()) * step))))
+                break
+        return out
 
     def _bounds(self, lp: Loop, regs0: dict, havocs: dict, conts) -> None:
         """Upper bounds ``h <u U`` of the loop's havocked registers, proved together by induction
@@ -421,3 +484,17 @@ class LoopSummaries:
         variables. Each form is validated by induction like an induction variable (and
         dropped when it fails); the race checker proposes none."""
         return {}
+
+
+def _contains(t, sub, limit: int = 20000) -> bool:
+    """Whether ``sub`` is a subterm of ``t`` (up to ``limit`` distinct nodes visited)."""
+    seen, todo = set(), [t]
+    while todo and len(seen) < limit:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if e.eq(sub):
+            return True
+        todo.extend(e.children())
+    return False

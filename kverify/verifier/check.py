@@ -358,10 +358,16 @@ def _interpreter(ctx):
     # kernel whose assertions the symbolic checker did not prove runs every CTA; nor a PDL pair's
     # grids (the footprint and the check against it need every CTA)
     asserts_open = "assert" in ctx.uses and ctx.assertions_status != "proved"
-    if ctx.smt and not (ctx.uses & {"async", "mbarrier", "unknown"}) and not asserts_open and ctx.pdl is None:
-        from kverify.verifier.races.symmetry import representatives
+    clusters = tuple(spec.cluster) != (1, 1, 1)
+    if ctx.smt and "unknown" not in ctx.uses and not asserts_open and ctx.pdl is None:
+        if not (ctx.uses & {"async", "mbarrier"}) and not clusters:
+            from kverify.verifier.races.symmetry import representatives
 
-        reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
+            reps, sym_why = representatives(module, kernel, spec, ctx.timeout_s, prior=ctx.race_run)
+        else:  # asynchronous copies, mbarriers, clusters: whole clusters stand for the others
+            from kverify.verifier.races.clusters import cluster_representatives
+
+            reps, sym_why = cluster_representatives(module, kernel, spec, ctx.timeout_s)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
                        settle=True, ctas=reps, max_seconds=ctx.time_budget,
@@ -393,8 +399,10 @@ def _interpreter(ctx):
     if reps is not None:
         shown = ", ".join(str(c[0]) if g[1] == g[2] == 1 else str(c) for c in reps[:12])
         more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""
-        launch += (f" (CTAs {{{shown}{more}}} interpreted, the others are symmetric: {sym_why}; "
-                   f"memory safety and outputs of the other CTAs are not checked by this run)")
+        what = (f"the clusters starting at CTAs {{{shown}{more}}}" if clusters else f"CTAs {{{shown}{more}}}")
+        launch += (f" ({what} interpreted, the others are symmetric: {sym_why}; "
+                   f"memory safety and outputs of the other {'clusters' if clusters else 'CTAs'} are not "
+                   f"checked by this run)")
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
     elif r.schedules_total is None:

@@ -295,14 +295,17 @@ class MbarExecutor(Executor):
         return st
 
     # ------------------------------------------------------------------ tensor maps
-    def _tensor_bytes(self, ins: Instr):
+    def tensor_map(self, ins: Instr):
+        """``(tensor map, "")`` of the launch spec that a tensor copy's ``[tmap, {...}]`` operand
+        names (a tensor-map parameter, or a tensor map inside a by-value struct), or ``(None,
+        why not)``."""
         if self.launch is None or not (getattr(self.launch, "tensormaps", None) or any(
                 isinstance(a, dict) and "struct" in a for a in (getattr(self.launch, "args", None) or {}).values())):
             return None, "the copy size comes from a tensor map and no launch spec gives tensor maps"
         if any(m in ins.mods for m in ("im2col::w", "im2col::w::128", "im2col_no_offs", "tile::gather4")):
             return None, f"{ins.opcode}: only tile and im2col mode copies are modelled"
-        im2col = "im2col" in ins.mods
-        src = ins.operands[1]
+        # the tensor operand ``[tmap, {coords}]``: the source of a load, the destination of a store
+        src = next((o for o in ins.operands if isinstance(o, Addr) and o.coords), ins.operands[1])
         if not isinstance(src, Addr):
             return None, "tensor map operand not understood"
         pname, poff = self._param_of(src.base, with_offset=True)
@@ -322,6 +325,14 @@ class MbarExecutor(Executor):
                 return None, f"the launch spec gives no tensor map at offset {poff + src.offset} of struct {pname}"
         if tm is None:
             return None, f"the launch spec gives no tensor map for parameter {pname}"
+        return tm, ""
+
+    def _tensor_bytes(self, ins: Instr):
+        tm, why = self.tensor_map(ins)
+        if tm is None:
+            return None, why
+        pname = self._param_of(ins.operands[1].base)
+        im2col = "im2col" in ins.mods
         dt = dtypes.lookup(tm.get("dtype"))
         if im2col != (tm.get("mode") == "im2col"):
             return None, (f"{ins.opcode}: a {'.im2col' if im2col else 'tile-mode'} copy through the "

@@ -145,24 +145,16 @@ class _Checker:
         every query. Returns None, or ``(reason, locations)`` when the kernel is outside the
         classic model (nothing executed)."""
         kernel = self.kernel
-        from kverify.semantics.ir.visit import reachable_instructions
-
-        scope = []
-        for i in reachable_instructions(self.module, kernel):
-            if outside_classic_model(i):
-                scope.append(i)
-        if scope:
-            i = scope[0]
-            why = (f"the kernel uses {i.opcode} ({_where(i, self.module)}): asynchronous copies, "
-                   "mbarriers and wgmma are outside the classic barrier-interval race check")
-            return why, [Location.of(i.loc, self.module.path)]
+        early = self.outside_scope()
+        if early is not None:
+            return early
         env = self.env = Env(self.module, kernel, self.launch)
         budget = self.setup_budget = SolverBudget(self.timeout_s * 2, label="race.setup")
 
         def check_a(f):
             return self.solve([f], budget, base=env.shared_constraints + env.constraints_a)
 
-        ex = self.ex = self.executor_class(env, check_a)
+        ex = self.ex = self.make_executor(env, check_a)
         ex.run()
         self.sub = Substitution(env.pairs)
         self._b_memo = {}
@@ -183,6 +175,21 @@ class _Checker:
         self.witnessed = {}  # (id(a), id(bb)) -> the atomic order a race's counterexample rests on
         self.executed = True  # the executor ran to the end (other checkers may reuse it)
         return None
+
+    def outside_scope(self):
+        """``(reason, locations)`` when the kernel is outside the classic model (an asynchronous
+        copy, an mbarrier or wgmma), else None."""
+        from kverify.semantics.ir.visit import reachable_instructions
+
+        i = next((i for i in reachable_instructions(self.module, self.kernel) if outside_classic_model(i)), None)
+        if i is None:
+            return None
+        why = (f"the kernel uses {i.opcode} ({_where(i, self.module)}): asynchronous copies, "
+               "mbarriers and wgmma are outside the classic barrier-interval race check")
+        return why, [Location.of(i.loc, self.module.path)]
+
+    def make_executor(self, env, check_a):
+        return self.executor_class(env, check_a)
 
     def preconditions_vacuous(self, budget) -> str | None:
         """The reason a race proof would be vacuous: the kernel's preconditions (GPUVerify

@@ -130,32 +130,59 @@ def _conditions(c, ex, obs, same):
     return out
 
 
-def _cover(c, env, conds, reps, same, budget):
+def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1)):
     """``reps`` grown until every CTA of the grid agrees, thread by thread, with one of them on
     every condition of ``conds``; None when the solver gives no answer. Each round asks z3 for a
     CTA (thread A's ``%ctaid``) that, for every representative, differs from it on some condition
     for some thread (per representative, a fresh copy of the thread's own symbols: ``%tid``, loop
     counters); the per-thread constraints that mention only those symbols (``%tid < %ntid``) hold
     for each copy. Constraints left out only admit more differences: more representatives, never
-    fewer."""
+    fewer. With clusters of more than one CTA, ``reps`` are cluster indices and a CTA is compared
+    with the CTA of the same rank in each representative cluster. A condition is a predicate or
+    a value (a barrier's address, a tx count): a value must be equal."""
     if not conds:
         return reps
     ids = {str(x) for x in env.ctaid}
     consts = {}
     for a, _ in env.pairs:
         consts[a.decl().name()] = a
-    free = sorted({n for f in conds for n in c.symbols(f) if n in consts and n not in ids})
+    # the iteration a loop leaves in, where the launch decides it (a persistent kernel's last
+    # tile): a value of the CTA, one copy per side, pinned by its constraints (``_reached``)
+    exits = {info.kx.decl().name() for info in c.ex.loops
+             if info.kx is not None and z3.is_const(info.kx) and not z3.is_bv_value(info.kx)}
+    dep = sorted({n for f in conds for n in c.symbols(f) if n in exits})
+    free = sorted({n for f in conds for n in c.symbols(f) if n in consts and n not in ids and n not in dep})
     own = [(t, k) for t, k in env.constraints_a
            if k and k <= set(free) and not (c.symbols(t) & ids)
            and all(n in free or same(n) for n in c.symbols(t))]
+    pinned = [t for t, _ in env.constraints_a
+              if c.symbols(t) & set(dep) and all(n in free or n in dep or n in ids or same(n) for n in c.symbols(t))]
     base = [t for t, _ in env.shared_constraints] + [z3.ULT(x, n) for x, n in zip(env.ctaid, env.nctaid)]
+
+    def differ(f, g):
+        return z3.Xor(f, g) if z3.is_bool(f) else f != g
+
+    def at(x, q, cl):  # the CTA of x's rank in cluster q
+        v = z3.BitVecVal(q * cl, x.size())
+        return v if cl == 1 else v + z3.URem(x, z3.BitVecVal(cl, x.size()))
+
     reps = set(reps)
     while len(reps) <= MAX_REPS:
         parts = []
         for j, r in enumerate(sorted(reps)):
             ren = Substitution([(consts[n], z3.Const(f"{n}@{j}", consts[n].sort())) for n in free])
-            at_r = Substitution([(x, z3.BitVecVal(v, x.size())) for x, v in zip(env.ctaid, r)])
-            parts.append(z3.And(*[ren(t) for t, _ in own], z3.Or(*[z3.Xor(ren(f), at_r(ren(f))) for f in conds])))
+            at_r = Substitution([(x, at(x, v, cl)) for x, v, cl in zip(env.ctaid, r, cluster)])
+            ren_x = Substitution([(consts[n], z3.Const(f"{n}@{j}x", consts[n].sort())) for n in dep])
+            ren_r = Substitution([(consts[n], z3.Const(f"{n}@{j}r", consts[n].sort())) for n in dep])
+
+            def mine(t):
+                return ren_x(ren(t))
+
+            def theirs(t):
+                return at_r(ren_r(ren(t)))
+
+            parts.append(z3.And(*[ren(t) for t, _ in own], *[mine(t) for t in pinned], *[theirs(t) for t in pinned],
+                                z3.Or(*[differ(mine(f), theirs(f)) for f in conds])))
         s = z3.Solver()
         s.add(*base, *parts)
         res = budget.check(s)
@@ -164,7 +191,7 @@ def _cover(c, env, conds, reps, same, budget):
         if res != z3.sat:
             return None
         m = s.model()
-        reps.add(tuple(m.eval(x, model_completion=True).as_long() for x in env.ctaid))
+        reps.add(tuple(m.eval(x, model_completion=True).as_long() // cl for x, cl in zip(env.ctaid, cluster)))
     return reps
 
 
@@ -176,9 +203,11 @@ def _sameness(c, ex):
     iteration): the launch (parameters, dimensions, buffer addresses), the thread's own index, loop
     iteration counters, and the registers a loop summary over-approximates when their value at
     the loop's head and at each of its continues reads nothing else (``d >>= 1`` from
-    ``blockDim.x / 2``: by induction over the iterations, the same sequence in every CTA) -- not
-    loaded data or anything computed from it. ``%ctaid`` passes too: it is what the
-    representatives vary."""
+    ``blockDim.x / 2``: by induction over the iterations, the same sequence in every CTA), and the
+    result of a warp collective (shuffle, vote, match, reduce: ``ex.derived``) over such values
+    only -- not loaded data or anything computed from it, nor anything computed from ``%ctaid``
+    that the engine approximates (the condition would no longer name it). ``%ctaid`` itself passes:
+    it is what the representatives vary."""
     env = c.env
     params = env.params
     ids = {str(x) for x in env.ctaid}
@@ -192,6 +221,18 @@ def _sameness(c, ex):
         return (name in params or name.startswith(_SAME_IN_EVERY_CTA) or name.split(".byte")[0] in params
                 or re.fullmatch(r"kx\d+\..*![AB]", name) is not None)
 
+    derived = getattr(ex, "derived", {})  # warp collectives' results and what they read
+
+    def collectives():
+        changed = True
+        while changed:
+            changed = False
+            for n, srcs in derived.items():
+                if n not in ok and all(same(x) and x not in ids for t in srcs for x in c.symbols(t)):
+                    ok.update((n, n[:-1] + "B"))
+                    changed = True
+
+    collectives()
     for info in ex.loops:  # outer loops first: an inner loop's registers may start from theirs
         hv = {r: h.decl().name() for r, h in (info.havocs or {}).items()}
         heads = info.head_regs or {}
@@ -203,14 +244,15 @@ def _sameness(c, ex):
         changed = True
         while changed and live:
             changed = False
-            if not all(fine(pc) for pc, _ in info.conts):
-                live = set()
-                break
+            # which continue a thread takes matters only to a register the continues update
+            # differently (the iteration reached is itself a condition the representatives cover)
+            pcs_fine = all(fine(pc) for pc, _ in info.conts)
             for r, name in hv.items():
                 if name not in live:
                     continue
                 terms = ([heads[r][0]] if r in heads else []) + [regs[r][0] for _, regs in info.conts if r in regs]
-                if not all(fine(t) for t in terms):
+                updates = {regs[r][0].get_id() for _, regs in info.conts if r in regs}
+                if not all(fine(t) for t in terms) or (len(updates) > 1 and not pcs_fine):
                     live.discard(name)
                     changed = True
         ok |= live | {n[:-1] + "B" for n in live if n.endswith("!A")}
@@ -219,6 +261,7 @@ def _sameness(c, ex):
             kx = info.kx.decl().name() if z3.is_const(info.kx) else None
             if kx:
                 ok |= {kx, kx[:-1] + "B"}
+    collectives()
     return same
 
 

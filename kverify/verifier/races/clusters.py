@@ -1,0 +1,354 @@
+"""Cluster symmetry: when no cluster can affect another, a few representative clusters stand
+for the grid -- for kernels with asynchronous copies, mbarriers, wgmma, distributed shared
+memory and clusters, which the classic CTA symmetry (:mod:`.symmetry`) does not take.
+
+The argument (docs/verdicts.md, "When a few clusters stand for the grid"):
+
+1. **No cluster reads or writes what another writes.** No global atomic or strong access, no
+   write whose buffer is unknown, no asynchronous write to global memory (a TMA store or bulk
+   reduction: its footprint is not encoded), no cooperative launch; every buffer an
+   asynchronous copy reads (a tensor map's, a bulk copy's source) is written by no access; and
+   z3 proves over two symbolic threads that no global byte one thread writes is accessed by
+   another thread at all (any two distinct threads of the grid, every loop iteration). Then the
+   only channels between CTAs are distributed shared memory, multicast copies, cluster barriers
+   and remote mbarrier operations, which reach the CTAs of one cluster only (§9.7.9.27,
+   §9.7.13.15, §9.7.13.3 barrier.cluster).
+2. **What differs between clusters is a function of ``%ctaid``.** One symbolic thread runs the
+   kernel (the mbarrier executor, :mod:`kverify.verifier.mbarrier.sites`) and records every
+   instruction with an effect beyond its registers: barriers and loop decisions (with the
+   threads that exited), traps, shared-memory accesses (condition and address), global
+   accesses (condition only: their addresses are the subject of 1.), and every
+   synchronization and asynchronous instruction with its condition and operand values -- the
+   barrier, counts, tx bytes, parity, shared destinations, sizes, masks, wgmma descriptors --
+   leaving out global-memory operands and the data a store carries. The cluster registers are
+   functions of ``%ctaid`` (``Env``). Two clusters whose CTAs agree rank by rank, thread by
+   thread and iteration by iteration on all of these run alike, but for their global addresses
+   and the values they move. Representatives: the first and the last cluster, then, for as
+   long as z3 finds one, a cluster that disagrees with every chosen one somewhere
+   (``symmetry._cover`` over cluster indices: complete on its own, so two to start with suffice).
+3. **Nothing else varies.** If one of these conditions or values reads data loaded from
+   memory or a value the engine over-approximates -- except loop registers that read only the
+   launch and each other, and warp collectives (shuffle, vote, match, reduce) over such values
+   (``symmetry._sameness``) -- the kernel is not reduced.
+
+Anything not established returns ``(None, why)``: the interpreter runs every cluster.
+"""
+from __future__ import annotations
+
+import time
+
+import z3
+
+from kverify.semantics.ir.nodes import Addr, Imm, Reg, VecOp, where
+from kverify.semantics.ir.optable import SPACES
+from kverify.symbolic import Substitution, Unsupported, is_false, mk_and, mk_or, row_of
+from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
+from kverify.verifier.mbarrier.sites import MbarExecutor
+
+from .smt import _Checker
+from .symmetry import MAX_REPS, _cover, _sameness
+
+MIN_CLUSTERS = 3  # fewer: the first and the last are all of them
+GROUP_S = 2.0  # solver seconds one query over two families of global accesses may take
+_DATA_BITS = ("t", "t2")  # a slot typed as the instruction: the data a store or an atomic carries
+_ACCESS = ("load", "store", "update")
+
+
+class _EffectExecutor(MbarExecutor):
+    """The mbarrier executor, recording what ``cluster_representatives`` compares between
+    clusters (module docstring, 2.) and the global buffers asynchronous copies touch."""
+
+    def __init__(self, env, check, launch):
+        super().__init__(env, check, launch)
+        self.effects: list = []  # (instr, pc, [terms])
+        self.global_async: list = []  # (instr, "read" | "write", region or None)
+        self.derived: dict = {}  # approximate symbol (thread A) of a collective or mapa -> its operand terms
+
+    def plain_instr(self, ins, st, guard):
+        row = row_of(ins)
+        if row.effect in ("sync", "async") and not is_false(z3.simplify(mk_and(st.pc, guard))):
+            self._record(ins, st, guard, row)
+        # a warp collective's result, or a cluster window address (mapa: the same rank and offset
+        # name the same numeric address in every cluster), is a function of what it reads
+        derived = row.collective in ("shuffle", "vote", "match", "reduce") or row.semantics == "mapa"
+        srcs = self._sources(ins, st) if derived else None
+        st = super().plain_instr(ins, st, guard)
+        if srcs is not None:
+            for r in self.dests(ins):
+                t = st.regs.get(r, (None,))[0]
+                if t is not None and z3.is_const(t):
+                    self.derived.setdefault(t.decl().name(), []).extend(srcs)
+        return st
+
+    def async_instr(self, ins, st, guard):
+        if not is_false(z3.simplify(mk_and(st.pc, guard))):
+            self._record(ins, st, guard, row_of(ins))
+        return super().async_instr(ins, st, guard)
+
+    def _sources(self, ins, st) -> list:
+        row = row_of(ins)
+        out = []
+        for i, op in enumerate(ins.operands):
+            slot = row.operands[min(i, len(row.operands) - 1)] if row.operands else None
+            if slot is None or slot.access == "def":
+                continue
+            for r in (op.elems if isinstance(op, VecOp) else (op,)):
+                if isinstance(r, Reg):
+                    out.append(self.read(st, r, None)[0])
+        return [t for t in out if t is not None]
+
+    def _record(self, ins, st, guard, row):
+        """The instruction's path condition and the operand values that matter (module
+        docstring, 2.); the buffers of its global-memory operands."""
+        pc = mk_and(st.pc, guard)
+        spaces = iter([m for m in ins.mods if m in SPACES])  # a copy names its spaces as its operands come
+        terms = []
+        for i, op in enumerate(ins.operands):
+            if not row.operands:
+                break
+            slot = row.operands[min(i, len(row.operands) - 1)]
+            space = next(spaces, row.space if row.space != "mods" else None) if slot.access in _ACCESS else None
+            if slot.access in ("def", "target") or slot.bits in _DATA_BITS:
+                continue
+            if row.collective is not None and slot.name != "membermask":
+                continue  # a warp collective's values are data; its lanes follow its condition
+            if isinstance(op, Addr):
+                t, region = (self.read(st, op.base, None) if op.base is not None else (z3.BitVecVal(0, 64), None))
+                if space == "global" or (region or "").startswith(("param:", "var:")) or op.coords:
+                    if slot.access in _ACCESS:
+                        self.global_async.append((ins, "read" if slot.access == "load" else "write",
+                                                  self._global_region(ins, op, region)))
+                    continue
+                if t is not None and not z3.is_bool(t):
+                    terms.append(z3.simplify(t + op.offset))
+                continue
+            if isinstance(op, VecOp):
+                if slot.access == "update":
+                    continue  # wgmma's accumulators: data
+                terms += [self.read(st, r, None)[0] for r in op.elems if isinstance(r, Reg)]
+            elif isinstance(op, Reg):
+                terms.append(self.read(st, op, None)[0])
+            elif not isinstance(op, Imm):
+                terms.append(self.read(st, op, None)[0])
+        self.effects.append((ins, pc, [t for t in terms if t is not None]))
+
+    def _global_region(self, ins, op, region):
+        if op.coords:  # a tensor copy: the buffer its tensor map describes
+            tm, _ = self.tensor_map(ins)
+            name = (tm or {}).get("buffer")
+            return f"param:{name}" if isinstance(name, str) else None
+        return region if (region or "").startswith(("param:", "var:")) else None
+
+
+class _EffectChecker(_Checker):
+    """The race checker's two-thread machinery over the effect executor (no classic-model
+    refusal: the questions asked here do not rest on barrier intervals)."""
+
+    def outside_scope(self):
+        return None
+
+    def make_executor(self, env, check_a):
+        return _EffectExecutor(env, check_a, self.launch)
+
+
+def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0):
+    """``(origins, why)``: the first CTA of each cluster to interpret and the reason they stand
+    for all, or ``(None, why_not)``."""
+    g, cl = tuple(spec.grid), tuple(spec.cluster)
+    n = tuple(a // b for a, b in zip(g, cl))
+    total = n[0] * n[1] * n[2]
+    if getattr(spec, "grid_assumed", False) or total < MIN_CLUSTERS:
+        return None, "few clusters"
+    if getattr(spec, "cooperative", None):
+        return None, "a cooperative launch (grid-wide synchronization)"
+    c = _EffectChecker(module, kernel, spec, timeout_s, time.perf_counter())
+    try:
+        c.execute()
+        return _representatives(c, spec, n, timeout_s)
+    except (Unsupported, z3.Z3Exception) as e:
+        return None, f"independence not established ({e})"
+    except Exception as e:  # noqa: BLE001 - fail closed
+        return None, f"independence not established (internal error {type(e).__name__})"
+
+
+def _representatives(c, spec, n, timeout_s):
+    ex, env = c.ex, c.env
+    why = _communication(c, timeout_s)
+    if why:
+        return None, f"independence not established ({why})"
+    plain = _sameness(c, ex)
+    # the iteration a loop leaves in is a value of the CTA that the cover pins per side (``_cover``)
+    exits = {info.kx.decl().name() for info in ex.loops
+             if info.kx is not None and z3.is_const(info.kx) and not z3.is_bv_value(info.kx)}
+
+    def same(name: str) -> bool:  # an elect.sync leader of the full mask: the same lane in every CTA
+        return name in env.elect_full_mask or name in exits or plain(name)
+
+    conds, varies = _conditions(c, ex, same)
+    if varies:
+        return None, f"control may differ between clusters beyond %ctaid ({varies})"
+    at_launch = Substitution(env.values_from(spec))
+    conds = [z3.simplify(_one_leader(env, at_launch(f))) for f in conds]
+    ids = {str(x) for x in env.ctaid}
+    conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & ids]
+    total = n[0] * n[1] * n[2]
+    reps = {(i % n[0], (i // n[0]) % n[1], i // (n[0] * n[1])) for i in (0, total - 1)}
+    reps = _cover(c, env, conds, reps, same, SolverBudget(timeout_s), cluster=tuple(spec.cluster))
+    if reps is None:
+        return None, "independence not established (solver budget spent choosing representatives)"
+    if len(reps) > MAX_REPS:
+        return None, f"too many ctaid-dependent control paths (more than {MAX_REPS} representative clusters)"
+    cl = spec.cluster
+    origins = sorted((q[0] * cl[0], q[1] * cl[1], q[2] * cl[2]) for q in reps)
+    return sorted(origins, key=lambda t: (t[2], t[1], t[0])), \
+        "no communication between clusters (proved); clusters agree with one of these on every synchronization"
+
+
+def _communication(c, timeout_s) -> str:
+    """Why a cluster may affect another (module docstring, 1.); "" when none can."""
+    ex = c.ex
+    reasons = [r for rs in ex.reasons.values() for r in rs]
+    if reasons:
+        return reasons[0]
+    if ex.unknown_region_write:
+        return "a write whose buffer is unknown"
+    accs = [a for a in ex.accesses if a.space == "global" and not is_false(z3.simplify(a.pc))]
+    for a in accs:
+        if a.strong or a.atomic:
+            return f"a global atomic or strong access at {where(a.instr)} (inter-CTA communication)"
+        if a.region is None:
+            return f"the buffer of the global access at {where(a.instr)} is unknown"
+    written = {a.region for a in accs if a.writes}
+    for ins, mode, region in ex.global_async:
+        if mode == "write":
+            return f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint is not encoded)"
+        if region is None:
+            return f"the global buffer {ins.opcode} at {where(ins)} reads is unknown"
+        if region in written:
+            return f"{ins.opcode} at {where(ins)} reads {region.split(':', 1)[1]}, which the kernel writes"
+    if not written:
+        return ""
+    accs.sort(key=lambda a: a.seq)
+    found = _overlap(c, accs, SolverBudget(timeout_s, label="symmetry.global"))
+    if found is None:
+        return ""
+    a, b, answer = found
+    if answer == "sat":
+        return (f"two threads may access the same global bytes, one writing (at {where(a.instr)} and "
+                f"{where(b.instr)})")
+    return f"the solver did not decide whether {where(a.instr)} and {where(b.instr)} touch the same global bytes"
+
+
+def _overlap(c, accs, budget):
+    """``(a, b, "sat" | "unknown")`` for two global accesses that two distinct threads may make
+    to overlapping bytes, one of them writing (or that the solver does not separate), else
+    None. Accesses of one buffer whose addresses differ by constants (an unrolled epilogue's
+    stores: one address plus each element's offset) form a family, under the conjuncts of the
+    path condition all its members share (what one member alone tests, its element's bounds,
+    is left out: more overlaps, never fewer). For two families the bytes overlap exactly when
+    the difference ``E`` of their base addresses (thread B's minus thread A's) lies in one of
+    the intervals the offsets and widths give, merged: one query per pair of families however
+    many sites they have."""
+    fams = []  # [region, base access, common path condition, [(access, offset)]]
+    for a in accs:
+        for f in fams:
+            if f[0] == a.region:
+                d = z3.simplify(a.addr - f[1].addr)
+                if z3.is_bv_value(d):
+                    f[3].append((a, d.as_signed_long()))
+                    break
+        else:
+            fams.append([a.region, a, None, [(a, 0)]])
+    for f in fams:  # the conjuncts every member's condition has (a member's own bounds test left out)
+        common = None
+        for a, _ in f[3]:
+            mine = {x.get_id(): x for x in _conjuncts(a.pc)}
+            common = mine if common is None else {i: x for i, x in common.items() if i in mine}
+        f[2] = mk_and(*common.values())
+    base = c.base()
+    distinct = c.distinct_threads("global")
+    for i, fa in enumerate(fams):
+        for fb in fams[i:]:
+            if fa[0] != fb[0]:
+                continue
+            spans = _spans(fa[3], fb[3])
+            if not spans:
+                continue
+            e = c.b(fb[1].addr) - fa[1].addr
+            near = mk_or(*[z3.ULE(e - lo, z3.BitVecVal(hi - lo, 64)) for lo, hi, _, _ in spans])
+            with budget.capped(GROUP_S * RLIMIT_PER_SECOND):
+                r, m = c.solve(distinct + [fa[2], c.b(fb[2]), near], budget, base=base)
+            if r == "unsat":
+                continue
+            if r != "sat":
+                return fa[1], fb[1], "unknown"
+            ev = m.eval(e, model_completion=True).as_signed_long()
+            hit = next(((x, y) for lo, hi, x, y in spans if lo <= ev <= hi), (fa[1], fb[1]))
+            return hit[0], hit[1], "sat"
+    return None
+
+
+def _conjuncts(t):
+    t = z3.simplify(t)
+    return t.children() if z3.is_and(t) else [t]
+
+
+def _spans(xs, ys):
+    """Merged ``[lo, hi]`` ranges (with one pair of accesses each, for the message) of the base
+    difference ``E`` at which an access of ``xs`` (thread A: offset ``ci``, width ``wi``) and one
+    of ``ys`` (thread B) overlap, one of them writing: ``ci - cj - wj < E < ci - cj + wi``."""
+    raw = sorted(((ci - cj - b.width + 1, ci - cj + a.width - 1, a, b)
+                  for a, ci in xs for b, cj in ys if a.writes or b.writes), key=lambda t: t[:2])
+    out = []
+    for lo, hi, a, b in raw:
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi, a, b])
+    return [tuple(x) for x in out]
+
+
+def _one_leader(env, t):
+    """``t`` with each full-mask ``elect.sync`` leader chosen as in CTA (0, 0, 0): the engine
+    leaves the leader open per CTA, warp and iteration, but the ISA elects the same leader for
+    the same membermask every time (§9.7.13.9), so two CTAs whose warps run alike elect alike."""
+    subs = []
+    for name in env.elect_full_mask:
+        f = env.uf_decls.get(name)
+        if f is None:
+            continue
+        args = [z3.BitVecVal(0, 64)] * 3 + [z3.Var(i, z3.BitVecSort(64)) for i in range(3, f.arity())]
+        subs.append((f, f(*args)))
+    return z3.substitute_funs(t, *subs) if subs else t
+
+
+def _conditions(c, ex, same):
+    """``(terms, "")``: every condition and value of the module docstring's 2. (thread A's
+    terms), or ``(_, why)`` where one of them reads something that may differ between clusters
+    besides ``%ctaid`` (3.)."""
+    items = []  # (term, where, data_ok)
+    for s in ex.syncs:
+        items += [(s.pc, s.loc, False), (s.exited, s.loc, False)]
+    for info in ex.loops:
+        items += [(info.cont_pc, info.name, False), (info.trip, info.name, False)]
+    items += [(t, None, False) for t in ex.traps]
+    for a in ex.accesses:
+        if a.space == "global":
+            items.append((a.pc, a.instr.loc, True))  # its address and bytes: 1.
+        else:
+            items += [(a.pc, a.instr.loc, False), (a.addr, a.instr.loc, False)]
+    for ins, pc, terms in ex.effects:
+        items += [(pc, ins.loc, False)] + [(t, ins.loc, False) for t in terms]
+    out, seen = [], set()
+    for t, loc, data_ok in items:
+        if t is None or t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        t = z3.simplify(t)  # (a value merged in from a path no thread takes drops out)
+        if z3.is_true(t) or z3.is_false(t):
+            continue
+        if not data_ok and any(not same(n) for n in c.symbols(t)):
+            at = where(loc) if not isinstance(loc, str) else f"loop {loc}"
+            return out, f"a condition or operand at {at} depends on loaded data or an approximated value"
+        out.append(t)
+    return out, ""

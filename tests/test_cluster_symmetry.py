@@ -1,0 +1,90 @@
+"""Cluster symmetry (kverify/verifier/races/clusters.py, docs/verdicts.md "When a few clusters
+stand for the grid"): with no communication between clusters proved, representative clusters
+stand for the grid of a kernel with TMA multicast, mbarriers and cluster barriers.
+tests/data/cluster_symmetry/cluster_rows.cu: 64 clusters of 2 CTAs; its twins put a bug in
+cluster 37 only (no arrive, wrong tx bytes, a multicast mask without rank 1), make cluster 11
+write cluster 12's rows, or put a barrier under a test of loaded data."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kverify
+from kverify.launch import resolve
+from kverify.semantics.ir.load import load_module
+from kverify.verifier.races.clusters import cluster_representatives
+
+D = "tests/data/cluster_symmetry"
+LAUNCH = f"{D}/launch.json"
+TWO = [(0, 0, 0), (0, 63, 0)]
+WITH_37 = [(0, 0, 0), (0, 37, 0), (0, 63, 0)]
+
+
+def _reps(variant: str, launch=LAUNCH):
+    f = f"{D}/cluster_rows{variant}.ptx"
+    m = load_module(f)
+    k = m.kernel("cluster_rows")
+    return cluster_representatives(m, k, resolve(launch, f, k.name).spec)
+
+
+def _bound(rep) -> str:
+    return next(o.bound for o in rep.obligations if o.id == "race.shared")
+
+
+def test_two_clusters_stand_for_sixty_four():
+    reps, why = _reps("")
+    assert reps == TWO
+    assert why == ("no communication between clusters (proved); clusters agree with one of these on every "
+                   "synchronization")
+    rep = kverify.check(f"{D}/cluster_rows.ptx", launch=LAUNCH)
+    assert rep.verdict == "verified" and rep.findings == []
+    assert ("grid 2x64x1, block 128x1x1 (the clusters starting at CTAs {(0, 0, 0), "
+            "(0, 63, 0)} interpreted, the others are symmetric: no communication between clusters (proved); "
+            "clusters agree with one of these on every synchronization; memory safety and outputs of the other "
+            "clusters are not checked by this run)") in _bound(rep)
+
+
+def test_a_few_clusters_are_all_interpreted(tmp_path):
+    spec = json.load(open(LAUNCH))
+    spec["grid"] = [2, 2, 1]
+    spec["buffers"]["in"]["shape"] = [64, 32]
+    spec["buffers"]["out"]["shape"] = [64, 64]
+    spec["tensormaps"]["tmap"]["shape"] = [64, 32]
+    small = tmp_path / "launch.json"
+    small.write_text(json.dumps(spec))
+    assert _reps("", str(small)) == (None, "few clusters")
+    rep = kverify.check(f"{D}/cluster_rows.ptx", launch=str(small))
+    assert rep.verdict == "verified" and "interpreted, the others are symmetric" not in _bound(rep)
+
+
+@pytest.mark.parametrize("variant, rule, where", [
+    ("__skip_arrive", "deadlock", "CTA (1,37,0)"),
+    ("__tx_bytes", "mbarrier.tx-mismatch", "CTA (0,37,0)"),
+    ("__mask", "mbarrier.tx-mismatch", "CTA (1,37,0)"),
+])
+def test_a_bug_in_one_middle_cluster_adds_that_cluster(variant, rule, where):
+    reps, _ = _reps(variant)
+    assert reps == WITH_37  # the cover found the one cluster that differs
+    rep = kverify.check(f"{D}/cluster_rows{variant}.ptx", launch=LAUNCH)
+    assert rep.verdict == "violated"
+    hits = [f for f in rep.findings if f.rule == rule]
+    assert hits and any(where in f.message for f in hits), [f.message for f in rep.findings]
+
+
+def test_a_cluster_writing_another_clusters_rows_runs_every_cluster():
+    assert _reps("__overlap") == (None, "independence not established (two threads may access the same global "
+                                        "bytes, one writing (at cluster_rows.cu:117 and cluster_rows.cu:117))")
+    rep = kverify.check(f"{D}/cluster_rows__overlap.ptx", launch=LAUNCH)
+    assert rep.verdict == "violated"
+    race = [f for f in rep.findings if f.rule == "race.global"]
+    assert race and "CTA (0,12,0)" in race[0].message and "CTA (0,11,0)" in race[0].message
+    assert race[0].locations[0].line == 117
+
+
+def test_a_barrier_under_loaded_data_runs_every_cluster():
+    assert _reps("__data_barrier") == (None, "control may differ between clusters beyond %ctaid (a condition or "
+                                             "operand at cluster_rows.cu:112 depends on loaded data or an "
+                                             "approximated value)")
+    rep = kverify.check(f"{D}/cluster_rows__data_barrier.ptx", launch=LAUNCH)
+    assert rep.verdict == "verified" and "interpreted, the others are symmetric" not in _bound(rep)
