@@ -88,3 +88,34 @@ def test_a_barrier_under_loaded_data_runs_every_cluster():
                                              "approximated value)")
     rep = kverify.check(f"{D}/cluster_rows__data_barrier.ptx", launch=LAUNCH)
     assert rep.verdict == "verified" and "interpreted, the others are symmetric" not in _bound(rep)
+
+
+# tests/data/cluster_symmetry/persistent_count.cu: clusters of 2 over 12 CTAs and 32 tiles, the first
+# tile (5 * blockIdx.x) mod 12; CTAs 2, 4, 7 and 9 take 2 tiles, the others 3, so the first and last
+# clusters hold 3-tile CTAs only. How many iterations the tile loop ran (its exit counter) is a
+# value of the CTA that the cover compares per side.
+COUNT = f"{D}/launch_count.json"
+TWO_TILES = {(2, 0, 0), (4, 0, 0), (6, 0, 0), (8, 0, 0)}  # the clusters that hold a 2-tile CTA
+
+
+def _count_reps(variant: str):
+    f = f"{D}/persistent_count{variant}.ptx"
+    m = load_module(f)
+    k = m.kernel("persistent_count")
+    return cluster_representatives(m, k, resolve(COUNT, f, k.name).spec)
+
+
+def test_clusters_whose_ctas_take_fewer_tiles_are_represented():
+    reps, _ = _count_reps("")
+    assert reps[0] == (0, 0, 0) and reps[-1] == (10, 0, 0) and set(reps) & TWO_TILES
+    rep = kverify.check(f"{D}/persistent_count.ptx", launch=COUNT)
+    assert rep.verdict == "verified"
+
+
+def test_a_bug_decided_by_the_iteration_count_in_a_middle_cluster_is_found():
+    reps, _ = _count_reps("__count_oob")
+    assert set(reps) & TWO_TILES
+    rep = kverify.check(f"{D}/persistent_count__count_oob.ptx", launch=COUNT)
+    assert rep.verdict == "violated"
+    oob = [f for f in rep.findings if f.rule == "bounds"]
+    assert oob and oob[0].locations[0].line == 22 and "past the end of out" in oob[0].message

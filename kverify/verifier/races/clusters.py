@@ -177,9 +177,11 @@ def _representatives(c, spec, n, timeout_s):
     if why:
         return None, f"independence not established ({why})"
     plain = _sameness(c, ex)
-    # the iteration a loop leaves in is a value of the CTA that the cover pins per side (``_cover``)
+    # the iteration a loop leaves in, where it may differ between CTAs, is a value of the CTA that
+    # the cover pins per side (``_cover``)
     exits = {info.kx.decl().name() for info in ex.loops
-             if info.kx is not None and z3.is_const(info.kx) and not z3.is_bv_value(info.kx)}
+             if info.kx is not None and z3.is_const(info.kx) and not z3.is_bv_value(info.kx)
+             and not plain(info.kx.decl().name())}
 
     def same(name: str) -> bool:  # an elect.sync leader of the full mask: the same lane in every CTA
         return name in env.elect_full_mask or name in exits or plain(name)
@@ -189,11 +191,12 @@ def _representatives(c, spec, n, timeout_s):
         return None, f"control may differ between clusters beyond %ctaid ({varies})"
     at_launch = Substitution(env.values_from(spec))
     conds = [z3.simplify(_one_leader(env, at_launch(f))) for f in conds]
-    ids = {str(x) for x in env.ctaid}
-    conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & ids]
+    varying = {str(x) for x in env.ctaid} | exits  # what may differ between CTAs
+    conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & varying]
     total = n[0] * n[1] * n[2]
     reps = {(i % n[0], (i // n[0]) % n[1], i // (n[0] * n[1])) for i in (0, total - 1)}
-    reps = _cover(c, env, conds, reps, same, SolverBudget(timeout_s), cluster=tuple(spec.cluster))
+    reps = _cover(c, env, conds, reps, same, SolverBudget(timeout_s), cluster=tuple(spec.cluster),
+                  per_cta=frozenset(exits))
     if reps is None:
         return None, "independence not established (solver budget spent choosing representatives)"
     if len(reps) > MAX_REPS:

@@ -130,7 +130,7 @@ def _conditions(c, ex, obs, same):
     return out
 
 
-def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1)):
+def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1), per_cta=frozenset()):
     """``reps`` grown until every CTA of the grid agrees, thread by thread, with one of them on
     every condition of ``conds``; None when the solver gives no answer. Each round asks z3 for a
     CTA (thread A's ``%ctaid``) that, for every representative, differs from it on some condition
@@ -139,18 +139,19 @@ def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1)):
     for each copy. Constraints left out only admit more differences: more representatives, never
     fewer. With clusters of more than one CTA, ``reps`` are cluster indices and a CTA is compared
     with the CTA of the same rank in each representative cluster. A condition is a predicate or
-    a value (a barrier's address, a tx count): a value must be equal."""
+    a value (a barrier's address, a tx count): a value must be equal. A symbol of ``per_cta`` gets
+    a copy per side, with the constraints that mention it: z3 may choose the two copies apart
+    only where those constraints let it (more representatives, never fewer)."""
     if not conds:
         return reps
     ids = {str(x) for x in env.ctaid}
     consts = {}
     for a, _ in env.pairs:
         consts[a.decl().name()] = a
-    # the iteration a loop leaves in, where the launch decides it (a persistent kernel's last
-    # tile): a value of the CTA, one copy per side, pinned by its constraints (``_reached``)
-    exits = {info.kx.decl().name() for info in c.ex.loops
-             if info.kx is not None and z3.is_const(info.kx) and not z3.is_bv_value(info.kx)}
-    dep = sorted({n for f in conds for n in c.symbols(f) if n in exits})
+    # ``per_cta``: symbols that are values of the CTA rather than of the thread and iteration
+    # compared (the iteration a loop leaves in, where the launch decides it: a persistent
+    # kernel's last tile), one copy per side, pinned by their constraints (``_reached``)
+    dep = sorted({n for f in conds for n in c.symbols(f) if n in per_cta})
     free = sorted({n for f in conds for n in c.symbols(f) if n in consts and n not in ids and n not in dep})
     own = [(t, k) for t, k in env.constraints_a
            if k and k <= set(free) and not (c.symbols(t) & ids)
