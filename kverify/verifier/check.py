@@ -236,6 +236,7 @@ class Context:
     time_budget: float | None = None  # the interpreter's wall-clock limit (None: its default)
     mbarrier_vars: set = field(default_factory=set)  # variables the run used as mbarriers (8-byte objects)
     race_run: object = None  # (race checker, its obligations) for CTA symmetry to reuse
+    mbarrier_static: list | None = None  # the static mbarrier obligations, when the pipeline checker computed them
     # a PDL pair (``check_pair``): ("primary", {}) records the run (and its global footprint) into the
     # dict; ("dependent", prior, primary kernel name) checks the run against the primary's footprint
     pdl: tuple | None = None
@@ -323,7 +324,10 @@ def _calls(ctx):
 def _pipeline_races(ctx):
     from .races.pipeline import check_pipeline_races
 
-    return check_pipeline_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s)
+    keep: list = []
+    got = check_pipeline_races(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s, keep=keep)
+    ctx.mbarrier_static = keep[0] if keep else None  # the static mbarrier obligations of its run
+    return got
 
 
 @register("mbarrier", MBARRIER_STATIC_TITLES, applies=lambda ctx: ctx.smt and "mbarrier" in ctx.uses,
@@ -331,6 +335,8 @@ def _pipeline_races(ctx):
 def _mbarrier_static(ctx):
     from .mbarrier import check_mbarrier
 
+    if ctx.mbarrier_static is not None:  # computed on the pipeline argument's run of the same launch
+        return ctx.mbarrier_static
     return check_mbarrier(ctx.module, ctx.kernel, ctx.spec, ctx.timeout_s)
 
 

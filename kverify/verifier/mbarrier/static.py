@@ -54,13 +54,10 @@ def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) ->
     t0 = time.perf_counter()
     if kernel is None or isinstance(kernel, str):
         kernel = module.kernel(kernel)
-    from kverify.semantics.ir.visit import reachable_instructions
-
-    if not any(sync_of(i) in MBARRIER or "mbarrier::complete_tx::bytes" in i.mods
-               for i in reachable_instructions(module, kernel)):
+    if not uses_mbarrier(module, kernel):
         return []
     try:
-        return _run(Facts(module, kernel, launch, timeout_s, t0).prepare())
+        return run_obligations(Facts(module, kernel, launch, timeout_s, t0).prepare())
     except Unsupported as e:
         why = str(e)
     except z3.Z3Exception as e:
@@ -70,7 +67,17 @@ def check_mbarrier(module, kernel=None, launch=None, timeout_s: float = 10.0) ->
     return [_ob(w, "unknown", why, t0) for w in TITLES]
 
 
-def _run(chk: Facts) -> list:
+def uses_mbarrier(module, kernel) -> bool:
+    """The kernel (or a function it calls) operates on an mbarrier or completes bytes on one."""
+    from kverify.semantics.ir.visit import reachable_instructions
+
+    return any(sync_of(i) in MBARRIER or "mbarrier::complete_tx::bytes" in i.mods
+               for i in reachable_instructions(module, kernel))
+
+
+def run_obligations(chk: Facts) -> list:
+    """The three obligations over the facts of one symbolic run (each with its own solver
+    budget); :mod:`kverify.verifier.races.pipeline` runs them on its own run as its premises."""
     out = []
     for what, fn in OBLIGATIONS:
         t = time.perf_counter()

@@ -55,6 +55,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
 from kverify.symbolic import TRUE, mk_and, mk_not, mk_or, operand, row_of, sync_of
 from kverify.verifier.mbarrier import arrivals, parity, tx
+from kverify.verifier.mbarrier.static import run_obligations, uses_mbarrier
 from kverify.verifier.mbarrier.facts import MAX_REUSE, Facts
 from kverify.verifier.mbarrier.sites import MbarExecutor
 from kverify.verifier.report import Obligation
@@ -254,9 +255,12 @@ def applies(module, kernel) -> bool:
     return bool(syncs & {"bulk.copy", "wgmma.mma"})
 
 
-def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10.0) -> list:
+def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10.0, keep: list | None = None) -> list:
     """Static evidence for "race-free: async" (and "race-free: shared" when the kernel has no
-    generic shared write) of an mbarrier pipeline; ``[]`` when the kernel is not one."""
+    generic shared write) of an mbarrier pipeline; ``[]`` when the kernel is not one. ``keep``
+    (a list) receives the static mbarrier obligations when its premises were computed on the
+    launch as given (no scalar parameter to drop) over a complete symbolic run: what
+    ``check_mbarrier`` would return for the same launch, without a second run."""
     t0 = time.perf_counter()
     if kernel is None or isinstance(kernel, str):
         kernel = module.kernel(kernel)
@@ -270,7 +274,7 @@ def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10
     why, first = "", ""
     for symbolic, budget in attempts:
         try:
-            obs = _Proof(module, kernel, launch, budget, t0, symbolic).run()
+            obs = _Proof(module, kernel, launch, budget, t0, symbolic, keep if not scalars else None).run()
             if first and obs[0].status == "proved":
                 obs[0].message += f"; not proved for every value of the scalar parameters: {first}"
             return obs
@@ -290,8 +294,9 @@ def check_pipeline_races(module, kernel=None, launch=None, timeout_s: float = 10
 
 
 class _Proof:
-    def __init__(self, module, kernel, launch, timeout_s, t0, symbolic=True):
+    def __init__(self, module, kernel, launch, timeout_s, t0, symbolic=True, keep=None):
         self.module, self.kernel, self.launch = module, kernel, launch
+        self.keep = keep
         self.symbolic = symbolic
         self.timeout_s, self.t0 = timeout_s, t0
         self.tags = {}
@@ -305,6 +310,10 @@ class _Proof:
                                        self.t0).prepare()
         env = self.env = chk.env
         reasons = chk.ex.reasons["shared"]
+        premises = None
+        if self.keep is not None and not reasons and uses_mbarrier(self.module, self.kernel):
+            premises = run_obligations(chk)  # the run was complete: the static mbarrier obligations
+            self.keep.append(premises)
         if reasons:
             raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
         evs = [e for e in chk.ex.events]
@@ -318,9 +327,9 @@ class _Proof:
             return self._out([proxy_viol], generic)
         if env.block is None:
             raise Uncovered("block size unknown (the warp-level release argument counts threads)")
-        for what, fn in (("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check)):
+        for i, (what, fn) in enumerate((("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check))):
             chk.budget.restart()
-            o = fn(chk)
+            o = premises[i] if premises else fn(chk)
             if o.status != "proved":
                 raise (PremiseUnknown if o.status == "unknown" else Uncovered)(
                     f"the mbarrier phase correspondence is not proved{' for every trip count' if self.symbolic else ''} "
