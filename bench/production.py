@@ -6,8 +6,10 @@ non-warp-specialized, stream-K, an epilogue visitor tree) as ``kverify capture``
 an H200 (``bench/capture_demo.sh record DIR`` on the GPU machine compiles the examples from the
 same wheel; ``--captured DIR``, default ~/.cache/kverify/cap), each with its real ``Params``
 bytes and tensor maps, at the sizes the capture ran (example 48 at 256x256x128, 256x256x512 --
-the same 8 CTAs, 16 k-tiles instead of 4 -- and 1024x1024x512, 64 CTAs), and the CuTe tutorial's
-NT and TN GEMMs at 256x256x512 as the same script captured them.
+the same 8 CTAs, 16 k-tiles instead of 4 -- and 1024x1024x512, 64 CTAs; any further capture
+directory holding an example-48 run, such as 2048x1024x512 on 120 persistent CTAs), and the CuTe
+tutorial's NT and TN GEMMs at 256x256x512 as the same script captured them. The ``interpreted``
+column says which CTAs (or clusters) the run interpreted when CTA or cluster symmetry applied.
 
     python bench/production.py [--only NAME] [--captured DIR] [--no-mutants]
 
@@ -230,6 +232,11 @@ def summarize(name: str, res: dict, note: str) -> dict:
                               for o in k["obligations"]}
         row["unknown_reasons"] = {o["title"]: (o.get("message") or "")[:200]
                                   for o in k["obligations"] if o["status"] == "unknown"}
+        # CTA / cluster symmetry: which CTAs (or clusters, by their first CTA) the run interpreted
+        sym = next((re.search(r"\((CTAs \{[^}]*\}|the clusters starting at CTAs \{[^}]*\}) interpreted",
+                              o.get("bound") or "") for o in k["obligations"]
+                    if "interpreted, the others are symmetric" in (o.get("bound") or "")), None)
+        row["interpreted"] = sym.group(1) if sym else "every CTA"
     except (ValueError, KeyError, IndexError):
         row["verdict"] = "timeout" if res["seconds"] >= TIMEOUT_S else "error"
         row["error"] = (res["err"] or res["out"]).strip().splitlines()[-1:] if (res["err"] or res["out"]) else []
@@ -252,6 +259,14 @@ def first_findings(res: dict, n: int = 3) -> list:
         if len(out) == n:
             break
     return out
+
+
+def _cpu() -> str:
+    try:
+        return next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "?"
 
 
 def main() -> int:
@@ -308,15 +323,16 @@ def main() -> int:
         for kern, threads in entries(ptx):
             res = measured([str(ptx), "--kernel", kern, "--grid", "1", "--block", str(threads)])
             rows.append(summarize(f"{name}:{kern[:40]}", res, f"{how}; --grid 1 --block {threads}, no buffers"))
-    print(f"{'kernel':58} {'verdict':13} {'s':>6} {'MiB':>6}  obligations (status)")
+    print(f"{'kernel':58} {'verdict':13} {'s':>6} {'MiB':>6}  {'interpreted':34} obligations (status)")
     for r in rows:
         obs = r.get("obligations", {})
         short = ", ".join(f"{t.replace('mbarrier conformance', 'mbar')}={s}" for t, s in obs.items())
+        shown = r.get("interpreted", "").replace("the clusters starting at CTAs", "clusters at")
         print(f"{r['kernel'][:58]:58} {r['verdict']:13} {r.get('seconds', float('nan')):6.2f} "
-              f"{r.get('peak_rss_mib', float('nan')):6.0f}  {short[:400]}")
+              f"{r.get('peak_rss_mib', float('nan')):6.0f}  {shown[:34]:34} {short[:300]}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"machine": f"2-core x86 VM, Python {platform.python_version()}, no GPU; one core "
-                                          f"(taskset -c 0) per check",
+    OUT.write_text(json.dumps({"machine": f"2-core x86 VM ({_cpu()}), Python {platform.python_version()}, no GPU; "
+                                          f"one core (taskset -c 0) per check",
                                "cutlass": CUTLASS_PIN, "rows": rows}, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0

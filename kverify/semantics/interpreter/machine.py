@@ -377,16 +377,24 @@ class Machine(AccessMixin, MbarrierMixin):
                 self.mbarriers[obj] = max(self.mbarriers.get(obj, 0), info.completed)
         if not self.inflight:
             self._release(ctas, first_agent)
+            if self.only_ctas is not None and not self.cooperative:
+                # the caller proved that no cluster reads or writes global bytes another one
+                # writes (CTA / cluster symmetry): no later cluster can race with this one's
+                # accesses, so their race records go too
+                self.gmem.forget_races()
         return self.status == "complete"
 
     def _release(self, ctas, first_agent):
         """The storage of a cluster that ran to its end with no operation in flight: no later
         agent can reach its shared memory (clusters run one after another; distributed shared
-        memory stays within a cluster), so its image and race shadow go, and its finished
-        asynchronous operations keep only what reports name (agent, instruction, warp). Global
-        memory and its shadow, the findings and the vector clocks stay."""
+        memory stays within a cluster), so its image and race shadow go, its warps' registers,
+        and its finished asynchronous operations keep only what reports name (agent,
+        instruction, warp). Global memory and its shadow, the findings and the vector clocks
+        stay."""
         for c in ctas:
             c.smem.data = c.smem.shadow = None
+            for w in c.warps:  # nothing reads a finished warp's registers
+                w.regs = {}
         for agent in range(first_agent, len(self.agents)):
             op = self.ops_by_agent.get(agent)
             if op is not None and op.done:

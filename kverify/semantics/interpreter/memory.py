@@ -82,6 +82,11 @@ class Region:
         self.allocs: list[tuple[str, int, int]] = []
         self.cta = None  # a CTA's shared memory: that CTA (``state.CTA``)
 
+    def forget_races(self) -> None:
+        """A fresh race shadow (no access recorded): for when no later access can race with the
+        recorded ones."""
+        self.shadow = Shadow(self.size, self.space, None)
+
     def owner(self, off: int) -> str:
         for name, start, size in self.allocs:
             if start <= off < start + size:
