@@ -119,3 +119,31 @@ def test_a_bug_decided_by_the_iteration_count_in_a_middle_cluster_is_found():
     assert rep.verdict == "violated"
     oob = [f for f in rep.findings if f.rule == "bounds"]
     assert oob and oob[0].locations[0].line == 22 and "past the end of out" in oob[0].message
+
+
+# tests/data/dsmem: clusters of 2 CTAs (__cluster_dims__, not named by the launch) exchanging through
+# distributed shared memory (mapa + ld/st.shared::cluster, st.async): the window address of a rank's
+# variable is one function of (address, rank) in every cluster, so 8 clusters run as 2.
+def _dsmem(tmp_path, ptx: str, kernel: str):
+    launch = tmp_path / "launch.json"
+    launch.write_text(json.dumps({"kernel": kernel, "grid": [16, 1, 1], "block": [64, 1, 1],
+                                  "buffers": {"out": {"dtype": "int32", "shape": [1024]}}}))
+    m = load_module(f"tests/data/dsmem/{ptx}")
+    reps = cluster_representatives(m, m.kernel(kernel), resolve(str(launch), f"tests/data/dsmem/{ptx}", kernel).spec)
+    return reps, kverify.check(f"tests/data/dsmem/{ptx}", kernel_name=kernel, launch=str(launch))
+
+
+@pytest.mark.parametrize("ptx, kernel", [("dsmem.ptx", "exchange"), ("st_async.ptx", "send")])
+def test_distributed_shared_memory_exchanges_run_two_of_eight_clusters(tmp_path, ptx, kernel):
+    (reps, _), rep = _dsmem(tmp_path, ptx, kernel)
+    assert reps == [(0, 0, 0), (14, 0, 0)]  # cluster origins: the kernel's clusters of 2, not single CTAs
+    assert rep.verdict == "verified"
+    assert "(the clusters starting at CTAs {0, 14} interpreted" in _bound(rep)
+
+
+@pytest.mark.parametrize("ptx, kernel, rule", [("dsmem.ptx", "exchange__no_start_sync", "dsmem.before-start"),
+                                               ("st_async.ptx", "send__no_expect_tx", "mbarrier.tx-mismatch")])
+def test_distributed_shared_memory_bugs_are_found_in_the_representatives(tmp_path, ptx, kernel, rule):
+    (reps, _), rep = _dsmem(tmp_path, ptx, kernel)
+    assert reps == [(0, 0, 0), (14, 0, 0)]
+    assert rep.verdict == "violated" and rule in {f.rule for f in rep.findings}, [f.rule for f in rep.findings]

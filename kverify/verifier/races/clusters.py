@@ -39,9 +39,11 @@ import time
 
 import z3
 
+from kverify.semantics.ir.errors import KernelError
 from kverify.semantics.ir.nodes import Addr, Imm, Reg, VecOp, where
-from kverify.semantics.ir.optable import SPACES
-from kverify.symbolic import Substitution, Unsupported, is_false, mk_and, mk_or, row_of
+from kverify.semantics.ir.optable import SPACES, space_of
+from kverify.symbolic import Substitution, Unsupported, fit, is_false, mk_and, mk_or, row_of
+from kverify.symbolic.families import deref
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MbarExecutor
 
@@ -52,6 +54,7 @@ MIN_CLUSTERS = 3  # fewer: the first and the last are all of them
 GROUP_S = 2.0  # solver seconds one query over two families of global accesses may take
 _DATA_BITS = ("t", "t2")  # a slot typed as the instruction: the data a store or an atomic carries
 _ACCESS = ("load", "store", "update")
+MAPA = "mapa.shared::cluster"  # the uninterpreted window-address function (``_EffectExecutor._mapa``)
 
 
 class _EffectExecutor(MbarExecutor):
@@ -62,15 +65,16 @@ class _EffectExecutor(MbarExecutor):
         super().__init__(env, check, launch)
         self.effects: list = []  # (instr, pc, [terms])
         self.global_async: list = []  # (instr, "read" | "write", region or None)
-        self.derived: dict = {}  # approximate symbol (thread A) of a collective or mapa -> its operand terms
+        self.derived: dict = {}  # approximate symbol (thread A) of a warp collective -> its operand terms
 
     def plain_instr(self, ins, st, guard):
         row = row_of(ins)
         if row.effect in ("sync", "async") and not is_false(z3.simplify(mk_and(st.pc, guard))):
             self._record(ins, st, guard, row)
-        # a warp collective's result, or a cluster window address (mapa: the same rank and offset
-        # name the same numeric address in every cluster), is a function of what it reads
-        derived = row.collective in ("shuffle", "vote", "match", "reduce") or row.semantics == "mapa"
+        if row.semantics == "mapa" and self._mapa(ins, st, guard):
+            return st
+        # a warp collective's result is a function of what its lanes read
+        derived = row.collective in ("shuffle", "vote", "match", "reduce")
         srcs = self._sources(ins, st) if derived else None
         st = super().plain_instr(ins, st, guard)
         if srcs is not None:
@@ -78,6 +82,37 @@ class _EffectExecutor(MbarExecutor):
                 t = st.regs.get(r, (None,))[0]
                 if t is not None and z3.is_const(t):
                     self.derived.setdefault(t.decl().name(), []).extend(srcs)
+        return st
+
+    def _mapa(self, ins, st, guard) -> bool:
+        """``mapa.shared::cluster d, a, rank`` (§9.7.9.17): the address of ``a`` in the shared
+        memory of the cluster's CTA ``rank``, one function ``MAPA`` of the two, the same in every
+        cluster (a window address names a rank and an offset, not a cluster)."""
+        ops = ins.operands
+        if len(ops) < 3 or not isinstance(ops[0], Reg):
+            return False
+        a, rank = self.read(st, ops[1], 64)[0], self.read(st, ops[2], 64)[0]
+        if a is None or rank is None or z3.is_bool(a) or z3.is_bool(rank):
+            return False
+        v = self.env.uf(MAPA, 2)(a, rank)
+        self.write(st, ops[0].name, (fit(v, self.widths.get(ops[0].name, 32)), None), guard)
+        return True
+
+    def memory(self, ins, st, guard):
+        """A distributed shared memory access (``ld``/``st``/``atom`` ``.shared::cluster``): within
+        the cluster, so a condition and an address like any other; its value is approximated."""
+        if space_of(ins) != "shared::cluster":
+            return super().memory(ins, st, guard)
+        if not is_false(z3.simplify(mk_and(st.pc, guard))):
+            slot, _ = deref(ins)
+            op = ins.operands[slot] if slot < len(ins.operands) else None
+            terms = []
+            if isinstance(op, Addr) and op.base is not None:
+                t = self.read(st, op.base, None)[0]
+                if t is not None and not z3.is_bool(t):
+                    terms.append(z3.simplify(t + op.offset))
+            self.effects.append((ins, mk_and(st.pc, guard), terms))
+        self.havoc_dests(st, ins, guard, ins.op)
         return st
 
     def async_instr(self, ins, st, guard):
@@ -154,6 +189,10 @@ class _EffectChecker(_Checker):
 def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0):
     """``(origins, why)``: the first CTA of each cluster to interpret and the reason they stand
     for all, or ``(None, why_not)``."""
+    try:
+        spec = spec.for_kernel(kernel)  # the clusters the driver runs (``__cluster_dims__``)
+    except KernelError as e:
+        return None, f"launch error ({e})"
     g, cl = tuple(spec.grid), tuple(spec.cluster)
     n = tuple(a // b for a, b in zip(g, cl))
     total = n[0] * n[1] * n[2]
@@ -184,7 +223,7 @@ def _representatives(c, spec, n, timeout_s):
              and not plain(info.kx.decl().name())}
 
     def same(name: str) -> bool:  # an elect.sync leader of the full mask: the same lane in every CTA
-        return name in env.elect_full_mask or name in exits or plain(name)
+        return name in env.elect_full_mask or name in exits or name == MAPA or plain(name)
 
     conds, varies = _conditions(c, ex, same)
     if varies:

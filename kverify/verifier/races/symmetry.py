@@ -32,6 +32,7 @@ import time
 
 import z3
 
+from kverify.semantics.ir.errors import KernelError
 from kverify.symbolic import Substitution, Unsupported
 from kverify.symbolic.budget import SolverBudget
 
@@ -45,6 +46,10 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
     """``(ctas, why)``: the CTA coordinates to interpret and the reason they stand for all,
     or ``(None, why_not)``. ``prior`` is ``(checker, obligations)`` of a race check already
     run for the same launch (``check_races(..., keep=...)``), reused instead of a second one."""
+    try:
+        spec = spec.for_kernel(kernel)  # the clusters the driver runs (``__cluster_dims__``)
+    except KernelError as e:
+        return None, f"launch error ({e})"
     g = tuple(spec.grid)
     total = g[0] * g[1] * g[2]
     if getattr(spec, "grid_assumed", False) or total < MIN_GRID:
