@@ -43,7 +43,7 @@ from kverify.semantics.ir.errors import KernelError
 from kverify.semantics.ir.nodes import Addr, Imm, Reg, VecOp, where
 from kverify.semantics.ir.optable import SPACES, space_of
 from kverify.symbolic import Substitution, Unsupported, fit, is_false, mk_and, mk_or, row_of
-from kverify.symbolic.families import deref
+from kverify.symbolic.families import deref, is_atomic
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MbarExecutor
 
@@ -200,6 +200,9 @@ def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0):
         return None, "few clusters"
     if getattr(spec, "cooperative", None):
         return None, "a cooperative launch (grid-wide synchronization)"
+    early = _static_communication(module, kernel)
+    if early:
+        return None, f"independence not established ({early})"
     c = _EffectChecker(module, kernel, spec, timeout_s, time.perf_counter())
     try:
         c.execute()
@@ -244,6 +247,28 @@ def _representatives(c, spec, n, timeout_s):
     origins = sorted((q[0] * cl[0], q[1] * cl[1], q[2] * cl[2]) for q in reps)
     return sorted(origins, key=lambda t: (t[2], t[1], t[0])), \
         "no communication between clusters (proved); clusters agree with one of these on every synchronization"
+
+
+def _static_communication(module, kernel) -> str:
+    """What the instructions alone show to communicate between CTAs, before any symbolic run: an
+    atomic on global memory, or an asynchronous write to it (a TMA store, a bulk reduction)."""
+    from kverify.semantics.ir.visit import reachable_instructions
+
+    for ins in reachable_instructions(module, kernel):
+        row = row_of(ins)
+        if row is None:
+            continue
+        if is_atomic(ins) and space_of(ins) == "global":
+            return f"a global atomic at {where(ins)} (inter-CTA communication)"
+        if row.effect == "async" and row.operands:
+            spaces = iter([m for m in ins.mods if m in SPACES])
+            for slot in row.operands:
+                if slot.access in _ACCESS:
+                    sp = next(spaces, row.space if row.space != "mods" else None)
+                    if sp == "global" and slot.access != "load":
+                        return (f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint "
+                                "is not encoded)")
+    return ""
 
 
 def _communication(c, timeout_s) -> str:
