@@ -45,6 +45,7 @@ class Facts:
         self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
         self.assumptions: set = set()  # what a proof of the obligation being checked rests on (static._run)
         self.memo = {}
+        self.guessed_roles: set = set()  # ids of waits whose role rests on approximated barrier addresses
         self._symbols = Symbols()
 
     # ------------------------------------------------------------------ solver
@@ -149,6 +150,16 @@ class Facts:
                 self.memo[key] = self.solve([self.ranges(w.loops), rng, w.addr == a])[0]
         return self.memo[key]
 
+    def first_fill_aliases(self, w, s) -> bool:
+        """Site ``s`` names the barrier of ``w`` in the first iteration of each of its loops, where
+        its loop-carried registers hold their entry values (no over-approximated value left)."""
+        zero = z3.BitVecVal(0, 64)
+        a = z3.simplify(z3.substitute(s.addr, *[(k, zero) for _, k in s.loops])) if s.loops else s.addr
+        if any(_approx_value(n) for n in self.syms(a) & self.env.approx):
+            return False
+        with self.budget.capped(ALIAS_UNITS):
+            return self.solve([self.ranges(w.loops), w.addr == a])[0] == "sat"
+
     def may_alias(self, w, s):
         """Site ``s`` may name the barrier of ``w`` in some iteration of each (``unknown`` counts)."""
         return self.alias(w, s) != "unsat"
@@ -185,6 +196,11 @@ class Facts:
                     tx = s
                     break
         if tx is not None:
+            if any(_approx_value(n) for n in self.syms(w.addr, tx.addr) & self.env.approx) \
+                    and not self.first_fill_aliases(w, tx):
+                # the fill's barrier meets this one only for values the encoding over-approximates (a
+                # ring index it does not bound): the role is a guess, and no violation may rest on it
+                self.guessed_roles.add(id(w))
             return 0, (f"consumer of the fill: the barrier's phases complete with the bytes of its round's "
                        f"copies / expect-tx ({L(tx.instr)})")
         arrs = [s for s in signals if s.kind == "arrive" and self.may_alias(w, s)]
@@ -387,3 +403,9 @@ class Facts:
             if not sep:
                 mine.append(c)
         return mine, None
+
+
+def _approx_value(name: str) -> bool:
+    """An over-approximated value (a havocked register, a loaded value), not a loop counter whose
+    iterations may not all be reached, nor a wait's use count (its ring form is proved apart)."""
+    return re.fullmatch(r"kx?\d+\..*![AB]", name) is None and "%mbar_uses" not in name

@@ -56,3 +56,22 @@ extern "C" __global__ void escaping(const int* refill, int n) {
     }
   }
 }
+
+// guessed: a single thread is producer and consumer (CUTLASS's non-warp-specialized TMA mainloop):
+// a pass-through wait on empty[0] (parity 1: a fresh barrier counts its phase -1 as complete),
+// then expect-tx on full[s] with s stepping modulo a runtime stage count. No bound holds for s, so
+// full[s] may be the word after full[2], empty[0]: the wait could be a consumer of that fill --
+// only for ring positions the encoding over-approximates. The static checker must not call the
+// pass-through a parity violation on that guess.
+extern "C" __global__ void guessed(int n, int stages) {
+  __shared__ uint64_t full[3], empty[3];
+  if (threadIdx.x != 0) return;
+  wait(&empty[0], 1);
+  int s = 0;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 4;" ::"r"(
+        static_cast<uint32_t>(__cvta_generic_to_shared(&full[s]))) : "memory");
+    s = (s + 1) % stages;
+  }
+}
