@@ -167,6 +167,13 @@ def _loop(chk, w, off, case):
     k0 = m.eval(k, model_completion=True).as_long()
     approx = (chk.syms(hyp, goal) & chk.env.approx) - {str(k)}
     reached = info.exact or _reached(chk, info, k, w, k0, d)
+    if not approx and not reached and k0 >= d:
+        # the solver's iteration may lie past what can be shown reached: the first round's
+        r2, m2 = chk.prove(mk_and(hyp, z3.ULT(k, z3.BitVecVal(d, 64))), goal)
+        if r2 == "cex":
+            k2 = m2.eval(k, model_completion=True).as_long()
+            if _reached(chk, info, k, w, k2, d):
+                m, k0, reached = m2, k2, True
     cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d,
            "iterations": [k0, k0 + d],
            "barrier_address": m.eval(a, model_completion=True).as_long(),
