@@ -364,10 +364,7 @@ def _interpreter(ctx):
     # kernel whose assertions the symbolic checker did not prove runs every CTA; nor a PDL pair's
     # grids (the footprint and the check against it need every CTA)
     asserts_open = "assert" in ctx.uses and ctx.assertions_status != "proved"
-    try:  # the clusters the driver runs: the launch's, or the kernel's __cluster_dims__
-        clusters = tuple(spec.for_kernel(kernel).cluster) != (1, 1, 1)
-    except KernelError:
-        clusters = True  # (the run reports the launch error)
+    clusters = tuple(spec.cluster) != (1, 1, 1)  # (``check_kernel`` applied the kernel's __cluster_dims__)
     if ctx.smt and "unknown" not in ctx.uses and not asserts_open and ctx.pdl is None:
         if not (ctx.uses & {"async", "mbarrier"}) and not clusters:
             from kverify.verifier.races.symmetry import representatives

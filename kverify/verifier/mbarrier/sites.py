@@ -304,8 +304,7 @@ class MbarExecutor(Executor):
             return None, "the copy size comes from a tensor map and no launch spec gives tensor maps"
         if any(m in ins.mods for m in ("im2col::w", "im2col::w::128", "im2col_no_offs", "tile::gather4")):
             return None, f"{ins.opcode}: only tile and im2col mode copies are modelled"
-        # the tensor operand ``[tmap, {coords}]``: the source of a load, the destination of a store
-        src = next((o for o in ins.operands if isinstance(o, Addr) and o.coords), ins.operands[1])
+        src = _tensor_operand(ins)
         if not isinstance(src, Addr):
             return None, "tensor map operand not understood"
         pname, poff = self._param_of(src.base, with_offset=True)
@@ -331,7 +330,7 @@ class MbarExecutor(Executor):
         tm, why = self.tensor_map(ins)
         if tm is None:
             return None, why
-        pname = self._param_of(ins.operands[1].base)
+        pname = self._param_of(_tensor_operand(ins).base)
         im2col = "im2col" in ins.mods
         dt = dtypes.lookup(tm.get("dtype"))
         if im2col != (tm.get("mode") == "im2col"):
@@ -396,6 +395,12 @@ class MbarExecutor(Executor):
                     return None, None
                 return op.name, (off + op.offset if off is not None else None)
         return None, None
+
+
+def _tensor_operand(ins):
+    """The tensor operand ``[tmap, {coords}]`` of a tensor copy: the source of a load, the
+    destination of a store."""
+    return next((o for o in ins.operands if isinstance(o, Addr) and o.coords), ins.operands[1])
 
 
 def _fit_periodic(seq, w):

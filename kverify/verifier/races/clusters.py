@@ -121,11 +121,9 @@ class _EffectExecutor(MbarExecutor):
         return super().async_instr(ins, st, guard)
 
     def _sources(self, ins, st) -> list:
-        row = row_of(ins)
         out = []
-        for i, op in enumerate(ins.operands):
-            slot = row.operands[min(i, len(row.operands) - 1)] if row.operands else None
-            if slot is None or slot.access == "def":
+        for op, slot, _ in _operand_slots(ins, row_of(ins)):
+            if slot.access == "def":
                 continue
             for r in (op.elems if isinstance(op, VecOp) else (op,)):
                 if isinstance(r, Reg):
@@ -136,13 +134,8 @@ class _EffectExecutor(MbarExecutor):
         """The instruction's path condition and the operand values that matter (module
         docstring, 2.); the buffers of its global-memory operands."""
         pc = mk_and(st.pc, guard)
-        spaces = iter([m for m in ins.mods if m in SPACES])  # a copy names its spaces as its operands come
         terms = []
-        for i, op in enumerate(ins.operands):
-            if not row.operands:
-                break
-            slot = row.operands[min(i, len(row.operands) - 1)]
-            space = next(spaces, row.space if row.space != "mods" else None) if slot.access in _ACCESS else None
+        for op, slot, space in _operand_slots(ins, row):
             if slot.access in ("def", "target") or slot.bits in _DATA_BITS:
                 continue
             if row.collective is not None and slot.name != "membermask":
@@ -260,15 +253,23 @@ def _static_communication(module, kernel) -> str:
             continue
         if is_atomic(ins) and space_of(ins) == "global":
             return f"a global atomic at {where(ins)} (inter-CTA communication)"
-        if row.effect == "async" and row.operands:
-            spaces = iter([m for m in ins.mods if m in SPACES])
-            for slot in row.operands:
-                if slot.access in _ACCESS:
-                    sp = next(spaces, row.space if row.space != "mods" else None)
-                    if sp == "global" and slot.access != "load":
-                        return (f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint "
-                                "is not encoded)")
+        if row.effect == "async" and any(space == "global" and slot.access in _ACCESS and slot.access != "load"
+                                         for _, slot, space in _operand_slots(ins, row)):
+            return f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint is not encoded)"
     return ""
+
+
+def _operand_slots(ins, row):
+    """``(operand, slot, space)`` for each operand of ``ins``: its op-table slot (the last one
+    repeats for a variadic tail) and, for a slot that accesses memory, its state space. A copy
+    names its spaces in its modifiers in the order of its memory operands (``dst`` then ``src``);
+    a row of one space names it in its ``space`` column."""
+    if not row.operands:
+        return
+    spaces = iter([m for m in ins.mods if m in SPACES])
+    for i, op in enumerate(ins.operands):
+        slot = row.operands[min(i, len(row.operands) - 1)]
+        yield op, slot, (next(spaces, row.space if row.space != "mods" else None) if slot.access in _ACCESS else None)
 
 
 def _communication(c, timeout_s) -> str:
