@@ -106,6 +106,14 @@ class _MapBase:
     def element_size(self) -> int:
         return ELEMENT_SIZE[self.dtype]
 
+    @property
+    def extent_bytes(self) -> int:
+        """Bytes from the tensor's global address to the end of its last element: no copy
+        through the map reads or writes past them (out-of-bound elements are filled or dropped,
+        §5.5.5), whatever its coordinates."""
+        bstrides = (self.element_size,) + tuple(self.strides)
+        return sum((n - 1) * b for n, b in zip(self.shape, bstrides)) + self.element_size
+
     @staticmethod
     def _spec_shape(d: Mapping, base_shape_rowmajor) -> tuple:
         """``(dtype, element size, row-major shape)`` of a launch-spec map: its ``"shape"``,

@@ -47,6 +47,7 @@ from kverify.symbolic.families import deref, is_atomic
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MbarExecutor
 
+from .extents import IN_BOUNDS, NOT_IN_BOUNDS, prove_in_bounds
 from .smt import _Checker
 from .symmetry import MAX_REPS, _cover, _sameness
 
@@ -229,7 +230,12 @@ def _representatives(c, spec, n, timeout_s):
     varying = {str(x) for x in env.ctaid} | exits  # what may differ between CTAs
     conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & varying]
     total = n[0] * n[1] * n[2]
-    reps = {(i % n[0], (i // n[0]) % n[1], i // (n[0] * n[1])) for i in (0, total - 1)}
+    # the cover is complete on its own; the last cluster is there for the memory safety of the
+    # ones not interpreted, unless z3 proves every access of every cluster in bounds
+    unproved, suspect = prove_in_bounds(c, spec, timeout_s)
+    reps = {(i % n[0], (i // n[0]) % n[1], i // (n[0] * n[1])) for i in ((0, total - 1) if unproved else (0,))}
+    if suspect is not None:  # the cluster of a thread z3 could not keep in bounds: the run decides
+        reps.add(tuple(x // y for x, y in zip(suspect, spec.cluster)))
     reps = _cover(c, env, conds, reps, same, SolverBudget(timeout_s), cluster=tuple(spec.cluster),
                   per_cta=frozenset(exits))
     if reps is None:
@@ -239,7 +245,8 @@ def _representatives(c, spec, n, timeout_s):
     cl = spec.cluster
     origins = sorted((q[0] * cl[0], q[1] * cl[1], q[2] * cl[2]) for q in reps)
     return sorted(origins, key=lambda t: (t[2], t[1], t[0])), \
-        "no communication between clusters (proved); clusters agree with one of these on every synchronization"
+        ("no communication between clusters (proved); clusters agree with one of these on every synchronization; "
+         + (NOT_IN_BOUNDS if unproved else IN_BOUNDS).format(unit="clusters"))
 
 
 def _static_communication(module, kernel) -> str:

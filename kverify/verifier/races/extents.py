@@ -257,3 +257,94 @@ def _maximize(fs, term, timeout_s, quantified=False):
         return None
     v = o.upper(h)
     return v.as_long() if z3.is_bv_value(v) else o.model().eval(term, model_completion=True).as_long()
+
+
+#: What the representatives' bound says of the CTAs (or clusters) not interpreted, by whether
+#: ``prove_in_bounds`` proved their accesses in bounds.
+IN_BOUNDS = ("every global and shared access of the other {unit} in bounds (proved); their outputs are not "
+             "checked by this run")
+NOT_IN_BOUNDS = "memory safety and outputs of the other {unit} are not checked by this run"
+
+
+def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None]:
+    """``("", None)`` when z3 proves, over one symbolic thread standing for every thread of the launch
+    and every loop iteration it reaches, that each global access of the executor run ``c.ex``
+    (a race checker's, ``smt._Checker``) lies inside the launch buffer its pointer comes from and
+    each shared access inside one shared variable; and that every tensor map a tensor copy goes
+    through describes no byte past its buffer (a copy reads or writes only elements inside the
+    map's shape, §5.5.5). Otherwise ``(why not, ctaid)``: an access whose buffer or size is
+    unknown, an asynchronous global access that names no tensor map, or an access the solver's
+    model puts outside, with the ``%ctaid`` of the model's thread (the encoding
+    over-approximates: a CTA to interpret, not a finding)."""
+    from kverify.launch import params as lparams
+    from kverify.semantics.memory_model import tma
+    from kverify.symbolic import Substitution
+
+    ex, env, kernel = c.ex, c.env, c.kernel
+    if ex.unknown_region_write or any(ex.reasons.values()):
+        return "an access outside the encoding", None
+    sizes = {}
+    for name, b in (spec.buffers or {}).items():
+        sizes[name] = _nbytes(b)
+    for i, p in enumerate(kernel.params):  # a pointer parameter's buffer by the parameter's names
+        b = lookup(spec.buffers or {}, kernel, i)
+        if b is not None:
+            sizes[p.source_name or p.name] = sizes[p.name] = _nbytes(b)
+    for ins, _mode, region in getattr(ex, "global_async", ()):
+        tensor = any(isinstance(o, Addr) and o.coords for o in ins.operands)
+        tm = ex.tensor_map(ins)[0] if tensor else None
+        if tm is None:
+            return f"the global operand of {ins.opcode} at {where(ins)} is not bounded by this check", None
+        name = tm.get("buffer")
+        b = (spec.buffers or {}).get(name)
+        if b is None:
+            return f"the buffer of the tensor map {ins.opcode} at {where(ins)} goes through is unknown", None
+        try:
+            slot = lparams.tensormap_spec(tm, {name: (0, b["dtype"], tuple(b["shape"]))}, spec, ["tensormap"])
+            m = tma.map_from_spec(slot.spec, tuple(b["shape"]))
+        except Exception as e:  # noqa: BLE001 - a map the launch cannot run is the interpreter's to report
+            return f"the tensor map of {ins.opcode} at {where(ins)} is not understood ({e})", None
+        if m.extent_bytes > sizes[name]:
+            return (f"the tensor map of {ins.opcode} at {where(ins)} describes {m.extent_bytes} bytes, past the "
+                    f"{sizes[name]} bytes of its buffer {name}"), None
+    at_launch = Substitution(env.values_from(spec))
+    vars_ = [(base, size) for _, base, size in env.shared_vars]
+    bad = []  # (access, condition under which it is out of bounds)
+    for a in ex.accesses:
+        pc = z3.simplify(a.pc)
+        if z3.is_false(pc):
+            continue
+        w = ex.sizes.get(id(a), a.width) if hasattr(ex, "sizes") else a.width
+        if a.space == "global":
+            name = a.region.split(":", 1)[1] if (a.region or "").startswith("param:") else None
+            if name is None or name not in sizes:
+                return f"the buffer of the global access at {where(a.instr)} is unknown", None
+            off = a.addr - env.buffer_base(name)
+            end = z3.ZeroExt(1, off) + w
+            out = z3.Or(off < 0, z3.UGT(end, sizes[name]))
+        elif a.space == "shared":
+            if any(size is None for _, size in vars_):
+                return "the launch gives no size of dynamic shared memory", None
+            addr = z3.ZeroExt(1, fit(a.addr, 32))
+            out = z3.Not(z3.Or(*[z3.And(z3.UGE(addr, base), z3.ULE(addr + w, base + size)) for base, size in vars_])) \
+                if vars_ else z3.BoolVal(True)
+        else:
+            return f"the {a.space} access at {where(a.instr)} is not bounded by this check", None
+        bad.append((a, at_launch(mk_and(pc, out))))
+    if not bad:
+        return "", None
+    r, model = c.solve([z3.Or(*[f for _, f in bad])], SolverBudget(timeout_s, label="in-bounds"), base=c.base())
+    if r == "unsat":
+        return "", None
+    if r != "sat":
+        return "the solver did not decide whether every access is in bounds", None
+    a = next((a for a, f in bad if z3.is_true(model.eval(f, model_completion=True))), bad[0][0])
+    cta = tuple(model.eval(x, model_completion=True).as_long() for x in env.ctaid)
+    return f"the {a.space} access at {where(a.instr)} is not shown in bounds (CTA {cta} of z3's model)", cta
+
+
+def _nbytes(b: dict) -> int:
+    n = dtypes.itemsize(b["dtype"])
+    for d in b.get("shape") or ():
+        n *= int(d)
+    return n

@@ -36,6 +36,7 @@ from kverify.semantics.ir.errors import KernelError
 from kverify.symbolic import Substitution, Unsupported
 from kverify.symbolic.budget import SolverBudget
 
+from .extents import IN_BOUNDS, NOT_IN_BOUNDS, prove_in_bounds
 from .smt import _Checker
 
 MIN_GRID = 8  # smaller grids are interpreted in full
@@ -96,7 +97,13 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
         return None, "independence not established (solver budget spent choosing representatives)"
     if len(reps) > MAX_REPS:
         return None, f"too many ctaid-dependent control paths (more than {MAX_REPS} representatives)"
-    return sorted(reps, key=lambda t: (t[2], t[1], t[0])), "no inter-CTA communication (proved)"
+    unproved, suspect = prove_in_bounds(c, spec, timeout_s)
+    if suspect is not None and suspect not in reps:  # a CTA z3 could not keep in bounds: the run decides
+        reps = sorted({*reps, suspect})
+        if len(reps) > MAX_REPS:
+            return None, f"too many ctaid-dependent control paths (more than {MAX_REPS} representatives)"
+    return sorted(reps, key=lambda t: (t[2], t[1], t[0])), \
+        "no inter-CTA communication (proved); " + (NOT_IN_BOUNDS if unproved else IN_BOUNDS).format(unit="CTAs")
 
 
 def _conditions(c, ex, obs, same):

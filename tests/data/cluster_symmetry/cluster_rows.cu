@@ -14,6 +14,9 @@
 //                 bytes of `out` (no reduction: a cluster affects another)
 //   DATA_BARRIER  a CTA barrier under a test of the loaded tile (no reduction: control may
 //                 differ between clusters beyond their index)
+//   ROW_OOB       cluster y == 37 writes 2048 rows further down, past the end of `out`: an
+//                 address, not a branch, so no control decision tells cluster 37 apart; only
+//                 the proof that every access is in bounds fails there
 #include <cstdint>
 #include <cuda.h>
 
@@ -78,6 +81,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(NUM_THREA
   const int y0 = blockIdx.y * TILE;
 #ifdef OVERLAP
   const int yo = (blockIdx.y == 11 ? 12 : blockIdx.y) * TILE;  // BUG: cluster 11 writes cluster 12's rows
+#elif defined(ROW_OOB)
+  const int yo = y0 + (blockIdx.y == 37 ? 2048 : 0);  // BUG: past the end of out, in cluster 37 only
 #else
   const int yo = y0;
 #endif

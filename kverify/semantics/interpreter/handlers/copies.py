@@ -14,7 +14,7 @@ from kverify.semantics.memory_model.protocols import async_groups as AG
 
 from ..async_ops import READ_DONE, CopyOp
 from ..hb import ASYNC, GENERIC
-from ..memory import CTA_MASK, CTA_SHIFT, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
+from ..memory import CTA_MASK, CTA_SHIFT, GLOBAL_BASE, PARAM_WINDOW, Fault, Region, load_bytes, proxy_space, store_bytes
 from ..state import ASYNC_GENERIC, U64, low_mask
 from .common import SPACE_MODS, bits_of, operand_lanes, registry, replicas, yield_once
 from .memory import ATOM_FAMILY, atomic_update, fault
@@ -334,6 +334,8 @@ def h_bulk_reduce_tensor(m, w, ins, mask):
             fault(m, w, ins, f)
             continue
         offs, inb = tma.copy_geometry(tm, coords)
+        if _past_buffer(m, w, ins, tm, gstart, tname, offs, inb, lane):
+            continue
         gidx = (offs[inb][:, None] + np.arange(esize)).reshape(-1) + gstart
         _alone(m, ins, gregion, gidx)
 
@@ -360,6 +362,24 @@ def _tmap_of(m, w, ins, a: Addr):
     if off not in m.tensormaps:
         raise Unsupported("tensor-map operand is not a tensor-map parameter", ins)
     return m.tensormaps[off]
+
+
+def _past_buffer(m, w, ins, tm, gstart, tname, offs, inb, lane) -> bool:
+    """True, with a bounds finding, when an element of the tensor a copy through ``tm`` reads or
+    writes lies past the end of the buffer the map names: the map's shape and strides describe
+    more than the buffer holds (§5.5.5: the hardware checks coordinates against the map's shape,
+    never against the allocation)."""
+    if not inb.any():
+        return False
+    end = int(offs[inb].max()) + tm.element_size
+    name, size = next(((n, z) for n, s, z in m.gmem.allocs if s == gstart), (None, None))
+    if size is None or end <= size:
+        return False
+    fault(m, w, ins, Fault(f"a tensor element at byte {end - tm.element_size} of tensor map {tname} lies past the end "
+                           f"of its buffer {name} ({size} bytes): the map's shape and strides reach {tm.extent_bytes} "
+                           f"bytes", lane,
+                           address=GLOBAL_BASE + gstart + end - tm.element_size))
+    return True
 
 
 @handler("cp.async.bulk.tensor")
@@ -404,6 +424,8 @@ def h_bulk_tensor(m, w, ins, mask):
             offs, inb = tma.copy_geometry(tm, coords, offs_l)
         except tma.Im2colUnsupported as e:
             raise Unsupported(f"{ins.opcode}: {e}", ins) from None
+        if _past_buffer(m, w, ins, tm, gstart, tname, offs, inb, lane):
+            continue
         gidx = (offs[inb][:, None] + np.arange(tm.element_size)).reshape(-1) + gstart
         if load:
             d = int(m.addr_values(w, dst_a)[lane])
