@@ -46,6 +46,12 @@ def test_one_cluster_stands_for_sixty_four():
     assert rep.verdict == "verified" and rep.findings == []
     assert ("grid 2x64x1, block 128x1x1 (the clusters starting at CTAs {(0, 0, 0)} interpreted, the others are "
             "symmetric: " + IN_BOUNDS + ")") in _bound(rep)
+    # the independence proof is race freedom of global memory for the whole launch, every schedule
+    glob = next(o for o in rep.obligations if o.id == "race.global")
+    assert glob.status == "proved" and glob.message.startswith("no global byte one thread writes is read or written "
+                                                               "by another thread of the grid, in any loop iteration")
+    assert glob.bound == ("block 128x1x1 (the launch's); grid 2x64x1 only (the launch's); any addresses of out; "
+                          "every schedule (two arbitrary distinct threads)")
 
 
 def _variant_launch(tmp_path, grid=None, out_rows=None, map_rows=None) -> str:

@@ -359,7 +359,7 @@ def _interpreter(ctx):
     if chosen:  # buffers sized again: their extents may depend on the values
         spec, sized, unsized = _sized_buffers(module, kernel, with_values, ctx.timeout_s)
     t0 = time.perf_counter()
-    reps, sym_why = None, ""
+    reps, sym_why, proofs = None, "", []
     # CTA symmetry covers races and barriers, not assertions (they may read the CTA's index): a
     # kernel whose assertions the symbolic checker did not prove runs every CTA; nor a PDL pair's
     # grids (the footprint and the check against it need every CTA)
@@ -373,10 +373,10 @@ def _interpreter(ctx):
         else:  # asynchronous copies, mbarriers, clusters: whole clusters stand for the others
             from kverify.verifier.races.clusters import cluster_representatives
 
-            reps, sym_why = cluster_representatives(module, kernel, spec, ctx.timeout_s)
+            reps, sym_why = cluster_representatives(module, kernel, spec, ctx.timeout_s, proof=proofs)
     try:
         r = run_kernel(module, kernel, spec, inputs=ctx.inputs, schedule="exhaustive", budget=ctx.budget,
-                       settle=True, ctas=reps, max_seconds=ctx.time_budget,
+                       settle=True, ctas=reps, max_seconds=ctx.time_budget, global_races_proved=bool(proofs),
                        footprint=bool(ctx.pdl and ctx.pdl[0] == "primary"),
                        prior=ctx.pdl[1] if ctx.pdl and ctx.pdl[0] == "dependent" else None)
         if ctx.pdl and ctx.pdl[0] == "primary":
@@ -510,6 +510,7 @@ def _interpreter(ctx):
             else:
                 out.append(Obligation(title, "mbarrier", base.status, head + base.message, base.bound, [], None,
                                       base.time_s))
+    out += proofs  # what choosing the representatives proved for the whole launch
     # a clean run checks every phase's arrivals, tx bytes and parity waits: bounded evidence
     # for the symbolic mbarrier obligations (which say for every loop iteration)
     if "mbarrier" in ctx.uses and base.status == "bounded":

@@ -81,9 +81,11 @@ WALL_BUDGET_S = 300.0
 
 
 def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=None, deadline=None, max_seconds=None,
-             prior=None):
+             prior=None, global_races_proved=False):
     m = Machine(module, kernel, spec.for_kernel(kernel), inputs, scheduler, max_steps, check, only_ctas=ctas)
     m.deadline, m.max_seconds = deadline, max_seconds
+    if global_races_proved:
+        m.gmem.untrack()
     if prior is not None:  # (primary's footprint, its buffer layout, this launch's parameter -> its buffer)
         fp, layout, shared = prior
         m.pdl_prior = fp.rebase(layout, shared, m.buffers, m.gmem.size)
@@ -93,7 +95,8 @@ def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=Non
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
                seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
                replay: dict | None = None, reduce: bool = True, settle: bool = False,
-               ctas=None, max_seconds: float | None = None, footprint: bool = False, prior=None) -> RunResult:
+               ctas=None, max_seconds: float | None = None, footprint: bool = False, prior=None,
+               global_races_proved: bool = False) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
@@ -107,7 +110,10 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     ``incomplete`` with the reason. A PDL pair (``dependent``): ``footprint=True`` records the
     first run's global footprint (the primary grid); ``prior`` — ``(footprint, its layout, this
     launch's parameter -> the primary's buffer)`` — checks this grid's accesses before
-    ``griddepcontrol.wait`` against it (the dependent grid)."""
+    ``griddepcontrol.wait`` against it (the dependent grid). ``global_races_proved``: the caller
+    proved that no global byte a thread writes is accessed by another thread of the launch
+    (``verifier.races.clusters``): global memory then keeps no race records (``Region.untrack``;
+    bounds and values are still checked)."""
     t0 = time.perf_counter()
     max_seconds = WALL_BUDGET_S if max_seconds is None else max_seconds
     deadline = time.monotonic() + max_seconds
@@ -120,7 +126,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         sched = Deterministic()
     else:
         raise KernelError(f"unknown schedule {schedule!r} (deterministic, random, exhaustive)", spec.path, 1, 1)
-    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas, deadline, max_seconds, prior)
+    m = _machine(module, kernel, spec, inputs, sched, max_steps, check, ctas, deadline, max_seconds, prior,
+                 global_races_proved)
     if footprint:
         from .dependent import Footprint
 
@@ -152,7 +159,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
         total += 1
         for dev in cands:
             r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas, deadline,
-                         max_seconds, prior).run()
+                         max_seconds, prior, global_races_proved).run()
             runs += 1
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]

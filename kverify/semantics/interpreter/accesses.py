@@ -48,7 +48,7 @@ class AccessMixin:
         the warp's next acquiring fence)."""
         if kind != "read":
             self.changes += 1
-        if not self.check or not isinstance(region, Region):
+        if not self.check or not isinstance(region, Region) or region.shadow is None:
             return
         lanes = np.flatnonzero(m)
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)

@@ -42,6 +42,11 @@ class AsyncOp:
         agent can acquire."""
         if self.m.trace is None:
             self.vc = _NO_CLOCK
+        self.drop_operands()
+
+    def drop_operands(self):
+        """Once it completed: what it read and wrote (byte indices, register values), which only
+        its completion uses; the clock stays for the waits that acquire it."""
 
 
 _NO_CLOCK = np.zeros(0, np.int64)
@@ -66,11 +71,14 @@ class CopyOp(AsyncOp):
         m = self.m
         self.action()
         for region, idx in self.reads:
-            region.shadow.record_async_read(idx, self.agent, self.vc, self.loc)
+            if region.shadow is not None:
+                region.shadow.record_async_read(idx, self.agent, self.vc, self.loc)
         if self.writes:
             self.vc = tick(self.vc, self.agent)
         for region, idx in self.writes:
             sh = region.shadow
+            if sh is None:  # race freedom proved before the run (``Region.untrack``)
+                continue
             mine = sh.pend_w[idx] == self.agent
             sh.pend_w[idx[mine]] = -1
             sh.record_write(idx, self.agent, int(self.vc[self.agent]), self.loc, None, self.proxy)
@@ -79,10 +87,9 @@ class CopyOp(AsyncOp):
             m.mbar_complete_tx(self, self.mbar, self.nbytes)
         if self.group is not None:
             m.step(self.group, AG.Complete(self.agent), self.instr)
+        self.drop_operands()
 
-
-    def release(self):
-        super().release()
+    def drop_operands(self):
         self.writes, self.reads, self.action = (), (), None
 
 
@@ -179,6 +186,7 @@ class WgmmaOp(AsyncOp):
         for wi in range(4):
             w = self.parts[wi][0]
             self.m.step(w.wgmma, AG.Complete(self.agent), self.instr)
+        self.drop_operands()
 
 
 def _smem_operand(smem, desc, rows, k, ty, trans):
@@ -188,8 +196,7 @@ def _smem_operand(smem, desc, rows, k, ty, trans):
     vals = wgmma.load_operand(smem, desc, rows, k, wgmma.OPERAND_STORAGE[ty], "MN" if trans else "K")
     return to_f32(vals, ty) if ty in FP8 else vals
 
-    def release(self):
-        super().release()
+    def drop_operands(self):
         self.parts, self.reads, self.earlier, self.prev = {}, [], [], None
 
 
@@ -211,7 +218,7 @@ class ArriveOnCopies(AsyncOp):
             self.vc = join(self.vc, c.vc)
         self.done = True
         self.m.mbar_arrive_on_copies(self)
+        self.drop_operands()
 
-    def release(self):
-        super().release()
+    def drop_operands(self):
         self.copies = ()

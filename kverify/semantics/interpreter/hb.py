@@ -242,12 +242,16 @@ class Shadow:
         self.ra_agent = self._paged(np.int32, -1, READER_SLOTS)
         self.ra_loc = self._paged(np.int32, 0, READER_SLOTS)
         self.dense = dense_agents is not None
-        if self.dense:  # shared memory (small): one column per warp of the CTA, plain arrays
+        if self.dense:  # shared memory: one column per warp of the CTA
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
-            self.r_clk = np.zeros((n, len(self.agents)), np.int64)
-            self.r_loc = np.zeros((n, len(self.agents)), np.int32)
-            self.r_lanes = np.zeros((n, len(self.agents)), np.uint32)  # reader lanes of the column
-            self.r_wsync = np.zeros((n, len(self.agents)), np.int64)  # LaneOrder.now at the latest
+            # paged on their own: a page is stored once a generic read records into it (asynchronous
+            # copies and wgmma fill most of a pipeline's shared memory, but warps read few of its bytes)
+            reads = PageTable(n)
+            w = len(self.agents)
+            self.r_clk = PagedArray(reads, np.int64, 0, w)
+            self.r_loc = PagedArray(reads, np.int32, 0, w)
+            self.r_lanes = PagedArray(reads, np.uint32, 0, w)  # reader lanes of the column
+            self.r_wsync = PagedArray(reads, np.int64, 0, w)  # LaneOrder.now at the latest
         else:
             self.r_agent = self._paged(np.int32, -1, 1)
             self.r_clk1 = self._paged(np.int64, 0, 1)
@@ -599,19 +603,18 @@ class Shadow:
 
     # ------------------------------------------------------------------ records
     @staticmethod
-    def _add_readers(masks, since, idx, keep, lanes, order):
-        """Add reader ``lanes`` to the lane masks ``masks`` (a column: writable views) of
-        bytes ``idx``, with ``since`` the warp's point count at the latest of those reads (a
-        later write checks every lane of the mask against it: conservative for the earlier
-        readers): kept where ``keep`` and no point of every lane passed since, else started
-        afresh."""
+    def _add_readers(masks, since, col, idx, keep, lanes, order):
+        """Add reader ``lanes`` to the lane masks ``masks`` (column ``col``) of bytes ``idx``,
+        with ``since`` the warp's point count at the latest of those reads (a later write checks
+        every lane of the mask against it: conservative for the earlier readers): kept where
+        ``keep`` and no point of every lane passed since, else started afresh."""
         if order is None or lanes is None:
-            masks[idx] = 0
+            masks[idx, col] = 0
             return
-        fresh = ~keep | (since[idx] < order.full) | (masks[idx] == 0)
-        since[idx] = order.now
-        masks[idx] = np.where(fresh, 0, masks[idx]).astype(np.uint32)
-        np.bitwise_or.at(masks, idx, lane_bits(lanes))
+        fresh = ~keep | (since[idx, col] < order.full) | (masks[idx, col] == 0)
+        since[idx, col] = order.now
+        masks[idx, col] = np.where(fresh, 0, masks[idx, col]).astype(np.uint32)
+        masks.at(np.bitwise_or, (idx, col), lane_bits(lanes))
 
     def record_read(self, idx, agent, clk, loc, lanes=None, column=None, vc=None, order=None, strong=None):
         if strong is not None:
@@ -624,8 +627,7 @@ class Shadow:
                 return
             self.r_clk[idx, column] = clk
             self.r_loc[idx, column] = loc
-            self._add_readers(self.r_lanes[:, column], self.r_wsync[:, column], idx, np.ones(len(idx), bool),
-                              lanes, order)
+            self._add_readers(self.r_lanes, self.r_wsync, column, idx, np.ones(len(idx), bool), lanes, order)
         else:
             self._record_global_read(idx, agent, clk, loc, lanes, vc, order)
 
@@ -681,8 +683,8 @@ class Shadow:
             self.w_lane[idx] = lanes
         self.ra_agent[idx] = -1
         if self.dense:
-            self.r_clk[idx] = 0
-            self.r_lanes[idx] = 0
+            self.r_clk.clear(idx)
+            self.r_lanes.clear(idx)
         else:
             self.r_agent[idx] = -1
             self.r_lanes1[idx] = 0

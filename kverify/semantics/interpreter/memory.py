@@ -85,7 +85,14 @@ class Region:
     def forget_races(self) -> None:
         """A fresh race shadow (no access recorded): for when no later access can race with the
         recorded ones."""
-        self.shadow = Shadow(self.size, self.space, None)
+        if self.shadow is not None:
+            self.shadow = Shadow(self.size, self.space, None)
+
+    def untrack(self) -> None:
+        """No race shadow at all (``shadow`` None): for a region whose race freedom was proved
+        for the launch before the run (``run_kernel(global_races_proved=True)``); its accesses
+        are still bounds-checked and carry their values."""
+        self.shadow = None
 
     def owner(self, off: int) -> str:
         for name, start, size in self.allocs:

@@ -106,6 +106,11 @@ class PagedArray:
         k = self._key(key, True)
         self._storage()[k] = value
 
+    def clear(self, key):
+        """Set ``key`` back to the fill value without allocating a page: a page never written
+        already reads as the fill (its rows map to block 0, which holds it)."""
+        self._storage()[self._key(key, False)] = self.fill
+
     def at(self, ufunc, key, values):
         """``ufunc.at`` on the array (unbuffered: repeated offsets all apply)."""
         k = self._key(key, True)

@@ -46,12 +46,18 @@ from kverify.symbolic import Substitution, Unsupported, fit, is_false, mk_and, m
 from kverify.symbolic.families import deref, is_atomic
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MbarExecutor
+from kverify.verifier.report import Obligation
 
 from .extents import IN_BOUNDS, NOT_IN_BOUNDS, prove_in_bounds
 from .smt import _Checker
 from .symmetry import MAX_REPS, _cover, _sameness
 
 MIN_CLUSTERS = 3  # fewer: the first and the last are all of them
+TITLE_GLOBAL = "race-free: global"
+#: what the independence proof (module docstring, 1.) says of global memory
+INDEPENDENT = ("no global byte one thread writes is read or written by another thread of the grid, in any loop "
+               "iteration (z3, over two symbolic threads); no global atomic, no asynchronous write to global "
+               "memory, and every buffer an asynchronous copy reads is written by no access")
 GROUP_S = 2.0  # solver seconds one query over two families of global accesses may take
 _DATA_BITS = ("t", "t2")  # a slot typed as the instruction: the data a store or an atomic carries
 _ACCESS = ("load", "store", "update")
@@ -180,9 +186,11 @@ class _EffectChecker(_Checker):
         return _EffectExecutor(env, check_a, self.launch)
 
 
-def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0):
+def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0, proof: list | None = None):
     """``(origins, why)``: the first CTA of each cluster to interpret and the reason they stand
-    for all, or ``(None, why_not)``."""
+    for all, or ``(None, why_not)``. ``proof`` (a list) receives the "race-free: global"
+    obligation, proved for the launch, once no cluster is shown to read or write what another
+    writes (module docstring, 1.: a stronger statement than race freedom)."""
     try:
         spec = spec.for_kernel(kernel)  # the clusters the driver runs (``__cluster_dims__``)
     except KernelError as e:
@@ -200,18 +208,21 @@ def cluster_representatives(module, kernel, spec, timeout_s: float = 10.0):
     c = _EffectChecker(module, kernel, spec, timeout_s, time.perf_counter())
     try:
         c.execute()
-        return _representatives(c, spec, n, timeout_s)
+        return _representatives(c, spec, n, timeout_s, proof)
     except (Unsupported, z3.Z3Exception) as e:
         return None, f"independence not established ({e})"
     except Exception as e:  # noqa: BLE001 - fail closed
         return None, f"independence not established (internal error {type(e).__name__})"
 
 
-def _representatives(c, spec, n, timeout_s):
+def _representatives(c, spec, n, timeout_s, proof=None):
     ex, env = c.ex, c.env
     why = _communication(c, timeout_s)
     if why:
         return None, f"independence not established ({why})"
+    if proof is not None:
+        proof.append(Obligation(TITLE_GLOBAL, "races", "proved", INDEPENDENT, c.scope(), [], None,
+                                time.perf_counter() - c.t0))
     plain = _sameness(c, ex)
     # the iteration a loop leaves in, where it may differ between CTAs, is a value of the CTA that
     # the cover pins per side (``_cover``)

@@ -33,6 +33,8 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
         if owner is not None and owner is not w.cta:
             m.remote_smem(w, owner, agent, clk, ins.loc, f"{kind} issued by {w.describe()}")
     for region, idx in writes:
+        if region.shadow is None:  # race freedom proved before the run (``Region.untrack``)
+            continue
         if region.shadow.lossy(idx):
             m.dropped_reader(f"{_fmt_loc(ins.loc)}: an async write to {region.space} bytes whose earlier readers the race "
                      f"shadow could not all keep")
@@ -47,6 +49,8 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
         region.shadow.pend_w[idx] = agent
         region.shadow.pend_w_loc[idx] = m.loc_id(ins.loc)
     for region, idx in reads:
+        if region.shadow is None:
+            continue
         if m.check:
             sp = proxy_space(region)
             conf = region.shadow.check_read(idx, agent, op.vc, m.fence_clks[sp], None, proxy,

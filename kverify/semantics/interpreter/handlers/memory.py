@@ -12,7 +12,7 @@ import numpy as np
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.values import atom_float_mods, evaluate
-from kverify.semantics.memory_model.execution import BOUNDS, UNINITIALIZED
+from kverify.semantics.memory_model.execution import BOUNDS, RACE_GLOBAL, UNINITIALIZED
 
 from ..hb import GENERIC
 from ..memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
@@ -164,7 +164,7 @@ def mem_write(m, w, ins, space, addrs, mask, nbytes, vals, strong=None):
             for u in uniq:
                 ls = lanes[o == u]
                 if len(ls) > 1 and len(set(vals[ls].tolist())) > 1:
-                    m.report(region.shadow.race_rule,
+                    m.report(RACE_GLOBAL.id if region.shadow is None else region.shadow.race_rule,
                              f"lanes {int(ls[0])} and {int(ls[1])} of {w.describe()} store different values to "
                              f"{region.space} {region.owner(int(u))} in one instruction at {_fmt_loc(ins.loc)}",
                              [ins.loc], address=int(u))
@@ -320,7 +320,7 @@ def h_atom(m, w, ins, mask):
         new = atomic_update(op, ty, fmods, old, b[lanes], None if c is None else c[lanes])
         store_bytes(region.data, o, nb, np.asarray(new, U64) & U64(low_mask(8 * nb)))
         old_all[lanes] = old
-    if region.shadow.uninit is not None:
+    if region.shadow is not None and region.shadow.uninit is not None:
         lanes = np.flatnonzero(mask)
         idx = (offs[lanes][:, None] + np.arange(nb)).reshape(-1)
         region.shadow.uninit[idx] = False
