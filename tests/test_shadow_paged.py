@@ -93,3 +93,29 @@ def test_check_of_a_large_grid_allocates_no_shadow_for_the_whole_region():
     # grid 1024: three 1 MiB buffers (3 MiB of global memory); a shadow of every byte of it
     # holds over 100 bytes per byte. What is left is the buffers, their image and their copies.
     assert peak[1024] - peak[4] < 16 << 20, peak
+
+
+def test_clear_resets_without_storing_a_page():
+    pages = PageTable(8 * PAGE)
+    arr = PagedArray(pages, np.int64, 0, 3)
+    arr[[5, 6], 1] = 9
+    before = arr.nbytes
+    arr.clear(np.arange(3 * PAGE, 5 * PAGE))  # pages never written: nothing stored
+    assert arr.nbytes == before and pages.count == 2
+    arr.clear(np.array([5]))
+    assert arr[5, 1] == 0 and arr[6, 1] == 9
+
+
+def test_shared_read_records_cost_nothing_where_only_async_copies_write():
+    # a pipeline's shared memory: TMA fills 200 KiB of stages, warps read one mbarrier word
+    n = 200 * 1024
+    sh = Shadow(n, "shared", np.arange(12))
+    vc = np.zeros(16, np.int64)
+    stages = np.arange(n - 64)
+    sh.record_write(stages, 13, 1, 7, None, 1)  # an async write (agent 13, the async proxy)
+    dense = sum(getattr(sh, k).nbytes for k in ("r_clk", "r_loc", "r_lanes", "r_wsync"))
+    assert dense == PAGE * 12 * (8 + 4 + 4 + 8)  # block 0 (the fill) only: no page of the 200 KiB stored
+    word = np.arange(n - 8, n)
+    sh.record_read(word, 0, 1, 3, lanes=np.zeros(8, np.int8), column=0, vc=vc)
+    assert sh.r_clk[word, 0].tolist() == [1] * 8 and sh.r_clk[stages[:4], 0].tolist() == [0] * 4
+    assert sh.check_write(word, 1, vc, vc) != []  # the read is still there for a later write
