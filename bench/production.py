@@ -13,6 +13,8 @@ column says which CTAs (or clusters) the run interpreted when CTA or cluster sym
 
     python bench/production.py [--only NAME] [--captured DIR] [--no-mutants]
 
+``--only NAME`` re-records the rows whose label contains NAME and keeps the file's other rows.
+
 Seeded bugs of each captured GEMM are made here, at benchmark time, by editing one line of its
 PTX each (``MUTANTS``): the consumer's peek-then-wait on the full barrier names the wrong
 parity; the consumer does not wait at all; the mainloop's ``wgmma.wait_group 1`` is gone (the
@@ -330,6 +332,10 @@ def main() -> int:
         shown = r.get("interpreted", "").replace("the clusters starting at CTAs", "clusters at")
         print(f"{r['kernel'][:58]:58} {r['verdict']:13} {r.get('seconds', float('nan')):6.2f} "
               f"{r.get('peak_rss_mib', float('nan')):6.0f}  {shown[:34]:34} {short[:300]}")
+    if a.only and OUT.exists():  # re-recorded rows replace theirs; the others stay as recorded
+        new = {r["kernel"]: r for r in rows}
+        kept = json.loads(OUT.read_text()).get("rows", [])
+        rows = [new.pop(r["kernel"], r) for r in kept] + list(new.values())
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"machine": f"2-core x86 VM ({_cpu()}), Python {platform.python_version()}, no GPU; "
                                           f"one core (taskset -c 0) per check",

@@ -114,11 +114,12 @@ def test_red_async_into_one_word_is_unknown_not_a_race(capsys):
     assert all(x["status"] != "violated" for x in k["obligations"])
 
 
-def test_the_step_budget_is_per_cluster():
+def test_the_step_budget_is_per_cta_of_a_cluster():
     """Clusters run one after another, so the budget that catches a spinning loop is counted per
-    cluster: four clusters of 92 warp-instructions each complete under a budget of 97 (the 64-CTA
-    CUTLASS GEMM ran out of a launch-wide budget on honest work), and a budget below one cluster's
-    work still stops the run."""
+    cluster, and a cluster gets it once per CTA (a cluster of 8 CTAs does 8 CTAs' work: the
+    CUTLASS GEMM at 4096x4096x512 ran out of a budget per cluster on honest work): four clusters
+    of two CTAs and 92 warp-instructions each complete under a budget of 46 per CTA, and a budget
+    below a cluster's work stops the run."""
     from kverify.launch import LaunchSpec
     from kverify.semantics.interpreter import run_kernel
     from kverify.semantics.ir import load_module
@@ -128,7 +129,7 @@ def test_the_step_budget_is_per_cluster():
                                  "buffers": {"out": {"dtype": "int32", "shape": [512]}}})
     full = run_kernel(m, m.kernel("exchange"), spec)
     assert (full.status, full.steps) == ("complete", 368)
-    assert run_kernel(m, m.kernel("exchange"), spec, max_steps=97).status == "complete"
-    short = run_kernel(m, m.kernel("exchange"), spec, max_steps=87)
-    assert (short.status, short.reason) == ("incomplete", "budget: 87 warp-instructions per cluster, a loop may "
-                                                          "spin forever")
+    assert run_kernel(m, m.kernel("exchange"), spec, max_steps=46).status == "complete"
+    short = run_kernel(m, m.kernel("exchange"), spec, max_steps=45)
+    assert (short.status, short.reason) == ("incomplete", "budget: 45 warp-instructions per CTA of a cluster, a loop "
+                                                          "may spin forever")

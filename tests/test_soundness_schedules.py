@@ -91,7 +91,7 @@ def test_spin_on_a_flag_never_set_is_a_deadlock_at_the_loop():
 def test_counting_poll_yields_for_fairness_and_ends_at_the_step_budget():
     r = _run("spin_flag", "spin_flag_backoff", like="spin_flag_never", max_steps=20_000)
     assert r.status == "incomplete"
-    assert r.reason == "budget: 20000 warp-instructions per cluster, a loop may spin forever"
+    assert r.reason == "budget: 20000 warp-instructions per CTA of a cluster, a loop may spin forever"
     assert any("another agent's writes may decide when it ends" in d for d in r.dependence)
 
 

@@ -48,6 +48,13 @@ class AsyncOp:
         """Once it completed: what it read and wrote (byte indices, register values), which only
         its completion uses; the clock stays for the waits that acquire it."""
 
+    def drop_clock(self):
+        """Once no wait can acquire it any more (released into an mbarrier phase at completion and
+        in no async-group; a wgmma every warp of its warpgroup acquired): the issue snapshot, as
+        long as the run's agents (kept, every operation's clock makes the run quadratic)."""
+        if self.m.trace is None:
+            self.vc = _NO_CLOCK
+
 
 _NO_CLOCK = np.zeros(0, np.int64)
 
@@ -88,6 +95,8 @@ class CopyOp(AsyncOp):
         if self.group is not None:
             m.step(self.group, AG.Complete(self.agent), self.instr)
         self.drop_operands()
+        if self.mbar is not None and self.group is None and self.instr.row.sync == "bulk.copy":
+            self.drop_clock()  # a TMA / bulk copy's completion: released into the mbarrier phase, no group
 
     def drop_operands(self):
         self.writes, self.reads, self.action = (), (), None
@@ -101,6 +110,7 @@ class WgmmaOp(AsyncOp):
     def __init__(self, m, warp, instr, agent, key):
         super().__init__(m, warp, instr, agent)
         self.key = key
+        self.acquired_by: set = set()  # the warps of the warpgroup whose wait acquired it
         self.parts = {}  # warp index in group -> (warp, d regs, a regs or None)
         self.reads = []
         self.earlier = [o for o in m.inflight if isinstance(o, WgmmaOp) and o.key[:2] == key[:2]]

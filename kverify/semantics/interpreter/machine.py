@@ -355,7 +355,7 @@ class Machine(AccessMixin, MbarrierMixin):
             self.reason = f"{_fmt_loc(loc)}: {e}" if loc else str(e)
         except StepBudget as e:
             self.status = "incomplete"
-            self.reason = (f"budget: {self.max_steps} warp-instructions per cluster, a loop may spin forever"
+            self.reason = (f"budget: {self.max_steps} warp-instructions per CTA of a cluster, a loop may spin forever"
                            if not e.args else
                            f"budget: the run's wall-clock limit ({self.max_seconds:g} s, --time-budget) was reached "
                            f"after {self.steps} warp-instructions")
@@ -364,11 +364,10 @@ class Machine(AccessMixin, MbarrierMixin):
     def _run_ctas(self, ctas) -> bool:
         """Run ``ctas`` side by side (a cluster, or a cooperative launch's whole grid); False
         when the run stopped short of completing."""
-        # the step budget is per cluster: clusters run one after another, and a loop that spins
-        # forever does so within one of them (a cooperative launch runs all of them at once)
-        cx, cy, cz = self.spec.cluster
-        per = len(ctas) // (cx * cy * cz)
-        self.step_limit = self.steps + self.max_steps * max(1, per)
+        # the step budget is per CTA of the clusters run together: clusters run one after
+        # another, and a loop that spins forever does so within one of them (a cooperative
+        # launch runs all of them at once); a cluster of 8 CTAs does 8 CTAs' work
+        self.step_limit = self.steps + self.max_steps * max(1, len(ctas))
         first_agent = len(self.agents)  # the operations this run issues get agents from here on
         self._run_cluster(ctas)
         for c in ctas:  # the mbarriers the launch used: phases each completed

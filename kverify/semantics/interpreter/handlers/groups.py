@@ -71,6 +71,10 @@ def _acquire_ops(m, w, ins, attr, eff):
                 rel = [m.trace.completion(op, f"completion of {op.instr.opcode}", int(vc[agent]))] \
                     if m.trace is not None else None
                 m.acquire(w, vc, ins, GROUPS[attr], releases=rel)
+                if attr == "wgmma" and op.done:  # every warp of the warpgroup acquired it: no wait will again
+                    op.acquired_by.add(w.index)
+                    if len(op.acquired_by) == 4:
+                        op.drop_clock()
             w.wgmma_regs.pop(agent, None)
 
 
