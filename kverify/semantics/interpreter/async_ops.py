@@ -198,6 +198,9 @@ class WgmmaOp(AsyncOp):
             self.m.step(w.wgmma, AG.Complete(self.agent), self.instr)
         self.drop_operands()
 
+    def drop_operands(self):
+        self.parts, self.reads, self.earlier, self.prev = {}, [], [], None
+
 
 def _smem_operand(smem, desc, rows, k, ty, trans):
     """A wgmma operand (``rows x K`` float32 values) read from shared memory: the bytes at
@@ -205,9 +208,6 @@ def _smem_operand(smem, desc, rows, k, ty, trans):
     ``values.narrow``)."""
     vals = wgmma.load_operand(smem, desc, rows, k, wgmma.OPERAND_STORAGE[ty], "MN" if trans else "K")
     return to_f32(vals, ty) if ty in FP8 else vals
-
-    def drop_operands(self):
-        self.parts, self.reads, self.earlier, self.prev = {}, [], [], None
 
 
 class ArriveOnCopies(AsyncOp):
