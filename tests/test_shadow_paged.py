@@ -119,3 +119,26 @@ def test_shared_read_records_cost_nothing_where_only_async_copies_write():
     sh.record_read(word, 0, 1, 3, lanes=np.zeros(8, np.int8), column=0, vc=vc)
     assert sh.r_clk[word, 0].tolist() == [1] * 8 and sh.r_clk[stages[:4], 0].tolist() == [0] * 4
     assert sh.check_write(word, 1, vc, vc) != []  # the read is still there for a later write
+
+
+def test_completed_operations_drop_their_operands(monkeypatch):
+    # a run's memory must not grow with the operands of operations long completed (a wgmma's
+    # accumulator registers, a copy's byte indices): only its clock may stay, for the waits
+    from kverify.semantics.interpreter import machine as mach, run_kernel
+    from kverify.semantics.interpreter.async_ops import AsyncOp, CopyOp, WgmmaOp
+
+    seen = []
+    monkeypatch.setattr(mach.Machine, "_release", lambda self, ctas, first: seen.extend(self.ops_by_agent.values()))
+    from kverify.launch import resolve
+
+    ptx = ZOO / "wgmma_pipeline" / "wgmma_pipeline.ptx"
+    m = load_module(str(ptx))
+    spec = resolve(str(ptx.parent / "manifest.json"), str(ptx), "wgmma_pipeline").spec
+    r = run_kernel(m, m.kernel("wgmma_pipeline"), spec)
+    assert r.status == "complete"
+    wg = [o for o in seen if isinstance(o, WgmmaOp)]
+    cp = [o for o in seen if isinstance(o, CopyOp)]
+    assert wg and cp and all(o.done for o in wg + cp)
+    assert all(o.parts == {} and o.reads == [] and o.prev is None for o in wg)
+    assert all(o.reads == () and o.writes == () and o.action is None for o in cp)
+    assert WgmmaOp.drop_operands is not AsyncOp.drop_operands
