@@ -25,7 +25,8 @@ from kverify.launch import dtypes, lookup, param_key
 from kverify.semantics.ir.nodes import Addr, Sym, where
 from kverify.semantics.ir.visit import names_of, reachable_instructions
 from kverify.symbolic.budget import SolverBudget
-from kverify.symbolic import Access, Env, Executor, Unsupported, fit, mk_and, operand, outside_classic_model, row_of
+from kverify.symbolic import (Access, Env, Executor, Substitution, Unsupported, fit, mk_and, operand,
+                              outside_classic_model, row_of)
 from kverify.symbolic.families import is_async
 
 LIMIT = 1 << 28  # bytes per inferred buffer
@@ -278,7 +279,6 @@ def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None
     over-approximates: a CTA to interpret, not a finding)."""
     from kverify.launch import params as lparams
     from kverify.semantics.memory_model import tma
-    from kverify.symbolic import Substitution
 
     ex, env, kernel = c.ex, c.env, c.kernel
     if ex.unknown_region_write or any(ex.reasons.values()):
@@ -314,7 +314,7 @@ def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None
         pc = z3.simplify(a.pc)
         if z3.is_false(pc):
             continue
-        w = ex.sizes.get(id(a), a.width) if hasattr(ex, "sizes") else a.width
+        w = getattr(ex, "sizes", {}).get(id(a), a.width)  # an asynchronous copy's byte count (``_CopyExecutor``)
         if a.space == "global":
             name = a.region.split(":", 1)[1] if (a.region or "").startswith("param:") else None
             if name is None or name not in sizes:
