@@ -222,3 +222,24 @@ def test_reading_a_clock_makes_the_run_schedule_dependent(tmp_path):
     r = _run(p, v, budget=1)
     assert not r.robust and r.dependence == ["%clock is read: its value depends on the schedule and the hardware"]
     assert _run(path, v, budget=1).robust
+
+
+def test_a_run_with_only_mbarrier_warnings_still_bounds_the_static_obligations(tmp_path):
+    """Every lane of warp 0 initializes the barrier (mbarrier.init-replicated, a warning): the run
+    goes on, so it bounds what the symbolic checker leaves open, as a clean run does."""
+    path, v = _variant("arrive_drop", "arrive_drop.cu")
+    text = path.read_text()
+    assert text.count("setp.ne.s32 \t%p2, %r1, 0;") == 1
+    (tmp_path / "arrive_drop.cu").write_text((path.parent / "arrive_drop.cu").read_text())  # names the parameters
+    mutant = tmp_path / "arrive_drop.ptx"
+    mutant.write_text(text.replace("setp.ne.s32 \t%p2, %r1, 0;", "setp.gt.u32 \t%p2, %r1, 31;"))
+    m = load_module(str(mutant))
+    rep = check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(mutant))
+    by = {o.title: o for o in rep.obligations}
+    base = by["mbarrier conformance"]
+    assert base.status == "violated" and base.rule == "mbarrier.init-replicated" and base.severity() == "warning"
+    o = by["mbarrier conformance: arrivals (per phase)"]
+    assert o.status == "bounded" and "every schedule (one run" in o.bound
+    assert o.message.startswith("no error in the run (warning only: mbarrier.init-replicated); not proved for "
+                                "every loop iteration: ")
+    assert rep.verdict == "verified"
