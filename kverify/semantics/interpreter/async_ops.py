@@ -151,19 +151,18 @@ class WgmmaOp(AsyncOp):
         for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it)
             w, *_ , names = self.parts[wi]
             self.parts[wi] = (w, [w.regs.get(nm, np.zeros(32, U64)) for nm in names]) + tuple(self.parts[wi][2:])
-        if dty == "f32":
-            dvals = np.zeros((128, n // 2), np.float32)
-            for wi in range(4):
-                dregs = self.parts[wi][1]
-                for r, regv in enumerate(dregs):
-                    dvals[wi * 32:(wi + 1) * 32, r] = regv.astype(np.uint32).view(np.float32)
-        else:
-            dvals = np.zeros((128, n // 2), np.float32)
-            for wi in range(4):
-                dregs = self.parts[wi][1]
-                for r, regv in enumerate(dregs):
-                    for h in range(2):
-                        dvals[wi * 32:(wi + 1) * 32, 2 * r + h] = to_f32(regv >> U64(16 * h), dty)
+        dvals = np.zeros((128, n // 2), np.float32)
+        for wi in range(4):  # one warp's registers as a (32 lanes, registers) array
+            dregs = self.parts[wi][1]
+            if not dregs:
+                continue
+            regs = np.stack(dregs, axis=1)
+            rows = slice(wi * 32, (wi + 1) * 32)
+            if dty == "f32":
+                dvals[rows, :len(dregs)] = regs.astype(np.uint32).view(np.float32)
+            else:  # two halves per register: elements 2r and 2r+1
+                dvals[rows, 0:2 * len(dregs):2] = to_f32(regs, dty)
+                dvals[rows, 1:2 * len(dregs):2] = to_f32(regs >> U64(16), dty)
         dmat = wgmma.fragment_to_matrix(dvals, layout, (64, n))
         # One rule for every operand type (f16/bf16/tf32/e4m3/e5m2): the elements are decoded
         # exactly (values.narrow), the products are exact in f64 (fp8 x fp8 has at most 8
@@ -176,17 +175,18 @@ class WgmmaOp(AsyncOp):
         out = wgmma.wgmma_mma(dmat, a, b, bool(scale_d), neg_a, neg_b,
                               dtype=np.float32 if dty == "f32" else np.float64)
         frag = wgmma.matrix_to_fragment(out, layout)  # (128, n/2)
-        for wi in range(4):
+        for wi in range(4):  # each register's 32 lanes: one row of a (registers, 32 lanes) array
             w, dregs, *_ = self.parts[wi]
             names = self.parts[wi][-1]
+            block = frag[wi * 32:(wi + 1) * 32]
             if dty == "f32":
-                for r, name in enumerate(names):
-                    w.regs[name] = frag[wi * 32:(wi + 1) * 32, r].astype(np.float32).view(np.uint32).astype(U64)
+                regs = np.ascontiguousarray(block[:, :len(names)].T.astype(np.float32).view(np.uint32).astype(U64))
             else:
-                for r, name in enumerate(names):
-                    lo = round_to(frag[wi * 32:(wi + 1) * 32, 2 * r], dty)
-                    hi = round_to(frag[wi * 32:(wi + 1) * 32, 2 * r + 1], dty)
-                    w.regs[name] = lo | (hi << U64(16))
+                lo = round_to(block[:, 0:2 * len(names):2], dty)
+                hi = round_to(block[:, 1:2 * len(names):2], dty)
+                regs = np.ascontiguousarray((lo | (hi << U64(16))).T)
+            for r, name in enumerate(names):
+                w.regs[name] = regs[r]
         # the warpgroup's earlier mma_async complete first, and every wait that covers this
         # one covers them
         earlier = {o.agent for o in self.earlier}

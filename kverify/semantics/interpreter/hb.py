@@ -80,11 +80,10 @@ GLOBAL_READER_SLOTS = 16  # most warps whose unordered reads of one global byte 
 
 def vget(vc: np.ndarray, agents: np.ndarray) -> np.ndarray:
     """``vc[agents]`` with 0 past the end and for agent -1."""
-    agents = np.asarray(agents)
-    out = np.zeros(agents.shape, np.int64)
-    ok = (agents >= 0) & (agents < len(vc))
-    out[ok] = vc[agents[ok]]
-    return out
+    n = len(vc)
+    ext = np.zeros(n + 1, np.int64)  # ext[n] == ext[-1] == 0: past the end, and agent -1
+    ext[:n] = vc
+    return ext[np.clip(agents, -1, n)]
 
 
 def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -381,14 +380,18 @@ class Shadow:
         """Whether a write of bytes ``idx`` can miss an earlier reader (see the module doc)."""
         return self.lost is not None and bool(self.lost[idx].any())
 
-    def _place(self, agents, locs, idx, agent, loc, replaceable):
-        """Put ``agent`` into a slot of each byte of ``idx``: a free one, its own, or one
-        whose holder ``replaceable`` marks; bytes with no such slot lose a record."""
-        free = (agents[idx] < 0) | (agents[idx] == agent) | replaceable
+    def _place(self, agents, locs, idx, agent, loc, replaceable, cur):
+        """Put ``agent`` into a slot of each byte of ``idx`` (``cur``: ``agents[idx]``): a free
+        one, its own, or one whose holder ``replaceable`` marks; bytes with no such slot lose a
+        record."""
+        free = (cur < 0) | (cur == agent) | replaceable
         has = free.any(axis=1)
         slot = free.argmax(axis=1)
-        self._lose(idx, ~has)
-        rows, cols = idx[has], slot[has]
+        if has.all():  # the common case: ``idx`` itself, whose storage rows are cached
+            rows, cols = idx, slot
+        else:
+            self._lose(idx, ~has)
+            rows, cols = idx[has], slot[has]
         agents[rows, cols] = agent
         locs[rows, cols] = loc
 
@@ -396,8 +399,8 @@ class Shadow:
         """An async operation in flight reads ``idx`` (``subsumes``: as for
         ``record_async_read``; such an operation completes before ``agent``)."""
         p = self.pend_r[idx]
-        repl = np.isin(p, np.fromiter(subsumes, np.int64)) if subsumes else np.zeros(p.shape, bool)
-        self._place(self.pend_r, self.pend_r_loc, idx, agent, loc, repl)
+        repl = np.isin(p, np.fromiter(subsumes, np.int64)) if subsumes else False
+        self._place(self.pend_r, self.pend_r_loc, idx, agent, loc, repl, p)
 
     def record_async_read(self, idx, agent, vc, loc, subsumes=()):
         """The async reader ``agent`` (issue clock ``vc``) completed its read of ``idx``; it
@@ -410,7 +413,7 @@ class Shadow:
         repl = (ra >= 0) & (vget(vc, ra) >= 1)
         if subsumes:
             repl |= np.isin(ra, np.fromiter(subsumes, np.int64))
-        self._place(self.ra_agent, self.ra_loc, idx, agent, loc, repl)
+        self._place(self.ra_agent, self.ra_loc, idx, agent, loc, repl, ra)
 
     # ------------------------------------------------------------------ checks
     def _first(self, bad, idx, lanes):

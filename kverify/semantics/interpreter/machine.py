@@ -504,7 +504,8 @@ class Machine(AccessMixin, MbarrierMixin):
             t = type(s)
             if t is Instr:
                 m = mask
-                if s.guard is not None:
+                guarded = s.guard is not None
+                if guarded:
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
                 self.steps += 1
@@ -519,7 +520,7 @@ class Machine(AccessMixin, MbarrierMixin):
                     raise StepBudget(self.deadline)
                 if w.wgmma_regs:
                     self._check_wgmma_regs(w, s)
-                if not m.any():
+                if guarded and not m.any():  # unguarded: ``mask`` has a lane (checked above)
                     continue
                 h = self.handlers.get(s.op)
                 if h is None or not s.supported:
