@@ -44,6 +44,10 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
     def __init__(self, env: Env, check):
         self.env = env
         self.check = check  # (formula) -> "sat" | "unsat" | "unknown" under thread-A constraints
+        # () -> a context manager in which a query may spend only part of the solver budget
+        # ``check`` draws on (``SolverBudget.capped``): a query whose ``unknown`` is then retried
+        # piecewise (``LoopSummaries``); None: ``check`` has no budget shared across queries
+        self.query_cap = None
         self.kernel = env.kernel
         self.accesses: list = []
         self.syncs: list = []

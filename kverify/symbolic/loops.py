@@ -13,6 +13,7 @@ counted per iteration.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import z3
@@ -153,6 +154,22 @@ class LoopSummaries:
             out = out + t
         return z3.simplify(out)
 
+    def _failed_checks(self, checks):
+        """The induction checks (kind, register, formula: satisfiable when the check fails)
+        not proved. One query for all of them first; a disjunction can be far harder for the
+        solver than each of its parts, so when that query has no answer within part of the
+        budget (``query_cap``), one query for each."""
+        cap = self.query_cap() if self.query_cap is not None and len(checks) > 1 else nullcontext()
+        with cap:
+            res, model = self.check(mk_or(*[c[2] for c in checks]))
+        if res == "unsat":
+            return []
+        if res == "sat":
+            return [c for c in checks if z3.is_true(model.eval(c[2], model_completion=True))]
+        if self.query_cap is None or len(checks) == 1:
+            return list(checks)
+        return [c for c in checks if self.check(c[2])[0] != "unsat"]
+
     def _loop_attempt(self, lp: Loop, st: State, ivs: dict, mode, written, region_unknown):
         n = len(self.loops)
         k = self.env.fresh(f"k{n}.{lp.label}", 64)
@@ -256,14 +273,9 @@ class LoopSummaries:
                               and regs[r][1] != "?"})
         checks = [c for c in checks if not is_false(c[2])]
         if checks:
-            res, model = self.check(mk_or(*[c[2] for c in checks]))
-            if res != "unsat":
-                for kind, r, f in checks:
-                    if res == "unknown" or z3.is_true(model.eval(f, model_completion=True)):
-                        if kind == "iv":
-                            bad_ivs.append(r)
-                        else:
-                            bad_trip = True
+            failed = self._failed_checks(checks)
+            bad_ivs = [r for kind, r, _ in failed if kind == "iv"]
+            bad_trip = any(kind == "trip" for kind, _, _ in failed)
         if bad_ivs or bad_trip or bad_regions:
             # undo this attempt
             del self.accesses[amark:]

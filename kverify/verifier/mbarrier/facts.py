@@ -47,6 +47,7 @@ class Facts:
         self.memo = {}
         self.guessed_roles: set = set()  # ids of waits whose role rests on approximated barrier addresses
         self._symbols = Symbols()
+        self._thread_counts: dict = {}  # pc id -> (pc, count_threads' answer, the assumptions it added)
 
     # ------------------------------------------------------------------ solver
     def solve(self, fs):
@@ -97,9 +98,14 @@ class Facts:
             return self.solve([f])
 
         ex = self.ex = MbarExecutor(env, check_a, self.launch)
+        ex.query_cap = self.query_cap
         ex.run()
         self.sites = ex.sites
         return self
+
+    def query_cap(self):
+        """The executor's cap for a query it can retry piecewise: an eighth of the budget left."""
+        return self.budget.capped(self.budget.left // 8)
 
     def with_params(self, msg: str, cex: dict, model):
         """``msg`` and ``cex`` of a counterexample with the values ``model`` gives the parameters
@@ -288,7 +294,16 @@ class Facts:
     # ------------------------------------------------------------------ thread counting
     def count_threads(self, pc):
         """(number of threads of a CTA executing an instance, residue condition) or
-        (None, reason)."""
+        (None, reason); one evaluation per path condition (sites under one condition share it)."""
+        hit = self._thread_counts.get(pc.get_id())
+        if hit is None:
+            before = set(self.assumptions)
+            answer = self._count_threads(pc)
+            hit = self._thread_counts[pc.get_id()] = (pc, answer, self.assumptions - before)
+        self.assumptions |= hit[2]
+        return hit[1]
+
+    def _count_threads(self, pc):
         env = self.env
         if env.block is None:
             return None, "block size unknown"

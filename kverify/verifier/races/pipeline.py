@@ -230,6 +230,7 @@ class PipelineFacts(Facts):
 
         env = self.env = Env(self.module, self.kernel, self.launch)
         ex = self.ex = PipelineExecutor(env, lambda f: self.solve([f]), self.launch)
+        ex.query_cap = self.query_cap
         try:
             ex.run()
         except _NotModelled:
