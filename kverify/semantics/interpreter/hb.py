@@ -79,11 +79,11 @@ GLOBAL_READER_SLOTS = 16  # most warps whose unordered reads of one global byte 
 
 
 def vget(vc: np.ndarray, agents: np.ndarray) -> np.ndarray:
-    """``vc[agents]`` with 0 past the end and for agent -1."""
+    """``vc[agents]`` with 0 past the end and for agent -1 (no agent is below -1)."""
     n = len(vc)
     ext = np.zeros(n + 1, np.int64)  # ext[n] == ext[-1] == 0: past the end, and agent -1
     ext[:n] = vc
-    return ext[np.clip(agents, -1, n)]
+    return ext[np.minimum(agents, n)]
 
 
 def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
