@@ -225,8 +225,9 @@ class Shadow:
         self.space = space
         self.race_rule = RACE_SHARED.id if space == "shared" else RACE_GLOBAL.id
         # per-byte records, stored by the pages written so far (``paged``): the cost of a
-        # launch's shadow follows the bytes its interpreted CTAs access, not the region size
-        self.pages = PageTable(n)
+        # launch's shadow follows the bytes its interpreted CTAs access, not the region size;
+        # a CTA's shared memory, which a run touches almost whole, is stored dense
+        self.pages = PageTable(n, dense=space == "shared")
         self._arrays: list[PagedArray] = []
         self.w_agent = self._paged(np.int32, -1)
         self.w_clk = self._paged(np.int64)

@@ -8,6 +8,7 @@ far, so its cost follows the bytes accessed, not the region size. A read of a pa
 written sees the array's fill value (every unwritten page reads through block 0 of the
 storage, which is never written). The arrays of one shadow share a ``PageTable``: a write
 to any of them allocates the page in all of them, so an offset maps to one row everywhere.
+A dense table stores every page from the start (a region a run touches almost whole).
 """
 from __future__ import annotations
 
@@ -19,14 +20,19 @@ MASK = PAGE - 1
 
 
 class PageTable:
-    """Which storage block holds each page of a region of ``n`` byte offsets (0: none yet)."""
+    """Which storage block holds each page of a region of ``n`` byte offsets (0: none yet).
+    ``dense``: every page is stored from the start, at its own offset (a region the run touches
+    almost whole, such as a CTA's shared memory: no translation, and no block 0)."""
 
-    __slots__ = ("n", "table", "count", "_last")
+    __slots__ = ("n", "table", "count", "_last", "dense")
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, dense: bool = False):
         self.n = n
-        self.table = np.zeros((max(n, 1) + MASK) >> SHIFT, np.int32)
-        self.count = 1  # blocks handed out; block 0 reads as the fill value and is never written
+        self.dense = dense
+        pages = (max(n, 1) + MASK) >> SHIFT
+        self.table = np.zeros(0 if dense else pages, np.int32)
+        # blocks handed out; block 0 reads as the fill value and is never written (paged)
+        self.count = pages if dense else 1
         # the last index array translated: (array, rows, every page written, count then); a
         # shadow operation indexes many arrays with one index array, never modified in place
         self._last = None
@@ -34,6 +40,8 @@ class PageTable:
     def rows(self, idx, alloc: bool):
         """Storage rows of offsets ``idx`` (an int or an integer array, in ``[0, n)``); ``alloc``: give the
         pages not written yet a block (else they read block 0)."""
+        if self.dense:
+            return idx
         if isinstance(idx, (int, np.integer)):
             idx = int(idx)
             page = idx >> SHIFT
@@ -93,6 +101,8 @@ class PagedArray:
         return self.store
 
     def _key(self, key, alloc):
+        if self.pages.dense:
+            return key
         first, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
         if isinstance(first, slice):
             first = np.arange(*first.indices(self.pages.n))
