@@ -142,6 +142,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.unevaluated_assertions: list[str] = []
         self.assertions_run = 0  # assertion calls executed (lanes)
         self.yields: dict = {}  # id(Instr) -> whether it is a scheduling point (``_yields``)
+        self.value_plans: dict = {}  # id(Instr) -> how its values are computed (handlers.values._plan)
         self.changes = 0  # memory writes and synchronization-object steps: a spinning warp resumes when this moves
         self.turns = 0  # scheduler choices so far: a warp that yielded for fairness resumes when this moves
         self.executed: dict = {}  # id(Instr) -> synchronization Instr a warp executed

@@ -37,52 +37,82 @@ def carry_flag(w):
     return np.zeros(32, bool) if v is None else v
 
 
-def h_value(m, w, ins, mask):
+def _plan(m, ins):
+    """What ``h_value`` needs of ``ins`` beyond the registers' values, worked out once per
+    instruction (``Machine.value_plans``): the family, the type, the modifiers and how each source
+    operand is read. Raises ``Unsupported`` for a form without a type."""
     fam = ins.row.semantics
     tys = ins.types()
     ops = ins.operands
     if not tys:
         raise Unsupported(f"{ins.opcode}: no type", ins)
     ty = family_type(fam, tys)
+    mods = frozenset(ins.mods)
     if ty == "pred" and fam in ("and", "or", "xor", "not", "mov"):
+        return ("pred", fam, ty, mods, ())
+    srcs = ops[1:]
+    if fam == "mov" and isinstance(ops[0], VecOp):
+        kind = "unpack"
+    elif fam == "mov" and srcs and isinstance(srcs[0], VecOp):
+        kind = "pack"
+    else:
+        kind = "value"
+    reads = []  # per source: ("pred", operand) | ("imm", value) | ("pack", None) | ("val", operand, bits, narrow)
+    for i, o in enumerate(srcs):
+        if fam in ("selp", "setp", "set") and i == 2:
+            reads.append(("pred", o))  # {!}c
+        elif fam == "lop3" and i == 3:
+            reads.append(("imm", U64(o.value & 0xFF)))
+        elif fam == "mov" and isinstance(o, VecOp):  # pack form, handled from the operands
+            reads.append(("pack", None))
+        else:
+            bits = source_bits(fam, ty, mods, i)
+            # a register wider than the type: its low bits
+            narrow = isinstance(o, Reg) and bits < 64 and m.reg_width(o.name) > bits
+            reads.append(("val", o, bits, narrow))
+    return (kind, fam, ty, mods, tuple(reads))
+
+
+def h_value(m, w, ins, mask):
+    plan = m.value_plans.get(id(ins))
+    if plan is None:
+        plan = m.value_plans[id(ins)] = _plan(m, ins)
+    kind, fam, ty, mods, reads = plan
+    ops = ins.operands
+    if kind == "pred":
         vals = [m.pred(w, o.reg) if hasattr(o, "reg") and not isinstance(o, Reg) else
                 (m.pred(w, o) if isinstance(o, Reg) else np.full(32, bool(o.value))) for o in ops[1:]]
         r = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
              "not": lambda a: ~a, "mov": lambda a: a}[fam](*vals)
         m.write(w, ops[0], r, mask)
         return
-    if fam in ("setp", "selp", "set") or ty == "pred":
-        pass
-    mods = frozenset(ins.mods)
     args = []
-    srcs = ops[1:]
-    for i, o in enumerate(srcs):
-        if fam in ("selp", "setp", "set") and i == 2:
-            args.append(~m.pred(w, o.reg) if isinstance(o, Neg) else m.pred(w, o))  # {!}c
-            continue
-        if fam == "lop3" and i == 3:
-            args.append(U64(o.value & 0xFF))
-            continue
-        if fam == "mov" and isinstance(o, VecOp):  # pack form, handled below from the operands
+    for rd in reads:
+        how = rd[0]
+        if how == "val":
+            v = m.val(w, rd[1], rd[2])
+            if rd[3]:
+                v = np.asarray(v, U64) & U64(low_mask(rd[2]))
+            args.append(v)
+        elif how == "pred":
+            o = rd[1]
+            args.append(~m.pred(w, o.reg) if isinstance(o, Neg) else m.pred(w, o))
+        elif how == "imm":
+            args.append(rd[1])
+        else:
             args.append(None)
-            continue
-        bits = source_bits(fam, ty, mods, i)
-        v = m.val(w, o, bits)
-        if isinstance(o, Reg) and bits < 64 and m.reg_width(o.name) > bits:
-            v = np.asarray(v, U64) & U64(low_mask(bits))  # a register wider than the type: its low bits
-        args.append(v)
-    if fam == "mov" and isinstance(ops[0], VecOp):  # unpack: mov.b64 {a, b}, %rd
+    if kind == "unpack":  # mov.b64 {a, b}, %rd
         v = args[0]
         n = len(ops[0].elems)
         eb = bits_of(ty) // n
         for j, e in enumerate(ops[0].elems):
             m.write(w, e, (np.asarray(v, U64) >> U64(eb * j)) & U64(low_mask(eb)), mask)
         return
-    if fam == "mov" and srcs and isinstance(srcs[0], VecOp):  # pack: mov.b64 %rd, {a, b}
-        n = len(srcs[0].elems)
-        eb = bits_of(ty) // n
+    if kind == "pack":  # mov.b64 %rd, {a, b}
+        elems = ops[1].elems
+        eb = bits_of(ty) // len(elems)
         acc = np.zeros(32, U64)
-        for j, e in enumerate(srcs[0].elems):
+        for j, e in enumerate(elems):
             acc |= (np.asarray(m.val(w, e, eb), U64) & U64(low_mask(eb))) << U64(eb * j)
         m.write(w, ops[0], acc, mask)
         return
