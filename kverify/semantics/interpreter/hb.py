@@ -220,14 +220,15 @@ class Conflict:
 class Shadow:
     """Race shadow of one memory region, byte granularity."""
 
-    def __init__(self, nbytes: int, space: str, dense_agents: np.ndarray | None = None):
+    def __init__(self, nbytes: int, space: str, dense_agents: np.ndarray | None = None, whole: bool = False):
         n = max(nbytes, 1)
         self.space = space
         self.race_rule = RACE_SHARED.id if space == "shared" else RACE_GLOBAL.id
         # per-byte records, stored by the pages written so far (``paged``): the cost of a
         # launch's shadow follows the bytes its interpreted CTAs access, not the region size;
-        # a CTA's shared memory, which a run touches almost whole, is stored dense
-        self.pages = PageTable(n, dense=space == "shared")
+        # ``whole``: stored whole from the start (a CTA's shared memory, which a run touches
+        # almost whole, when the CTAs run together are one cluster)
+        self.pages = PageTable(n, dense=whole)
         self._arrays: list[PagedArray] = []
         self.w_agent = self._paged(np.int32, -1)
         self.w_clk = self._paged(np.int64)

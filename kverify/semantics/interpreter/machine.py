@@ -339,7 +339,9 @@ class Machine(AccessMixin, MbarrierMixin):
                                 a = self.new_agent(f"warp {w} of {c.describe()}")
                                 agents.append(a)
                                 c.warps.append(Warp(self, c, w, a))
-                            c.smem = Region("shared", "shared", self.smem_size, np.array(agents))
+                            # a cooperative launch runs every CTA at once: its shadows are paged
+                            c.smem = Region("shared", "shared", self.smem_size, np.array(agents),
+                                            whole=not self.cooperative)
                             c.smem.cta = c
                             c.smem.allocs = [(n, s, z) for n, (s, z) in self.smem_vars.items()]
                         self.ctas_run += len(ctas)

@@ -74,11 +74,11 @@ class Region:
     access is in bounds only inside one allocation (global buffers and variables, shared
     variables)."""
 
-    def __init__(self, name: str, space: str, size: int, dense_agents=None):
+    def __init__(self, name: str, space: str, size: int, dense_agents=None, whole: bool = False):
         self.name, self.space = name, space
         self.data = np.zeros(max(size, 1), np.uint8)
         self.size = size
-        self.shadow = Shadow(size, "shared" if space == "shared" else space, dense_agents)
+        self.shadow = Shadow(size, "shared" if space == "shared" else space, dense_agents, whole)
         self.allocs: list[tuple[str, int, int]] = []
         self.cta = None  # a CTA's shared memory: that CTA (``state.CTA``)
 
