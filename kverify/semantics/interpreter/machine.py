@@ -407,13 +407,14 @@ class Machine(AccessMixin, MbarrierMixin):
         for w in warps:
             w.gen = self._warp_main(w)
         current = None
+        active = list(warps)  # the warps not done, in order
         while True:
-            runnable = [w for w in warps if not w.done and (w.wait is None or w.wait.ready())]
+            runnable = [w for w in active if w.wait is None or w.wait.ready()]
             ops = [op for op in self.inflight if op.enabled()]
             if not runnable and not ops:  # a warp that yielded for fairness runs when none else can
-                runnable = [w for w in warps if not w.done and w.wait is not None and w.wait.kind == "yield"]
+                runnable = [w for w in active if w.wait is not None and w.wait.kind == "yield"]
             if not runnable and not ops:
-                blocked = [w for w in warps if not w.done]
+                blocked = list(active)
                 if blocked and self._clusters > 1 and all(w.wait is not None and w.wait.kind == "spin"
                                                           for w in blocked):
                     self.status = "incomplete"
@@ -432,6 +433,7 @@ class Machine(AccessMixin, MbarrierMixin):
                     w.wait = next(w.gen)
                 except StopIteration:
                     w.done = True
+                    active.remove(w)
                     self._warp_exited(w)
             else:
                 self.inflight.remove(choice)
