@@ -6,6 +6,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kverify.launch import LaunchSpec
 from kverify.semantics.interpreter.hb import Shadow
@@ -16,10 +17,11 @@ from kverify.verifier.check import check_kernel
 ZOO = Path(__file__).parent / "zoo"
 
 
-def test_paged_array_reads_and_writes_like_numpy():
+@pytest.mark.parametrize("dense", [False, True], ids=["paged", "whole"])
+def test_paged_array_reads_and_writes_like_numpy(dense):
     rng = np.random.default_rng(7)
     n = 5 * PAGE + 37
-    pages = PageTable(n)
+    pages = PageTable(n, dense=dense)
     flat, flat_ref = PagedArray(pages, np.int32, -1), np.full(n, -1, np.int32)
     wide, wide_ref = PagedArray(pages, np.uint32, 0, 2), np.zeros((n, 2), np.uint32)
     for step in range(300):
@@ -50,6 +52,11 @@ def test_paged_array_reads_and_writes_like_numpy():
         assert (flat[10:PAGE + 20] == flat_ref[10:PAGE + 20]).all()
         assert int(wide[int(probe[0]), 0]) == int(wide_ref[probe[0], 0])
     assert len(flat) == n and wide.shape == wide_ref.shape
+    flat.clear(np.arange(0, n, 3))
+    flat_ref[0:n:3] = -1
+    assert (flat[np.arange(n)] == flat_ref).all()
+    if dense:  # every page stored from the start, at its own offset, never grown
+        assert pages.count == 6 and len(flat.store) == 6 * PAGE and len(pages.table) == 0
 
 
 def test_shadow_of_a_large_region_holds_only_the_pages_accessed():
