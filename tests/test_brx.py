@@ -6,6 +6,7 @@ Kernels of our own: tests/data/brx (LLVM IR compiled by the NVPTX back end bundl
 Triton, regen.py; nvcc does not emit brx.idx) and tests/data/indirect_call (CUDA, nvcc).
 """
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,7 @@ def test_brx_naming_an_undeclared_list_is_bad_input_at_its_position(tmp_path):
     # the CLI: file:line:col and exit 2
     bad = tmp_path / "bad.ptx"
     bad.write_text(text)
-    r = subprocess.run(["python", "-m", "kverify", "check", str(bad)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "kverify", "check", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2
     assert f"{bad}:{line}:2: error: brx.idx: $L_brx_9 is not a .branchtargets list" in r.stdout
 
