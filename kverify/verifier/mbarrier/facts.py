@@ -104,8 +104,8 @@ class Facts:
         return self
 
     def query_cap(self):
-        """The executor's cap for a query it can retry piecewise: an eighth of the budget left."""
-        return self.budget.capped(self.budget.left // 8)
+        """The executor's cap for a query it can retry piecewise: a 32nd of the budget left."""
+        return self.budget.capped(self.budget.left // 32)
 
     def with_params(self, msg: str, cex: dict, model):
         """``msg`` and ``cex`` of a counterexample with the values ``model`` gives the parameters
