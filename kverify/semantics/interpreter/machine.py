@@ -251,10 +251,14 @@ class Machine(AccessMixin, MbarrierMixin):
             arr = np.zeros(size, np.uint8)
             if v.init:
                 esz = v.type.bits // 8
-                for j, x in enumerate(v.init):
-                    if isinstance(x, Sym):  # a function pointer; another variable's address is not modelled (0)
-                        x = self.func_addr.get(x.name, 0)
-                    arr[j * esz:(j + 1) * esz] = np.frombuffer(int(x & low_mask(8 * esz)).to_bytes(esz, "little"), np.uint8)
+                # a function pointer's address; another variable's address is not modelled (0)
+                vals = [self.func_addr.get(x.name, 0) if isinstance(x, Sym) else x for x in v.init]
+                try:  # element values as little-endian bytes of their width (two's complement)
+                    data = np.array(vals, np.int64).astype(f"<u{esz}").view(np.uint8)
+                except OverflowError:  # a .u64 value past 2**63
+                    m = low_mask(8 * esz)
+                    data = np.frombuffer(b"".join(int(x & m).to_bytes(esz, "little") for x in vals), np.uint8)
+                arr[:len(data)] = data
             allocs.append((v.name, off, arr))
             self.gvar_addr[v.name] = GLOBAL_BASE + off
             off = next_buffer(off, size)
