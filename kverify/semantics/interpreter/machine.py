@@ -255,7 +255,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 vals = [self.func_addr.get(x.name, 0) if isinstance(x, Sym) else x for x in v.init]
                 try:  # element values as little-endian bytes of their width (two's complement)
                     data = np.array(vals, np.int64).astype(f"<u{esz}").view(np.uint8)
-                except OverflowError:  # a .u64 value past 2**63
+                except (OverflowError, TypeError):  # a .u64 value past 2**63; an element of another width
                     m = low_mask(8 * esz)
                     data = np.frombuffer(b"".join(int(x & m).to_bytes(esz, "little") for x in vals), np.uint8)
                 arr[:len(data)] = data
