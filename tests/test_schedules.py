@@ -243,3 +243,23 @@ def test_a_run_with_only_mbarrier_warnings_still_bounds_the_static_obligations(t
     assert o.message.startswith("no error in the run (warning only: mbarrier.init-replicated); not proved for "
                                 "every loop iteration: ")
     assert rep.verdict == "verified"
+
+
+def test_a_run_with_a_warning_and_an_error_bounds_nothing_it_left_open(tmp_path):
+    """The replicated init (a warning) plus a parity that never flips (an error, the run's
+    mbarrier.parity): the exploration stopped at the error, so the arrivals the symbolic checker
+    leaves open stay unknown, and the kernel is violated."""
+    path, v = _variant("arrive_drop", "arrive_drop.cu")
+    text = path.read_text()
+    assert text.count("and.b32  \t%r6, %r53, 1;") == 1
+    (tmp_path / "arrive_drop.cu").write_text((path.parent / "arrive_drop.cu").read_text())
+    mutant = tmp_path / "arrive_drop.ptx"
+    mutant.write_text(text.replace("setp.ne.s32 \t%p2, %r1, 0;", "setp.gt.u32 \t%p2, %r1, 31;")
+                      .replace("and.b32  \t%r6, %r53, 1;", "and.b32  \t%r6, %r53, 0;"))
+    m = load_module(str(mutant))
+    rep = check_kernel(m, m.kernel(v["kernel"]), LaunchSpec.from_dict(v["launch"]), path=str(mutant))
+    by = {o.title: o for o in rep.obligations}
+    assert by["mbarrier conformance"].status == "violated" and by["mbarrier conformance"].rule == "mbarrier.parity"
+    o = by["mbarrier conformance: arrivals (per phase)"]
+    assert o.status == "unknown" and "arrive_drop changes the expected count" in o.message
+    assert rep.verdict == "violated"
