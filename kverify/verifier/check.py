@@ -488,6 +488,8 @@ def _interpreter(ctx):
                for o in out]
     # one obligation per mbarrier resource (an array of barriers, or one barrier)
     base = next(o for o in out if o.title == "mbarrier conformance")
+    # only warnings (the finding says what the hardware does): the exploration went on
+    warned = base.status == "violated" and base.severity() != "error" and complete
     ctx.mbarrier_vars = {o.partition("+")[0] for o in r.mbarriers or ()}
     if r.mbarriers:
         for label, objs in _mbarrier_resources(r.mbarriers):
@@ -499,8 +501,7 @@ def _interpreter(ctx):
                 continue
             phases = sum(r.mbarriers[o] for o in objs)
             head = f"{len(objs)} mbarrier(s), {phases} phase(s) completed in the first run; "
-            if base.status == "violated" and base.severity() != "error" and complete:
-                # only warnings on another barrier: the exploration went on
+            if warned:  # on another barrier
                 out.append(Obligation(title, "mbarrier", "bounded", head + "no violation on any explored schedule",
                                       explored, [], None, dt))
             elif base.status == "violated":  # another barrier's violation ended the exploration
@@ -512,14 +513,12 @@ def _interpreter(ctx):
                                       base.time_s))
     out += proofs  # what choosing the representatives proved for the whole launch
     # a clean run checks every phase's arrivals, tx bytes and parity waits: bounded evidence
-    # for the symbolic mbarrier obligations (which say for every loop iteration). A run whose only
-    # mbarrier findings are warnings went on exploring (the finding says what the hardware does), so
-    # it is as clean for these.
-    warned = base.status == "violated" and base.severity() != "error" and complete
+    # for the symbolic mbarrier obligations (which say for every loop iteration); a run with only
+    # warnings is as clean for these
     if "mbarrier" in ctx.uses and (base.status == "bounded" or warned):
         why = (f"no error in the run (warning only: {base.rule})" if warned else "no violation in the run")
         for title in MBARRIER_STATIC_TITLES:
-            out.append(Obligation(title, "mbarrier", "bounded", why, explored if warned else base.bound, [], None, dt))
+            out.append(Obligation(title, "mbarrier", "bounded", why, base.bound, [], None, dt))
     return out
 
 

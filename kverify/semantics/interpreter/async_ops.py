@@ -129,7 +129,7 @@ class WgmmaOp(AsyncOp):
         k = int(shape.split("k")[1])
         tys = ins.types()
         dty, aty, bty = tys[0], tys[1], tys[2]
-        w0, dregs0, aregs0, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, _ = self.parts[0]
+        w0, aregs0, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, _ = self.parts[0]
         cta = w0.cta
         smem = cta.smem.data
         if aregs0 is None:
@@ -138,7 +138,7 @@ class WgmmaOp(AsyncOp):
             layout = wgmma.a_register_fragment_layout(wgmma.OPERAND_STORAGE[aty])
             vals = np.zeros((128, layout.shape[1]), np.float32)
             for wi in range(4):
-                w, _, aregs, *_ = self.parts[wi]
+                w, aregs, *_ = self.parts[wi]
                 per = layout.shape[1] // len(aregs)  # elements per 32-bit register
                 width = 32 // per
                 for r, regv in enumerate(aregs):
@@ -148,12 +148,10 @@ class WgmmaOp(AsyncOp):
             a = wgmma.fragment_to_matrix(vals, layout, (64, k))
         b = _smem_operand(smem, desc_b, n, k, bty, tn_b)
         layout = wgmma.accumulator_fragment_layout(n)
-        for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it)
-            w, *_ , names = self.parts[wi]
-            self.parts[wi] = (w, [w.regs.get(nm, np.zeros(32, U64)) for nm in names]) + tuple(self.parts[wi][2:])
         dvals = np.zeros((128, n // 2), np.float32)
-        for wi in range(4):  # one warp's registers as a (32 lanes, registers) array
-            dregs = self.parts[wi][1]
+        for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it),
+            w, *_, names = self.parts[wi]  # one warp's registers as a (32 lanes, registers) array
+            dregs = [w.regs.get(nm, np.zeros(32, U64)) for nm in names]
             if not dregs:
                 continue
             regs = np.stack(dregs, axis=1)
@@ -176,8 +174,7 @@ class WgmmaOp(AsyncOp):
                               dtype=np.float32 if dty == "f32" else np.float64)
         frag = wgmma.matrix_to_fragment(out, layout)  # (128, n/2)
         for wi in range(4):  # each register's 32 lanes: one row of a (registers, 32 lanes) array
-            w, dregs, *_ = self.parts[wi]
-            names = self.parts[wi][-1]
+            w, *_, names = self.parts[wi]
             block = frag[wi * 32:(wi + 1) * 32]
             if dty == "f32":
                 regs = np.ascontiguousarray(block[:, :len(names)].T.astype(np.float32).view(np.uint32).astype(U64))

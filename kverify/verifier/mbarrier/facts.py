@@ -90,18 +90,20 @@ class Facts:
     def loc(self, ins):
         return Location.of(ins.loc, self.module.path)
 
+    #: the symbolic executor ``prepare`` runs (a subclass of :class:`MbarExecutor`)
+    executor = MbarExecutor
+
     def prepare(self):
         """Run the kernel body symbolically: every mbarrier site with its terms."""
         env = self.env = Env(self.module, self.kernel, self.launch)
-
-        def check_a(f):
-            return self.solve([f])
-
-        ex = self.ex = MbarExecutor(env, check_a, self.launch)
+        ex = self.ex = self.executor(env, lambda f: self.solve([f]), self.launch)
         ex.query_cap = self.query_cap
-        ex.run()
+        self._run(ex)
         self.sites = ex.sites
         return self
+
+    def _run(self, ex):
+        ex.run()
 
     def query_cap(self):
         """The executor's cap for a query it can retry piecewise: a 32nd of the budget left."""

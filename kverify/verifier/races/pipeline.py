@@ -225,18 +225,13 @@ def _dst_shared(ins) -> bool:
 class PipelineFacts(Facts):
     """The mbarrier facts, run with :class:`PipelineExecutor`."""
 
-    def prepare(self):
-        from kverify.symbolic import Env
+    executor = PipelineExecutor
 
-        env = self.env = Env(self.module, self.kernel, self.launch)
-        ex = self.ex = PipelineExecutor(env, lambda f: self.solve([f]), self.launch)
-        ex.query_cap = self.query_cap
+    def _run(self, ex):
         try:
             ex.run()
         except _NotModelled:
             pass  # ex.reasons["shared"] says why (_Proof.run)
-        self.sites = ex.sites
-        return self
 
 
 def symbolic_launch(launch):

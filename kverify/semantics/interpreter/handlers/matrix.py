@@ -109,7 +109,7 @@ def h_wgmma(m, w, ins, mask):
             m.trace.issue(op, w, ins)
     # the accumulator is read at completion (``WgmmaOp.complete``): its registers are the
     # wgmma's until a wait covers it (``_check_wgmma_regs``)
-    op.parts[w.index % 4] = (w, None, a_regs, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, dregs_names)
+    op.parts[w.index % 4] = (w, a_regs, desc_a, desc_b, scale_d, tn_a, tn_b, neg_a, neg_b, dregs_names)
     # shared-memory operand reads (async proxy): checked at issue, pending until completion
     shape = next(x for x in ins.mods if x.startswith("m64n"))
     n = int(shape[4:].split("k")[0])
