@@ -19,10 +19,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-try:  # libstdc++'s demangler through ctypes
-    import cxxfilt as _cxxfilt
-except Exception:  # noqa: BLE001 - not installed, or no libstdc++ to load: names stay mangled
-    _cxxfilt = None
+
+@lru_cache(maxsize=1)
+def _demangler():
+    """libstdc++'s demangler through ctypes, loaded at the first mangled name (loading it looks
+    the libraries up, which a kernel without C++ names need not pay for); None where it is not
+    installed or there is no libstdc++ to load: names stay mangled."""
+    try:
+        import cxxfilt
+    except Exception:  # noqa: BLE001
+        return None
+    return cxxfilt
 
 _BUILTIN = r"(?:unsigned |signed )?(?:long long|long|short|char|int)|[A-Za-z_][\w:]*(?:<[^<>]*>)?"
 #: ``float const*`` (c++filt's spelling) -> ``const float*`` (the spelling in CUDA sources)
@@ -34,10 +41,10 @@ def demangle(symbol: str) -> str:
     """The C++ name of an Itanium-mangled ``symbol`` (``_Z8stencil3PKfPfi`` ->
     ``stencil3(const float*, float*, int)``); any other name, or one that does not demangle,
     unchanged."""
-    if not symbol.startswith("_Z") or _cxxfilt is None:
+    if not symbol.startswith("_Z") or _demangler() is None:
         return symbol
     try:
-        out = _cxxfilt.demangle(symbol)
+        out = _demangler().demangle(symbol)
     except Exception:  # noqa: BLE001 - InvalidName, or the library failing: keep the PTX name
         return symbol
     return _EAST_CONST.sub(r"const \1", out) if out else symbol

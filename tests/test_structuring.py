@@ -156,3 +156,25 @@ def test_a_barrier_inside_the_conditional_block_still_diverges(capsys):
     k = json.loads(capsys.readouterr().out)["kernels"][0]
     (o,) = [o for o in k["obligations"] if o["status"] == "violated"]
     assert rc == 1 and o["rule"] == "barrier.divergence" and o["locations"][0]["line"] == 81
+
+
+def test_a_cfg_mostly_unreachable_is_structured_through_networkx_like_the_plain_walk(tmp_path, monkeypatch):
+    """Under half the blocks reachable: structuring takes the networkx graph (the plain-list walk
+    would order nodes differently); the dead blocks go, the live code and its loop stay."""
+    dead = "".join(f"$D{i}:\n\tadd.s32 %r1, %r1, {i};\n\tbra.uni $D{i + 1};\n" for i in range(6))
+    (tmp_path / "dead.ptx").write_text(
+        ".version 8.0\n.target sm_90a\n.address_size 64\n"
+        ".visible .entry dead(.param .u64 out)\n{\n\t.reg .b32 %r<4>;\n\t.reg .pred %p<2>;\n"
+        "\t.reg .b64 %rd<2>;\n\tmov.u32 %r1, 0;\n\tbra.uni $LOOP;\n" + dead + "$D6:\n\tbra.uni $D0;\n"
+        "$LOOP:\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, 10;\n\t@%p1 bra $LOOP;\n"
+        "\tld.param.u64 %rd1, [out];\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n")
+    from kverify.semantics.ir import structure
+
+    walks = []
+    monkeypatch.setattr(structure._ReachableGraph, "of",
+                        staticmethod(lambda g, of=structure._ReachableGraph.of: walks.append(of(g)) or walks[-1]))
+    k = load_ptx(tmp_path / "dead.ptx").kernel()
+    assert walks == [None]  # the networkx path
+    assert [i.op for i in instructions(k.body)] == ["mov", "add", "setp", "ld", "st", "ret"]
+    (loop,) = _loops(k)
+    assert [i.op for i in instructions(loop.body) if i.op == "add"] == ["add"]

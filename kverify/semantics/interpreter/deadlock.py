@@ -4,8 +4,6 @@ waits for, which asynchronous operations are still in flight, and the wait-for g
 """
 from __future__ import annotations
 
-import networkx as nx
-
 from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.memory_model.execution import DEADLOCK
 
@@ -48,6 +46,8 @@ def wait_for(blocked) -> str:
     that arrive on that barrier. A cycle is a circular wait between roles; without one,
     the missing arrivals can only come from warps that exited (roles disagree on the
     number of rounds) or never arrive."""
+    import networkx as nx  # only when a run deadlocks: its import costs a tenth of a second
+
     g = nx.DiGraph()
     for w in blocked:
         for info in getattr(w.wait, "mbars", ()):

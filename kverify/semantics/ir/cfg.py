@@ -1,7 +1,8 @@
 """Control-flow graph of a function.
 
 The flat instruction list (labels and instructions, as the PTX front end flattens a body)
-becomes basic blocks and a CFG over them (networkx), with ``EXIT`` for leaving the
+becomes basic blocks and a CFG over them (successor lists in program order; ``to_networkx``
+for the rare graph the plain-list walk does not cover), with ``EXIT`` for leaving the
 function; branch (``bra``, PTX ISA 9.7.12), indirect branch (``brx.idx`` over a
 ``.branchtargets`` list, §9.7.12.4, §11.6.1: one edge per listed label) and ``ret``/``exit``
 end a block. Also owns the
@@ -9,8 +10,6 @@ reachable part of a CFG in plain lists, with its depth-first postorder and immed
 dominators (Cooper, Harvey and Kennedy), which ``structure`` uses for natural loops.
 """
 from __future__ import annotations
-
-import networkx as nx
 
 from .errors import KernelError
 from .nodes import Label
@@ -121,10 +120,27 @@ class _OrderedEdges:
         self.edges.add((u, v))
 
     def graph(self, n):
+        g = Digraph()
+        adj = g._succ = {EXIT: {}, **{i: {} for i in range(n)}}
+        for u, v in sorted(self.edges, key=lambda e: (e[0], e[1] if e[1] != EXIT else n)):
+            adj[u][v] = {}
+        return g
+
+
+class Digraph:
+    """A CFG as ordered successor dicts (``_succ``, laid out as a networkx ``DiGraph`` lays out
+    its own: nodes in insertion order, each node's successors in edge order). Importing
+    networkx costs a tenth of a second, more than structuring most kernels, so it is imported
+    only where a graph needs it."""
+
+    __slots__ = ("_succ",)
+
+    def to_networkx(self):
+        import networkx as nx
+
         g = nx.DiGraph()
-        g.add_node(EXIT)
-        g.add_nodes_from(range(n))
-        g.add_edges_from(sorted(self.edges, key=lambda e: (e[0], e[1] if e[1] != EXIT else n)))
+        g.add_nodes_from(self._succ)
+        g.add_edges_from((u, v) for u, vs in self._succ.items() for v in vs)
         return g
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import networkx as nx
-
 from .blocking_wait import _blocking_wait, _peek_then_wait
 from .grid_barrier import _grid_barrier
 from .cfg import EXIT, _ReachableGraph, build_cfg
@@ -46,6 +44,9 @@ class _Structurer:
             self.rpo = {n: i for i, n in enumerate(reversed(order))}
             self.idom = g.idom(order)
         else:
+            import networkx as nx
+
+            g = g.to_networkx()
             reach = nx.descendants(g, 0) | {0}
             self.g = g.subgraph(reach | {EXIT}).copy()
             self.g.remove_node(EXIT)
