@@ -23,7 +23,9 @@ timed end to end (each tool is a process that starts the program, as a user runs
 as found by kverify when ``check`` exits 1, by compute-sanitizer when any tool reports an error;
 on a correct kernel either one reporting is a false alarm. A kernel that does not finish on the GPU
 (the harness kills it after 10 s) is a row marked ``hang``, with no sanitizer tool run on it. The summary: the median seconds of each
-side, their ratio, and the found / false-alarm counts. Needs a GPU, compute-sanitizer and the
+side, their ratio, and the found / false-alarm counts. Both sides' Python processes run with the
+bytecode of what they import in place, as an installed environment has it (one untimed row of each
+side comes first). Needs a GPU, compute-sanitizer and the
 harness's runtime (torch or cuda-python).
 """
 from __future__ import annotations
@@ -165,13 +167,23 @@ def main(argv=None) -> int:
     if san is None:
         print("compute-sanitizer not found: this benchmark runs on a GPU machine")
         return 2
-    # kverify as an installed package runs: pip compiles its modules to bytecode at install time
-    # (a checkout run under PYTHONDONTWRITEBYTECODE would compile all of them in every process)
+    # Both sides run as installed software runs: pip compiles modules to bytecode at install time.
+    # A checkout, or a machine whose Python packages ship without bytecode, run under
+    # PYTHONDONTWRITEBYTECODE compiles every module it imports in every process (numpy alone:
+    # 0.3 s a process on the GPU machine). So bytecode may be written, kverify is compiled, and one
+    # untimed row of each side (below) leaves the bytecode of what both import in place.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kverify")], capture_output=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "kverify", "--version"], cwd=ROOT, capture_output=True,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
     startup_s = round(time.perf_counter() - t0, 3)
+    first = next(data_variants() if a.data else variants())
+    kverify_check(first[2], first[0], first[1]["kernel"] if a.data else None)  # untimed: bytecode
+    try:
+        sanitizer(first[2], first[0], first[1].get("reference"), san, first[1]["kernel"] if a.data else None)
+    except Exception:  # noqa: BLE001 - its own row says what failed
+        pass
     rows = []
     print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6}  {'sanitizer':>10} {'s':>6}")
     k_part, n_parts = map(int, a.part.split("/"))
