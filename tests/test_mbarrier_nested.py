@@ -152,3 +152,35 @@ def test_elect_with_a_constant_mask_elects_the_same_lane_in_every_iteration():
 
     assert leaders("\tmov.u32 %r9, -1;\n") == [4]
     assert leaders("\tld.global.u32 %r9, [%rd1];\n") == [5]
+
+
+def test_producer_tail_after_the_loops_goes_on_with_the_ring():
+    """CUTLASS's load_tail: after the loops the producer waits on each stage's empty barrier once
+    more (unrolled, line 145), execution G + j of its ring: proved for the launch's trip counts."""
+    ob = _parity("persistent_pipeline_tail.cu", symbolic=False)
+    assert ob.status == "proved", ob.message
+    assert [loc.line for loc in ob.locations] == [135, 156, 145, 145, 145]
+    assert [loc.ptx_line for loc in ob.locations][2:] == [216, 236, 255]
+    for j in range(3):
+        assert (f"after the loops: execution G + {j} of the ring of persistent_pipeline_tail.cu:135:11 (ptx 154) (G: "
+                "the thread's executions of that wait before it), so barrier 0xc18, 0xc20, 0xc28"
+                f"[(G + {j}) mod 3] and parity ((G + {j}) div 3 + 1) mod 2") in ob.message
+
+
+def test_producer_tail_with_the_opposite_parity_is_not_proved():
+    ob = _parity("persistent_pipeline_tail__wrong_tail_parity.cu", symbolic=True)
+    assert ob.status == "unknown" and ob.rule is None
+    assert [loc.line for loc in ob.locations] == [151]
+    assert "after the loops it must be execution G + 0 of the ring of" in ob.message
+    assert "parity ((G + 0) div 3 + 1) mod 2, but for G = " in ob.message
+    assert ob.message.endswith("the counterexample rests on loop-carried values the summaries havoc, which the run decides")
+
+
+def test_producer_tail_with_symbolic_trip_counts_is_left_unknown_within_its_cap():
+    """With ntiles and k_tiles symbolic, following the count's residue costs z3 4-9 million units
+    a wait: each tail query stops at its cap and says so; the loops' waits stay proved."""
+    ob = _parity("persistent_pipeline_tail.cu", symbolic=True)
+    assert ob.status == "unknown"
+    assert [loc.line for loc in ob.locations] == [145]
+    assert ob.message.endswith("the solver gave no answer within 3,000,000 units (symbolic trip counts make the "
+                               "count's residue hard to follow)")

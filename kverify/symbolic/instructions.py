@@ -668,19 +668,18 @@ class Instructions:
 
     # ------------------------------------------------------------------ others
     def elect(self, ins: Instr, st: State, guard) -> State:
-        """``elect.sync d|p, membermask``: one leader lane per warp and instance; modelled as
-        an uninterpreted choice of the (CTA, warp, loop iterations) -- the same for every
-        thread of the warp -- so ``p`` is true for exactly the leader's lane. With a constant
-        membermask the choice does not depend on the iteration: the ISA elects the same leader
-        for the same membermask every time."""
+        """``elect.sync d|p, membermask``: one leader lane per warp; modelled as an uninterpreted
+        choice of the (CTA, warp, loop iterations) -- the same for every thread of the warp --
+        so ``p`` is true for exactly the leader's lane. "The same leader thread is elected for
+        the same membermask every time" (§9.7.13.9): with a constant membermask the choice is
+        one function of the warp for every elect.sync with that mask (any site, any iteration);
+        with another membermask, a function of the site and the loop iterations."""
         env = self.env
         self.elect_sites += 1
         mask = z3.simplify(fit(self.read(st, ins.operands[1], 32)[0], 32)) if len(ins.operands) > 1 else None
         constant = mask is not None and z3.is_bv_value(mask)
-        # "the same leader thread is elected for the same membermask every time" (§9.7.13.9): with a
-        # constant mask the choice of a warp does not change from one loop iteration to the next
         ks = [] if constant else [k for _, k in self.loop_stack]
-        f = env.uf(f"elect{self.elect_sites}", 4 + len(ks))
+        f = env.uf(f"elect.mask{mask.as_long():#x}" if constant else f"elect{self.elect_sites}", 4 + len(ks))
         warp = env.linear_tid() >> 5
         args = [z3.ZeroExt(32, c) for c in env.ctaid] + [z3.ZeroExt(32, warp)] + ks
         leader = f(*args)

@@ -13,7 +13,7 @@ from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
 from .facts import MAX_REUSE, Facts, ob as _ob
-from .ring import prove_ring
+from .ring import _pos, _select, prove_ring
 
 
 def check(chk: Facts) -> Obligation:
@@ -23,14 +23,17 @@ def check(chk: Facts) -> Obligation:
     t0 = time.perf_counter()
     # the waits of the pipeline loops first: they carry the protocol (and its seeded bugs), and
     # they get the budget before the straight-line waits after the loops (CUTLASS's producer
-    # tail), whose uses of a barrier the encoding does not count and which end unknown
+    # tail), which go on with a ring proved for a wait in two nested loops (``_tail``)
     waits = sorted((s for s in chk.sites if s.kind == "wait"), key=lambda s: (not s.loops, chk.seq(s)))
     proved, unknown = [], []
+    rings, tails = {}, {}  # id(nested wait) -> (Ring, offset, reuse distance, strengthened facts); -> tail waits proved
+    shrunk = False
     for w in waits:
-        if unknown and not chk.budget.exhausted():
+        if unknown and not shrunk and not chk.budget.exhausted():
             # the obligation can no longer be proved: the waits left are examined only for a
             # violation, within a fifth of the budget (a verdict of rlimit units, not of time)
             chk.budget.units = min(chk.budget.units, chk.budget.spent + chk.budget.units // 5)
+            shrunk = True
         if not w.instr.blocking:
             unknown.append((w, "the wait is not a recognized blocking retry loop"))
             continue
@@ -42,6 +45,13 @@ def check(chk: Facts) -> Obligation:
             unknown.append((w, f"the wait is inside {len(w.loops)} nested loops: the ring invariant is checked "
                             "over two loop levels only"))
             continue
+        if not w.loops:
+            res = _tail(chk, w, rings, tails)
+            if res is not None:
+                if res[0] == "violated":
+                    return _ob("parity", "violated", res[1], t0, [chk.loc(w.instr)], res[2], MB.PARITY.id)
+                (proved if res[0] == "proved" else unknown).append((w, res[1]))
+                continue
         ck, ring = chk, None
         if len(w.loops) == 2:
             ring, why = prove_ring(chk, w)
@@ -65,6 +75,8 @@ def check(chk: Facts) -> Obligation:
             res = _nested(chk, w, off, case, ring)
             if res[0] == "unknown":
                 res = ("unknown", f"the wait is inside nested loops: {res[1]}")
+            elif res[0] == "proved":
+                rings[id(w)] = (ring, off, _reuse_distance(ring.addresses), ck)
         if res[0] == "violated" and id(ck.site_of(w)) in ck.guessed_roles:
             res = ("unknown", f"the parity may differ from the phase it must name, but the waiting role ({case}) "
                               "rests on barrier addresses the encoding over-approximates")
@@ -220,6 +232,8 @@ def _strengthened(chk, subst):
     for s in chk.sites:
         kw = {f: z3.substitute(getattr(s, f), *subst) for f in ("addr", "pc", "count", "tx", "parity", "size", "uses")
               if getattr(s, f) is not None}
+        if s.counts:
+            kw["counts"] = {g: z3.substitute(c, *subst) for g, c in s.counts.items()}
         t = dataclasses.replace(s, **kw)
         ck.originals[id(s)] = t
         sites.append(t)
@@ -238,8 +252,7 @@ def _nested(chk, w, off, case, ring):
     seq, P = ring.addresses, ring.period
     if not ring.determined:
         return "unknown", "the wait's barrier and parity are not proved to be functions of the ring position"
-    d = next((d for d in range(1, MAX_REUSE + 1) if len(set(seq[:d])) == d
-              and all(seq[i] == seq[i + d] for i in range(len(seq) - d))), None)
+    d = _reuse_distance(seq)
     if d is None:
         return "unknown", ("the barrier addresses of the wait's executions do not cycle through distinct barriers "
                            f"(period at most {MAX_REUSE}) from the first execution on")
@@ -277,3 +290,101 @@ def _nested(chk, w, off, case, ring):
            "its reachability involves approximated values" if r == "sat" else "the solver gave no answer")
     return "unknown", (f"{ringdesc}; execution {bad} (use {use} of its barrier) names parity {ring.parities[bad]} "
                        f"instead of {want[bad]}, but {why}")
+
+
+#: solver units one tail query may spend (``_tail``): with the launch's trip counts they take
+#: 0.1-1.3 million (CUTLASS's GEMM, the zoo's persistent pipeline); with symbolic trip counts
+#: 4-9 million a wait, which would eat the obligation's budget
+TAIL_UNITS = 3_000_000
+
+
+def _reuse_distance(seq):
+    """The least ``d`` such that executions cycle through ``d`` distinct barriers, or None."""
+    return next((d for d in range(1, MAX_REUSE + 1) if len(set(seq[:d])) == d
+                 and all(seq[i] == seq[i + d] for i in range(len(seq) - d))), None)
+
+
+# ---------------------------------------------------------------------- after the loops (the ring's tail)
+def _tail(chk, w, rings, tails):
+    """A wait after the loops whose threads also wait on its barrier in two nested loops: a
+    CUTLASS producer's tail (``load_tail``), which waits once more on each stage's empty barrier,
+    going on from the ring state the loops left. None when no wait in loops shares its threads and
+    barrier (the straight-line count applies), else the outcome.
+
+    With the nested wait ``v``'s ring proved (``_nested``: its n-th execution uses barrier
+    ``A[n mod d]`` for the ``(n div d)``-th time, the first use naming phase offset ``off``), a wait
+    after the loops, preceded by ``j`` such tail waits of its threads, is execution ``E = G + j``
+    of the same ring, ``G`` the thread's executions of ``v`` before it (the ghost count of ``v``
+    at the wait): it must use barrier ``A[E mod d]`` and name parity ``((E div d) + off) mod 2``.
+    Proved for every ``G`` (as one query over ``E mod lcm(P, 2d)``), with the loop-carried
+    registers the wait reads in their ring forms (``Ring.substitution``) and the count at the
+    last inner-loop head the loops left from tied to its entry (``Ring.count_at_head``)."""
+    earlier = [v for v in chk.sites if v.kind == "wait" and v is not w and chk.seq(v) < chk.seq(w)
+               and chk.may_share_thread(w, v) and chk.may_alias(w, v)]
+    nested = [v for v in earlier if v.loops]
+    if not nested:
+        return None
+    v = nested[0]
+    if len(nested) > 1 or id(v) not in rings:
+        why = ("its ring is not proved" if len(nested) == 1 and len(v.loops) == 2 else
+               "uses are counted per wait site only")
+        return "unknown", f"the same threads also wait on that barrier at {chk.loc(v.instr)}: {why}"
+    ring, off, d, ck = rings[id(v)]
+    # the ring's executions after the loops before this one: the tails proved so far (whichever
+    # barrier they use) of the threads that run this wait; an earlier wait on this barrier that is
+    # not one of them is a use the count leaves out
+    ring_tails = [x for x in chk.sites if id(x) in tails.get(id(v), ()) and chk.may_share_thread(w, x)]
+    for x in [x for x in earlier if not x.loops and x not in ring_tails] + ring_tails:
+        if x not in ring_tails or not chk.every_waiter_runs(w, x):
+            return "unknown", (f"cannot count the earlier wait at {chk.loc(x.instr)} as an execution of the ring "
+                               f"of {chk.loc(v.instr)} by the same threads")
+    before = ring_tails
+    ghost = chk.ex.ghosts.get(id(v.instr))
+    ws = ck.site_of(w)
+    G = (ws.counts or {}).get(ghost)
+    if G is None or ws.addr is None or ws.parity is None:
+        return "unknown", f"its threads' executions of the wait at {chk.loc(v.instr)} are not counted here"
+    P, seq = ring.period, ring.addresses
+    span = P * 2 * d // math.gcd(P, 2 * d)
+    if span > 255:
+        return "unknown", f"the ring period {P} and the phase period {2 * d} repeat only after {span} executions"
+    (L0, k0), (L1, k1) = v.loops
+    if L0.kx is None or L1.kx is None:
+        return "unknown", "the iterations the loops are left in are not known"
+    j = len(before)
+    side = z3.substitute(z3.substitute(ring.count_at_head, (k1, L1.kx)), (k0, L0.kx))
+    side = z3.substitute(side, *ring.substitution)
+    # the residues as small variables with their quotients (``x == m*q + u``, no wrap-around:
+    # counts stay below 2**63, iterations below 2**31 as the executor assumes): linear terms,
+    # where 64-bit remainders would make z3 build a divider for every one
+    defs, pos = [], []
+    for n, (x, mod) in enumerate([(L.havocs[ghost], P) for L in (L0, L1)] + [(G + j, span)]):
+        u, q = z3.BitVec(f"tail.u{n}", 8), z3.BitVec(f"tail.q{n}", 64)
+        defs += [z3.ULT(u, mod), z3.ULT(q, z3.BitVecVal((1 << 63) // mod, 64)),
+                 x == q * mod + z3.ZeroExt(56, u)]
+        pos.append((_pos(x, mod), u))
+    e = pos.pop()[1]
+    want_a = [seq[i % d] for i in range(span)]
+    want_p = [((i % (2 * d)) // d + off) & 1 for i in range(span)]
+    goal = mk_and(ws.addr == _select(want_a, e, 32), (ws.parity & 1) == _select(want_p, e, 32))
+    hyp = z3.substitute(mk_and(ws.pc, side), *pos)
+    goal = z3.substitute(goal, *pos)
+    with chk.budget.capped(TAIL_UNITS):
+        r, m = ck.prove(mk_and(hyp, *defs), goal)
+    desc = (f"execution G + {j} of the ring of {chk.loc(v.instr)} (G: the thread's executions of that wait before "
+            f"it), so barrier {', '.join(hex(x) for x in seq[:d])}[(G + {j}) mod {d}] and parity "
+            f"((G + {j}) div {d} + {off}) mod 2")
+    if r == "proved":
+        tails.setdefault(id(v), []).append(id(w))
+        return "proved", f"after the loops: {desc}"
+    if r == "unknown":
+        return "unknown", (f"after the loops it must be {desc}; the solver gave no answer within {TAIL_UNITS:,} "
+                           "units (symbolic trip counts make the count's residue hard to follow)")
+    gv = m.eval(G, model_completion=True).as_long()
+    got_a = m.eval(ws.addr, model_completion=True).as_long()
+    got_p = m.eval(ws.parity & 1, model_completion=True).as_long()
+    i = (gv + j) % span
+    # the model's count rests on loop-carried values the loop summaries havoc: a state it may not reach
+    return "unknown", (f"after the loops it must be {desc}, but for G = {gv} it names barrier {got_a:#x} and parity "
+                       f"{got_p} instead of {want_a[i]:#x} and {want_p[i]}; the counterexample rests on loop-carried "
+                       "values the summaries havoc, which the run decides")

@@ -52,6 +52,7 @@ class Ring:
     parities: list  # parity operand (mod 2) of executions 0, 1, ...
     determined: bool  # the wait's address and parity are proved to be A[n mod P], p[n mod P]
     substitution: list  # (havocked head value, its form): valid in every reachable state
+    count_at_head: object = None  # the wait's count at the inner head (k0, k1): its entry count + k1 (z3 Bool)
 
 
 def _select(vals, u, width):
@@ -223,4 +224,4 @@ def prove_ring(chk, w):
             ok, _ = chk.prove(mk_and(k0 != ZERO, chk.in_range(L0, k0, k0)), at(hr1[r][0], k1=ZERO) == e)
             if ok == "proved":
                 subst.append((e, _select(t, _pos(L0.havocs[ghost], P), e.size())))
-    return Ring(P, tables, w.uses, inv_n, addrs, pars, determined == "proved", subst), None
+    return Ring(P, tables, w.uses, inv_n, addrs, pars, determined == "proved", subst, side1(hr1, k0, k1)), None

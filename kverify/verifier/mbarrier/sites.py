@@ -42,6 +42,7 @@ class MbarSite:
     drop: bool = False
     note: str = ""
     uses: object = None  # wait: BV64 count of this thread's earlier executions of this wait instruction
+    counts: dict = None  # wait: ghost register -> BV64 count of this thread's executions of that wait before this one
     mask: object = None  # multicast copy: BV32 ctaMask (bit r: the CTA of cluster rank r receives the data and signal)
     seq: int = -1  # position in program order (``Executor.seq_of``: a called function's, per call)
 
@@ -246,6 +247,8 @@ class MbarExecutor(Executor):
             site = MbarSite("wait", ins, a, pc, loops, parity=par)
             g = self.ghosts.get(id(ins))
             site.uses = st.regs.get(g, (None,))[0] if g is not None else None
+            site.counts = {x: st.regs[x][0] for x in self.ghosts.values()
+                           if x in st.regs and st.regs[x][0] is not None and not z3.is_bool(st.regs[x][0])}
             if "parity" not in mods:
                 site.note = "state-operand wait"
         elif "mbarrier::complete_tx::bytes" in mods:
