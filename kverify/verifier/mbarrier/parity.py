@@ -46,7 +46,9 @@ def check(chk: Facts) -> Obligation:
                             "over two loop levels only"))
             continue
         if not w.loops:
-            res = _tail(chk, w, rings, tails)
+            res = _tail(chk, w, rings, tails, decide=not unknown)
+            if res == "skip":
+                continue
             if res is not None:
                 if res[0] == "violated":
                     return _ob("parity", "violated", res[1], t0, [chk.loc(w.instr)], res[2], MB.PARITY.id)
@@ -305,11 +307,13 @@ def _reuse_distance(seq):
 
 
 # ---------------------------------------------------------------------- after the loops (the ring's tail)
-def _tail(chk, w, rings, tails):
+def _tail(chk, w, rings, tails, decide=True):
     """A wait after the loops whose threads also wait on its barrier in two nested loops: a
     CUTLASS producer's tail (``load_tail``), which waits once more on each stage's empty barrier,
     going on from the ring state the loops left. None when no wait in loops shares its threads and
-    barrier (the straight-line count applies), else the outcome.
+    barrier (the straight-line count applies), "skip" when ``decide`` is off (the obligation is
+    already unknown, and a tail wait is never found violated) and its threads wait in loops
+    before it, else the outcome.
 
     With the nested wait ``v``'s ring proved (``_nested``: its n-th execution uses barrier
     ``A[n mod d]`` for the ``(n div d)``-th time, the first use naming phase offset ``off``), a wait
@@ -319,8 +323,13 @@ def _tail(chk, w, rings, tails):
     Proved for every ``G`` (as one query over ``E mod lcm(P, 2d)``), with the loop-carried
     registers the wait reads in their ring forms (``Ring.substitution``) and the count at the
     last inner-loop head the loops left from tied to its entry (``Ring.count_at_head``)."""
-    earlier = [v for v in chk.sites if v.kind == "wait" and v is not w and chk.seq(v) < chk.seq(w)
-               and chk.may_share_thread(w, v) and chk.may_alias(w, v)]
+    mates = [v for v in chk.sites if v.kind == "wait" and v is not w and chk.seq(v) < chk.seq(w)
+             and chk.may_share_thread(w, v)]
+    if not any(v.loops for v in mates):
+        return None
+    if not decide:  # (skipped before any aliasing query: skipping a wait never makes a proof)
+        return "skip"
+    earlier = [v for v in mates if chk.may_alias(w, v)]
     nested = [v for v in earlier if v.loops]
     if not nested:
         return None
