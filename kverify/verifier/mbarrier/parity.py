@@ -49,9 +49,7 @@ def check(chk: Facts) -> Obligation:
             res = _tail(chk, w, rings, tails, decide=not unknown)
             if res == "skip":
                 continue
-            if res is not None:
-                if res[0] == "violated":
-                    return _ob("parity", "violated", res[1], t0, [chk.loc(w.instr)], res[2], MB.PARITY.id)
+            if res is not None:  # proved or unknown: a tail is never found violated (see ``_tail``)
                 (proved if res[0] == "proved" else unknown).append((w, res[1]))
                 continue
         ck, ring = chk, None
@@ -94,8 +92,13 @@ def check(chk: Facts) -> Obligation:
     return _ob("parity", "proved", "each wait names the phase its use of the barrier waits for (first use and "
                f"every later one): {desc}", t0, [chk.loc(w.instr) for w, _ in proved])
 
+def _parity_of(use, off):
+    """The parity use ``use`` (0-based) of a barrier must name: it waits for phase ``use - off``."""
+    return (use + off) & 1
+
+
 def _straight(chk, w, off, case, uses):
-    want = (uses + off) & 1
+    want = _parity_of(uses, off)
     p = w.parity
     r, m = chk.prove(w.pc, (p & 1) == want)
     if r == "proved":
@@ -261,7 +264,7 @@ def _nested(chk, w, off, case, ring):
     span = P * 2 * d // math.gcd(P, 2 * d)
     if span > len(seq):
         return "unknown", f"the ring period {P} and the phase period {2 * d} repeat only after {span} executions"
-    want = [((n // d) + off) & 1 for n in range(span)]
+    want = [_parity_of(n // d, off) for n in range(span)]
     ringdesc = (f"the n-th execution (counted over loops {L0.name} and {L1.name}) uses barrier "
                 f"{', '.join(hex(x) for x in seq[:d])}[n mod {d}] for the (n div {d})-th time")
     bad = next((n for n in range(span) if ring.parities[n] != want[n]), None)
@@ -342,12 +345,12 @@ def _tail(chk, w, rings, tails, decide=True):
     # the ring's executions after the loops before this one: the tails proved so far (whichever
     # barrier they use) of the threads that run this wait; an earlier wait on this barrier that is
     # not one of them is a use the count leaves out
-    ring_tails = [x for x in chk.sites if id(x) in tails.get(id(v), ()) and chk.may_share_thread(w, x)]
-    for x in [x for x in earlier if not x.loops and x not in ring_tails] + ring_tails:
-        if x not in ring_tails or not chk.every_waiter_runs(w, x):
-            return "unknown", (f"cannot count the earlier wait at {chk.loc(x.instr)} as an execution of the ring "
-                               f"of {chk.loc(v.instr)} by the same threads")
-    before = ring_tails
+    before = [x for x in chk.sites if id(x) in tails.get(id(v), ()) and chk.may_share_thread(w, x)]
+    stray = [x for x in earlier if not x.loops and x not in before] + \
+        [x for x in before if not chk.every_waiter_runs(w, x)]
+    if stray:
+        return "unknown", (f"cannot count the earlier wait at {chk.loc(stray[0].instr)} as an execution of the "
+                           f"ring of {chk.loc(v.instr)} by the same threads")
     ghost = chk.ex.ghosts.get(id(v.instr))
     ws = ck.site_of(w)
     G = (ws.counts or {}).get(ghost)
@@ -374,7 +377,7 @@ def _tail(chk, w, rings, tails, decide=True):
         pos.append((_pos(x, mod), u))
     e = pos.pop()[1]
     want_a = [seq[i % d] for i in range(span)]
-    want_p = [((i % (2 * d)) // d + off) & 1 for i in range(span)]
+    want_p = [_parity_of(i // d, off) for i in range(span)]  # (2d divides span)
     goal = mk_and(ws.addr == _select(want_a, e, 32), (ws.parity & 1) == _select(want_p, e, 32))
     hyp = z3.substitute(mk_and(ws.pc, side), *pos)
     goal = z3.substitute(goal, *pos)

@@ -52,7 +52,7 @@ class Ring:
     parities: list  # parity operand (mod 2) of executions 0, 1, ...
     determined: bool  # the wait's address and parity are proved to be A[n mod P], p[n mod P]
     substitution: list  # (havocked head value, its form): valid in every reachable state
-    count_at_head: object = None  # the wait's count at the inner head (k0, k1): its entry count + k1 (z3 Bool)
+    count_at_head: object  # the wait's count at the inner head (k0, k1): its entry count + k1 (z3 Bool)
 
 
 def _select(vals, u, width):

@@ -245,10 +245,9 @@ class MbarExecutor(Executor):
             a, _ = self._mbar_addr(st, operand(ins, "a"))
             par = self._val32(st, operand(ins, "state")) if "parity" in mods else None
             site = MbarSite("wait", ins, a, pc, loops, parity=par)
-            g = self.ghosts.get(id(ins))
-            site.uses = st.regs.get(g, (None,))[0] if g is not None else None
             site.counts = {x: st.regs[x][0] for x in self.ghosts.values()
                            if x in st.regs and st.regs[x][0] is not None and not z3.is_bool(st.regs[x][0])}
+            site.uses = site.counts.get(self.ghosts.get(id(ins)))
             if "parity" not in mods:
                 site.note = "state-operand wait"
         elif "mbarrier::complete_tx::bytes" in mods:
@@ -292,7 +291,7 @@ class MbarExecutor(Executor):
             self.sites.append(site)
         self.note_operand_addresses(ins, st)
         self.havoc_dests(st, ins, guard, ins.op)
-        if site is not None and site.uses is not None and not z3.is_bool(site.uses):
+        if site is not None and site.uses is not None:
             g = self.ghosts[id(ins)]
             st.regs[g] = (mk_ite(guard, site.uses + 1, site.uses), None)
         return st
