@@ -184,3 +184,13 @@ def test_producer_tail_with_symbolic_trip_counts_is_left_unknown_within_its_cap(
     assert [loc.line for loc in ob.locations] == [145]
     assert ob.message.endswith("the solver gave no answer within 3,000,000 units (symbolic trip counts make the "
                                "count's residue hard to follow)")
+
+
+def test_producer_tail_that_does_not_advance_its_ring_is_not_proved():
+    """The tail's second wait repeats the first one's stage and parity: it is execution G + 1 of the
+    ring and must use the next stage, so it is not proved (the first tail wait, execution G, is)."""
+    ob = _parity("persistent_pipeline_tail__tail_no_advance.cu", symbolic=False)
+    assert ob.status == "unknown" and ob.rule is None
+    assert [loc.line for loc in ob.locations] == [152]
+    assert "after the loops it must be execution G + 1 of the ring of" in ob.message
+    assert "[(G + 1) mod 3] and parity ((G + 1) div 3 + 1) mod 2, but for G = " in ob.message
