@@ -7,12 +7,8 @@ One import root; the layers inside it import downward only (docs/layout.md):
 """
 from __future__ import annotations
 
-try:
-    from importlib.metadata import PackageNotFoundError, version as _version
-
-    __version__ = _version("kverify")
-except PackageNotFoundError:  # a checkout that is not installed
-    __version__ = "0+unknown"
+#: the one place the version is written (pyproject.toml reads it: ``[tool.setuptools.dynamic]``)
+__version__ = "0.1.0"
 
 #: the Python API (``kverify/api.py``), imported on first use so that ``import kverify`` stays cheap
 _API = {"check", "run", "equiv", "Tensor", "Report"}

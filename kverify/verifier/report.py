@@ -259,12 +259,8 @@ class Namer:
 
 
 def report_json(kernels, command: str) -> dict:
-    from importlib.metadata import PackageNotFoundError, version
+    from kverify import __version__ as v
 
-    try:
-        v = version("kverify")
-    except PackageNotFoundError:
-        v = "0+unknown"
     verdicts = [k.verdict for k in kernels]
     overall = ("error" if "error" in verdicts else "violated" if "violated" in verdicts
                else "inconclusive" if "inconclusive" in verdicts or not kernels else "verified")

@@ -72,6 +72,20 @@ class MbarrierMixin:
     """mbarrier bookkeeping of the ``Machine``."""
 
     def mbar_at(self, w, space, addr_value, ins):
+        """(CTA, ``MbarInfo``) of the mbarrier at ``addr_value`` in ``space`` as ``w`` names it.
+        The answer depends only on ``w``'s CTA, the space and the address (shared layouts are
+        fixed and an ``MbarInfo`` lives as long as the launch), so it is remembered; a remote
+        barrier still records the access to the other CTA's shared memory, as ``resolve`` does."""
+        key = (space, addr_value)
+        hit = w.cta.mbar_names.get(key)
+        if hit is not None:
+            if hit[0] is not w.cta:
+                self.remote_smem(w, hit[0], w.agent, w.clock(), w.last_loc, w.describe())
+            return hit
+        hit = w.cta.mbar_names[key] = self._mbar_lookup(w, space, addr_value, ins)
+        return hit
+
+    def _mbar_lookup(self, w, space, addr_value, ins):
         addrs = np.array([addr_value], np.int64)
         region, offs = self.resolve(w, space, addrs, np.array([True]), 8)
         if not isinstance(region, Region) or region.space != "shared":

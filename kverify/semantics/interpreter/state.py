@@ -88,6 +88,7 @@ class CTA:
         self.bar_locs: dict[int, dict] = {}  # barrier -> loc -> (instr, aligned) of its arrivals
         self.bar_gen = [0] * 16
         self.mbars: dict = {}  # shared offset -> mbarriers.MbarInfo
+        self.mbar_names: dict = {}  # (state space, address) -> (CTA, MbarInfo) its warps named (``mbar_at``)
         self.warps: list[Warp] = []
         self.exited_threads = 0
         self.bar_value: dict = {}

@@ -10,7 +10,7 @@ from functools import lru_cache
 from lark import Token
 
 from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
-from .ptx_grammar import _CACHE_LIMIT, _Raw, _float, _inline_parse, _int, _scan_files, parser
+from .ptx_grammar import _CACHE_LIMIT, _Raw, _float, _inline_parse, _inline_parser, _int, _scan_files
 
 # --------------------------------------------------------------------------- fast path
 # Function bodies are where nearly all of a module's tokens are, and nvcc and Triton write
@@ -40,7 +40,8 @@ class _Fast:
     """Compiled regexes of the fast path, built from the grammar's terminals."""
 
     def __init__(self):
-        term = {t.name: t.pattern.to_regexp() for t in parser("module").terminals}
+        # the terminals of the parser the module level goes through anyway (``_inline_parse``)
+        term = {t.name: t.pattern.to_regexp() for t in _inline_parser("module")[0].terminals}
         name, reg, int_, flt = term["NAME"], term["REG"], term["INT"], term["FLOAT"]
         self.NAME = re.compile(name)
         self.REG = re.compile(reg)
