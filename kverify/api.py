@@ -189,7 +189,7 @@ def _dims(v):
 
 
 def check(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,
-          assume=None, *, launch=None, inputs: dict | None = None, budget: int = 16, timeout: float = 10.0,
+          assume=None, *, launch=None, inputs: dict | None = None, budget: int | None = None, timeout: float = 10.0,
           smt: bool = True, arch: str = "sm_90a", defines: dict | None = None, strict: bool = False,
           extern=None) -> Report:
     """Check ``kernel`` (a ``.ptx``/``.cu``/``.kvir`` path or PTX text) for one launch: every
@@ -248,7 +248,7 @@ def replay_with_inputs(rep, inputs):
 
 
 def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,
-        *, launch=None, inputs: dict | None = None, schedule: str = "deterministic", seed: int = 0, budget: int = 32,
+        *, launch=None, inputs: dict | None = None, schedule: str = "deterministic", seed: int = 0, budget: int | None = None,
         arch: str = "sm_90a", defines: dict | None = None):
     """Run ``kernel`` on the interpreter (``kverify run``): a ``RunResult`` with ``status``,
     ``findings`` and ``outputs`` (buffer name -> numpy array)."""

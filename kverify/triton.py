@@ -55,7 +55,7 @@ def _relative_files(ptx: str) -> str:
     return re.sub(r'^(\s*\.file\s+\d+\s+)"([^"]*)"', rel, ptx, flags=re.M)
 
 
-def check(kernel, grid, *args, budget: int = 16, timeout: float = 10.0, smt: bool = True, **kwargs):
+def check(kernel, grid, *args, budget: int | None = None, timeout: float = 10.0, smt: bool = True, **kwargs):
     """``kverify.check`` of ``kernel[grid](*args, **kwargs)``: a ``kverify.Report``. ``kwargs``
     are the call's constexprs and compile options (``num_warps``, ``num_stages``, ...);
     ``budget``/``timeout``/``smt`` are ``kverify check``'s ``--budget``/``--timeout``/``--no-smt``."""
@@ -70,7 +70,7 @@ def check(kernel, grid, *args, budget: int = 16, timeout: float = 10.0, smt: boo
     return Report([rep], "check", call.inputs)
 
 
-def run(kernel, grid, *args, schedule: str = "deterministic", seed: int = 0, budget: int = 32, **kwargs):
+def run(kernel, grid, *args, schedule: str = "deterministic", seed: int = 0, budget: int | None = None, **kwargs):
     """Run ``kernel[grid](*args, **kwargs)`` on the interpreter: a ``RunResult`` whose ``outputs``
     are keyed by the Python names (``out_ptr``; ``c_desc.base`` for a descriptor's tensor)."""
     from kverify.semantics.interpreter import run_kernel

@@ -45,9 +45,10 @@ evidence for is ``unknown``.
 
 The interpreter's first run decides whether more are needed: none when it shows that
 happens-before fixes every synchronization match (all schedules equivalent), none when it
-already violates (the remaining obligations are then ``unknown``), else single deviations
-within the budget; an exploration that used up its budget is ``unknown`` ("budget
-exhausted"), never clean. A launch without buffers gets them sized to the kernel's accesses
+already violates (the remaining obligations are then ``unknown``), else every class of
+schedules that differ only in the order of independent steps, by dynamic partial-order
+reduction within the budget (``interpreter.dpor``); an exploration that used up its budget is
+``unknown`` ("budget exhausted"), never clean. A launch without buffers gets them sized to the kernel's accesses
 (``races.extents``), and memory safety is then ``vacuous`` (``SIZED_FROM_ACCESSES``: not
 applicable, an out-of-bounds access cannot show) when the run completed without a
 memory-safety finding.
@@ -227,7 +228,7 @@ class Context:
     kernel: object
     spec: object
     path: str
-    budget: int = 16
+    budget: int | None = None  # interpreter runs (None: run_kernel's SCHEDULE_BUDGET)
     timeout_s: float = 10.0
     smt: bool = True
     uses: set = field(default_factory=set)
@@ -409,6 +410,23 @@ def _interpreter(ctx):
         launch += f" ({what} interpreted, the others are symmetric: {sym_why})"
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
+    elif r.classes is not None:
+        why = r.dependence[0] if r.dependence else "the first run does not fix every synchronization match"
+        if r.por_complete and r.caveats:
+            explored = (f"{launch}, its inputs; every order of dependent steps ({r.classes} classes of schedules, "
+                        f"dynamic partial-order reduction), not every schedule: {r.caveats[0]}")
+        elif r.por_complete and r.crossing:
+            explored = (f"{launch}, its inputs; every schedule that runs the clusters one after another "
+                        f"({r.classes} classes of schedules, dynamic partial-order reduction), not the schedules "
+                        f"that interleave clusters ({why})")
+        elif r.por_complete:
+            explored = (f"{launch}, its inputs; every schedule ({r.classes} classes of schedules that differ only "
+                        f"in the order of independent steps, one run each: dynamic partial-order reduction; "
+                        f"the first run alone does not stand for all: {why})")
+        else:
+            explored = (f"{launch}, its inputs; {r.classes} classes of schedules in {r.schedules_run} runs "
+                        f"(dynamic partial-order reduction), not every class: the budget ended the exploration "
+                        f"({why})")
     elif r.schedules_total is None:
         explored = (f"{launch}, its inputs; the deterministic schedule only (it already violates "
                     f"{', '.join(sorted(r.rules()))}: other schedules are not explored)")
@@ -461,13 +479,15 @@ def _interpreter(ctx):
                                   explored, [], None, dt))
         elif r.status == "unsupported":
             out.append(Obligation(title, checker, "unknown", f"not checked: {r.reason}", None, [], None, dt))
-        elif r.schedules_total is None:
+        elif r.schedules_total is None and r.classes is None:
             out.append(Obligation(title, checker, "unknown", "not explored beyond the first schedule, "
                                   "which already violates other obligations", explored, [], None, dt))
         elif not complete:
             why = (f"the exploration stopped at a deadlock ({r.reason}): schedules past the hang are not covered"
                    if r.status == "deadlock" else r.reason or
-                   f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules")
+                   (f"schedule budget exhausted after {r.schedules_run} runs ({r.classes} classes of schedules "
+                    f"explored by dynamic partial-order reduction; more remain)" if r.classes is not None else
+                    f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules"))
             out.append(Obligation(title, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))
         elif title == "memory safety" and sized:
             out.append(Obligation(title, checker, "vacuous", SIZED_FROM_ACCESSES, explored, [], None, dt))
@@ -628,7 +648,7 @@ def combine(title, evidence, vacuous: bool) -> Obligation:
     return Obligation(title, "check", "unknown", "no checker gave evidence for it", None, [], None, 0.0)
 
 
-def check_kernel(module, kernel, spec, budget: int = 16, timeout_s: float = 10.0, replay_cmd=None,
+def check_kernel(module, kernel, spec, budget: int | None = None, timeout_s: float = 10.0, replay_cmd=None,
                  smt: bool = True, path: str | None = None, checkers=None, inputs: dict | None = None,
                  assume=(), strict: bool = False, time_budget: float | None = None, pdl=None,
                  extern=()) -> KernelReport:

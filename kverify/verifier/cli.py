@@ -159,8 +159,12 @@ def cmd_run(args) -> int:
         except Exception as e:  # the reference is user code
             raise KernelError(f"reference {ref} failed: {type(e).__name__}: {e}", args.file, 0, 0) from None
         mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
-    explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
-                else f"{r.schedules_run} schedule(s)")
+    if r.classes is not None:
+        explored = (f"{r.schedules_run} schedules: {r.classes} classes of schedules that differ only in the order "
+                    f"of independent steps ({'every class' if r.por_complete else 'budget exhausted, more remain'})")
+    else:
+        explored = (f"{r.schedules_run} of {r.schedules_total} schedules" if r.schedules_total
+                    else f"{r.schedules_run} schedule(s)")
     namer = Namer(m, {v.partition("+")[0]: 8 for v in r.mbarriers or ()})
     from kverify.rules import severity
 
@@ -169,7 +173,8 @@ def cmd_run(args) -> int:
         out = {"schema": "kverify.run/1", "file": args.file, "kernel": k.name, "display_name": demangle(k.name),
                "status": r.status,
                "reason": r.reason, "schedule": r.schedule, "schedules_run": r.schedules_run,
-               "schedules_total": r.schedules_total, "robust": r.robust, "dependence": r.dependence,
+               "schedules_total": r.schedules_total, "classes": r.classes, "every_class": r.por_complete,
+               "robust": r.robust, "dependence": r.dependence,
                "steps": r.steps, "time_s": round(r.time_s, 4),
                "findings": [{"rule": f.rule, "severity": severity(f.rule), "message": text, "count": f.count,
                              "locations": [{"path": l.file, "line": l.line, "column": l.col,
@@ -192,9 +197,13 @@ def cmd_run(args) -> int:
             print("every schedule: the run's happens-before fixes how each barrier, mbarrier phase and atomic "
                   "is matched")
         elif args.schedule == "exhaustive" and r.dependence:
-            print("schedule-dependent, so single deviations were explored:")
+            print("schedule-dependent, so its classes of schedules were explored:")
             for d in r.dependence:
                 print(f"    {d}")
+            if r.crossing:
+                print("    (only schedules that run the clusters one after another: a race between clusters)")
+            for c in r.caveats:
+                print(f"    not every schedule: {c}")
         if not r.findings:
             print("findings: none")
         for f, (text, _) in zip(r.findings, named):
@@ -523,7 +532,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--schedule", default="deterministic",
                    choices=["deterministic", "random", "exhaustive", "replay"])
     s.add_argument("--seed", type=int, default=0, help="seed of inputs and of the random schedule")
-    s.add_argument("--budget", type=int, default=32, help="schedules tried by --schedule exhaustive")
+    s.add_argument("--budget", type=int, default=None, help="runs of --schedule exhaustive: classes of schedules "
+                   "explored by dynamic partial-order reduction when one run does not stand for every schedule "
+                   "(default 256)")
     s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
     s.add_argument("--rtol", type=float, default=1e-5)
     s.add_argument("--atol", type=float, default=1e-6)
@@ -556,7 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "C++ signature or PTX name, or * for every one): pure = reads and writes no memory, does not "
                    "synchronize, returns an arbitrary value per call and thread (GPUVerify's assumption); every "
                    "proof that rests on it says so")
-    s.add_argument("--budget", type=int, default=16, help="schedules explored on the interpreter")
+    s.add_argument("--budget", type=int, default=None, help="runs of the interpreter when one run does not stand "
+                   "for every schedule: classes of schedules explored by dynamic partial-order reduction (default 256)")
     s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
@@ -591,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block")
     s.add_argument("--arg", action="append", metavar="NAME=VALUE")
     s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real")
-    s.add_argument("--budget", type=int, default=16)
+    s.add_argument("--budget", type=int, default=None)
     s.add_argument("--timeout", type=float, default=10.0)
     s.add_argument("--cex-dir", default="kverify-cex")
     s.add_argument("--format", choices=["md", "html", "json"], default="md")

@@ -25,7 +25,8 @@ from kverify.rules import severity
 from kverify.semantics.ir import KernelError
 
 from .machine import Machine, RunFinding
-from .scheduler import Deterministic, Random, Replay, candidates, format_replay
+from . import dpor
+from .scheduler import Deterministic, Random, Replay, format_replay
 
 __all__ = ["LaunchSpec", "RunResult", "RunFinding", "run_kernel", "compare_outputs", "load_reference",
            "call_reference"]
@@ -65,14 +66,27 @@ class RunResult:
     unevaluated_preconditions: list = field(default_factory=list)
     unevaluated_assertions: list = field(default_factory=list)
     assertions_run: int = 0  # assertion evaluations (lanes), first run
+    # the exploration by dynamic partial-order reduction (``dpor``), when the first run did not
+    # stand for every schedule: classes of schedules run (None: not explored), whether that was
+    # every class, and why some run depends on more than the order of steps (``Machine.unordered_by_steps``)
+    classes: int | None = None
+    por_complete: bool = False
+    caveats: list = field(default_factory=list)
+    crossing: bool = False  # some race was between clusters, which the interpreter runs one after another
 
     @property
     def explored_all(self) -> bool:
+        if self.classes is not None:
+            return self.por_complete
         return self.schedules_total is not None and self.schedules_run >= self.schedules_total
 
     def rules(self) -> set:
         return {f.rule for f in self.findings}
 
+
+#: run_kernel's default budget of runs for the exhaustive exploration (``dpor``): ``kverify check``'s
+#: and ``kverify run``'s ``--budget``, the API's and the merge gate's ``budget``
+SCHEDULE_BUDGET = 256
 
 #: run_kernel's default wall-clock limit in seconds (``--time-budget``): a backstop past the
 #: instruction budget, the one limit the machine's load can reach first (it only ever makes a
@@ -93,18 +107,18 @@ def _machine(module, kernel, spec, inputs, scheduler, max_steps, check, ctas=Non
 
 
 def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, schedule: str = "deterministic",
-               seed: int = 0, budget: int = 32, max_steps: int = 500_000, check: bool = True,
+               seed: int = 0, budget: int | None = None, max_steps: int = 500_000, check: bool = True,
                replay: dict | None = None, reduce: bool = True, settle: bool = False,
                ctas=None, max_seconds: float | None = None, footprint: bool = False, prior=None,
                global_races_proved: bool = False) -> RunResult:
     """Run ``kernel`` for ``spec``. ``inputs`` maps buffer names to numpy arrays or CPU torch
     tensors (missing buffers get seeded random contents). ``schedule``: deterministic,
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
-    that happens-before fixes the matching of every synchronization operation, single
-    deviations from it at every scheduling point, at most ``budget`` schedules) or replay
-    (``replay`` deviations). ``reduce=False`` explores the deviations even then;
-    ``settle=True`` explores them only while they can still change the verdict (not after a
-    first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
+    that happens-before fixes the matching of every synchronization operation, every class of
+    schedules that differ only in the order of independent steps, by dynamic partial-order
+    reduction (``dpor``), at most ``budget`` runs, default ``SCHEDULE_BUDGET``) or replay (``replay`` deviations).
+    ``reduce=False`` explores the classes even then; ``settle=True`` explores them only while
+    they can still change the verdict (not after a first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
     caller that proved the others symmetric (kverify.verifier.races.symmetry). ``max_seconds``
     (default ``WALL_BUDGET_S``) bounds the whole call's wall-clock time: past it the run is
     ``incomplete`` with the reason. A PDL pair (``dependent``): ``footprint=True`` records the
@@ -115,6 +129,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     (``verifier.races.clusters``): global memory then keeps no race records (``Region.untrack``;
     bounds and values are still checked)."""
     t0 = time.perf_counter()
+    budget = SCHEDULE_BUDGET if budget is None else budget
     max_seconds = WALL_BUDGET_S if max_seconds is None else max_seconds
     deadline = time.monotonic() + max_seconds
     inputs = initial_inputs(kernel, spec, inputs, seed)
@@ -139,6 +154,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     status, reason = m.status, m.reason
     runs, total = 1, 1
     dropped, unordered = list(m.shadow_dropped), list(m.strong_unordered)
+    classes, por_complete, crossing = None, False, False
+    caveats = list(m.unordered_by_steps)
     unevaluated_pre, unevaluated_asserts = list(m.unevaluated_preconditions), list(m.unevaluated_assertions)
     if schedule == "random":
         total = None
@@ -155,12 +172,26 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     elif schedule == "exhaustive" and settle and errors:
         total = None  # not explored: the first run already violates
     elif schedule == "exhaustive" and status in ("complete", "deadlock"):
-        cands, total = candidates(sched.points, budget)
-        total += 1
-        for dev in cands:
-            r = _machine(module, kernel, spec, inputs, Replay({dev[0]: dev[1]}), max_steps, check, ctas, deadline,
-                         max_seconds, prior, global_races_proved).run()
+        def run_one(dp):
+            r = _machine(module, kernel, spec, inputs, dp, max_steps, check, ctas, deadline, max_seconds, prior,
+                         global_races_proved)
+            r.fp, r.fp_spawned, dp.m = dpor.Footprint(), [], r
+            try:
+                return r.run(), False
+            except dpor.SleepBlocked:
+                return r, True
+        try:
+            # ``settle``: no run after one that violates (the verdict is decided)
+            por = dpor.explore(run_one, budget, stop=(lambda r: any(severity(f.rule) == "error"
+                                                                    for f in r.findings.values())) if settle else None)
+        except dpor.Diverged as e:
+            por = None
+            status, reason = "incomplete", f"the exploration of schedules stopped: a replay diverged ({e})"
+        total = None
+        for r, dp in (por.runs if por is not None else ()):
             runs += 1
+            caveats += [c for c in r.unordered_by_steps if c not in caveats]
+            dev = format_replay(dp.devs)
             dropped += [d for d in r.shadow_dropped if d not in dropped]
             unordered += [d for d in r.strong_unordered if d not in unordered]
             unevaluated_pre += [d for d in r.unevaluated_preconditions if d not in unevaluated_pre]
@@ -168,19 +199,23 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             executed.update(r.executed)
             for k, f in r.findings.items():
                 if k not in findings:
-                    f.details["schedule"] = f"replay {format_replay({dev[0]: dev[1]})}"
+                    f.details["schedule"] = f"replay {dev}" if dev else "deterministic"
                     findings[k] = f
-            if r.status == "deadlock" and status == "complete":
-                status, reason = "deadlock", r.reason + f" (schedule replay {format_replay({dev[0]: dev[1]})})"
+            if dp.steps and dp.steps[-1].fp is not None and r.status == "deadlock" and status == "complete":
+                status, reason = "deadlock", r.reason + f" (schedule replay {dev})"
             if r.status in ("unsupported", "incomplete"):
                 status, reason = r.status, r.reason
+        if por is not None:
+            classes, por_complete, crossing = por.classes, por.complete, por.crossing
+            total = runs if por.complete else None
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
                      dependence=list(m.dependence), robust=robust, mbarriers=dict(m.mbarriers),
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
                      ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers),
                      unevaluated_preconditions=unevaluated_pre, unevaluated_assertions=unevaluated_asserts,
-                     assertions_run=m.assertions_run)
+                     assertions_run=m.assertions_run, classes=classes, por_complete=por_complete, caveats=caveats,
+                     crossing=crossing)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}

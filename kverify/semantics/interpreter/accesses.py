@@ -52,6 +52,8 @@ class AccessMixin:
             return
         lanes = np.flatnonzero(m)
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
+        if strong is not None and self.fp is not None:
+            self.touch_memory(region, idx, kind != "read")
         lane_of = np.repeat(lanes, nbytes)
         agent = w.agent if agent is None else agent
         vc = w.vc if vc is None else vc
@@ -133,6 +135,8 @@ class AccessMixin:
         self.changes += 1
         lanes = np.flatnonzero(m)
         idx = (offs[lanes][:, None] + np.arange(nbytes)[None, :]).reshape(-1)
+        if self.fp is not None:
+            self.touch_memory(region, idx, True)
         sh = region.shadow
         if self.check and region is self.gmem and (self.footprint is not None or self.pdl_prior is not None):
             self._grid_footprint(w, ins, region, idx, np.repeat(lanes, nbytes), "atomic")

@@ -20,9 +20,15 @@ class AsyncOp:
     """One operation of an asynchronous unit; its agent's single event is completion."""
 
     kind = "async"
+    per_warp = True  # numbered among its warp's operations (``dpor_key``)
 
     def __init__(self, m, warp, instr, agent):
         self.m, self.warp, self.instr, self.agent = m, warp, instr, agent
+        if self.per_warp:  # its place among the operations ``warp`` issued
+            self.seq = warp.op_seq
+            warp.op_seq += 1
+        if m.fp is not None:  # dpor: issued by the step running now
+            m.fp_spawned.append(self)
         self.vc = tick(warp.vc.copy(), agent)  # issue snapshot plus its own completion event
         self.loc = m.loc_id(instr.loc)
         m.ops_by_agent[agent] = self
@@ -32,6 +38,10 @@ class AsyncOp:
 
     def enabled(self) -> bool:
         return True
+
+    def dpor_key(self) -> tuple:
+        """Its identity in every run of the launch (``dpor.thread_key``)."""
+        return (self.kind, self.warp.cta.ctaid, self.warp.index, self.seq)
 
     def complete(self):
         raise NotImplementedError
@@ -106,6 +116,7 @@ class WgmmaOp(AsyncOp):
     """One warpgroup-wide wgmma.mma_async: enabled once all four warps issued it."""
 
     kind = "wgmma"
+    per_warp = False  # one per warpgroup: whichever of its warps issues first creates it
 
     def __init__(self, m, warp, instr, agent, key):
         super().__init__(m, warp, instr, agent)
@@ -116,6 +127,9 @@ class WgmmaOp(AsyncOp):
         self.earlier = [o for o in m.inflight if isinstance(o, WgmmaOp) and o.key[:2] == key[:2]]
         # the last of them: it completes only after every one before it (``enabled``)
         self.prev = self.earlier[-1] if self.earlier else None
+
+    def dpor_key(self) -> tuple:
+        return ("wgmma", self.warp.cta.ctaid) + tuple(self.key[1:])
 
     def enabled(self):
         # the tensor core runs a warpgroup's mma_async in issue order (each may use the

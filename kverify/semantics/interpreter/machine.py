@@ -153,6 +153,16 @@ class Machine(AccessMixin, MbarrierMixin):
         self.reads_workspace = reads_grid_workspace(module, kernel)
         self.cooperative = spec.cooperative if spec.cooperative is not None else self.reads_workspace
         self.reg_width = RegisterWidths(module)
+        # dpor (``dpor.explore``): what the running step touches (a ``dpor.Footprint``; None: not
+        # recorded), the operations it issued, and whether a timer was read (a value no order of
+        # steps decides)
+        self.fp = None
+        self.fp_spawned: list = []
+        # why no order of steps decides the run (a timer read; a loop scheduled fairly, which lets
+        # the others run every few iterations, so a bounded retry never exhausts): what dpor's
+        # every class of schedules does not cover
+        self.unordered_by_steps: list[str] = []
+        self.groups_run = 0  # CTA groups (clusters, or a cooperative grid) started so far
         self._setup_memory(inputs)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -182,6 +192,9 @@ class Machine(AccessMixin, MbarrierMixin):
         violation becomes a finding with the protocol's rule id, and the run goes on as the
         protocol's ``run_on`` says (the continued outcome is returned; else the violating one,
         with ``obj`` unchanged)."""
+        if self.fp is not None:  # dpor: the object (a named barrier: its slot), and whether the command commutes
+            key = (obj.title, getattr(cmd, "bar_id", None))
+            (self.fp.commuting if getattr(cmd, "commutes", False) else self.fp.sync).add(key)
         out = obj.protocol.step(obj.state, cmd)
         if out.violation is not None:
             finding, cont = obj.protocol.run_on(obj.state, cmd, out.violation)
@@ -195,6 +208,12 @@ class Machine(AccessMixin, MbarrierMixin):
         obj.version += 1
         self.changes += 1
         return out
+
+    def touch_memory(self, region, idx, write):
+        """The running step accessed bytes ``idx`` of ``region`` through a morally strong access."""
+        if self.fp is not None and len(idx):
+            key = region.cta.ctaid if getattr(region, "cta", None) is not None else region.name
+            self.fp.mem.append((key, int(idx.min()), int(idx.max()), write))
 
     def acquire(self, w, vc, ins, obj=None, phase=None, key=None, releases=None):
         """Warp ``w`` acquires the clock ``vc`` at ``ins`` (joins it into its own): the one place a
@@ -212,6 +231,10 @@ class Machine(AccessMixin, MbarrierMixin):
         if reason not in self.shadow_dropped and len(self.shadow_dropped) < 8:
             self.shadow_dropped.append(reason)
         self.depend(reason)
+
+    def _not_by_steps(self, reason: str):
+        if reason not in self.unordered_by_steps and len(self.unordered_by_steps) < 4:
+            self.unordered_by_steps.append(reason)
 
     def depend(self, reason: str):
         """Record why this run may not stand for every schedule (see ``mbar_order``)."""
@@ -376,6 +399,7 @@ class Machine(AccessMixin, MbarrierMixin):
         # launch runs all of them at once); a cluster of 8 CTAs does 8 CTAs' work
         self.step_limit = self.steps + self.max_steps * max(1, len(ctas))
         first_agent = len(self.agents)  # the operations this run issues get agents from here on
+        self.groups_run += 1
         self._run_cluster(ctas)
         for c in ctas:  # the mbarriers the launch used: phases each completed
             for info in c.mbars.values():
@@ -617,6 +641,8 @@ class Machine(AccessMixin, MbarrierMixin):
         schedule-dependent: how many iterations it takes may depend on the other agents."""
         seen = self.turns
         line = _fmt_loc(loop.loc)
+        self._not_by_steps(f"the loop at {line} lets the other agents run every {FAIR_ITERATIONS} iterations; "
+                           f"schedules in which it runs longer alone are not run")
         polled = _polled(loop.body)
         if polled is not None and polled.row.effect == "memory":
             self.depend(f"{line}: a loop that reads memory ran {w.iters[-1][1]} iterations: another "
@@ -629,6 +655,8 @@ class Machine(AccessMixin, MbarrierMixin):
         write that ends the spin gets its chance; if none can come, the cluster deadlocks."""
         seen = self.changes
         line = _fmt_loc(loop.loc)
+        self._not_by_steps(f"the loop at {line} spins until another agent writes; schedules in which it "
+                           f"runs longer alone are not run")
         self.depend(f"{line}: a loop spins until another agent writes: how long it spins, and what it "
                     f"reads when it stops, depend on the schedule")
         return Wait("spin", lambda: self.changes != seen,
@@ -661,6 +689,7 @@ class Machine(AccessMixin, MbarrierMixin):
         base, _, comp = name.partition(".")
         if base in SPECIALS:
             if base in TIMING_SPECIALS:
+                self._not_by_steps(f"{base} is read, a value no order of steps decides")
                 self.depend(f"{base} is read: its value depends on the schedule and the hardware")
             return SPECIALS[base](self, w, comp)
         v = np.zeros(32, bool if self.reg_width(name) == 1 else U64)

@@ -81,8 +81,10 @@ class MbarrierMixin:
         if hit is not None:
             if hit[0] is not w.cta:
                 self.remote_smem(w, hit[0], w.agent, w.clock(), w.last_loc, w.describe())
-            return hit
-        hit = w.cta.mbar_names[key] = self._mbar_lookup(w, space, addr_value, ins)
+        else:
+            hit = w.cta.mbar_names[key] = self._mbar_lookup(w, space, addr_value, ins)
+        if self.fp is not None:
+            self.fp.sync.add((hit[1].title, None))
         return hit
 
     def _mbar_lookup(self, w, space, addr_value, ins):

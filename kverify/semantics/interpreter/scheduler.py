@@ -13,8 +13,8 @@ reduction the interpreter relies on).
 * ``Random(seed)``: a uniformly random choice among runnable warps and completable
   operations at every point; replayable from the seed.
 * ``Replay(deviations)``: the deterministic schedule except at the given points, where the
-  given alternative is taken; ``explore`` enumerates these for exhaustive exploration with
-  a preemption bound of one, within a budget of schedules.
+  given alternative is taken: how ``kverify run --replay`` reproduces a schedule that the
+  exhaustive exploration (``dpor``) ran.
 """
 from __future__ import annotations
 
@@ -81,17 +81,6 @@ class Replay:
         self.points.append(len(opts))
         self.i += 1
         return opts[alt] if alt < len(opts) else opts[0]
-
-
-def candidates(points: list, budget: int) -> tuple[list, int]:
-    """Single-deviation schedules of a run with choice-point sizes ``points``, spread
-    evenly over the run when there are more than ``budget``. Returns (chosen, total)."""
-    alls = [(i, a) for i, n in enumerate(points) for a in range(1, n)]
-    total = len(alls)
-    if total <= budget:
-        return alls, total
-    step = total / budget
-    return [alls[int(k * step)] for k in range(budget)], total
 
 
 def parse_replay(text: str) -> dict:

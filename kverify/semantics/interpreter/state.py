@@ -146,6 +146,8 @@ class Warp:
         self.pdl_waited = np.zeros(32, bool)  # lanes past griddepcontrol.wait (``dependent``)
         self.exited_reported = False
         self.gen = None
+        self.fp_last: set = set()  # dpor: the synchronization objects its last step touched
+        self.op_seq = 0  # asynchronous operations it issued (``AsyncOp.dpor_key``)
 
     def describe(self):
         lanes = np.flatnonzero(self.valid)

@@ -5,7 +5,7 @@ A policy (``kverify.toml``)::
 
     [defaults]
     require = ["race", "mbarrier", "barrier.named", "deadlock", "memory"]  # obligation id prefixes
-    budget = 16          # schedules explored on the interpreter
+    budget = 256         # interpreter runs exploring schedules (the default): see kverify check --budget
     timeout = 10.0       # solver seconds per obligation (z3 resource units)
     allow_skip = []      # ["gpu"]: a required GPU validation counts as skipped, not unknown
     strict = false       # true: warning-tier findings (kverify rules) fail a required obligation
@@ -53,7 +53,7 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip", "strict",
               "kernel", "equiv", "triton"}
 EQUIV_KEYS = {"ref", "model", "ref_launch", "timeout"}
-DEFAULTS = {"require": ["race", "mbarrier", "barrier.named", "deadlock", "memory"], "budget": 16, "timeout": 10.0,
+DEFAULTS = {"require": ["race", "mbarrier", "barrier.named", "deadlock", "memory"], "budget": None, "timeout": 10.0,
             "allow_skip": []}
 
 
@@ -188,7 +188,7 @@ def run_job(job: dict) -> dict:
     e = job["entry"]
     res = {"file": job["display"], "obligations": [], "error": None}
     try:
-        kw = {"budget": int(e["budget"]), "timeout": float(e["timeout"])}
+        kw = {"budget": None if e["budget"] is None else int(e["budget"]), "timeout": float(e["timeout"])}
         if "triton" in e:
             rep = _check_triton(job["file"], e, kw)
         else:

@@ -16,7 +16,7 @@ from the participants (exited threads are not waited for).  A blocked ``wait`` r
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Hashable, Union
+from typing import ClassVar, Hashable, Union
 
 from .common import Outcome, Protocol, Rule, not_enabled, reject
 
@@ -63,6 +63,7 @@ class Wait:
 @dataclass(frozen=True)
 class Exit:
     thread: Hashable
+    commutes: ClassVar[bool] = True  # with the other exits (interpreter.dpor)
 
 
 Command = Union[Arrive, Wait, Exit]

@@ -19,7 +19,7 @@ named-count (count differs from the active barrier's count).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Union
+from typing import ClassVar, Union
 
 from .common import Outcome, Protocol, Rule, Violation, check_int, not_enabled, reject
 
@@ -120,6 +120,13 @@ class Sync:
         _check_common(self.warp, self.bar_id, self.warp_threads)
         check_int("count", self.count, allow_none=True)
 
+    @property
+    def commutes(self) -> bool:
+        """Arrivals of every thread of the CTA commute with one another and with exits: no warp
+        arrives twice at one instance (it waits), so the order does not change which instance an
+        arrival joins (interpreter.dpor)."""
+        return self.count is None
+
 
 @dataclass(frozen=True)
 class Arrive:
@@ -155,6 +162,10 @@ class Red:
         if self.op not in RED_OPS:
             raise ValueError(f"op must be one of {RED_OPS}")
 
+    @property
+    def commutes(self) -> bool:  # as ``Sync.commutes``; popc, and, or are commutative
+        return self.count is None
+
 
 @dataclass(frozen=True)
 class ExitedArrive:
@@ -165,6 +176,7 @@ class ExitedArrive:
 
     bar_id: int
     exited_threads: int
+    commutes: ClassVar[bool] = True  # with the other commuting commands on its barrier (interpreter.dpor)
 
     def __post_init__(self) -> None:
         check_int("bar_id", self.bar_id)
