@@ -425,8 +425,9 @@ def _interpreter(ctx):
                         f"the first run alone does not stand for all: {why})")
         else:
             explored = (f"{launch}, its inputs; {r.classes} classes of schedules in {r.schedules_run} runs "
-                        f"(dynamic partial-order reduction), not every class: the budget ended the exploration "
-                        f"({why})")
+                        f"(dynamic partial-order reduction), not every class: "
+                        + ("a run violates, and the exploration stopped there" if r.por_stopped else
+                           "the budget ended the exploration") + f" ({why})")
     elif r.schedules_total is None:
         explored = (f"{launch}, its inputs; the deterministic schedule only (it already violates "
                     f"{', '.join(sorted(r.rules()))}: other schedules are not explored)")
@@ -485,7 +486,10 @@ def _interpreter(ctx):
         elif not complete:
             why = (f"the exploration stopped at a deadlock ({r.reason}): schedules past the hang are not covered"
                    if r.status == "deadlock" else r.reason or
-                   (f"schedule budget exhausted after {r.schedules_run} runs ({r.classes} classes of schedules "
+                   (f"not explored beyond the schedule that violates {', '.join(sorted(r.rules()))} (run "
+                    f"{r.schedules_run}, class {r.classes} of the dynamic partial-order reduction): the other classes "
+                    f"of schedules are not run" if r.por_stopped else
+                    f"schedule budget exhausted after {r.schedules_run} runs ({r.classes} classes of schedules "
                     f"explored by dynamic partial-order reduction; more remain)" if r.classes is not None else
                     f"schedule budget exhausted after {r.schedules_run} of {r.schedules_total} schedules"))
             out.append(Obligation(title, checker, "unknown", f"incomplete: {why}", explored, [], None, dt))

@@ -73,6 +73,7 @@ class RunResult:
     por_complete: bool = False
     caveats: list = field(default_factory=list)
     crossing: bool = False  # some race was between clusters, which the interpreter runs one after another
+    por_stopped: bool = False  # the exploration ended at a run that violates (``settle``), not at its budget
 
     @property
     def explored_all(self) -> bool:
@@ -154,7 +155,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     status, reason = m.status, m.reason
     runs, total = 1, 1
     dropped, unordered = list(m.shadow_dropped), list(m.strong_unordered)
-    classes, por_complete, crossing = None, False, False
+    classes, por_complete, crossing, stopped = None, False, False, False
     caveats = list(m.unordered_by_steps)
     unevaluated_pre, unevaluated_asserts = list(m.unevaluated_preconditions), list(m.unevaluated_assertions)
     if schedule == "random":
@@ -206,7 +207,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
             if r.status in ("unsupported", "incomplete"):
                 status, reason = r.status, r.reason
         if por is not None:
-            classes, por_complete, crossing = por.classes, por.complete, por.crossing
+            classes, por_complete, crossing, stopped = por.classes, por.complete, por.crossing, por.stopped
             total = runs if por.complete else None
     return RunResult(status, m.outputs(), list(findings.values()), reason, schedule, runs, total, m.steps,
                      time.perf_counter() - t0, thread_steps=m.thread_steps, inputs=inputs,
@@ -214,7 +215,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
                      ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers),
                      unevaluated_preconditions=unevaluated_pre, unevaluated_assertions=unevaluated_asserts,
-                     assertions_run=m.assertions_run, classes=classes, por_complete=por_complete, caveats=caveats,
+                     assertions_run=m.assertions_run, classes=classes, por_complete=por_complete, caveats=caveats, por_stopped=stopped,
                      crossing=crossing)
 
 

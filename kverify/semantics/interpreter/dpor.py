@@ -215,6 +215,7 @@ class Exploration:
     classes: int  # runs that were not sleep-blocked
     complete: bool  # no reversal left: every class was run
     crossing: bool  # a race between clusters run one after another: classes that interleave clusters are not run
+    stopped: bool = False  # ended by ``stop`` (a run that violates), not by the budget
 
 
 def explore(run_one, budget: int, stop=None) -> Exploration:
@@ -239,7 +240,7 @@ def explore(run_one, budget: int, stop=None) -> Exploration:
             stack.append(_Node(s.enabled, s.key, s.sleep, {s.key: s.fp}))
         crossing |= _races(steps[:len(stack)], stack) > 0
         if stop is not None and stop(m):
-            return Exploration(runs, classes, False, crossing)
+            return Exploration(runs, classes, False, crossing, True)
         for i in range(len(stack) - 1, -1, -1):
             node = stack[i]
             todo = [k for k in node.enabled if k in node.backtrack and k not in node.done and k not in node.sleep]
