@@ -1,7 +1,9 @@
 """Static mbarrier parity for waits in two nested loops (verifier.mbarrier.ring): the
 persistent_pipeline family, whose (index, phase) ring state runs on across a persistent tile
 loop and the k loop, is proved for every ntiles / k_tiles (scalar parameters symbolic), and its
-seeded twins are violated with the iteration and line, or not proved."""
+seeded twins are violated with the iteration and line, or not proved. The persistent_pipeline_split
+family waits on one ring at two sites (the first k-tile before the k loop, the others in it), with
+and without a tile loop around them."""
 import json
 
 import pytest
@@ -194,3 +196,118 @@ def test_producer_tail_that_does_not_advance_its_ring_is_not_proved():
     assert [loc.line for loc in ob.locations] == [152]
     assert "after the loops it must be execution G + 1 of the ring of" in ob.message
     assert "[(G + 1) mod 3] and parity ((G + 1) div 3 + 1) mod 2, but for G = " in ob.message
+
+
+# ---------------------------------------------------------------------- one ring, two wait sites
+SPLIT = "persistent_pipeline_split"
+
+
+def _split_parity(file, symbolic=False):
+    man = json.loads((ZOO / SPLIT / "manifest.json").read_text())
+    v = next(v for v in man["variants"] if v["file"] == file)
+    launch = dict(v["launch"])
+    if symbolic:
+        launch["args"] = {}
+    module = load_module(str((ZOO / SPLIT / file).with_suffix(".ptx")))
+    obs = check_mbarrier(module, v["kernel"], LaunchSpec.from_dict(launch))
+    assert obs[0].title == "mbarrier conformance: parity (initial phase and alternation)"
+    return obs[0]
+
+
+def test_ring_waited_on_before_and_inside_the_k_loop_is_proved_over_both_sites():
+    """CUTLASS's consumer waits for a tile's first k-tile before the k loop (line 159) and for the
+    others in it (line 164), one ring state advanced after each: the ring count is the sum of both
+    sites' counts, and each wait is proved to follow it."""
+    ob = _split_parity("persistent_pipeline_split.cu")
+    assert ob.status == "proved", ob.message
+    assert [loc.line for loc in ob.locations] == [144, 159, 164]
+    assert ("persistent_pipeline_split.cu:159:9 (ptx 236): before loop $L__BB0_10 (line 38): execution G + 0 of the "
+            "ring of persistent_pipeline_split.cu:164:11 (ptx 304) (G: the ring count at the head of loop $L__BB0_5 "
+            "(line 215)), so barrier 0xc00, 0xc08, 0xc10[(G + 0) mod 3] and parity ((G + 0) div 3 + 0) mod 2") \
+        in ob.message
+    assert ("persistent_pipeline_split.cu:164:11 (ptx 304): first use parity 0 (consumer of the fill" in ob.message)
+    assert ("the n-th execution (counted over the waits at persistent_pipeline_split.cu:159:9 (ptx 236) and here, "
+            "loops $L__BB0_5 (line 215) and $L__BB0_10 (line 38)) uses barrier 0xc00, 0xc08, 0xc10[n mod 3] for the "
+            "(n div 3)-th time") in ob.message
+    # the producer's one-site ring is unchanged
+    assert ("the n-th execution (counted over loops $L__BB0_17 (line 126) and $L__BB0_19 (line 38)) uses barrier "
+            "0xc18, 0xc20, 0xc28[n mod 3]") in ob.message
+
+
+def test_hoisted_wait_with_the_opposite_parity_is_violated_at_its_first_execution():
+    ob = _split_parity("persistent_pipeline_split__hoisted_wrong_parity.cu")
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity", ob.message
+    assert [loc.line for loc in ob.locations] == [159]
+    cex = ob.counterexample
+    assert cex["iterations"] == [0] and cex["execution"] == 0 and cex["use"] == 0
+    assert cex["parity"] == 1 and cex["expected_parity"] == 0
+    assert cex["barrier_address"] == 0xc00  # full[0]
+    assert ("in iteration 0 of loop $L__BB0_5 (line 215) (before loop $L__BB0_10 (line 38)) is execution 0 of the "
+            "ring it shares with persistent_pipeline_split__hoisted_wrong_parity.cu:164:11 (ptx 306)") in ob.message
+    assert ob.message.endswith("on a fresh barrier (phase 0 in progress) parity 1 returns at once, before the phase "
+                               "completes")
+
+
+def test_k_loop_wait_with_the_opposite_parity_is_violated_at_the_rings_second_execution():
+    """Execution 1 of the ring (the hoisted wait is execution 0) is the k loop's first iteration:
+    use 0 of full[1], in outer iteration 0."""
+    ob = _split_parity("persistent_pipeline_split__kloop_wrong_parity.cu")
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity"
+    assert [loc.line for loc in ob.locations] == [164]
+    cex = ob.counterexample
+    assert cex["iterations"] == [0, 0] and cex["execution"] == 1 and cex["use"] == 0
+    assert cex["parity"] == 1 and cex["expected_parity"] == 0
+    assert cex["barrier_address"] == 0xc08  # full[1]
+
+
+def test_hoisted_wait_that_does_not_advance_the_ring_is_not_proved():
+    """The k loop starts on the stage the hoisted wait used: the ring state at the tile loop's head
+    is no function of the ring count over both sites."""
+    ob = _split_parity("persistent_pipeline_split__hoisted_no_advance.cu")
+    assert ob.status == "unknown" and ob.rule is None
+    assert [loc.line for loc in ob.locations] == [164]
+    assert ob.message == (
+        "persistent_pipeline_split__hoisted_no_advance.cu:164:11 (ptx 296): the wait is inside nested loops (a ring "
+        "waited on here and at persistent_pipeline_split__hoisted_no_advance.cu:159:9 (ptx 236)): the ring registers "
+        "of loop $L__BB0_5 (line 215) (%r104, %r105) are not a function of the ring position at its head")
+
+
+def test_two_site_ring_with_symbolic_trip_counts_is_left_unknown_with_the_reason():
+    """The outer loop's ring registers are guessed by running its step with the k loop's trip count
+    a constant; with k_tiles symbolic that is not done, and the obligation says so."""
+    ob = _split_parity("persistent_pipeline_split.cu", symbolic=True)
+    assert ob.status == "unknown"
+    assert [loc.line for loc in ob.locations] == [164]
+    assert ob.message.endswith("the iterations of loop $L__BB0_10 (line 38) are not a constant in iteration 0 of loop "
+                               "$L__BB0_5 (line 215): the ring's step over loop $L__BB0_5 (line 215) is not simulated")
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_ring_waited_on_before_and_inside_a_single_k_loop_is_proved(symbolic):
+    """Without a tile loop (CUTLASS's non-persistent kernel) the wait before the k loop (line 138)
+    is the ring's execution 0 and the k loop's iteration k execution 1 + k: proved for every
+    k_tiles."""
+    ob = _split_parity("persistent_pipeline_split_one_tile.cu", symbolic)
+    assert ob.status == "proved", ob.message
+    assert [loc.line for loc in ob.locations] == [123, 143, 138]
+    assert ("persistent_pipeline_split_one_tile.cu:143:11 (ptx 265): iteration k of loop $L__BB0_9 (line 17) is "
+            "execution 1 + k of the ring it shares with the waits at persistent_pipeline_split_one_tile.cu:138:9 "
+            "(ptx 207) before the loop: iterations 0 .. 2 each name the phase of its barrier's use after those waits "
+            "(consumer of the fill") in ob.message
+    assert "persistent_pipeline_split_one_tile.cu:138:9 (ptx 207): use 0 waits on parity 0 (consumer of the fill" \
+        in ob.message
+
+
+def test_single_k_loop_starting_on_the_hoisted_waits_stage_is_violated_at_its_first_iteration():
+    ob = _split_parity("persistent_pipeline_split_one_tile__hoisted_no_advance.cu", symbolic=True)
+    assert ob.status == "violated" and ob.rule == "mbarrier.parity"
+    assert [loc.line for loc in ob.locations] == [143]
+    cex = ob.counterexample
+    assert cex["iterations"] == [0] and cex["execution"] == 1 and cex["use"] == 1
+    assert cex["parity"] == [0] and cex["expected_parity"] == 1
+    assert cex["barrier_address"] == 0xc00  # full[0], used by the wait before the loop
+    assert cex["params"]["k_tiles"] >= 2
+    assert ("in iteration 0 of loop $L__BB0_9 (line 17) is execution 1 of the ring it shares with the waits at "
+            "persistent_pipeline_split_one_tile__hoisted_no_advance.cu:138:9 (ptx 207) before the loop, use 1 of the "
+            "barrier at shared address 0xc00 (reuse distance 3), and names parity 0, but it must wait on parity 1") \
+        in ob.message

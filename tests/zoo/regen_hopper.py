@@ -43,6 +43,7 @@ FAMILIES = [
     "mbarrier_init_seq",
     "struct_params",
     "persistent_pipeline",
+    "persistent_pipeline_split",
 ]
 
 _FILE_DIRECTIVE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(.*)$')

@@ -265,11 +265,12 @@ class Facts:
         return 0, (f"consumer: the phases it waits for come from another role ({L(arrs[0].instr)}) and the "
                    "waiting threads release nothing after the wait")
 
-    def earlier_uses(self, w):
-        """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason)."""
+    def earlier_uses(self, w, counted=()):
+        """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason);
+        the waits ``counted`` (ids) are left out: a ring proved over several wait sites counts them."""
         n = 0
         for v in self.sites:
-            if v is w or v.kind != "wait":
+            if v is w or v.kind != "wait" or id(v) in counted:
                 continue
             shared_loop = {str(k) for _, k in v.loops} & {str(k) for _, k in w.loops}
             if self.seq(v) > self.seq(w) and not shared_loop:

@@ -13,7 +13,7 @@ from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
 from .facts import MAX_REUSE, Facts, ob as _ob
-from .ring import _pos, _select, prove_ring
+from .ring import ZERO, _pos, _select, prove_ring, sum_counts
 
 
 def check(chk: Facts) -> Obligation:
@@ -28,7 +28,11 @@ def check(chk: Facts) -> Obligation:
     proved, unknown = [], []
     rings, tails = {}, {}  # id(nested wait) -> (Ring, offset, reuse distance, strengthened facts); -> tail waits proved
     shrunk = False
+    hoisted = _hoisted_waits(chk, waits)  # id(nested wait) -> the ring's waits before its inner loop
+    members = {id(h) for hs in hoisted.values() for h in hs}
     for w in waits:
+        if id(w) in members:
+            continue  # examined with the ring of its nested wait (``_hoisted``)
         if unknown and not shrunk and not chk.budget.exhausted():
             # the obligation can no longer be proved: the waits left are examined only for a
             # violation, within a fifth of the budget (a verdict of rlimit units, not of time)
@@ -52,25 +56,35 @@ def check(chk: Facts) -> Obligation:
             if res is not None:  # proved or unknown: a tail is never found violated (see ``_tail``)
                 (proved if res[0] == "proved" else unknown).append((w, res[1]))
                 continue
-        ck, ring = chk, None
+        ck, ring, hs = chk, None, hoisted.get(id(w), [])
         if len(w.loops) == 2:
-            ring, why = prove_ring(chk, w)
+            ring, why = prove_ring(chk, w, hs)
             if ring is None:
-                unknown.append((w, f"the wait is inside nested loops: {why}"))
+                also = f" (a ring waited on here and at {', '.join(str(chk.loc(h.instr)) for h in hs)})" if hs else ""
+                unknown.append((w, f"the wait is inside nested loops{also}: {why}"))
                 continue
             ck = _strengthened(chk, ring.substitution)
         off, case = ck.role(ck.site_of(w))
         if off is None:
             unknown.append((w, f"cannot tell which phase its first use waits for: {case}"))
             continue
-        uses, why = ck.earlier_uses(ck.site_of(w))
+        pre = _before_loop(chk, w, waits) if len(w.loops) == 1 else []
+        uses, why = ck.earlier_uses(ck.site_of(w), counted={id(ck.site_of(h)) for h in hs + pre})
         if uses is None:
             unknown.append((w, why))
             continue
+        for j, h in enumerate(hs):
+            res = _hoisted(chk, ck, h, j, w, ring, off, case)
+            if res[0] == "violated" and id(ck.site_of(w)) in ck.guessed_roles:
+                res = ("unknown", f"the parity may differ from the phase it must name, but the waiting role ({case}) "
+                                  "rests on barrier addresses the encoding over-approximates")
+            if res[0] == "violated":
+                return _ob("parity", "violated", res[1], t0, [chk.loc(h.instr)], res[2], MB.PARITY.id)
+            (proved if res[0] == "proved" else unknown).append((h, res[1]))
         if not w.loops:
             res = _straight(chk, w, off, case, uses)
         elif len(w.loops) == 1:
-            res = _loop(chk, w, off, case)
+            res = _loop(chk, w, off, case, pre)
         else:
             res = _nested(chk, w, off, case, ring)
             if res[0] == "unknown":
@@ -122,7 +136,9 @@ def _consequence(p, off, use):
         return ": the wait returns before the phase it must wait for completes"
     return ": the wait waits for a phase one ahead of the one released for it (a hang)"
 
-def _loop(chk, w, off, case):
+def _loop(chk, w, off, case, pre=()):
+    """A wait in one loop; ``pre``: the straight-line waits of the same ring before the loop
+    (``_before_loop``), executions ``0 .. m-1`` of it, iteration ``k`` being execution ``m + k``."""
     info, k = w.loops[-1]
     variant = chk.ex.loop_syms.get(id(info), set())
     used = chk.syms(w.addr, w.parity)
@@ -152,9 +168,13 @@ def _loop(chk, w, off, case):
         r, _ = chk.prove(hyp, chk.shift(a, k, e) != a)
         if r != "proved":
             return "unknown", f"the barrier address repeats every {d} iterations but not only then"
+    if pre:
+        res = _first_round_after(chk, w, off, case, pre, d)
+        if res is not None:
+            return res
     # the first use of each barrier: iterations 0 .. d-1
     hyp = mk_and(chk.in_range(info, k, k), z3.ULT(k, z3.BitVecVal(d, 64)), w.pc)
-    r, m = chk.prove(hyp, (p & 1) == off)
+    r, m = ("proved", None) if pre else chk.prove(hyp, (p & 1) == off)  # (with ``pre``: decided above)
     if r == "unknown":
         return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
     if r == "cex":
@@ -176,6 +196,11 @@ def _loop(chk, w, off, case):
     hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d), w.pc, chk.shift(w.pc, k, d))
     goal = (chk.shift(p, k, d) & 1) != (p & 1)
     r, m = chk.prove(hyp, goal)
+    if r == "proved" and pre:
+        return "proved", (f"iteration k of loop {info.name} is execution {len(pre)} + k of the ring it shares with "
+                          f"the waits at {', '.join(str(chk.loc(h.instr)) for h in pre)} before the loop: iterations "
+                          f"0 .. {d - 1} each name the phase of its barrier's use after those waits ({case}), "
+                          f"flipping every {d} iterations")
     if r == "proved":
         return "proved", (f"first use parity {off} ({case}), flipping every {d} iterations of loop "
                           f"{info.name}")
@@ -207,6 +232,62 @@ def _loop(chk, w, off, case):
         f"{cex['barrier_address']:#x} in iterations {k0} and {k0 + d} of loop {info.name} (reuse distance {d}) "
         f"with the same parity {cex['parity'][0]}: the second wait names an already completed phase (or two "
         "phases ahead)", cex, m)
+
+
+def _before_loop(chk, w, waits):
+    """The straight-line waits before the loop of the one-loop wait ``w`` that its threads may run on
+    its barriers (CUTLASS's consumer in a kernel without a tile loop: the first k-tile's wait before
+    the k loop): executions of the same ring, counted by ``_first_round_after``."""
+    return [h for h in waits if not h.loops and chk.seq(h) < chk.seq(w) and h.instr.blocking
+            and h.parity is not None and h.addr is not None and chk.may_share_thread(w, h) and chk.may_alias(w, h)]
+
+
+def _first_round_after(chk, w, off, case, pre, d):
+    """Iterations ``0 .. d-1`` of the one-loop wait ``w`` after the straight-line waits ``pre`` of
+    its threads (each run once before the loop by every thread running ``w``): iteration ``kc`` is
+    use ``c`` of its barrier, ``c`` the waits of ``pre`` on that barrier (no earlier iteration uses
+    it: the reuse distance is ``d``), so it must name parity ``(c + off) mod 2``. None when every
+    one does; else the outcome."""
+    info, k = w.loops[-1]
+    for h in pre:
+        if not chk.every_waiter_runs(w, h):
+            return "unknown", (f"the threads waiting here need not all wait at {chk.loc(h.instr)} before the loop: "
+                               "its uses of the barrier are not counted")
+    for kc in range(d):
+        kv = z3.BitVecVal(kc, 64)
+        hyp = z3.substitute(mk_and(chk.in_range(info, k, k), w.pc), (k, kv))
+        a = z3.substitute(w.addr, (k, kv))
+        c = 0
+        for h in pre:
+            same = chk.matches(a, h.addr, hyp)
+            if same is None:
+                return "unknown", (f"cannot tell whether iteration {kc} of loop {info.name} waits on the barrier of "
+                                   f"the wait at {chk.loc(h.instr)} before the loop")
+            c += same == "same"
+        want = _parity_of(c, off)
+        p = z3.substitute(w.parity, (k, kv))
+        r, m = chk.prove(hyp, (p & 1) == want)
+        if r == "proved":
+            continue
+        if r == "unknown":
+            return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
+        approx = (chk.syms(hyp, p) & chk.env.approx) - {str(k)}
+        if approx or not (info.exact or _reached(chk, info, k, w, 0, kc)):
+            why = ("values the encoding approximates" if approx else
+                   f"iteration {kc} of loop {info.name} is not known to be reached")
+            return "unknown", (f"iteration {kc} (use {c} of its barrier) may name parity {1 - want}, but the "
+                               f"counterexample involves {why}")
+        addr = m.eval(a, model_completion=True).as_long()
+        cex = {"rule": MB.PARITY.id, "loop": info.name, "reuse_distance": d, "iterations": [kc], "use": c,
+               "execution": len(pre) + kc, "barrier_address": addr, "parity": [1 - want], "expected_parity": want,
+               "location": str(chk.loc(w.instr)), "role": case}
+        return ("violated",) + chk.with_params(
+            f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration {kc} of loop {info.name} is execution "
+            f"{len(pre) + kc} of the ring it shares with the waits at {', '.join(str(chk.loc(h.instr)) for h in pre)} "
+            f"before the loop, use {c} of the barrier at shared address {addr:#x} (reuse distance {d}), and names "
+            f"parity {1 - want}, but it must wait on parity {want} ({case})" + _consequence(1 - want, off, c), cex, m)
+    return None
+
 
 def _reached(chk, info, k, w, k0, d):
     """Iterations k0..k0+d of ``info`` run whenever iteration k0's site runs."""
@@ -262,18 +343,21 @@ def _nested(chk, w, off, case, ring):
         return "unknown", ("the barrier addresses of the wait's executions do not cycle through distinct barriers "
                            f"(period at most {MAX_REUSE}) from the first execution on")
     span = P * 2 * d // math.gcd(P, 2 * d)
-    if span > len(seq):
+    n0 = ring.first  # the wait's first execution is the ring's execution n0 (after the hoisted waits)
+    if n0 + span > len(seq):
         return "unknown", f"the ring period {P} and the phase period {2 * d} repeat only after {span} executions"
-    want = [_parity_of(n // d, off) for n in range(span)]
-    ringdesc = (f"the n-th execution (counted over loops {L0.name} and {L1.name}) uses barrier "
+    want = [_parity_of(n // d, off) for n in range(n0 + span)]
+    over = (f"the waits at {', '.join(str(chk.loc(h.instr)) for h in ring.hoisted)} and here, "
+            if ring.hoisted else "")
+    ringdesc = (f"the n-th execution (counted over {over}loops {L0.name} and {L1.name}) uses barrier "
                 f"{', '.join(hex(x) for x in seq[:d])}[n mod {d}] for the (n div {d})-th time")
-    bad = next((n for n in range(span) if ring.parities[n] != want[n]), None)
+    bad = next((n for n in range(n0, n0 + span) if ring.parities[n] != want[n]), None)
     if bad is None:
         return "proved", (f"first use parity {off} ({case}), flipping every {d} executions: {ringdesc}; the ring "
                           f"registers are periodic in n (period {P}), proved by induction at the first execution, "
                           "across each inner and each outer iteration")
-    # the bad execution in the outer loop's first iteration is inner iteration ``bad`` (n == k1 there)
-    nb = z3.BitVecVal(bad, 64)
+    # the bad execution in the outer loop's first iteration is inner iteration ``bad - n0`` (n == n0 + k1 there)
+    nb = z3.BitVecVal(bad - n0, 64)
     sub = [(k0, z3.BitVecVal(0, 64)), (k1, nb)]
     hyp = z3.substitute(mk_and(chk.ranges(w.loops), w.pc, ring.inv), *sub)
     r, m = chk.solve([hyp])
@@ -283,11 +367,11 @@ def _nested(chk, w, off, case, ring):
     use = bad // d
     if r == "sat" and L1.exact and not approx:
         addr = seq[bad]
-        cex = {"rule": MB.PARITY.id, "loops": [L0.name, L1.name], "iterations": [0, bad], "execution": bad,
+        cex = {"rule": MB.PARITY.id, "loops": [L0.name, L1.name], "iterations": [0, bad - n0], "execution": bad,
                "use": use, "barrier_address": addr, "parity": ring.parities[bad], "expected_parity": want[bad],
                "reuse_distance": d, "location": str(chk.loc(w.instr)), "role": case}
         return ("violated",) + chk.with_params(
-            f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration 0 of loop {L0.name} and iteration {bad} "
+            f"mbarrier.try_wait.parity at {chk.loc(w.instr)} in iteration 0 of loop {L0.name} and iteration {bad - n0} "
             f"of loop {L1.name} is use {use} of the barrier at shared address {addr:#x} ({ringdesc}) and names "
             f"parity {ring.parities[bad]}, but it must wait on parity {want[bad]} ({case})"
             + _consequence(ring.parities[bad], off, use), cex, m)
@@ -295,6 +379,89 @@ def _nested(chk, w, off, case, ring):
            "its reachability involves approximated values" if r == "sat" else "the solver gave no answer")
     return "unknown", (f"{ringdesc}; execution {bad} (use {use} of its barrier) names parity {ring.parities[bad]} "
                        f"instead of {want[bad]}, but {why}")
+
+
+# ---------------------------------------------------------------------- waits before the inner loop
+def _hoisted_waits(chk, waits):
+    """id(nested wait) -> the waits of the same ring in its outer loop only, before its inner
+    loop (program order): CUTLASS's consumer waits for the first k-tile of a tile before the k loop
+    (its prologue MMA) and for the others in it, advancing one ring state after each. Those of its
+    threads that may wait on its barriers there."""
+    out = {}
+    for w in waits:
+        if len(w.loops) != 2 or not w.instr.blocking or w.parity is None or w.addr is None:
+            continue
+        k0 = str(w.loops[0][1])
+        hs = [h for h in waits if len(h.loops) == 1 and str(h.loops[0][1]) == k0 and chk.seq(h) < chk.seq(w)
+              and h.instr.blocking and h.parity is not None and h.addr is not None
+              and chk.may_share_thread(w, h) and chk.may_alias(w, h)]
+        if hs:
+            out[id(w)] = sorted(hs, key=chk.seq)
+    return out
+
+
+def _hoisted(chk, ck, h, j, w, ring, off, case):
+    """The ring's wait ``h`` before the inner loop of the nested wait ``w``, ``j`` of the ring's
+    waits before it in each outer iteration: with the ring proved (:func:`.ring.prove_ring`, the
+    outer head at ring position ``u0``, its count ``G``), its execution is the ring's execution
+    ``G + j``, so it must use barrier ``A[(G + j) mod P]`` and name parity ``p[(G + j) mod P]`` of the
+    ring's tables, which ``_nested`` compares with the phases every execution must name."""
+    (L0, k0), = h.loops
+    L1 = w.loops[1][0]
+    P, seq, u0 = ring.period, ring.addresses, ring.u0
+    d = _reuse_distance(seq)
+    if d is None or not ring.determined:
+        return "unknown", f"the ring of {chk.loc(w.instr)} has no barrier sequence for it to follow"
+    others = {id(ck.site_of(x)) for x in ring.hoisted if x is not h} | {id(ck.site_of(w))}
+    uses, why = ck.earlier_uses(ck.site_of(h), counted=others)
+    if uses is None or uses:
+        return "unknown", why or f"its threads use its barrier {uses} times before it outside the ring"
+    base = mk_and(chk.ranges(h.loops), h.pc)
+    r, _ = chk.prove(base, ring.role)
+    if r != "proved":
+        return "unknown", f"the threads waiting here are not shown to be those waiting at {chk.loc(w.instr)}"
+    g0 = z3.Sum(*[L0.head_regs[g][0] for g in ring.ghosts])  # the ring count at the outer head
+    n_h = sum_counts(h, ring.ghosts)
+    if n_h is None:
+        return "unknown", "the ring count is not tracked at the wait"
+    pos = z3.URem(u0 + j, z3.BitVecVal(P, 8)) if j else u0
+    atab, ptab = seq[:P], ring.parities[:P]
+    hyp = mk_and(base, ring.role, z3.ULT(u0, P), ring.outer)
+    goal = mk_and(n_h == g0 + j, h.addr == _select(atab, pos, 32), (h.parity & 1) == _select(ptab, pos, 32))
+    r, _ = chk.prove(hyp, goal)
+    desc = (f"before loop {L1.name}: execution G + {j} of the ring of {chk.loc(w.instr)} (G: the ring count at "
+            f"the head of loop {L0.name})")
+    if r == "proved":
+        # (the ring's parities are those every execution must name: ``_nested`` decides it for the
+        # ring's tables, and the obligation is proved only with that)
+        return "proved", (f"{desc}, so barrier {', '.join(hex(x) for x in seq[:d])}[(G + {j}) mod {d}] and parity "
+                          f"((G + {j}) div {d} + {off}) mod 2, as the ring's tables give")
+    if r == "unknown":
+        return "unknown", f"{desc}; solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
+    # the first of them, in iteration 0 of the outer loop, is the ring's first execution: use 0 of its
+    # barrier (no earlier use by its threads outside the ring)
+    z = [(k0, ZERO)]
+    a0, p0 = z3.simplify(z3.substitute(h.addr, *z)), z3.simplify(z3.substitute(h.parity & 1, *z))
+    want, use = _parity_of(j // d, off), j // d
+    n_first = z3.simplify(z3.substitute(n_h, *z))
+    if j == 0 and z3.is_bv_value(n_first) and n_first.as_long() == 0 and z3.is_bv_value(a0) \
+            and z3.is_bv_value(p0) and a0.as_long() == seq[0] and p0.as_long() != want:
+        hyp0 = z3.substitute(mk_and(base, ring.role), *z)
+        r0, m = chk.solve([hyp0])
+        ghosts = {str(L.havocs[g]) for L in (L0, L1) for g in ring.ghosts if g in (L.havocs or {})}
+        approx = (chk.syms(hyp0) & chk.env.approx) - ghosts - {str(k0)}
+        if r0 == "sat" and not approx:
+            q = p0.as_long()
+            cex = {"rule": MB.PARITY.id, "loops": [L0.name], "iterations": [0], "execution": j, "use": use,
+                   "barrier_address": seq[j], "parity": q, "expected_parity": want, "reuse_distance": d,
+                   "location": str(chk.loc(h.instr)), "role": case}
+            return ("violated",) + chk.with_params(
+                f"mbarrier.try_wait.parity at {chk.loc(h.instr)} in iteration 0 of loop {L0.name} (before loop "
+                f"{L1.name}) is execution {j} of the ring it shares with {chk.loc(w.instr)} and use {use} of the "
+                f"barrier at shared address {seq[j]:#x}, and names parity {q}, but it must wait on parity {want} "
+                f"({case})" + _consequence(q, off, use), cex, m)
+    return "unknown", (f"{desc} must use barrier {', '.join(hex(x) for x in seq[:d])}[(G + {j}) mod {d}] and the "
+                       "ring's parity there, which is not proved")
 
 
 #: solver units one tail query may spend (``_tail``): with the launch's trip counts they take

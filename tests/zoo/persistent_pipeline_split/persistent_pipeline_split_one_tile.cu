@@ -1,0 +1,152 @@
+// persistent_pipeline_split_one_tile: persistent_pipeline_split.cu without the tile loop: CTA b
+// handles tile b only (the grid covers the tiles), as CUTLASS's non-persistent sm90
+// warp-specialized GEMM does. The consumers wait for k-step 0 before the k loop and for k-steps
+// 1 .. k_tiles-1 in it, advancing one ring state (stage index, phase bit) after each: k-step kk
+// is execution kk of the ring, waiting on full[kk mod STAGES] with parity (kk div STAGES) mod 2.
+// Producer, roles, barriers and output as in persistent_pipeline_split.cu (one tile per CTA).
+#include <cstdint>
+
+#define STAGES 3
+#define TILE_FLOATS 256
+#define TILE_BYTES (TILE_FLOATS * 4)
+#define NUM_CONSUMER_WARPS 4
+#define PRODUCER_WARP 4
+#define NUM_THREADS 160
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t"
+      ".reg .pred p;\n\t"
+      "LAB_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+      "@!p bra LAB_WAIT_%=;\n\t"
+      "}" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// 1 on exactly one lane of the (fully converged) calling warp.
+__device__ __forceinline__ uint32_t elect_one() {
+  uint32_t elected;
+  asm volatile(
+      "{\n\t"
+      ".reg .pred e;\n\t"
+      "elect.sync _|e, 0xffffffff;\n\t"
+      "selp.u32 %0, 1, 0, e;\n\t"
+      "}"
+      : "=r"(elected));
+  return elected;
+}
+
+struct PipelineState {
+  uint32_t index;
+  uint32_t phase;
+  __device__ __forceinline__ void advance() {
+    ++index;
+    if (index == STAGES) {
+      index = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The consumers' use of one filled stage: accumulate it and release it to the producer.
+__device__ __forceinline__ void consume(const float* s, float& acc0, float& acc1, uint64_t* empty_bar,
+                                        int lane) {
+  acc0 += s[threadIdx.x];
+  acc1 += s[threadIdx.x + NUM_CONSUMER_WARPS * 32];
+  fence_proxy_async_smem();
+  __syncwarp();
+  if (lane == 0) {
+    mbar_arrive(empty_bar);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS)
+    persistent_pipeline_split_one_tile(const float* __restrict__ in, float* __restrict__ out, int ntiles, int k_tiles) {
+  __shared__ __align__(128) float stage[STAGES][TILE_FLOATS];
+  __shared__ __align__(8) uint64_t full[STAGES];
+  __shared__ __align__(8) uint64_t empty[STAGES];
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], NUM_CONSUMER_WARPS);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warp == PRODUCER_WARP) {
+    if (elect_one()) {
+      PipelineState st = {0, 1};
+      const int tile = blockIdx.x;
+      if (tile < ntiles) {
+#pragma unroll 1
+        for (int kk = 0; kk < k_tiles; ++kk) {
+          mbar_wait(&empty[st.index], st.phase);
+          mbar_arrive_expect_tx(&full[st.index], TILE_BYTES);
+          bulk_g2s(&stage[st.index][0], in + ((size_t)tile * k_tiles + kk) * TILE_FLOATS, TILE_BYTES,
+                   &full[st.index]);
+          st.advance();
+        }
+      }
+    }
+  } else {
+    PipelineState st = {0, 0};
+    const int tile = blockIdx.x;
+    if (tile < ntiles) {
+      float acc0 = 0.0f, acc1 = 0.0f;
+      if (k_tiles > 0) {
+        // k-step 0, before the k loop
+        mbar_wait(&full[st.index], st.phase);
+        consume(&stage[st.index][0], acc0, acc1, &empty[st.index], lane);
+        st.advance();
+#pragma unroll 1
+        for (int kk = 1; kk < k_tiles; ++kk) {
+          mbar_wait(&full[st.index], st.phase);
+          consume(&stage[st.index][0], acc0, acc1, &empty[st.index], lane);
+          st.advance();
+        }
+      }
+      out[(size_t)tile * TILE_FLOATS + threadIdx.x] = acc0;
+      out[(size_t)tile * TILE_FLOATS + threadIdx.x + NUM_CONSUMER_WARPS * 32] = acc1;
+    }
+  }
+}
