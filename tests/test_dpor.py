@@ -4,7 +4,8 @@ steps, finds a bug that needs two preemptions, and claims every schedule only wh
 left (and only the classes the interpreter can run: clusters one after another).
 
 Kernels: tests/data/dpor (two pairs of warps on two ticket counters; three warps whose reversed
-ticket order overruns a buffer), tests/zoo/work_steal, tests/zoo/flag_handoff."""
+ticket order overruns a buffer; a non-blocking mbarrier probe whose success overruns a buffer),
+tests/zoo/work_steal, tests/zoo/flag_handoff."""
 import json
 
 from conftest import ROOT, ZOO
@@ -104,3 +105,17 @@ def test_dependence_of_footprints():
     assert not Footprint(mem=[("global", 0, 3, False)]).dependent(Footprint(mem=[("global", 0, 3, False)]))
     assert not Footprint(mem=[("global", 0, 3, True)]).dependent(Footprint(mem=[("global", 4, 7, True)]))
     assert not Footprint(mem=[("global", 0, 3, True)]).dependent(Footprint(mem=[((0, 0, 0), 0, 3, True)]))
+
+
+def test_a_probe_ordered_against_an_arrive_by_its_mbarrier_is_reversed():
+    # the deterministic schedule runs warp 1's non-blocking test_wait before warp 0's arrive (the
+    # probe fails); the two steps share the mbarrier, so the other order is run: the probe succeeds
+    # and the index it picks overruns ``out``
+    m, k, spec = _kernel("probe_order", 64, 2)
+    r = run_kernel(m, k, spec, schedule="exhaustive")
+    assert r.dependence == ["probe_order.cu:21: a non-blocking mbarrier.test_wait whose result the schedule decides"]
+    assert (r.classes, r.por_complete) == (2, True)
+    (f,) = r.findings
+    assert (f.rule, [l.line for l in f.locs], f.details["schedule"]) == ("bounds", [22], "replay 3:1")
+    r = run_kernel(m, k, spec, schedule="exhaustive", budget=1)
+    assert (r.classes, r.por_complete, r.findings) == (1, False, [])
