@@ -248,8 +248,8 @@ def replay_with_inputs(rep, inputs):
 
 
 def run(kernel, grid=None, block=None, args=(), cluster=None, dynamic_smem: int = 0, kernel_name: str | None = None,
-        *, launch=None, inputs: dict | None = None, schedule: str = "deterministic", seed: int = 0, budget: int | None = None,
-        arch: str = "sm_90a", defines: dict | None = None):
+        *, launch=None, inputs: dict | None = None, schedule: str = "deterministic", seed: int = 0,
+        budget: int | None = None, arch: str = "sm_90a", defines: dict | None = None):
     """Run ``kernel`` on the interpreter (``kverify run``): a ``RunResult`` with ``status``,
     ``findings`` and ``outputs`` (buffer name -> numpy array)."""
     from kverify.semantics.interpreter import run_kernel

@@ -62,9 +62,10 @@ def test_work_steal_correct_is_claimed_for_every_schedule_only_once_every_class_
     bounded = [o for o in ob.values() if o.status == "bounded"]
     assert {o.title for o in bounded} >= {"deadlock-free", "named-barrier conformance", "memory safety"}
     for o in bounded:
-        assert "; every schedule (128 classes of schedules that differ only in the order of independent steps, " \
-               "one run each: dynamic partial-order reduction; the first run alone does not stand for all: " \
-               "work_steal.cu:13: atom.add: its returned value is used, so the order of atomics matters)" in o.bound, o.bound
+        assert ("; every schedule (128 classes of schedules that differ only in the order of independent steps, "
+                "one run each: dynamic partial-order reduction; the first run alone does not stand for all: "
+                "work_steal.cu:13: atom.add: its returned value is used, so the order of atomics matters)"
+                in o.bound), o.bound
 
 
 def test_used_atomic_is_a_scheduling_point_and_a_dependence():

@@ -117,18 +117,18 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
     random (``seed``), exhaustive (the deterministic schedule; then, unless that run shows
     that happens-before fixes the matching of every synchronization operation, every class of
     schedules that differ only in the order of independent steps, by dynamic partial-order
-    reduction (``dpor``), at most ``budget`` runs, default ``SCHEDULE_BUDGET``) or replay (``replay`` deviations).
-    ``reduce=False`` explores the classes even then; ``settle=True`` explores them only while
-    they can still change the verdict (not after a first run with findings). ``ctas`` (CTA coordinates) interprets only those CTAs: for a
-    caller that proved the others symmetric (kverify.verifier.races.symmetry). ``max_seconds``
-    (default ``WALL_BUDGET_S``) bounds the whole call's wall-clock time: past it the run is
-    ``incomplete`` with the reason. A PDL pair (``dependent``): ``footprint=True`` records the
-    first run's global footprint (the primary grid); ``prior`` — ``(footprint, its layout, this
-    launch's parameter -> the primary's buffer)`` — checks this grid's accesses before
-    ``griddepcontrol.wait`` against it (the dependent grid). ``global_races_proved``: the caller
-    proved that no global byte a thread writes is accessed by another thread of the launch
-    (``verifier.races.clusters``): global memory then keeps no race records (``Region.untrack``;
-    bounds and values are still checked)."""
+    reduction (``dpor``), at most ``budget`` runs, default ``SCHEDULE_BUDGET``) or replay
+    (``replay`` deviations). ``reduce=False`` explores the classes even then; ``settle=True``
+    explores them only while they can still change the verdict (not after a run with findings).
+    ``ctas`` (CTA coordinates) interprets only those CTAs: for a caller that proved the others
+    symmetric (kverify.verifier.races.symmetry). ``max_seconds`` (default ``WALL_BUDGET_S``) bounds
+    the whole call's wall-clock time: past it the run is ``incomplete`` with the reason. A PDL pair
+    (``dependent``): ``footprint=True`` records the first run's global footprint (the primary grid);
+    ``prior`` — ``(footprint, its layout, this launch's parameter -> the primary's buffer)`` —
+    checks this grid's accesses before ``griddepcontrol.wait`` against it (the dependent grid).
+    ``global_races_proved``: the caller proved that no global byte a thread writes is accessed by
+    another thread of the launch (``verifier.races.clusters``): global memory then keeps no race
+    records (``Region.untrack``; bounds and values are still checked)."""
     t0 = time.perf_counter()
     budget = SCHEDULE_BUDGET if budget is None else budget
     max_seconds = WALL_BUDGET_S if max_seconds is None else max_seconds
@@ -202,7 +202,7 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                 if k not in findings:
                     f.details["schedule"] = f"replay {dev}" if dev else "deterministic"
                     findings[k] = f
-            if dp.steps and dp.steps[-1].fp is not None and r.status == "deadlock" and status == "complete":
+            if r.status == "deadlock" and status == "complete":
                 status, reason = "deadlock", r.reason + f" (schedule replay {dev})"
             if r.status in ("unsupported", "incomplete"):
                 status, reason = r.status, r.reason
@@ -215,8 +215,8 @@ def run_kernel(module, kernel, spec: LaunchSpec, inputs: dict | None = None, sch
                      shadow_dropped=dropped, strong_unordered=unordered, executed=executed,
                      ctas_run=m.ctas_run, cooperative=m.cooperative, footprint=m.footprint, layout=dict(m.buffers),
                      unevaluated_preconditions=unevaluated_pre, unevaluated_assertions=unevaluated_asserts,
-                     assertions_run=m.assertions_run, classes=classes, por_complete=por_complete, caveats=caveats, por_stopped=stopped,
-                     crossing=crossing)
+                     assertions_run=m.assertions_run, classes=classes, por_complete=por_complete, caveats=caveats,
+                     por_stopped=stopped, crossing=crossing)
 
 
 INDEPENDENT_SYNC = {"collective", "fence", "bar.warp.sync"}
