@@ -2,7 +2,7 @@
 how the cost grows with the trip count, the pipeline depth (stages) and the warp count
 (consumer warps) of the bulk-copy pipeline (depth and warps rebuilt with nvcc).
 
-    python bench/bench_check.py [--budget 16] [--grids-only]
+    python bench/bench_check.py [--budget N] [--grids-only]
 
 Also the cost at two grid sizes for a few kernels (kernel, grid, CTAs interpreted, seconds,
 peak RSS (VmHWM: ru_maxrss would carry the parent's peak across exec); each in a fresh process): with CTA symmetry (kverify/verifier/races/symmetry.py) a
@@ -48,7 +48,7 @@ import json, re, sys, time
 from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
 from kverify.verifier.check import check_kernel
-path, kernel, launch, budget = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+path, kernel, launch, budget = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 m = load_module(path)
 t = time.perf_counter()
 rep = check_kernel(m, m.kernel(kernel), LaunchSpec.from_dict(launch), budget=budget, path=path)
@@ -100,7 +100,7 @@ def grid_costs(budget):
     rows = []
     for name, path, launch in _grid_cases():
         out = subprocess.run([sys.executable, "-c", GRID_ONE, str(path), launch["kernel"], json.dumps(launch),
-                              str(budget)], capture_output=True, text=True, check=True,
+                              json.dumps(budget)], capture_output=True, text=True, check=True,
                              env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append({"kernel": name, "grid": launch["grid"][0], **r})
@@ -116,7 +116,7 @@ MACHINE = "2-core x86 VM, Python 3.11, no GPU"
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--budget", type=int, default=16)
+    ap.add_argument("--budget", type=int, default=None, help="interpreter runs (default: kverify check's)")
     ap.add_argument("--grids-only", action="store_true", help="only the cost at two grid sizes")
     a = ap.parse_args()
     if a.grids_only:
