@@ -57,6 +57,10 @@ class Footprint:
     commuting: set = field(default_factory=set)  # objects it stepped only by commands that commute (``commutes``)
     mem: list = field(default_factory=list)  # (region, first byte, last byte, writes)
 
+    def objects(self) -> set:
+        """What it names: its synchronization objects and memory regions."""
+        return self.sync | self.commuting | {("memory", r) for r, _, _, _ in self.mem}
+
     def dependent(self, other: "Footprint") -> bool:
         if self.sync & other.sync or self.sync & other.commuting or self.commuting & other.sync:
             return True
@@ -161,24 +165,15 @@ def _races(steps: list, stack: list) -> int:
     last: dict = {}  # thread -> clock after its last step
     spawn: dict = {}  # operation -> clock of the step that issued it
     counts: dict = {}
-    by_sync: dict = {}
-    by_commuting: dict = {}
-    by_region: dict = {}
+    by_object: dict = {}  # synchronization object or memory region -> the steps naming it
     for j, s in enumerate(steps):
         if s.fp is None:  # the step a sleep-blocked run did not take
             break
         p = s.key
         c = dict(last.get(p) or spawn.get(p) or {})
-        cands = set()
-        for k in s.fp.sync:
-            cands.update(by_sync.get(k, ()))
-            cands.update(by_commuting.get(k, ()))
-        for k in s.fp.commuting:
-            cands.update(by_sync.get(k, ()))
-        for r, lo, hi, w in s.fp.mem:
-            for i, lo2, hi2, w2 in by_region.get(r, ()):
-                if (w or w2) and lo <= hi2 and lo2 <= hi:
-                    cands.add(i)
+        # the earlier steps that name an object this one names; ``Footprint.dependent`` decides
+        cands = {i for k in s.fp.objects() for i in by_object.get(k, ())}
+        cands = {i for i in cands if s.fp.dependent(steps[i].fp)}
         for i in sorted(cands, reverse=True):
             q = steps[i].key
             if q == p or c.get(q, 0) >= pos[i]:
@@ -200,12 +195,8 @@ def _races(steps: list, stack: list) -> int:
         last[p] = c
         for k in s.spawned:
             spawn[k] = c
-        for k in s.fp.sync:
-            by_sync.setdefault(k, []).append(j)
-        for k in s.fp.commuting:
-            by_commuting.setdefault(k, []).append(j)
-        for r, lo, hi, w in s.fp.mem:
-            by_region.setdefault(r, []).append((j, lo, hi, w))
+        for k in s.fp.objects():
+            by_object.setdefault(k, []).append(j)
     return crossing
 
 

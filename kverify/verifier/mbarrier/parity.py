@@ -238,8 +238,14 @@ def _before_loop(chk, w, waits):
     """The straight-line waits before the loop of the one-loop wait ``w`` that its threads may run on
     its barriers (CUTLASS's consumer in a kernel without a tile loop: the first k-tile's wait before
     the k loop): executions of the same ring, counted by ``_first_round_after``."""
-    return [h for h in waits if not h.loops and chk.seq(h) < chk.seq(w) and h.instr.blocking
-            and h.parity is not None and h.addr is not None and chk.may_share_thread(w, h) and chk.may_alias(w, h)]
+    return [h for h in waits if not h.loops and chk.seq(h) < chk.seq(w) and _may_share_ring(chk, w, h)]
+
+
+def _may_share_ring(chk, w, h):
+    """The blocking wait ``h`` (barrier and parity understood) may run in a thread of ``w`` on one of
+    ``w``'s barriers: a candidate for an earlier execution of ``w``'s ring."""
+    return (h.instr.blocking and h.parity is not None and h.addr is not None and chk.may_share_thread(w, h)
+            and chk.may_alias(w, h))
 
 
 def _first_round_after(chk, w, off, case, pre, d):
@@ -393,8 +399,7 @@ def _hoisted_waits(chk, waits):
             continue
         k0 = str(w.loops[0][1])
         hs = [h for h in waits if len(h.loops) == 1 and str(h.loops[0][1]) == k0 and chk.seq(h) < chk.seq(w)
-              and h.instr.blocking and h.parity is not None and h.addr is not None
-              and chk.may_share_thread(w, h) and chk.may_alias(w, h)]
+              and _may_share_ring(chk, w, h)]
         if hs:
             out[id(w)] = sorted(hs, key=chk.seq)
     return out

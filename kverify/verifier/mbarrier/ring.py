@@ -101,10 +101,7 @@ def prove_ring(chk, w, hoisted=()):
     m = len(hoisted)  # the ring's executions before the inner loop, per outer iteration
 
     def count(regs):  # the ring count: the thread's executions of all its wait sites
-        out = regs[ghosts[0]][0]
-        for g in ghosts[1:]:
-            out = out + regs[g][0]
-        return out
+        return _total([regs[g][0] for g in ghosts])
 
     h1 = {str(h): r for r, h in L1.havocs.items()}
     a, p = w.addr, w.parity
@@ -269,12 +266,9 @@ def prove_ring(chk, w, hoisted=()):
     if n_w is None:
         return None, "the ring count is not tracked at the wait"
     inv_n = z3.substitute(inv1, (u, _pos(n_w, P)))
-    n1 = L1.havocs[ghost]
-    for g in hghosts:
-        n1 = n1 + z3.substitute(hr1[g][0], (k1, ZERO))  # not written in the inner loop
-    n0h = L0.havocs[ghost]
-    for g in hghosts:
-        n0h = n0h + L0.havocs[g]
+    # (the hoisted waits' counts are not written in the inner loop)
+    n1 = _total([L1.havocs[ghost]] + [z3.substitute(hr1[g][0], (k1, ZERO)) for g in hghosts])
+    n0h = _total([L0.havocs[g] for g in ghosts])
     subst = [(L1.havocs[r], _select(t, _pos(n1, P), L1.havocs[r].size())) for r, t in tables.items()]
     # (valid for k0 > 0, where the outer head holds the havocked values; positions outside the
     # reached ones never occur)
@@ -298,11 +292,14 @@ def sum_counts(s, ghosts):
     """The ring count at site ``s``: the thread's executions of the waits ``ghosts`` count, before
     this one (None when one is not tracked there)."""
     cs = [(s.counts or {}).get(g) for g in ghosts]
-    if any(c is None for c in cs):
-        return None
-    out = cs[0]
-    for c in cs[1:]:
-        out = out + c
+    return None if any(c is None for c in cs) else _total(cs)
+
+
+def _total(terms):
+    """``terms[0] + terms[1] + ...``, folded from the left (one term: itself)."""
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
     return out
 
 
