@@ -4,7 +4,8 @@ steps, finds a bug that needs two preemptions, and claims every schedule only wh
 left (and only the classes the interpreter can run: clusters one after another).
 
 Kernels: tests/data/dpor (two pairs of warps on two ticket counters; three warps whose reversed
-ticket order overruns a buffer; a non-blocking mbarrier probe whose success overruns a buffer),
+ticket order overruns a buffer; a non-blocking mbarrier probe whose success overruns a buffer;
+a volatile flag read after its store overruns a buffer),
 tests/zoo/work_steal, tests/zoo/flag_handoff."""
 import json
 
@@ -119,3 +120,16 @@ def test_a_probe_ordered_against_an_arrive_by_its_mbarrier_is_reversed():
     assert (f.rule, [l.line for l in f.locs], f.details["schedule"]) == ("bounds", [22], "replay 3:1")
     r = run_kernel(m, k, spec, schedule="exhaustive", budget=1)
     assert (r.classes, r.por_complete, r.findings) == (1, False, [])
+
+
+def test_strong_accesses_to_one_flag_are_reversed():
+    # no atomic, barrier or mbarrier orders warp 0's volatile store and warp 1's volatile load: only
+    # the overlapping bytes of the two strong accesses make the steps dependent, and the order the
+    # deterministic schedule did not run (store first) overruns ``out``
+    m, k, spec = _kernel("flag_order", 64, 2)
+    r = run_kernel(m, k, spec, schedule="exhaustive")
+    assert (r.classes, r.por_complete) == (2, True)
+    (f,) = r.findings
+    assert (f.rule, [l.line for l in f.locs], f.details["schedule"]) == ("bounds", [10], "replay 1:1")
+    r = run_kernel(m, k, spec, schedule="exhaustive", budget=1)
+    assert (r.classes, r.findings) == (1, [])
