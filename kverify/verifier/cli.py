@@ -505,22 +505,23 @@ def cmd_audit(args) -> int:
     return exit_code([rep] + ([eq] if eq else []))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from kverify import __version__
-
-    p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
-    p.add_argument("--version", action="version", version=f"kverify {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _p_show(sub):
     s = sub.add_parser("show", help="print the structured IR of a kernel with its source lines")
     _add_input(s)
     s.add_argument("--no-loc", action="store_true", help="omit !loc positions")
     s.add_argument("--no-source", action="store_true", help="omit source-line comments")
     s.set_defaults(func=cmd_show)
+
+
+def _p_parse(sub):
     s = sub.add_parser("parse", help="validate input files (exit 2 on the first error of each)")
     s.add_argument("files", nargs="+")
     s.add_argument("--arch", default="sm_90a")
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.set_defaults(func=cmd_parse)
+
+
+def _p_run(sub):
     s = sub.add_parser("run", help="run a kernel on the CPU interpreter: findings and outputs vs a reference")
     _add_input(s)
     s.add_argument("--launch", help="launch spec JSON (or a zoo manifest.json: the variant for FILE)")
@@ -543,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "compared with the outputs instead of the reference")
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_run)
+
+
+def _p_check(sub):
     s = sub.add_parser("check", help="check races, barrier protocols and deadlock: one verdict per obligation")
     s.add_argument("files", nargs="+")
     s.add_argument("--kernel")
@@ -592,6 +596,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-D", dest="defines", action="append", default=[])
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(func=cmd_check)
+
+
+def _p_audit(sub):
     s = sub.add_parser("audit", help="per source line: obligations, ordering evidence, reference lines, "
                        "counterexamples; Markdown, JSON or one self-contained HTML file")
     _add_input(s)
@@ -609,19 +616,50 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=["md", "html", "json"], default="md")
     s.add_argument("-o", dest="output", help="write to FILE instead of stdout")
     s.set_defaults(func=cmd_audit)
+
+
+def _p_rules(sub):
     s = sub.add_parser("rules", help="list every rule id kverify reports: severity, ISA section, summary")
     s.add_argument("--format", choices=["md", "json"], default="md")
     s.set_defaults(func=cmd_rules)
-    from .validate.cli import add_parser as _add_validate  # kverify validate: GPU runs vs a reference
 
-    _add_validate(sub)
-    from kverify.capture.cli import add_parser as _add_capture  # kverify capture: record a program's launches
 
-    _add_capture(sub)
-    _add_equiv(sub)
-    from .gate import add_parser as _add_gate  # kverify gate: the CI gate over a TOML policy
+def _p_validate(sub):
+    from .validate.cli import add_parser  # kverify validate: GPU runs vs a reference
 
-    _add_gate(sub)
+    add_parser(sub)
+
+
+def _p_capture(sub):
+    from kverify.capture.cli import add_parser  # kverify capture: record a program's launches
+
+    add_parser(sub)
+
+
+def _p_gate(sub):
+    from .gate import add_parser  # kverify gate: the CI gate over a TOML policy
+
+    add_parser(sub)
+
+
+#: each command and what adds its subparser, in ``kverify --help``'s order
+COMMANDS = {"show": _p_show, "parse": _p_parse, "run": _p_run, "check": _p_check, "audit": _p_audit,
+            "rules": _p_rules, "validate": _p_validate, "capture": _p_capture, "equiv": _add_equiv, "gate": _p_gate}
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The command line's parser. When ``argv`` names a command first, only that command's
+    subparser is built (building and importing them all is a fifth of a small check's startup);
+    otherwise (``--help``, ``--version``, a mistyped command) every one is."""
+    from kverify import __version__
+
+    p = _Parser(prog="kverify", description="Formal semantics and verification for GPU kernels.")
+    p.add_argument("--version", action="version", version=f"kverify {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    first = argv[0] if argv else None
+    for name, add in COMMANDS.items():
+        if first not in COMMANDS or name == first:
+            add(sub)
     return p
 
 
@@ -668,7 +706,7 @@ def limit_memory(gib: float) -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if argv is None and (getattr(args, "max_memory", 0) or 0) > 0:  # the command line, not an in-process caller
         limit_memory(args.max_memory)
     try:
