@@ -504,8 +504,7 @@ def _tail(chk, w, rings, tails, decide=True):
         return None
     if not decide:  # (skipped before any aliasing query: skipping a wait never makes a proof)
         return "skip"
-    earlier = [v for v in mates if chk.may_alias(w, v)]
-    nested = [v for v in earlier if v.loops]
+    nested = [v for v in mates if v.loops and chk.may_alias(w, v)]
     if not nested:
         return None
     v = nested[0]
@@ -518,7 +517,8 @@ def _tail(chk, w, rings, tails, decide=True):
     # barrier they use) of the threads that run this wait; an earlier wait on this barrier that is
     # not one of them is a use the count leaves out
     before = [x for x in chk.sites if id(x) in tails.get(id(v), ()) and chk.may_share_thread(w, x)]
-    stray = [x for x in earlier if not x.loops and x not in before] + \
+    # (an earlier tail of the count is one whatever barrier it names: no aliasing query for it)
+    stray = [x for x in mates if not x.loops and x not in before and chk.may_alias(w, x)] + \
         [x for x in before if not chk.every_waiter_runs(w, x)]
     if stray:
         return "unknown", (f"cannot count the earlier wait at {chk.loc(stray[0].instr)} as an execution of the "
