@@ -27,12 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import kverify  # noqa: E402
 from kverify.launch import LaunchSpec  # noqa: E402
 from kverify.semantics.ir import load_module  # noqa: E402
 from kverify.verifier.check import check_kernel  # noqa: E402
 
 ZOO = ROOT / "tests" / "zoo"
 OUT = ROOT / "bench" / "results" / "check.json"
+kverify.z3_release()  # as the kverify command runs
 
 
 def one(path, kernel, launch, budget):

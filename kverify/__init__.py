@@ -12,7 +12,18 @@ __version__ = "0.1.0"
 
 #: the Python API (``kverify/api.py``), imported on first use so that ``import kverify`` stays cheap
 _API = {"check", "run", "equiv", "Tensor", "Report"}
-__all__ = sorted(_API | {"capture", "triton", "__version__"})
+__all__ = sorted(_API | {"capture", "triton", "z3_release", "__version__"})
+
+
+def z3_release() -> None:
+    """Turn off the argument checks z3's Python layer runs on every call while Python's
+    ``__debug__`` is on (sort and kind asserts in Python: a sixth of a small check's time); z3's C
+    API still rejects a bad argument, with a ``Z3Exception``. The ``kverify`` command and the test
+    suite run this way; a program that imports kverify may call it (it holds for the whole
+    process, its own z3 calls included)."""
+    import z3
+
+    z3.z3.Z3_DEBUG = False
 
 
 def __getattr__(name):

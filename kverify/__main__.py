@@ -11,7 +11,10 @@ def run():
     if os.environ.get("PYTHONHASHSEED") != "0" and sys.executable:
         os.execve(sys.executable, [sys.executable, "-m", "kverify", *sys.argv[1:]],
                   {**os.environ, "PYTHONHASHSEED": "0"})
+    from kverify import z3_release
     from kverify.verifier.cli import main
+
+    z3_release()
 
     sys.exit(main())
 

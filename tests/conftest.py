@@ -5,6 +5,10 @@ from pathlib import Path
 
 import pytest
 
+import kverify
+
+kverify.z3_release()  # as the kverify command runs
+
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "tests" / "zoo"
 

@@ -106,8 +106,9 @@ def keys(*consts) -> frozenset:
 
 
 class Symbols:
-    """Names of the uninterpreted constants (and functions) in a term, memoized by AST id; the
-    terms seen are kept alive, since z3 reuses the id of a freed term."""
+    """Names of the uninterpreted constants (and functions) in a term, memoized by AST id. The
+    walk goes through z3's C API (no Python object per subterm); the roots asked about are kept
+    alive, which keeps every subterm alive (z3 reuses the id of a freed term)."""
 
     def __init__(self):
         self.memo: dict = {}
@@ -127,33 +128,34 @@ class Symbols:
         r = memo.get(key)
         if r is not None:
             return r
-        keep = self.keep
-        stack = [e]
+        self.keep.append(e)
+        ctx = e.ctx_ref()
+        C = z3.z3core
+        get_id, kind_of, nargs, arg = C.Z3_get_ast_id, C.Z3_get_ast_kind, C.Z3_get_app_num_args, C.Z3_get_app_arg
+        app = z3.Z3_APP_AST
+        stack = [(e.as_ast(), key)]
         while stack:
-            x = stack[-1]
-            kx = x.get_id()
+            x, kx = stack[-1]
             if kx in memo:
                 stack.pop()
                 continue
-            keep.append(x)
-            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                memo[kx] = frozenset((x.decl().name(),))
-                stack.pop()
-                continue
-            if not z3.is_app(x):
+            if kind_of(ctx, x) != app:
                 memo[kx] = frozenset()
                 stack.pop()
                 continue
-            kids = x.children()
-            todo = [c for c in kids if c.get_id() not in memo]
+            n = nargs(ctx, x)
+            kids = [arg(ctx, x, i) for i in range(n)]
+            ids = [get_id(ctx, c) for c in kids]
+            todo = [(c, i) for c, i in zip(kids, ids) if i not in memo]
             if todo:
                 stack.extend(todo)
                 continue
+            d = C.Z3_get_app_decl(ctx, x)
             acc = set()
-            if x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                acc.add(x.decl().name())
-            for c in kids:
-                acc |= memo[c.get_id()]
+            if C.Z3_get_decl_kind(ctx, d) == z3.Z3_OP_UNINTERPRETED:
+                acc.add(z3.z3._symbol2py(e.ctx, C.Z3_get_decl_name(ctx, d)))
+            for i in ids:
+                acc |= memo[i]
             memo[kx] = frozenset(acc)
             stack.pop()
         return memo[key]

@@ -30,6 +30,11 @@ ELECT_LANE_0 = ("elect.sync with the full membermask elects lane 0 (current hard
                 "lane; the PTX ISA, §9.7.13.9, says only that the election is deterministic)")
 
 
+def _loop_key(s) -> tuple:
+    """The loops of site ``s`` as its terms name them (their counters and summaries)."""
+    return tuple((id(info), k.get_id()) for info, k in s.loops)
+
+
 def ob(what, status, msg, t0, locs=(), cex=None, rule=None):
     return Obligation(f"mbarrier conformance: {TITLES[what]}", "mbarrier", status, msg, None, list(locs), cex,
                       time.perf_counter() - t0, rule if status == "violated" else None)
@@ -149,9 +154,11 @@ class Facts:
     def alias(self, w, s):
         """'sat' when site ``s`` names the barrier of ``w`` in some iteration of each, 'unsat' when
         in none, 'unknown' when the solver gives no answer within ``ALIAS_UNITS``."""
-        if s.addr is None:
+        if s.addr is None or w.addr is None:
             return "unknown"
-        key = ("alias", id(w), id(s))
+        # by the terms the query is made of: the copies and the expect-tx of one round name their
+        # barrier through one register, so they share one query
+        key = ("alias", w.addr.get_id(), _loop_key(w), s.addr.get_id(), _loop_key(s))
         if key not in self.memo:
             (a,), rng = self.renamed(s, s.addr)
             q = [self.ranges(w.loops), rng, w.addr == a]
