@@ -217,6 +217,17 @@ class Conflict:
         self.ordering = ordering
 
 
+
+def _member(a: np.ndarray, agents) -> np.ndarray:
+    """``np.isin(a, agents)``: for a few agents (the operations in flight before one), one
+    comparison each, where ``isin`` sorts."""
+    if len(agents) > 8:
+        return np.isin(a, np.fromiter(agents, np.int64))
+    out = np.zeros(a.shape, bool)
+    for x in agents:
+        out |= a == x
+    return out
+
 class Shadow:
     """Race shadow of one memory region, byte granularity."""
 
@@ -387,9 +398,13 @@ class Shadow:
         one, its own, or one whose holder ``replaceable`` marks; bytes with no such slot lose a
         record."""
         free = (cur < 0) | (cur == agent) | replaceable
+        if free[:, 0].all():  # the common case: the first slot of every byte (what argmax picks)
+            agents[idx, 0] = agent
+            locs[idx, 0] = loc
+            return
         has = free.any(axis=1)
         slot = free.argmax(axis=1)
-        if has.all():  # the common case: ``idx`` itself, whose storage rows are cached
+        if has.all():  # ``idx`` itself, whose storage rows are cached
             rows, cols = idx, slot
         else:
             self._lose(idx, ~has)
@@ -401,7 +416,7 @@ class Shadow:
         """An async operation in flight reads ``idx`` (``subsumes``: as for
         ``record_async_read``; such an operation completes before ``agent``)."""
         p = self.pend_r[idx]
-        repl = np.isin(p, np.fromiter(subsumes, np.int64)) if subsumes else False
+        repl = _member(p, subsumes) if subsumes else False
         self._place(self.pend_r, self.pend_r_loc, idx, agent, loc, repl, p)
 
     def record_async_read(self, idx, agent, vc, loc, subsumes=()):
@@ -414,7 +429,7 @@ class Shadow:
         ra = self.ra_agent[idx]
         repl = (ra >= 0) & (vget(vc, ra) >= 1)
         if subsumes:
-            repl |= np.isin(ra, np.fromiter(subsumes, np.int64))
+            repl |= _member(ra, subsumes)
         self._place(self.ra_agent, self.ra_loc, idx, agent, loc, repl, ra)
 
     # ------------------------------------------------------------------ checks
