@@ -86,3 +86,20 @@ def test_the_command_restarts_itself_with_one_hash_seed(monkeypatch):
     with pytest.raises(SystemExit) as e:
         entry.run()
     assert calls == [] and e.value.code == 0
+
+
+def test_the_parser_builds_only_the_command_named_and_every_one_otherwise(capsys):
+    import pytest
+
+    from kverify.verifier.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser(["check", "x.ptx"])._actions if a.dest == "command")
+    assert list(sub.choices) == ["check"]
+    sub = next(a for a in build_parser(["--help"])._actions if a.dest == "command")
+    assert list(sub.choices) == list(COMMANDS) == ["show", "parse", "run", "check", "audit", "rules", "validate",
+                                                   "capture", "equiv", "gate"]
+    with pytest.raises(SystemExit) as e:  # a mistyped command lists every command
+        build_parser(["chek"]).parse_args(["chek"])
+    assert e.value.code == 2
+    assert "invalid choice: 'chek' (choose from 'show', 'parse', 'run', 'check', 'audit', 'rules', 'validate', " \
+           "'capture', 'equiv', 'gate')" in capsys.readouterr().err

@@ -149,3 +149,14 @@ def test_completed_operations_drop_their_operands(monkeypatch):
     assert all(o.parts == {} and o.reads == [] and o.prev is None for o in wg)
     assert all(o.reads == () and o.writes == () and o.action is None for o in cp)
     assert WgmmaOp.drop_operands is not AsyncOp.drop_operands
+
+
+def test_member_is_isin_for_few_and_many_agents():
+    import numpy as np
+
+    from kverify.semantics.interpreter.hb import _member
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(-1, 40, size=(300, 3))
+    for agents in ({3}, {0, 5, 7}, set(range(0, 40, 3)), set()):
+        assert (_member(a, agents) == np.isin(a, np.fromiter(agents, np.int64))).all()

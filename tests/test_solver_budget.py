@@ -77,3 +77,26 @@ def test_restart_restores_a_capped_budget():
     assert b.exhausted()
     b.restart()
     assert b.units == full and b.spent == 0 and not b.exhausted()
+
+
+def test_reading_the_count_costs_no_units_and_a_query_is_charged_what_it_spent():
+    """``_count`` reads the context's count off one probe solver's statistics: reading it spends
+    nothing, and a query's charge is the count's growth across it, the same as z3 reports."""
+    from kverify.symbolic.budget import _count
+
+    s = _query()
+    a = _count()
+    assert _count() == a == _count()  # a read is no query
+    b = SolverBudget(10)
+    assert b.check(s) == z3.unsat
+    assert b.spent == _count() - a == s.statistics().get_key_value("rlimit count") - a > 1000
+
+
+def test_z3_release_turns_off_the_python_asserts_and_the_c_api_still_rejects_a_bad_argument():
+    """The command and this suite run as ``kverify.z3_release()`` leaves z3 (tests/conftest.py)."""
+    import kverify
+
+    kverify.z3_release()
+    assert z3.z3.Z3_DEBUG is False
+    with pytest.raises(z3.Z3Exception):  # from the C API: a sort mismatch is never substituted
+        z3.substitute(z3.BitVec("a", 8), (z3.BitVec("a", 8), z3.BitVec("b", 16)))
