@@ -217,7 +217,6 @@ class Conflict:
         self.ordering = ordering
 
 
-
 def _member(a: np.ndarray, agents) -> np.ndarray:
     """``np.isin(a, agents)``: for a few agents (the operations in flight before one), one
     comparison each, where ``isin`` sorts."""
@@ -227,6 +226,7 @@ def _member(a: np.ndarray, agents) -> np.ndarray:
     for x in agents:
         out |= a == x
     return out
+
 
 class Shadow:
     """Race shadow of one memory region, byte granularity."""
