@@ -16,6 +16,7 @@ import os
 import re
 import time
 from contextlib import contextmanager
+from functools import cache
 
 import z3
 
@@ -26,18 +27,18 @@ BACKSTOP = 10
 BACKSTOP_FLOOR_S = 30.0
 
 
-_PROBE: list = []
+@cache
+def _probe() -> z3.Solver:
+    s = z3.Solver()
+    s.check()
+    return s
 
 
 def _count() -> int:
     """z3's cumulative resource count in this process. A solver's statistics report the count
     of the whole context at the time they are read, so one solver, checked once (2 units), is
     read every time: a tenth of a millisecond, where a fresh solver and query take one."""
-    if not _PROBE:
-        s = z3.Solver()
-        s.check()
-        _PROBE.append(s)
-    return _PROBE[0].statistics().get_key_value("rlimit count")
+    return _probe().statistics().get_key_value("rlimit count")
 
 
 _EXPORT: dict | None = None  # set by ``export_smt``: where every query checked is written

@@ -297,10 +297,7 @@ def sum_counts(s, ghosts):
 
 def _total(terms):
     """``terms[0] + terms[1] + ...``, folded from the left (one term: itself)."""
-    out = terms[0]
-    for t in terms[1:]:
-        out = out + t
-    return out
+    return sum(terms[1:], terms[0])
 
 
 def _signed(v):
