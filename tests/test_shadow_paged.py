@@ -160,3 +160,27 @@ def test_member_is_isin_for_few_and_many_agents():
     a = rng.integers(-1, 40, size=(300, 3))
     for agents in ({3}, {0, 5, 7}, set(range(0, 40, 3)), set()):
         assert (_member(a, agents) == np.isin(a, np.fromiter(agents, np.int64))).all()
+
+
+def test_a_second_async_reader_of_the_same_bytes_keeps_its_own_slot_until_a_write_observes_it():
+    """Two wgmma of two warpgroups read one stage: the first holds the first slot of every byte, so
+    the second takes the next one (the search the common case skips). A write that observed only
+    the first one's completion overwrites bytes the second still reads, or read unobserved."""
+    from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING
+
+    sh = Shadow(1024, "shared", np.arange(4))
+    idx = np.arange(64, 128)
+    none, first, both = (np.zeros(16, np.int64) for _ in range(3))
+    first[10] = both[10] = both[11] = 1
+    sh.set_pending_read(idx, 10, 1)
+    sh.set_pending_read(idx, 11, 2)
+    assert sh.pend_r[idx][:, :2].tolist() == [[10, 11]] * 64
+    sh.record_async_read(idx, 10, none, 1)  # the first completes; the second is in flight
+    got = sh.check_write(idx, 0, first, none)
+    assert [(c.rule, c.other_agent, c.kind) for c in got] == [
+        (RACE_ASYNC_PENDING.id, 11, "overwrite of bytes an in-flight async operation still reads")]
+    sh.record_async_read(idx, 11, none, 2)  # not ordered after the first: a slot of its own
+    assert sh.ra_agent[idx][:, :2].tolist() == [[10, 11]] * 64
+    got = sh.check_write(idx, 0, first, none)
+    assert [(c.rule, c.other_agent) for c in got] == [(RACE_ASYNC_PENDING.id, 11)]
+    assert sh.check_write(idx, 0, both, none) == []
