@@ -555,10 +555,10 @@ class _Proof:
             off = self.off[id(w)]
             wb, wu = self.bar(w, y, tag), self.use(w, y)
             bad = [z3.ULT(wu, z3.BitVecVal(off, 64))]  # the wait names the phase before phase 0
-            for a in self.arrives:
+            for k, a in enumerate(self.arrives):
                 if not self.chk.may_alias(w, a):
                     continue
-                z, t = self.var("z"), f"{fresh}{len(alts)}{id(a) % 997}"
+                z, t = self.var("z"), f"{fresh}{len(alts)}_{k}"
                 self.extra.append(t)
                 inphase = mk_and(self.rng(a.loops, z, t), self.at(a.pc, a.loops, z, t), self.bar(a, z, t) == wb,
                                  self.use(a, z) + off == wu)
