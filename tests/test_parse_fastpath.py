@@ -6,7 +6,7 @@ import random
 import pytest
 
 from conftest import ZOO, zoo_ptx_files
-from kverify.semantics.ir import induction, ptx, ptx_fast
+from kverify.semantics.ir import induction, ptx, ptx_fast, ptx_grammar
 from kverify.semantics.ir.nodes import Loop
 from kverify.semantics.ir.visit import walk
 
@@ -213,6 +213,84 @@ def test_random_mutations_fail_or_succeed_alike():
         _same(text, "mut.ptx")
 
 
+MODULE_LEVEL = """.version 8.0
+.target sm_90a, debug
+.address_size 64
+// .globl\tk
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.weak .global .align 8 .u64 table[3] = {f, generic(gsym), 0};
+.global .align 4 .f32 c[2] = {0f3F800000, 1.5};
+.global .align 4 .b8 nested[4] = {{1, 2}, {3, 04}};
+.const .align 4 .u32 one = 1;
+.extern .shared .align 16 .b8 smem[];
+.global .align 4 .b8 gsym[64];
+.global .u32 a, b[2], c2;
+.func f(.reg .b32 r) { ret; }
+.visible .entry k(
+\t.param .u64 .ptr .global .align 1 k_param_0,
+\t.param .align 64 .b8 k_param_1[128],
+\t.param .u32 k_param_2
+)
+.reqntid 128, 1, 1
+.maxnreg 168
+{
+\tret;
+}
+.entry k2() .noreturn { ret; }
+.file 1 "k.cu", 1700000000, 1234
+.section .debug_str { $L__info_string0: .b8 0 }
+"""
+
+
+def test_the_module_level_is_read_without_lark(monkeypatch):
+    """Headers, prototypes, parameter attributes, module variables with every kind of
+    initializer, performance directives, ``.file`` and ``.section``: the fast path reads them
+    itself and gives the pure-lark path's Module."""
+    calls = []
+    real = ptx_grammar._inline_parse
+    monkeypatch.setattr(ptx_grammar, "_inline_parse", lambda t, *a: calls.append(len(t)) or real(t, *a))
+    assert _parse(MODULE_LEVEL, True)[0] == "ok"
+    assert calls == []
+    m = _same(MODULE_LEVEL)[1]
+    assert [k.name for k in m.kernels] == ["f", "k", "k2"]
+    assert {v.name: v.init for v in m.vars}["nested"] == (1, 2, 3, 4)
+    # a .pragma before the body ends in ';', as a prototype does: the body goes to lark, alike
+    assert _same(MODULE_LEVEL.replace(".maxnreg 168\n", '.maxnreg 168\n.pragma "nounroll";\n'))[0] == "ok"
+
+
+def test_random_mutations_of_the_module_level_fail_or_succeed_alike():
+    """Mutations of the text outside function bodies: the fast module reader and lark agree
+    on the Module or on the error and its position."""
+    rng = random.Random(99)
+    alphabet = list(";,{}[]()=<>.:_ \n\t0123456789abxyzfgl\"/*%") + [".param", ".reg", ".align", ".global",
+                                                                       ".entry", ".func", ".visible", "generic"]
+    heads = [i for i, ch in enumerate(MODULE_LEVEL) if i < MODULE_LEVEL.index("{\n\tret")]
+    for _ in range(300):
+        text = MODULE_LEVEL
+        for _ in range(rng.randint(1, 2)):
+            i = rng.choice(heads)
+            op = rng.random()
+            if op < 0.4:
+                text = text[:i] + text[i + 1:]
+            elif op < 0.8:
+                text = text[:i] + rng.choice(alphabet) + text[i:]
+            else:
+                text = text[:i] + text[i:i + rng.randint(1, 12)] + text[i:]
+        _same(text, "mut.ptx")
+
+
+def test_a_zoo_check_never_loads_lark():
+    """The zoo's kernels are read whole by the fast path: a process that parses one never
+    imports lark (its import and parser build were a tenth of a small check)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kverify.semantics.ir import load_module; "
+            "load_module(sys.argv[1]); print('lark' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, str(ZOO / "vadd" / "vadd.ptx")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
 def test_every_iteration_matches_its_definition():
     """``_EveryIteration`` (one walk per loop) agrees with ``_on_every_iteration``."""
     checked = 0
@@ -231,7 +309,8 @@ def test_every_iteration_matches_its_definition():
 def test_every_body_of_a_multi_function_module_stays_on_the_fast_path(monkeypatch):
     """Blanking a body keeps its newlines but not its length: the later functions' headers
     move, and the fast path must find their bodies at the moved positions rather than give
-    the whole module to lark (a second, full lark parse: 13 s instead of 2 on a CUTLASS module)."""
+    the whole module to lark (a full lark parse: 13 s instead of 2 on a CUTLASS module). The
+    module level, bodies blanked, is read by the fast path too: lark is not called at all."""
     kernel = """
 .visible .entry k{n}(
 \t.param .u64 k{n}_param_0
@@ -249,10 +328,12 @@ def test_every_body_of_a_multi_function_module_stays_on_the_fast_path(monkeypatc
 """
     text = ".version 8.0\n.target sm_90a\n.address_size 64\n" + "".join(kernel.format(n=n) for n in range(3))
     calls = []
-    real = ptx_fast._inline_parse
-    monkeypatch.setattr(ptx_fast, "_inline_parse", lambda t, *a: calls.append(len(t)) or real(t, *a))
-    _same(text)
-    assert len(calls) == 1 and calls[0] < len(text)  # one lark parse, of the text with the bodies blanked
+    real = ptx_grammar._inline_parse
+    monkeypatch.setattr(ptx_grammar, "_inline_parse", lambda t, *a: calls.append(len(t)) or real(t, *a))
+    assert _parse(text, True)[0] == "ok"
+    assert calls == []
+    ks = _same(text)[1].kernels
+    assert [k.name for k in ks] == ["k0", "k1", "k2"] and all(len(k.body) for k in ks)
 
 
 @pytest.mark.parametrize("nested", [False, True])
@@ -269,11 +350,12 @@ def test_large_integer_initializers_are_read_without_lark(monkeypatch, nested):
             ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.reg .b64 \t%rd<3>;\n"
             "\tld.param.u64 \t%rd1, [k_param_0];\n\tret;\n}\n")
     lens = []
-    real = ptx_fast._inline_parse
-    monkeypatch.setattr(ptx_fast, "_inline_parse", lambda t, *a: lens.append(t.count("37")) or real(t, *a))
+    real = ptx_grammar._inline_parse
+    monkeypatch.setattr(ptx_grammar, "_inline_parse", lambda t, *a: lens.append(t.count("37")) or real(t, *a))
+    assert _parse(text, True)[0] == "ok"
+    assert lens == []  # lark never saw the module
     r = _same(text)
     assert r[0] == "ok"
-    assert lens == [0]  # lark never saw the table's values
     var = {v.name: v for v in r[1].vars}
     assert tuple(var["table"].init) == tuple(vals)
     assert tuple(var["small"].init) == (1, 2, 3, 8)

@@ -2,11 +2,12 @@
 (syntax), §5 (state spaces, types, variables), §10 (special registers) and §11 (directives).
 
 Three stages, one module each: ``ptx_grammar`` (the lark grammar ``ptx.lark`` and its
-transformer to raw statements), ``ptx_fast`` (a hand-written reader of function bodies
-giving the same raw statements, much faster) and ``ptx_build`` (raw statements to IR
-nodes, checked against the op table, then structured). ``parse_ptx`` reads function bodies
-through the fast path and everything else with lark; ``FASTPATH = False`` forces the pure
-lark path, with the same result (tests/test_parse_fastpath.py).
+transformer to raw statements), ``ptx_fast`` (a hand-written reader of function bodies and of
+the module level giving the same raw statements, much faster) and ``ptx_build`` (raw
+statements to IR nodes, checked against the op table, then structured). ``parse_ptx`` reads
+what the fast path understands with it and everything else with lark, which it then loads;
+``FASTPATH = False`` forces the pure lark path, with the same result
+(tests/test_parse_fastpath.py).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .errors import KernelError
 from .nodes import Module
 from .ptx_build import _Assembler
 from .ptx_fast import _fast_raw
-from .ptx_grammar import _inline_parse, _scan_files, _tree_parse
+from .ptx_raw import _scan_files
 
 #: Parse PTX through the fast path (``ptx_fast``). False forces the pure-lark path
 #: everywhere; the results are the same either way (tests/test_parse_fastpath.py).
@@ -49,6 +50,8 @@ def check_limits(text: str, path: str) -> None:
 
 def parse_raw(text: str, path: str, start: str = "module"):
     check_limits(text, path)
+    from .ptx_grammar import _inline_parse, _tree_parse
+
     files = _scan_files(text)
     if FASTPATH:
         return _inline_parse(text, path, start, files), files

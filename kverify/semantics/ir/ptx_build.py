@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lark import Token
-
 from . import optable as _optable
 from .errors import KernelError
 from .nodes import (Addr, Block, Break, CallPrototype, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
                     Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
                     RegDecl, Sink, Sym, VarDecl, VecOp)
 from .optable import check_instr, split_opcode
-from .ptx_grammar import _CACHE_LIMIT, _Raw
+from .ptx_raw import _CACHE_LIMIT, _Raw
 from .types import Pointer, Scalar, Vector, is_type_name
 
 
@@ -100,7 +98,7 @@ class _Assembler:
         linkage, kind, name, params, rets, perf, body = None, None, None, [], [], [], None
         line = col = 0
         for p in parts:
-            if isinstance(p, Token):
+            if isinstance(p, str):  # a token (lark's, or the fast path's ``_Tok``)
                 if p.type in ("ENTRY", "FUNC"):
                     kind = p.type
                 elif p.type == "NAME":

@@ -1,16 +1,15 @@
-"""PTX front end, fast path: function bodies read with one master regex per statement,
-producing exactly the raw statements ``ToRaw`` builds for them (``ptx_grammar``); any
-shape it does not fully understand goes to lark unchanged.
+"""PTX front end, fast path: function bodies read with one master regex per statement, and
+the module level (header, parameter lists, module variables) by a small reader, producing
+exactly the raw statements ``ToRaw`` builds for them (``ptx_grammar``); any shape it does not
+fully understand goes to lark unchanged. A module read whole by the fast path never loads lark.
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-from lark import Token
-
 from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
-from .ptx_grammar import _CACHE_LIMIT, _Raw, _float, _inline_parse, _inline_parser, _int, _scan_files
+from .ptx_raw import _CACHE_LIMIT, _float, _int, _Raw, _scan_files, _Tok, terminals
 
 # --------------------------------------------------------------------------- fast path
 # Function bodies are where nearly all of a module's tokens are, and nvcc and Triton write
@@ -19,9 +18,10 @@ from .ptx_grammar import _CACHE_LIMIT, _Raw, _float, _inline_parse, _inline_pars
 # scope braces) and a small operand reader, producing exactly the raw statements ``ToRaw``
 # builds for them. It accepts only what it fully understands: any other shape makes that
 # body go to lark unchanged. The rest of the module (header, parameter lists, module
-# variables, ``.section`` blocks) is parsed by lark, with the fast-read bodies blanked out
-# (newlines kept, so every position stays the same), and the bodies are spliced back in.
-# Any error, anywhere, is reported by parsing the whole text with lark.
+# variables, ``.section`` blocks) is read with the fast-read bodies blanked out (newlines
+# kept, so every position stays the same) by ``_Module``, or by lark where ``_Module`` does not
+# understand it, and the bodies are spliced back in. Any error, anywhere, is reported by
+# parsing the whole text with lark.
 #
 # The token regexes are lark's own terminals (``ptx.lark``), applied where lark's
 # contextual lexer would apply them; every token must end at a character that cannot
@@ -40,8 +40,7 @@ class _Fast:
     """Compiled regexes of the fast path, built from the grammar's terminals."""
 
     def __init__(self):
-        # the terminals of the parser the module level goes through anyway (``_inline_parse``)
-        term = {t.name: t.pattern.to_regexp() for t in _inline_parser("module")[0].terminals}
+        term = terminals()
         name, reg, int_, flt = term["NAME"], term["REG"], term["INT"], term["FLOAT"]
         self.NAME = re.compile(name)
         self.REG = re.compile(reg)
@@ -68,6 +67,7 @@ class _Fast:
             rf"{w}*,{w}*(?P<key>{name}){w}+(?:(?=(?P<n>{name}))(?P=n)(?![\w$.:])"
             rf"|(?P<i1>{int_}){w}+(?P<i2>{int_}){w}+(?P<i3>{int_})(?![\w$.]))")
         self.STRING = re.compile(term["STRING"])
+        self.SECTION_NAME = re.compile(term["SECTION_NAME"])
         # operand lists that split at every comma: no vectors, lists, pairs or negations
         self.COMPLEX = re.compile(r"[{}()|!/\"]")
         # module level: function bodies are the braces after .entry/.func
@@ -574,7 +574,12 @@ def _fast_raw(text: str, path: str):
             last = b
         pieces.append(text[last:])
         blanked, inits = _blank_initializers("".join(pieces))
-        raw = _inline_parse(blanked, path, "module", files)
+        try:
+            raw = _Module(blanked).read()
+        except _NoFast:
+            from .ptx_grammar import _inline_parse
+
+            raw = _inline_parse(blanked, path, "module", files)
         for it in raw:
             if isinstance(it, _Raw) and it.kind == "decl" and it.line in inits:
                 space, attrs, decls, _ = it.data
@@ -585,7 +590,7 @@ def _fast_raw(text: str, path: str):
         for it in raw:
             if isinstance(it, tuple) and it[0] == "function":
                 parts = it[1]
-                hdr = next((p.start_pos for p in parts if isinstance(p, Token)
+                hdr = next((p.start_pos for p in parts if isinstance(p, str)  # a token
                             and p.type in ("ENTRY", "FUNC")), None)
                 items = bodies.get(hdr)
                 if items is None:
@@ -602,4 +607,290 @@ def _fast_raw(text: str, path: str):
         return raw, files
     except Exception:
         # anything unexpected (or an error to report): the whole text through lark
+        from .ptx_grammar import _inline_parse
+
         return _inline_parse(text, path, "module", files), files
+
+
+# --------------------------------------------------------------------------- module level
+#: literal terminals of priority 3 (``ptx.lark``): lark lexes them off the front of a longer
+#: directive (``.align16`` is ``.align`` ``16``), which this reader leaves to lark
+_LITERALS = (".align", ".ptr", ".entry", ".func", ".branchtargets", ".callprototype")
+_LINKAGE = frozenset((".visible", ".extern", ".weak", ".common"))
+_SPACES = frozenset((".reg", ".sreg", ".shared", ".global", ".local", ".const", ".param", ".tex"))
+_PERF = frozenset(".maxntid .reqntid .minnctapersm .maxnctapersm .maxnreg .noreturn .explicitcluster "
+                  ".reqnctapercluster .maxclusterrank .blocksareclusters .abi_preserve "
+                  ".abi_preserve_control".split())
+_HEADERS = frozenset((".version", ".target", ".address_size"))
+
+
+class _Module:
+    """Reader of the module level of a text whose function bodies are blank (``_fast_raw``):
+    the ``module`` rule of ``ptx.lark`` down to the bodies, giving the list ``ToRaw`` gives.
+    Raises ``_NoFast`` at anything it does not fully understand, a non-blank body included."""
+
+    __slots__ = ("s", "i", "F", "_line", "_lpos")
+
+    _SKIP = re.compile(r"(?:[ \t\f\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
+    _WORD = re.compile(r"\.[A-Za-z_]\w*")
+    _VNUM = re.compile(r"\d+\.\d+")
+
+    def __init__(self, s: str):
+        self.s, self.i, self.F = s, 0, _fast()
+        self._line, self._lpos = 1, 0
+
+    # tokens
+    def skip(self):
+        self.i = self._SKIP.match(self.s, self.i).end()
+
+    def peek(self) -> str:
+        self.skip()
+        return self.s[self.i:self.i + 1]
+
+    def at(self, i: int) -> tuple:
+        """(line, column) of offset ``i``, 1-based (offsets are asked in increasing order)."""
+        self._line += self.s.count("\n", self._lpos, i)
+        self._lpos = i
+        return self._line, i - self.s.rfind("\n", 0, i)
+
+    def _end(self, j: int) -> int:
+        """``j``, where a token ends: not glued to a character that could continue it."""
+        if j < len(self.s) and (self.s[j].isalnum() or self.s[j] in "_$.:"):
+            raise _NoFast
+        return j
+
+    def punct(self, c: str):
+        if self.peek() != c:
+            raise _NoFast
+        self.i += 1
+
+    def word(self) -> str | None:
+        """The directive at the cursor (``.entry``), or None when there is none."""
+        self.skip()
+        m = self._WORD.match(self.s, self.i)
+        if m is None:
+            return None
+        w = m.group()
+        if any(w != lit and w.startswith(lit) for lit in _LITERALS):
+            raise _NoFast
+        self.i = self._end(m.end())
+        return w
+
+    def regex(self, rx) -> tuple:
+        """(text, offset) of the token of ``rx`` at the cursor."""
+        self.skip()
+        m = rx.match(self.s, self.i)
+        if m is None:
+            raise _NoFast
+        self.i = self._end(m.end())
+        return m.group(), m.start()
+
+    def name(self, kind="NAME") -> _Tok:
+        t, p = self.regex(self.F.NAME if kind == "NAME" else self.F.REG)
+        if t in _KEYWORDS:
+            raise _NoFast  # lark retypes a keyword: an error, reported by lark
+        return _Tok(kind, t, p, *self.at(p))
+
+    def int(self) -> int:
+        return _int(self.regex(self.F.INT)[0])
+
+    # rules
+    def read(self) -> list:
+        out, top = [], False
+        while True:
+            self.skip()
+            if self.i == len(self.s):
+                return out
+            w = self.word()
+            if w in _HEADERS:
+                if top:
+                    raise _NoFast
+                if w == ".version":
+                    out.append(("version", self.regex(self._VNUM)[0]))
+                elif w == ".target":
+                    names = [self.name()]
+                    while self.peek() == ",":
+                        self.i += 1
+                        names.append(self.name())
+                    out.append(("target", tuple(str(x) for x in names)))
+                else:
+                    out.append(("address_size", self.int()))
+                continue
+            top = True
+            if w == ".file":
+                out.append(self.file())
+            elif w == ".section":
+                self.regex(self.F.SECTION_NAME)
+                self.punct("{")
+                j = self.s.find("}", self.i)
+                if j < 0 or "{" in self.s[self.i:j]:
+                    raise _NoFast
+                self.i = j + 1
+                out.append(("section", None))
+            else:
+                link = []
+                while w in _LINKAGE:
+                    link.append(w[1:])
+                    w = self.word()
+                if w in (".entry", ".func"):
+                    out.append(("function", [("linkage", x) for x in link] + self.function(w)))
+                elif w in _SPACES:
+                    raw = self.var_core(w)
+                    raw.data = (link + raw.data[0],) + raw.data[1:]
+                    out.append(raw)
+                else:
+                    raise _NoFast
+
+    def file(self) -> tuple:
+        n = self.int()
+        t, _ = self.regex(self.F.STRING)
+        if self.peek() == ",":  # a timestamp and a size, which nothing reads
+            self.i += 1
+            self.int()
+            if self.peek() == ",":
+                self.i += 1
+                self.int()
+        return ("file", n, t.strip('"'))
+
+    def function(self, w: str) -> list:
+        p = self.i - len(w)  # the cursor is at the end of ``w``
+        parts = [_Tok("ENTRY" if w == ".entry" else "FUNC", w, p, *self.at(p))]
+        if self.peek() == "(":
+            rets = self.params()
+            if not rets:
+                raise _NoFast
+            parts.append(("rets", rets))
+        parts.append(self.name())
+        if self.peek() == "(":
+            parts.append(("params", self.params()))
+        while True:
+            c = self.peek()
+            if c == "{":
+                j = self.s.find("}", self.i)
+                if j < 0 or self.s[self.i + 1:j].strip():
+                    raise _NoFast  # a body lark reads: left to lark
+                self.i = j + 1
+                parts.append(("body", []))
+                return parts
+            if c == ";":
+                self.i += 1
+                return parts
+            d = self.word()
+            if d in _PERF:
+                vals = []
+                if self.peek() in _INT_START:
+                    vals.append(self.int())
+                    while self.peek() == ",":
+                        self.i += 1
+                        vals.append(self.int())
+                parts.append(("perf", d[1:], tuple(vals)))
+            elif d == ".pragma":
+                strs = [self.regex(self.F.STRING)[0]]
+                while self.peek() == ",":
+                    self.i += 1
+                    strs.append(self.regex(self.F.STRING)[0])
+                self.punct(";")
+                parts.append(("perf", "pragma", tuple(x.strip('"') for x in strs)))
+            else:
+                raise _NoFast
+
+    def params(self) -> list:
+        self.punct("(")
+        out = []
+        if self.peek() == ")":
+            self.i += 1
+            return out
+        while True:
+            w = self.word()
+            if w not in (".param", ".reg"):
+                raise _NoFast
+            attrs = self.attrs()
+            nm = self.name()
+            arr = None
+            if w == ".param" and self.peek() == "[":
+                arr = self.array()
+            out.append((str(nm), attrs, arr[1] if arr else None, nm.line, nm.column))
+            c = self.peek()
+            self.i += 1
+            if c == ")":
+                return out
+            if c != ",":
+                raise _NoFast
+
+    def attrs(self) -> list:
+        """``decl_attr*``: ``.align N``, ``.ptr``, and directives."""
+        out = []
+        while self.peek() == ".":
+            w = self.word()
+            if w is None:
+                raise _NoFast
+            if w == ".align":
+                out.append(("align", self.int()))
+            elif w == ".ptr":
+                out.append(("ptr", None))
+            elif w in _LITERALS or w in _LINKAGE or w in _PERF:
+                raise _NoFast  # a terminal of its own elsewhere: left to lark
+            else:  # a state space too (``.ptr .global``): lark lexes it as a directive here
+                out.append(("dir", w[1:]))
+        return out
+
+    def array(self) -> tuple:
+        self.punct("[")
+        n = None if self.peek() == "]" else self.int()
+        self.punct("]")
+        return ("array", n)
+
+    def declarator(self) -> tuple:
+        nm = self.name("REG" if self.peek() == "%" else "NAME")
+        mods = []
+        if self.peek() == "<":
+            self.i += 1
+            mods.append(("range", self.int()))
+            self.punct(">")
+        while self.peek() == "[":
+            mods.append(self.array())
+        return (str(nm), mods, nm.line, nm.column)
+
+    def var_core(self, w: str) -> _Raw:
+        attrs = self.attrs()
+        decls = [self.declarator()]
+        while self.peek() == ",":
+            self.i += 1
+            decls.append(self.declarator())
+        init = None
+        if self.peek() == "=":
+            self.i += 1
+            init = []
+            self.init_item(init)
+        self.punct(";")
+        return _Raw("decl", ([w[1:]], attrs, decls, init), decls[0][2], decls[0][3])
+
+    def init_item(self, out: list):
+        """One ``init_item``, flattened into ``out`` as ``ToRaw.initializer`` flattens it."""
+        c = self.peek()
+        if c == "{":
+            self.i += 1
+            self.init_item(out)
+            while self.peek() == ",":
+                self.i += 1
+                self.init_item(out)
+            self.punct("}")
+        elif c in _INT_START:
+            m = self.F.FLOAT.match(self.s, self.i)
+            if m:
+                self.i = self._end(m.end())
+                out.append(_float(m.group()))
+            else:
+                out.append(self.int())
+        elif c in _NAME_START:
+            nm = self.name() if not self.s.startswith("generic", self.i) else None
+            if nm is None:  # ``generic(NAME)``, or a name lark retypes
+                self.i += len("generic")
+                self.punct("(")
+                x = self.name()
+                self.punct(")")
+                out.append(f"generic({x})")
+            else:
+                out.append(_SINK if nm == "_" else ("name", str(nm)))
+        else:
+            raise _NoFast

@@ -7,7 +7,6 @@ the parser reduces.
 """
 from __future__ import annotations
 
-import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -16,12 +15,9 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .errors import KernelError
-from .nodes import FImm, Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
+from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
+from .ptx_raw import _CACHE_LIMIT, GRAMMAR, _float, _int, _Raw, _scan_files  # noqa: F401 (re-exported)
 from .symint import SymInt
-
-GRAMMAR = Path(__file__).with_name("ptx.lark")
-#: Entries a front-end memo holds before it is emptied.
-_CACHE_LIMIT = 200_000
 
 
 def _lark(start: str, transformer=None) -> Lark:
@@ -59,39 +55,6 @@ def _lark(start: str, transformer=None) -> Lark:
 @lru_cache(maxsize=None)
 def parser(start: str) -> Lark:
     return _lark(start)
-
-
-def _int(tok) -> int:
-    s = str(tok).rstrip("uU")
-    neg = s.startswith("-")
-    s = s.lstrip("-")
-    if s[:2] in ("0x", "0X"):
-        v = int(s, 16)
-    elif len(s) > 1 and s[0] == "0":
-        v = int(s, 8)
-    else:
-        v = int(s)
-    return -v if neg else v
-
-
-def _float(tok) -> FImm:
-    s = str(tok)
-    if s[:2] in ("0f", "0F"):
-        return FImm(int(s[2:], 16), 32)
-    if s[:2] in ("0d", "0D"):
-        return FImm(int(s[2:], 16), 64)
-    import struct
-
-    return FImm(struct.unpack("<Q", struct.pack("<d", float(s)))[0], 64)
-
-
-class _Raw:
-    """A raw statement produced by the grammar callbacks, resolved by ``_Assembler``."""
-
-    __slots__ = ("kind", "data", "line", "col")
-
-    def __init__(self, kind, data, line=0, col=0):
-        self.kind, self.data, self.line, self.col = kind, data, line, col
 
 
 class ToRaw(Transformer):
@@ -405,11 +368,6 @@ class ToRaw(Transformer):
             self._fail(KernelError(f"unknown symbolic function {fn}", self.path, c[0].line, c[0].column))
             return c[1]
         return getattr(c[1], fn)(c[2])
-
-
-def _scan_files(text: str) -> dict:
-    return {int(m.group(1)): m.group(2)
-            for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', text, re.M)}
 
 
 def _error_from_lark(e: UnexpectedInput, text: str, path: str) -> KernelError:
