@@ -4,6 +4,11 @@ import sys
 
 
 def run():
+    if sys.argv[1:] == ["--version"]:  # what the parser prints, without loading the checkers
+        from kverify import __version__
+
+        print(f"kverify {__version__}")
+        sys.exit(0)
     # One hash seed for every run. The order Python iterates a set in is the order the checkers
     # make terms in, z3 numbers terms in that order, and how much work a query takes (so whether
     # a budgeted one ends unknown) depends on the numbering: a verdict must not change from run

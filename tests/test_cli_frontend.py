@@ -103,3 +103,22 @@ def test_the_parser_builds_only_the_command_named_and_every_one_otherwise(capsys
     assert e.value.code == 2
     assert "invalid choice: 'chek' (choose from 'show', 'parse', 'run', 'check', 'audit', 'rules', 'validate', " \
            "'capture', 'equiv', 'gate')" in capsys.readouterr().err
+
+
+def test_version_is_answered_before_the_checkers_load(capsys):
+    """``kverify --version`` prints what the parser's --version prints, without importing the
+    checkers (numpy, z3) or restarting with a hash seed."""
+    import subprocess
+    import sys
+
+    from kverify.verifier.cli import build_parser
+
+    code = ("import sys, runpy; sys.argv = ['kverify', '--version']\n"
+            "try:\n    runpy.run_module('kverify', run_name='__main__')\n"
+            "except SystemExit as e:\n    print(e.code, 'numpy' in sys.modules, 'z3' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin"})
+    with pytest.raises(SystemExit):
+        build_parser(["--version"]).parse_args(["--version"])
+    parser_says = capsys.readouterr().out
+    assert parser_says == f"kverify {__import__('kverify').__version__}\n"
+    assert r.stdout.splitlines() == [parser_says.strip(), "0 False False"], r.stderr
