@@ -158,3 +158,29 @@ def test_twin_that_skips_the_last_tile_beyond_k64_is_refuted_by_growing_a_size(t
     assert r.scope == "all sizes: refuted at K=80, M=16, N=16" and r.counterexample["shape"] == a["at"]
     assert r.counterexample["buffer"] == a["cex_buffer"] and r.counterexample["confirmed"]
     assert rep.obligations[3].status == "violated" and rep.verdict == "violated"
+
+
+def test_every_query_is_bounded_by_solver_work_not_wall_time(monkeypatch):
+    """The all-sizes prover's queries run within a ``SolverBudget`` of the prover's timeout (z3
+    resource units), not a wall-clock timeout: a proof does not turn ``unknown`` on a loaded
+    machine."""
+    import z3
+
+    from kverify.symbolic import budget as B
+    from kverify.verifier.equivalence.allsizes import Solver
+
+    seen = []
+    real = B.SolverBudget.check
+
+    def spy(self, s, *a):
+        seen.append((self.seconds, self.units))
+        return real(self, s, *a)
+
+    monkeypatch.setattr(B.SolverBudget, "check", spy)
+    x, y = z3.BitVecs("x y", 64)
+    assert Solver(2500).check(x + 1 == y)[0] == z3.sat
+    assert seen == [(2.5, int(2.5 * B.RLIMIT_PER_SECOND))]
+    # a product of two 32-bit primes: factoring it takes z3 far more than 5,000 units, on any machine
+    n = 4294967291 * 4294967279
+    hard = [z3.ZeroExt(64, x) * z3.ZeroExt(64, y) == n, z3.UGT(x, 1), z3.UGT(y, 1)]
+    assert Solver(1).check(*hard)[0] == z3.unknown

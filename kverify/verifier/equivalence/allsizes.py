@@ -56,6 +56,7 @@ from kverify.semantics.ir.optable import OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.ir.visit import walk
 from kverify.semantics.values import TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
+from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic.executor import Executor
 from kverify.symbolic.families import deref, is_atomic, is_barrier
 from kverify.symbolic.terms import fit, mk_and, mk_not, mk_or
@@ -77,6 +78,9 @@ class NotProved(Exception):
 
 # --------------------------------------------------------------------------- solver
 class Solver:
+    """z3 on QF_BV, each query within ``timeout_ms`` of solver work, counted in z3's resource units
+    (``SolverBudget``): whether a query is answered does not depend on the machine's load."""
+
     def __init__(self, timeout_ms=20000):
         self.timeout_ms = timeout_ms
         self.queries = 0
@@ -96,11 +100,10 @@ class Solver:
 
     def _check(self, fs):
         s = z3.SolverFor("QF_BV")
-        s.set("timeout", self.timeout_ms)
         s.add(*fs)
         self.queries += 1
         t0 = time.perf_counter()
-        r = s.check()
+        r = SolverBudget(self.timeout_ms / 1000, label="equiv.allsizes").check(s)
         dt = time.perf_counter() - t0
         self.log.append((dt, r))
         if _DEBUG:
