@@ -100,3 +100,15 @@ def test_z3_release_turns_off_the_python_asserts_and_the_c_api_still_rejects_a_b
     assert z3.z3.Z3_DEBUG is False
     with pytest.raises(z3.Z3Exception):  # from the C API: a sort mismatch is never substituted
         z3.substitute(z3.BitVec("a", 8), (z3.BitVec("a", 8), z3.BitVec("b", 16)))
+
+
+def test_no_query_sets_a_wall_clock_timeout_of_its_own():
+    """Every solver limit goes through ``SolverBudget`` (z3 resource units, one backstop): a
+    z3 ``timeout`` set anywhere else makes the answer depend on the machine's load."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "kverify"
+    bad = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "budget.py"
+           for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"""\.set\(\s*["']timeout["']""", line)]
+    assert bad == []

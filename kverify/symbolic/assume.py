@@ -18,6 +18,8 @@ import z3
 
 from kverify.semantics.ir import KernelError
 
+from .budget import SolverBudget
+
 ORIGIN = "<command line>"
 WIDTH = 128
 
@@ -142,6 +144,5 @@ def preconditions(kernel, params: dict, exprs) -> list:
 
 def _sat(fs):
     s = z3.Solver()
-    s.set("timeout", 2000)
     s.add(*fs)
-    return s.check()
+    return SolverBudget(2.0, label="assume").check(s)

@@ -26,6 +26,7 @@ import numpy as np
 import z3
 
 from kverify.semantics.values import ConcreteDomain, Z3Domain, evaluate
+from kverify.symbolic.budget import SolverBudget
 
 #: Largest fold (contributions) turned into one z3 term.
 MAX_TERMS = 300_000
@@ -350,9 +351,8 @@ def _match(a, da, b, db, limit=MAX_MATCH):
         for _ in range(c):
             for j, u in enumerate(cands):
                 s = z3.Solver()
-                s.set("timeout", 1000)
                 s.add(t != u)
-                if s.check() == z3.unsat:
+                if SolverBudget(1.0, label="equiv.folds").check(s) == z3.unsat:
                     del cands[j]
                     break
             else:
@@ -396,9 +396,8 @@ def _search(za, zb, cand):
                 return {n: 0 for n in allv}
             continue
         s = z3.Solver()
-        s.set("timeout", 2000)
         s.add(ea != eb)
-        if s.check() == z3.sat:
+        if SolverBudget(2.0, label="equiv.folds").check(s) == z3.sat:
             m = s.model()
             out = {n: 0 for n in allv}
             for d in m.decls():

@@ -29,6 +29,7 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, Sink, VecOp
 from kverify.semantics.ir.visit import unread_atomic_results
 from kverify.semantics.values import atom_float_mods
+from kverify.symbolic.budget import SolverBudget
 
 from .. import folds as F
 from ..algebra import ModelUnsupported, is_concrete
@@ -318,9 +319,8 @@ def _zero_bits(e, hi, lo):
 
 def _valid(claim, timeout_ms=5000):
     s = z3.Solver()
-    s.set("timeout", timeout_ms)
     s.add(z3.Not(claim))
-    return s.check() == z3.unsat
+    return SolverBudget(timeout_ms / 1000, label="equiv.atomics").check(s) == z3.unsat
 
 
 def _analyze(o, nb, size):
