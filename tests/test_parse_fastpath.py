@@ -279,6 +279,21 @@ def test_random_mutations_of_the_module_level_fail_or_succeed_alike():
         _same(text, "mut.ptx")
 
 
+def test_the_fast_path_lexes_with_the_grammars_own_terminals():
+    """The terminals the fast path reads from ``ptx.lark`` are the ones lark builds from it."""
+    from kverify.semantics.ir.ptx_raw import literals, terminals
+
+    built = {t.name: t.pattern for t in ptx_grammar._inline_parser("module")[0].terminals}
+    used = ("NAME", "REG", "INT", "FLOAT", "DIRECTIVE", "STRING", "SECTION_NAME", "VNUM", "LINKAGE", "SPACE_DIR",
+            "PERF_DIR", "ENTRY", "FUNC", "ALIGN", "PTR")
+    for name in used:
+        ours, theirs = terminals()[name], built[name]
+        if name in literals():
+            assert theirs.value == literals()[name]
+        else:
+            assert theirs.to_regexp() in (ours, ours.replace("\\n", "\n")), name
+
+
 def test_a_zoo_check_never_loads_lark():
     """The zoo's kernels are read whole by the fast path: a process that parses one never
     imports lark (its import and parser build were a tenth of a small check)."""

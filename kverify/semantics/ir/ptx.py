@@ -5,7 +5,7 @@ Three stages, one module each: ``ptx_grammar`` (the lark grammar ``ptx.lark`` an
 transformer to raw statements), ``ptx_fast`` (a hand-written reader of function bodies and of
 the module level giving the same raw statements, much faster) and ``ptx_build`` (raw
 statements to IR nodes, checked against the op table, then structured). ``parse_ptx`` reads
-what the fast path understands with it and everything else with lark, which it then loads;
+what the fast path understands with it and everything else with lark (loaded only then);
 ``FASTPATH = False`` forces the pure lark path, with the same result
 (tests/test_parse_fastpath.py).
 """

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
-from .ptx_raw import _CACHE_LIMIT, _float, _int, _Raw, _scan_files, _Tok, terminals
+from .ptx_raw import _CACHE_LIMIT, _float, _int, _Raw, _scan_files, _Tok, literals, terminals
 
 # --------------------------------------------------------------------------- fast path
 # Function bodies are where nearly all of a module's tokens are, and nvcc and Triton write
@@ -68,6 +68,10 @@ class _Fast:
             rf"|(?P<i1>{int_}){w}+(?P<i2>{int_}){w}+(?P<i3>{int_})(?![\w$.]))")
         self.STRING = re.compile(term["STRING"])
         self.SECTION_NAME = re.compile(term["SECTION_NAME"])
+        # the module level's directives, as the grammar names them (``_Module``)
+        self.VNUM = re.compile(term["VNUM"])
+        self.LINKAGE, self.SPACE_DIR, self.PERF_DIR = (re.compile(term[t]) for t in ("LINKAGE", "SPACE_DIR", "PERF_DIR"))
+        self.LITERALS = {t: literals()[t] for t in _LITERALS}
         # operand lists that split at every comma: no vectors, lists, pairs or negations
         self.COMPLEX = re.compile(r"[{}()|!/\"]")
         # module level: function bodies are the braces after .entry/.func
@@ -613,14 +617,9 @@ def _fast_raw(text: str, path: str):
 
 
 # --------------------------------------------------------------------------- module level
-#: literal terminals of priority 3 (``ptx.lark``): lark lexes them off the front of a longer
+#: the grammar's string terminals of priority 3: lark lexes them off the front of a longer
 #: directive (``.align16`` is ``.align`` ``16``), which this reader leaves to lark
-_LITERALS = (".align", ".ptr", ".entry", ".func", ".branchtargets", ".callprototype")
-_LINKAGE = frozenset((".visible", ".extern", ".weak", ".common"))
-_SPACES = frozenset((".reg", ".sreg", ".shared", ".global", ".local", ".const", ".param", ".tex"))
-_PERF = frozenset(".maxntid .reqntid .minnctapersm .maxnctapersm .maxnreg .noreturn .explicitcluster "
-                  ".reqnctapercluster .maxclusterrank .blocksareclusters .abi_preserve "
-                  ".abi_preserve_control".split())
+_LITERALS = ("ENTRY", "FUNC", "ALIGN", "PTR", "BRANCHTARGETS", "CALLPROTOTYPE")
 _HEADERS = frozenset((".version", ".target", ".address_size"))
 
 
@@ -633,7 +632,6 @@ class _Module:
 
     _SKIP = re.compile(r"(?:[ \t\f\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
     _WORD = re.compile(r"\.[A-Za-z_]\w*")
-    _VNUM = re.compile(r"\d+\.\d+")
 
     def __init__(self, s: str):
         self.s, self.i, self.F = s, 0, _fast()
@@ -659,6 +657,10 @@ class _Module:
             raise _NoFast
         return j
 
+    def isa(self, terminal: str, w) -> bool:
+        """Whether directive ``w`` is one token of the grammar's ``terminal``."""
+        return w is not None and getattr(self.F, terminal).fullmatch(w) is not None
+
     def punct(self, c: str):
         if self.peek() != c:
             raise _NoFast
@@ -671,7 +673,7 @@ class _Module:
         if m is None:
             return None
         w = m.group()
-        if any(w != lit and w.startswith(lit) for lit in _LITERALS):
+        if any(w != lit and w.startswith(lit) for lit in self.F.LITERALS.values()):
             raise _NoFast
         self.i = self._end(m.end())
         return w
@@ -706,7 +708,7 @@ class _Module:
                 if top:
                     raise _NoFast
                 if w == ".version":
-                    out.append(("version", self.regex(self._VNUM)[0]))
+                    out.append(("version", self.regex(self.F.VNUM)[0]))
                 elif w == ".target":
                     names = [self.name()]
                     while self.peek() == ",":
@@ -729,12 +731,12 @@ class _Module:
                 out.append(("section", None))
             else:
                 link = []
-                while w in _LINKAGE:
+                while self.isa("LINKAGE", w):
                     link.append(w[1:])
                     w = self.word()
-                if w in (".entry", ".func"):
+                if w in (self.F.LITERALS["ENTRY"], self.F.LITERALS["FUNC"]):
                     out.append(("function", [("linkage", x) for x in link] + self.function(w)))
-                elif w in _SPACES:
+                elif self.isa("SPACE_DIR", w):
                     raw = self.var_core(w)
                     raw.data = (link + raw.data[0],) + raw.data[1:]
                     out.append(raw)
@@ -754,7 +756,7 @@ class _Module:
 
     def function(self, w: str) -> list:
         p = self.i - len(w)  # the cursor is at the end of ``w``
-        parts = [_Tok("ENTRY" if w == ".entry" else "FUNC", w, p, *self.at(p))]
+        parts = [_Tok("ENTRY" if w == self.F.LITERALS["ENTRY"] else "FUNC", w, p, *self.at(p))]
         if self.peek() == "(":
             rets = self.params()
             if not rets:
@@ -776,7 +778,7 @@ class _Module:
                 self.i += 1
                 return parts
             d = self.word()
-            if d in _PERF:
+            if self.isa("PERF_DIR", d):
                 vals = []
                 if self.peek() in _INT_START:
                     vals.append(self.int())
@@ -824,11 +826,11 @@ class _Module:
             w = self.word()
             if w is None:
                 raise _NoFast
-            if w == ".align":
+            if w == self.F.LITERALS["ALIGN"]:
                 out.append(("align", self.int()))
-            elif w == ".ptr":
+            elif w == self.F.LITERALS["PTR"]:
                 out.append(("ptr", None))
-            elif w in _LITERALS or w in _LINKAGE or w in _PERF:
+            elif w in self.F.LITERALS.values() or self.isa("LINKAGE", w) or self.isa("PERF_DIR", w):
                 raise _NoFast  # a terminal of its own elsewhere: left to lark
             else:  # a state space too (``.ptr .global``): lark lexes it as a directive here
                 out.append(("dir", w[1:]))

@@ -66,11 +66,17 @@ def _scan_files(text: str) -> dict:
 
 
 @lru_cache(maxsize=1)
+def literals() -> dict:
+    """``{name: text}`` of the grammar's terminals written as one string (``ENTRY.3: ".entry"``)."""
+    return dict(re.findall(r'^([A-Z_]+)(?:\.\d+)?:\s*"([^"]*)"\s*$', GRAMMAR.read_text(), re.M))
+
+
+@lru_cache(maxsize=1)
 def terminals() -> dict:
-    """``{name: regex}`` of the grammar's terminals written as one ``/regex/`` (``ptx.lark``),
-    read from the grammar file itself: the fast path lexes with the grammar's own terminals
-    without building the parser."""
-    out = {}
+    """``{name: regex}`` of the grammar's terminals written as one ``/regex/`` or one string
+    (``ptx.lark``), read from the grammar file itself: the fast path lexes with the grammar's own
+    terminals without building the parser."""
+    out = {name: re.escape(text) for name, text in literals().items()}
     for m in re.finditer(r"^([A-Z_]+)(?:\.\d+)?:\s*/(.*)/\s*$", GRAMMAR.read_text(), re.M):
         if "/ |" not in m.group(2):  # one regex, not alternatives
             out[m.group(1)] = m.group(2)
