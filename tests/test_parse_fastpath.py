@@ -191,6 +191,22 @@ def test_truncated_module_error_is_identical():
         assert _same(text[:cut], "cut.ptx")[0] == "error"
 
 
+def _mutate(rng, text, pick, alphabet, span, elsewhere):
+    """``text`` with one character deleted or inserted at ``pick(text)``, or a run of up to ``span``
+    characters from there copied (``elsewhere``: to a random place; else in place)."""
+    i = pick(text)
+    op = rng.random()
+    if op < 0.4:
+        return text[:i] + text[i + 1:]
+    if op < 0.8:
+        return text[:i] + rng.choice(alphabet) + text[i:]
+    if elsewhere:
+        j = min(len(text), i + rng.randint(1, span))
+        k = rng.randrange(len(text))
+        return text[:k] + text[i:j] + text[k:]
+    return text[:i] + text[i:i + rng.randint(1, span)] + text[i:]
+
+
 def test_random_mutations_fail_or_succeed_alike():
     """Character-level mutations of zoo kernels: whatever the pure-lark path does (a
     Module or an error at a position), the fast path does the same."""
@@ -200,16 +216,7 @@ def test_random_mutations_fail_or_succeed_alike():
     for _ in range(250):
         text = rng.choice(sources)
         for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(text))
-            op = rng.random()
-            if op < 0.4:
-                text = text[:i] + text[i + 1:]
-            elif op < 0.8:
-                text = text[:i] + rng.choice(alphabet) + text[i:]
-            else:
-                j = min(len(text), i + rng.randint(1, 20))
-                k = rng.randrange(len(text))
-                text = text[:k] + text[i:j] + text[k:]
+            text = _mutate(rng, text, lambda t: rng.randrange(len(t)), alphabet, 20, elsewhere=True)
         _same(text, "mut.ptx")
 
 
@@ -268,14 +275,7 @@ def test_random_mutations_of_the_module_level_fail_or_succeed_alike():
     for _ in range(300):
         text = MODULE_LEVEL
         for _ in range(rng.randint(1, 2)):
-            i = rng.choice(heads)
-            op = rng.random()
-            if op < 0.4:
-                text = text[:i] + text[i + 1:]
-            elif op < 0.8:
-                text = text[:i] + rng.choice(alphabet) + text[i:]
-            else:
-                text = text[:i] + text[i:i + rng.randint(1, 12)] + text[i:]
+            text = _mutate(rng, text, lambda t: rng.choice(heads), alphabet, 12, elsewhere=False)
         _same(text, "mut.ptx")
 
 

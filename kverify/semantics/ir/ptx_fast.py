@@ -661,6 +661,14 @@ class _Module:
         """Whether directive ``w`` is one token of the grammar's ``terminal``."""
         return w is not None and getattr(self.F, terminal).fullmatch(w) is not None
 
+    def listed(self, read) -> list:
+        """``read()`` once, then again after each comma."""
+        out = [read()]
+        while self.peek() == ",":
+            self.i += 1
+            out.append(read())
+        return out
+
     def punct(self, c: str):
         if self.peek() != c:
             raise _NoFast
@@ -710,11 +718,7 @@ class _Module:
                 if w == ".version":
                     out.append(("version", self.regex(self.F.VNUM)[0]))
                 elif w == ".target":
-                    names = [self.name()]
-                    while self.peek() == ",":
-                        self.i += 1
-                        names.append(self.name())
-                    out.append(("target", tuple(str(x) for x in names)))
+                    out.append(("target", tuple(str(x) for x in self.listed(self.name))))
                 else:
                     out.append(("address_size", self.int()))
                 continue
@@ -779,18 +783,10 @@ class _Module:
                 return parts
             d = self.word()
             if self.isa("PERF_DIR", d):
-                vals = []
-                if self.peek() in _INT_START:
-                    vals.append(self.int())
-                    while self.peek() == ",":
-                        self.i += 1
-                        vals.append(self.int())
+                vals = self.listed(self.int) if self.peek() in _INT_START else []
                 parts.append(("perf", d[1:], tuple(vals)))
             elif d == ".pragma":
-                strs = [self.regex(self.F.STRING)[0]]
-                while self.peek() == ",":
-                    self.i += 1
-                    strs.append(self.regex(self.F.STRING)[0])
+                strs = self.listed(lambda: self.regex(self.F.STRING)[0])
                 self.punct(";")
                 parts.append(("perf", "pragma", tuple(x.strip('"') for x in strs)))
             else:
@@ -798,26 +794,21 @@ class _Module:
 
     def params(self) -> list:
         self.punct("(")
-        out = []
         if self.peek() == ")":
             self.i += 1
-            return out
-        while True:
-            w = self.word()
-            if w not in (".param", ".reg"):
-                raise _NoFast
-            attrs = self.attrs()
-            nm = self.name()
-            arr = None
-            if w == ".param" and self.peek() == "[":
-                arr = self.array()
-            out.append((str(nm), attrs, arr[1] if arr else None, nm.line, nm.column))
-            c = self.peek()
-            self.i += 1
-            if c == ")":
-                return out
-            if c != ",":
-                raise _NoFast
+            return []
+        out = self.listed(self.param)
+        self.punct(")")
+        return out
+
+    def param(self) -> tuple:
+        w = self.word()
+        if w not in (".param", ".reg"):
+            raise _NoFast
+        attrs = self.attrs()
+        nm = self.name()
+        arr = self.array() if w == ".param" and self.peek() == "[" else None
+        return (str(nm), attrs, arr[1] if arr else None, nm.line, nm.column)
 
     def attrs(self) -> list:
         """``decl_attr*``: ``.align N``, ``.ptr``, and directives."""
@@ -855,44 +846,35 @@ class _Module:
 
     def var_core(self, w: str) -> _Raw:
         attrs = self.attrs()
-        decls = [self.declarator()]
-        while self.peek() == ",":
-            self.i += 1
-            decls.append(self.declarator())
+        decls = self.listed(self.declarator)
         init = None
         if self.peek() == "=":
             self.i += 1
-            init = []
-            self.init_item(init)
+            init = self.init_item()
         self.punct(";")
         return _Raw("decl", ([w[1:]], attrs, decls, init), decls[0][2], decls[0][3])
 
-    def init_item(self, out: list):
-        """One ``init_item``, flattened into ``out`` as ``ToRaw.initializer`` flattens it."""
+    def init_item(self) -> list:
+        """One ``init_item``, flattened as ``ToRaw.initializer`` flattens it."""
         c = self.peek()
         if c == "{":
             self.i += 1
-            self.init_item(out)
-            while self.peek() == ",":
-                self.i += 1
-                self.init_item(out)
+            out = [x for item in self.listed(self.init_item) for x in item]
             self.punct("}")
-        elif c in _INT_START:
+            return out
+        if c in _INT_START:
             m = self.F.FLOAT.match(self.s, self.i)
             if m:
                 self.i = self._end(m.end())
-                out.append(_float(m.group()))
-            else:
-                out.append(self.int())
-        elif c in _NAME_START:
-            nm = self.name() if not self.s.startswith("generic", self.i) else None
-            if nm is None:  # ``generic(NAME)``, or a name lark retypes
-                self.i += len("generic")
-                self.punct("(")
-                x = self.name()
-                self.punct(")")
-                out.append(f"generic({x})")
-            else:
-                out.append(_SINK if nm == "_" else ("name", str(nm)))
-        else:
-            raise _NoFast
+                return [_float(m.group())]
+            return [self.int()]
+        if self.s.startswith("generic", self.i):  # ``generic(NAME)``; a name so spelled is lark's
+            self.i += len("generic")
+            self.punct("(")
+            x = self.name()
+            self.punct(")")
+            return [f"generic({x})"]
+        if c in _NAME_START:
+            nm = self.name()
+            return [_SINK if nm == "_" else ("name", str(nm))]
+        raise _NoFast

@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .errors import KernelError
 from .nodes import Imm, Loc, Neg, PairOp, ParenList, Reg, Sink, Sym, VecOp
-from .ptx_raw import _CACHE_LIMIT, GRAMMAR, _float, _int, _Raw, _scan_files  # noqa: F401 (re-exported)
+from .ptx_raw import GRAMMAR, _float, _int, _Raw
 from .symint import SymInt
 
 
