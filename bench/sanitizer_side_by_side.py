@@ -19,11 +19,15 @@ Per zoo variant (correct kernels and their seeded-bug twins, the PTX as shipped,
 launch): ``kverify check`` (a subprocess, the whole command: parse, SMT, interpreter) timed on this
 machine's CPU, and the kernel run once on the GPU (``kverify validate``'s harness builds the run
 plan) under each of compute-sanitizer's four tools — memcheck, racecheck, synccheck, initcheck —
-timed end to end (each tool is a process that starts the program, as a user runs it). A bug counts
+timed end to end (each tool is a process that starts the program, as a user runs it). The same
+``kverify check`` command runs a second time through a check server (``kverify serve``, started once,
+untimed, before the first row): the command's process hands its arguments to a fork of a process that
+has the checkers loaded, as an agent that checks kernel after kernel would run it; the served report
+must give the cold one's verdict and rules (``served_differs`` counts the rows where it does not). A bug counts
 as found by kverify when ``check`` exits 1, by compute-sanitizer when any tool reports an error;
 on a correct kernel either one reporting is a false alarm. A kernel that does not finish on the GPU
 (the harness kills it after 10 s) is a row marked ``hang``, with no sanitizer tool run on it. The summary: the median seconds of each
-side, their ratio, and the found / false-alarm counts. Both sides' Python processes run with the
+side, their ratio (cold and served), and the found / false-alarm counts. Both sides' Python processes run with the
 bytecode of what they import in place, as an installed environment has it (one untimed row of each
 side comes first). Needs a GPU, compute-sanitizer and the
 harness's runtime (torch or cuda-python).
@@ -37,6 +41,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -98,14 +103,19 @@ def data_variants():
                ROOT / "tests" / "data" / rel)
 
 
-def kverify_check(ptx: Path, manifest, kernel: str | None = None) -> dict:
+def kverify_check(ptx: Path, manifest, kernel: str | None = None, server: str | None = None) -> dict:
+    """One ``kverify check`` command, cold (its own process from the start) or, with ``server``, run
+    by the check server (``kverify serve``): the command's process hands the check to a fork of a
+    process that has the checkers loaded."""
     t0 = time.perf_counter()
     launch = json.dumps(manifest) if isinstance(manifest, dict) else str(manifest.relative_to(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
+    env.pop("KVERIFY_SERVER", None)
+    if server:
+        env["KVERIFY_SERVER"] = server
     r = subprocess.run([sys.executable, "-m", "kverify", "check", str(ptx.relative_to(ROOT)), "--launch",
                         launch, *(["--kernel", kernel] if kernel else []), "--format", "json"], cwd=ROOT,
-                       capture_output=True,
-                       text=True, timeout=600, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                           x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)))
+                       capture_output=True, text=True, timeout=600, env=env)
     s = time.perf_counter() - t0
     try:
         rep = json.loads(r.stdout)
@@ -180,12 +190,17 @@ def main(argv=None) -> int:
     startup_s = round(time.perf_counter() - t0, 3)
     first = next(data_variants() if a.data else variants())
     kverify_check(first[2], first[0], first[1]["kernel"] if a.data else None)  # untimed: bytecode
+    sock = os.path.join(tempfile.mkdtemp(), "kv.sock")
+    server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), stderr=subprocess.DEVNULL)
+    while not os.path.exists(sock) and server.poll() is None:
+        time.sleep(0.05)
     try:
         sanitizer(first[2], first[0], first[1].get("reference"), san, first[1]["kernel"] if a.data else None)
     except Exception:  # noqa: BLE001 - its own row says what failed
         pass
     rows = []
-    print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6}  {'sanitizer':>10} {'s':>6}")
+    print(f"{'kernel':56} {'bug':5} {'kverify':>9} {'s':>6} {'served':>6}  {'sanitizer':>10} {'s':>6}")
     k_part, n_parts = map(int, a.part.split("/"))
     for i, (m, v, ptx) in enumerate(data_variants() if a.data else variants()):
         if a.only and ptx.name not in a.only or i % n_parts != k_part:
@@ -193,6 +208,7 @@ def main(argv=None) -> int:
         row = {"kernel": str(ptx.relative_to(ROOT)) + (f":{v['kernel']}" if a.data else ""), "correct": v["correct"],
                "bug": v.get("bug")}
         row["kverify"] = kverify_check(ptx, m, v["kernel"] if a.data else None)
+        row["kverify_served"] = kverify_check(ptx, m, v["kernel"] if a.data else None, sock)
         try:
             row["sanitizer"] = sanitizer(ptx, m, v.get("reference"), san, v["kernel"] if a.data else None)
         except Exception as e:  # a kernel the harness cannot run is a row, not the end of the benchmark
@@ -200,9 +216,12 @@ def main(argv=None) -> int:
         rows.append(row)
         write(a.out, {"partial": True}, rows, quiet=True)  # what a killed run leaves is still a result
         k, sz = row["kverify"], row["sanitizer"]
-        print(f"{row['kernel'][-56:]:56} {'' if v['correct'] else 'bug':5} {k['verdict'][:9]:>9} {k['s']:6.2f}  "
+        print(f"{row['kernel'][-56:]:56} {'' if v['correct'] else 'bug':5} {k['verdict'][:9]:>9} {k['s']:6.2f} "
+              f"{row['kverify_served']['s']:6.2f}  "
               f"{('hang' if sz.get('hang') else 'found' if sz.get('found') else 'clean') if 'tools' in sz else 'error':>10} "
               f"{sz.get('s', float('nan')):6.2f}", flush=True)
+    server.terminate()
+    server.wait()
     machine = {"host": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                "gpu": next((r["sanitizer"].get("device") for r in rows if r["sanitizer"].get("device")), None),
                "sanitizer": san, "tools": list(TOOLS), "kverify_startup_s": startup_s,
@@ -222,12 +241,19 @@ def write(out, machine, rows, quiet: bool = False) -> int:
     ran = [r for r in rows if "tools" in r["sanitizer"]]
     timed = [r for r in ran if not r["sanitizer"].get("hang")]  # the medians: kernels both sides ran
     kv = statistics.median(r["kverify"]["s"] for r in timed) if timed else None
+    served = [r["kverify_served"]["s"] for r in timed if "kverify_served" in r]
+    kvs = statistics.median(served) if served and len(served) == len(timed) else None
     sz = statistics.median(r["sanitizer"]["s"] for r in timed) if timed else None
     bugs = [r for r in ran if not r["correct"]]
     good = [r for r in ran if r["correct"]]
     summary = {
         "kernels": len(rows), "ran_on_gpu": len(ran),
         "kverify_median_s": kv, "sanitizer_median_s": sz, "ratio_of_medians": round(sz / kv, 2) if kv else None,
+        "kverify_served_median_s": kvs, "ratio_of_medians_served": round(sz / kvs, 2) if kvs else None,
+        # the served check's verdict and rules must be the cold check's
+        "served_differs": sum(r["kverify_served"]["verdict"] != r["kverify"]["verdict"]
+                              or r["kverify_served"]["rules"] != r["kverify"]["rules"]
+                              for r in rows if "kverify_served" in r),
         "bugs": len(bugs), "bugs_found_kverify": sum(r["kverify"]["exit"] == 1 for r in bugs),
         "bugs_found_sanitizer": sum(r["sanitizer"]["found"] for r in bugs),
         "correct": len(good), "false_alarms_kverify": sum(r["kverify"]["exit"] == 1 for r in good),

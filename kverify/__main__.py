@@ -9,6 +9,13 @@ def run():
 
         print(f"kverify {__version__}")
         sys.exit(0)
+    server = os.environ.get("KVERIFY_SERVER")
+    if server and sys.argv[1:2] != ["serve"]:  # a check server (kverify serve) runs the command
+        from kverify.verifier.server import client
+
+        rc = client(server, sys.argv[1:])
+        if rc is not None:
+            sys.exit(rc)
     # One hash seed for every run. The order Python iterates a set in is the order the checkers
     # make terms in, z3 numbers terms in that order, and how much work a query takes (so whether
     # a budgeted one ends unknown) depends on the numbering: a verdict must not change from run

@@ -97,12 +97,12 @@ def test_the_parser_builds_only_the_command_named_and_every_one_otherwise(capsys
     assert list(sub.choices) == ["check"]
     sub = next(a for a in build_parser(["--help"])._actions if a.dest == "command")
     assert list(sub.choices) == list(COMMANDS) == ["show", "parse", "run", "check", "audit", "rules", "validate",
-                                                   "capture", "equiv", "gate"]
+                                                   "capture", "equiv", "gate", "serve"]
     with pytest.raises(SystemExit) as e:  # a mistyped command lists every command
         build_parser(["chek"]).parse_args(["chek"])
     assert e.value.code == 2
     assert "invalid choice: 'chek' (choose from 'show', 'parse', 'run', 'check', 'audit', 'rules', 'validate', " \
-           "'capture', 'equiv', 'gate')" in capsys.readouterr().err
+           "'capture', 'equiv', 'gate', 'serve')" in capsys.readouterr().err
 
 
 def test_version_is_answered_before_the_checkers_load(capsys):

@@ -121,6 +121,10 @@ class SolverBudget:
         self.spent += _count() - before
         if _EXPORT is not None:
             _export(s, self.label, r, assumptions)
-        if r == z3.unknown and "timeout" in s.reason_unknown() and self.left > 0:
-            self.backstop_hit = True
+        if r == z3.unknown:
+            why = s.reason_unknown()
+            if "interrupted from keyboard" in why:  # z3 takes Ctrl-C as the end of this query only
+                raise KeyboardInterrupt
+            if "timeout" in why and self.left > 0:
+                self.backstop_hit = True
         return r

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
 from kverify.launch.resolve import gpuverify_defines
@@ -642,9 +643,25 @@ def _p_gate(sub):
     add_parser(sub)
 
 
+def _p_serve(sub):
+    s = sub.add_parser("serve", help="keep the checkers loaded: with KVERIFY_SERVER=SOCKET, kverify commands run "
+                       "in a fork of this process (no start-up)")
+    s.add_argument("--socket", help="the Unix socket (default: $KVERIFY_SERVER, else "
+                   "$XDG_RUNTIME_DIR/kverify-UID.sock or /tmp/kverify-UID.sock)")
+    s.add_argument("--stop", action="store_true", help="stop the server listening on the socket")
+    s.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from .server import default_socket, serve
+
+    return serve(args.socket or os.environ.get("KVERIFY_SERVER") or default_socket(), stop=args.stop)
+
+
 #: each command and what adds its subparser, in ``kverify --help``'s order
 COMMANDS = {"show": _p_show, "parse": _p_parse, "run": _p_run, "check": _p_check, "audit": _p_audit,
-            "rules": _p_rules, "validate": _p_validate, "capture": _p_capture, "equiv": _add_equiv, "gate": _p_gate}
+            "rules": _p_rules, "validate": _p_validate, "capture": _p_capture, "equiv": _add_equiv, "gate": _p_gate,
+            "serve": _p_serve}
 
 
 def build_parser(argv=None) -> argparse.ArgumentParser:
@@ -709,6 +726,10 @@ def main(argv=None) -> int:
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if argv is None and (getattr(args, "max_memory", 0) or 0) > 0:  # the command line, not an in-process caller
         limit_memory(args.max_memory)
+    if argv is None:  # the command line, cold or in a check server's child: one starting state
+        from .server import fresh_heap
+
+        fresh_heap(args.command)
     try:
         return args.func(args)
     except KernelError as e:
@@ -724,7 +745,10 @@ def main(argv=None) -> int:
         print(f"{where}:0:0: unknown: memory budget exhausted (--max-memory {getattr(args, 'max_memory', 0):g} GiB); "
               f"no verdict", file=sys.stderr)
         return EXIT_INCONCLUSIVE
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:  # Ctrl-C: no verdict, no traceback
+        print("kverify: interrupted (no verdict)", file=sys.stderr)
+        return 130
+    except SystemExit:
         raise
     except Exception as e:  # a bug in kverify: say so in one line, never a traceback
         import os

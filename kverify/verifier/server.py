@@ -1,0 +1,278 @@
+"""The check server: one process that has imported the checkers forks a child per command.
+
+A cold ``kverify check`` spends about half its time starting (Python, numpy, z3, the checkers'
+modules) on a small kernel. ``kverify serve`` pays that once; with ``KVERIFY_SERVER`` naming its
+socket, the ``kverify`` command hands its arguments, working directory, environment and standard
+streams to the server and exits with the status the server's child returns. The child is a fork
+of a process that has only imported modules, so every served command starts from the same state,
+and (``fresh_heap``) from the state a cold command reaches after parsing its arguments: the same
+modules imported in the same order, the garbage collector's counters reset. Served and cold
+reports are the same, term for term (tests/test_server.py).
+
+Only this module's client side runs in the ``kverify`` command before the checkers load: it
+imports nothing but the standard library. A server whose kverify files changed after it started
+answers ``stale`` and stops; the command then runs in its own process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+
+#: what a checking command imports before its work starts, cold or served (the modules every check
+#: of the zoo loads; the rest, such as networkx or the mbarrier checker, load where a check needs
+#: them, at the same point in both)
+PRELOAD = ("kverify.verifier.check", "kverify.verifier.races.smt", "kverify.verifier.races.symmetry",
+           "kverify.verifier.races.atomics", "kverify.verifier.races.extents", "kverify.verifier.assertions",
+           "kverify.symbolic.executor", "kverify.semantics.ir.structure", "kverify.semantics.ir.blocking_wait",
+           "kverify.semantics.ir.grid_barrier", "kverify.semantics.ir.cuda", "numpy.random", "subprocess", "signal",
+           "threading")
+#: the commands that run checkers (the others need no preloading)
+CHECKING = frozenset({"check", "run", "equiv", "audit"})
+_HEADER = struct.Struct("!I")
+
+
+def default_socket() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    return os.path.join(base, f"kverify-{os.getuid()}.sock")
+
+
+def fresh_heap(command: str | None) -> None:
+    """Where a checking command's work starts, cold or in a server's child: the checkers'
+    modules imported (``PRELOAD``), everything alive now moved out of the collector's reach and
+    its counters reset. What the process did before (a server's start, its sockets) then changes
+    neither which objects a collection frees nor when: z3 numbers new terms with the numbers of
+    freed ones, so that would change the terms' order, and a budgeted query's work."""
+    import gc
+    import importlib
+
+    if command in CHECKING:
+        for name in PRELOAD:
+            importlib.import_module(name)
+    gc.freeze()
+    gc.collect()
+
+
+def _fingerprint() -> tuple:
+    """The kverify files this process runs (path, size, modification time): a server started
+    before an edit or a reinstall would run the old code."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for f in sorted(files):
+            if f.endswith((".py", ".lark")):
+                st = os.stat(os.path.join(d, f))
+                out.append((os.path.join(d, f), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- client (the kverify command)
+
+def client(path: str, argv: list[str]) -> int | None:
+    """Runs ``kverify ARGV`` in the server at ``path``; its exit status, or None when no server
+    answers there (or it runs older code): the caller then runs the command itself."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close()
+        return None
+    msg = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    fds, opened = [], []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            fds.append(fd)
+        except OSError:  # a closed standard stream: the child gets /dev/null
+            opened.append(os.open(os.devnull, os.O_RDWR))
+            fds.append(opened[-1])
+    with s:
+        try:
+            socket.send_fds(s, [_HEADER.pack(len(msg)) + msg], fds)
+        except OSError:
+            return None
+        finally:
+            for fd in opened:
+                os.close(fd)
+        f = s.makefile("r")
+        pid, interrupted = None, False
+        while True:
+            if pid and interrupted:  # Ctrl-C: the command stops as a cold one would
+                interrupted = False
+                try:
+                    os.kill(pid, 2)
+                except OSError:
+                    pass
+            try:
+                line = f.readline()
+            except KeyboardInterrupt:
+                interrupted = True
+                continue
+            except OSError:
+                line = ""
+            if not line:
+                print(f"kverify: the check server at {path} ended the command without an exit status "
+                      f"(no verdict)", file=sys.stderr)
+                return 3
+            reply = json.loads(line)
+            if "pid" in reply:
+                pid = reply["pid"]
+            elif reply.get("stale"):
+                print(f"kverify: the check server at {path} ran older kverify files and stopped; this "
+                      f"command runs on its own", file=sys.stderr)
+                return None
+            elif "rc" in reply:
+                return reply["rc"]
+
+
+# ---------------------------------------------------------------- server
+
+def serve(path: str, stop: bool = False) -> int:
+    """``kverify serve``: listen on ``path`` until SIGTERM or SIGINT (``--stop`` asks the server
+    there to stop). Only processes of this user may connect (the socket is 0600 and each peer's
+    uid is checked)."""
+    import signal
+
+    if stop:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            msg = json.dumps({"stop": True}).encode()
+            s.sendall(_HEADER.pack(len(msg)) + msg)
+            s.recv(1)
+        except OSError:
+            print(f"kverify: no check server at {path}", file=sys.stderr)
+            return 2
+        print(f"kverify: the check server at {path} stopped", file=sys.stderr)
+        return 0
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+        probe.close()
+        print(f"{path}:0:0: a check server already listens there", file=sys.stderr)
+        return 2
+    except FileNotFoundError:
+        pass
+    except OSError:  # left by a server that died: take it over
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    for name in PRELOAD:
+        __import__(name)
+    __import__("kverify.verifier.cli")
+    stamp = _fingerprint()
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        ls.bind(path)
+    except OSError as e:
+        print(f"{path}:0:0: cannot listen here: {e.strerror}", file=sys.stderr)
+        return 2
+    finally:
+        os.umask(old)
+    ls.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+
+    def _stop(*_):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, _stop)
+    print(f"kverify: check server on {path} (pid {os.getpid()}); commands run here with "
+          f"KVERIFY_SERVER={path}", file=sys.stderr, flush=True)
+    try:
+        while True:
+            try:
+                conn, _ = ls.accept()
+            except InterruptedError:
+                continue
+            if os.fork() == 0:
+                try:
+                    ls.close()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                    _child(conn, stamp)
+                finally:
+                    os._exit(3)
+            conn.close()
+    except (SystemExit, KeyboardInterrupt):
+        return 0
+    finally:
+        ls.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _recv(conn) -> tuple[dict, list[int]]:
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack_from(data)[0]:
+        more = conn.recv(1 << 16)
+        if not more:
+            raise ConnectionError("request cut short")
+        data += more
+    return json.loads(data[_HEADER.size:_HEADER.size + _HEADER.unpack_from(data)[0]]), fds
+
+
+def _child(conn, stamp) -> None:
+    """One command in a fork of the server: the client's streams, directory and environment,
+    then ``kverify ARGV`` as the command line runs it; its status goes back to the client."""
+    import io
+    import threading
+
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.getuid():
+        return
+    req, fds = _recv(conn)
+    send = lambda obj: conn.sendall((json.dumps(obj) + "\n").encode())  # noqa: E731
+    if req.get("stop"):
+        conn.sendall(b"1")
+        os.kill(os.getppid(), 15)
+        return
+    if _fingerprint() != stamp:
+        send({"stale": True})
+        os.kill(os.getppid(), 15)
+        return
+    for want, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, want)
+        os.close(fd)
+    os.chdir(req["cwd"])
+    env = dict(req["env"])
+    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")  # the server's, which this process has
+    os.environ.clear()
+    os.environ.update(env)
+    enc = sys.stdout.encoding
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=enc)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=enc, line_buffering=os.isatty(1))
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=enc, errors="backslashreplace",
+                                  line_buffering=True)
+    sys.argv = ["kverify", *req["argv"]]
+    send({"pid": os.getpid()})
+
+    def watch():  # the client went away (killed, timed out): so does its command
+        try:
+            conn.recv(1)
+        finally:
+            os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+    from kverify.verifier.cli import main
+
+    try:
+        rc = main()
+    except SystemExit as e:  # argparse: --help, a usage error
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:  # between main's own handler and here
+        rc = 130
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except OSError:
+            pass
+    send({"rc": rc})
+    os._exit(0)

@@ -1,0 +1,197 @@
+"""``kverify serve``: a command run in the check server gives the cold command's report, exit
+status and output, term for term; the server's lifecycle (stale code, a client that goes away,
+a second server, ``--stop``) never leaves a command without a status."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "zoo"
+
+
+def _env(server=None, **extra):
+    env = {k: v for k, v in os.environ.items() if k != "KVERIFY_SERVER"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if server:
+        env["KVERIFY_SERVER"] = str(server)
+    env.update(extra)
+    return env
+
+
+def _start(sock: Path, cwd=ROOT, env=None):
+    p = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", str(sock)], cwd=cwd,
+                         env=env or _env(), stderr=subprocess.PIPE, text=True)
+    t = time.monotonic()
+    while not sock.exists():
+        assert p.poll() is None, p.stderr.read()
+        assert time.monotonic() - t < 60, "the server did not start"
+        time.sleep(0.05)
+    return p
+
+
+@pytest.fixture
+def server(tmp_path):
+    sock = tmp_path / "kv.sock"
+    p = _start(sock)
+    yield sock, p
+    if p.poll() is None:
+        p.terminate()
+        p.wait(timeout=30)
+    assert not sock.exists(), "the server left its socket behind"
+
+
+def _kv(args, server=None, cwd=ROOT, timeout=300):
+    return subprocess.run([sys.executable, "-m", "kverify", *args], cwd=cwd, env=_env(server), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _strip(o):
+    if isinstance(o, dict):
+        return {k: _strip(v) for k, v in o.items() if k != "time_s"}
+    if isinstance(o, list):
+        return [_strip(x) for x in o]
+    return o
+
+
+def _check(ptx, server, smt_dir):
+    r = _kv(["check", str(ptx), "--format", "json", "--export-smt", str(smt_dir)], server)
+    files = {p.name: p.read_bytes() for p in sorted(smt_dir.rglob("*")) if p.is_file()}
+    return r.returncode, _strip(json.loads(r.stdout)), r.stderr, files
+
+
+@pytest.mark.parametrize("ptx", ["bulk_pipeline/bulk_pipeline__missing_init_fence.ptx", "stencil/stencil.ptx",
+                                 "cluster_arrive/cluster_arrive.ptx"])
+def test_served_check_is_the_cold_check(server, tmp_path, ptx):
+    """Same exit status, report (times aside), diagnostics and SMT queries, byte for byte: the
+    queries name terms by z3's numbering (``$x83``), so a served child that started from another
+    state than the cold command (a module imported at another point, another collector state)
+    would write other files here."""
+    sock, _ = server
+    path = ZOO / ptx
+    if not path.exists():
+        pytest.skip(f"{ptx} is not in the zoo")
+    cold = _check(path, None, tmp_path / "cold")
+    served = _check(path, sock, tmp_path / "served")
+    assert cold[0] == served[0]
+    assert cold[1] == served[1]
+    assert cold[2] == served[2]
+    assert len(cold[3]) > 0 and cold[3] == served[3]
+
+
+def test_served_text_output_relative_path_and_cwd(server):
+    sock, _ = server
+    d = ZOO / "stencil"
+    cold = _kv(["check", "stencil.ptx"], None, cwd=d)
+    served = _kv(["check", "stencil.ptx"], sock, cwd=d)
+    assert cold.returncode == served.returncode == 0
+    strip = lambda s: [ln.rsplit("  ", 1)[0] if ln.rstrip().endswith("s") else ln for ln in s.splitlines()]  # noqa
+    assert strip(served.stdout) == strip(cold.stdout)
+    assert "stencil.ptx: kernel stencil: VERIFIED" in served.stdout
+
+
+def test_served_bad_input_and_usage(server, tmp_path):
+    sock, _ = server
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { frob.u32 %r1; }\n")
+    for args in (["check", str(bad)], ["check", "--no-such-flag", str(bad)], ["frob"]):
+        cold, served = _kv(args), _kv(args, sock)
+        assert served.returncode == cold.returncode == 2, (args, served.stderr)
+        assert served.stderr == cold.stderr and served.stdout == cold.stdout
+
+
+def test_no_server_listening_runs_the_command_itself(tmp_path):
+    r = _kv(["check", str(ZOO / "stencil" / "stencil.ptx"), "--format", "json"], tmp_path / "nobody.sock")
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "verified" and r.stderr == ""
+
+
+def test_second_server_refused_and_stop(server):
+    sock, p = server
+    again = _kv(["serve", "--socket", str(sock)])
+    assert again.returncode == 2 and again.stderr == f"{sock}:0:0: a check server already listens there\n"
+    stop = _kv(["serve", "--socket", str(sock), "--stop"])
+    assert stop.returncode == 0, stop.stderr
+    assert p.wait(timeout=30) == 0
+    assert not sock.exists()
+    gone = _kv(["serve", "--socket", str(sock), "--stop"])
+    assert gone.returncode == 2 and gone.stderr == f"kverify: no check server at {sock}\n"
+
+
+def test_stale_server_stops_and_the_command_runs_on_its_own(tmp_path):
+    """A server started before its kverify files changed (an edit, a reinstall) must not answer
+    with the old code."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "kverify", pkg / "kverify", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _env(PYTHONPATH=str(pkg))
+    sock = tmp_path / "kv.sock"
+    p = _start(sock, cwd=tmp_path, env=env)
+    ptx = str(ZOO / "stencil" / "stencil.ptx")
+    run = lambda: subprocess.run([sys.executable, "-m", "kverify", "check", ptx, "--format", "json"],  # noqa
+                                 cwd=tmp_path, env={**env, "KVERIFY_SERVER": str(sock)}, capture_output=True,
+                                 text=True, timeout=300)
+    first = run()
+    assert first.returncode == 0 and first.stderr == ""
+    rules = pkg / "kverify" / "rules.py"
+    rules.write_text(rules.read_text() + "\n")
+    second = run()
+    assert second.returncode == 0 and json.loads(second.stdout)["verdict"] == "verified"
+    assert second.stderr == (f"kverify: the check server at {sock} ran older kverify files and stopped; this "
+                             f"command runs on its own\n")
+    assert p.wait(timeout=30) == 0 and not sock.exists()
+
+
+def _children(pid):
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_client_killed_stops_its_command(server):
+    """A client that is killed (a timeout, Ctrl-C twice) takes its command with it: no check
+    keeps running in the server for nobody."""
+    sock, p = server
+    ptx = ZOO / "triton" / "matmul.ptx"
+    c = subprocess.Popen([sys.executable, "-m", "kverify", "check", str(ptx)], cwd=ROOT, env=_env(sock),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t = time.monotonic()
+    while not _children(p.pid):
+        assert c.poll() is None and time.monotonic() - t < 30
+        time.sleep(0.02)
+    child = _children(p.pid)[0]
+    time.sleep(0.5)
+    c.send_signal(signal.SIGKILL)
+    c.wait()
+    t = time.monotonic()
+    while child in _children(p.pid) and time.monotonic() - t < 10:
+        time.sleep(0.05)
+    assert child not in _children(p.pid)
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["cold", "served"])
+def test_ctrl_c_stops_the_check(server, served):
+    """z3 takes SIGINT as the end of the query it is solving (``unknown``, "interrupted from
+    keyboard"), and the check used to go on with that query unknown: Ctrl-C did not stop it. Now
+    the command stops, cold or served: exit 130, one line, no traceback."""
+    sock, _ = server
+    c = subprocess.Popen([sys.executable, "-m", "kverify", "check", str(ZOO / "triton" / "matmul.ptx")], cwd=ROOT,
+                         env=_env(sock if served else None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(4)  # inside the race proofs (about 20 s of solving)
+    t = time.monotonic()
+    c.send_signal(signal.SIGINT)
+    out, err = c.communicate(timeout=60)
+    assert time.monotonic() - t < 10
+    assert c.returncode == 130 and err == "kverify: interrupted (no verdict)\n" and out == ""
