@@ -192,8 +192,13 @@ def main(argv=None) -> int:
     kverify_check(first[2], first[0], first[1]["kernel"] if a.data else None)  # untimed: bytecode
     sock = os.path.join(tempfile.mkdtemp(), "kv.sock")
     server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)), stderr=subprocess.DEVNULL)
-    while not os.path.exists(sock) and server.poll() is None:
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                  x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)),
+                              stderr=subprocess.PIPE, text=True)
+    while not os.path.exists(sock):
+        if server.poll() is not None:
+            print(f"the check server did not start: {server.stderr.read()[-500:]}")
+            return 2
         time.sleep(0.05)
     try:
         sanitizer(first[2], first[0], first[1].get("reference"), san, first[1]["kernel"] if a.data else None)
@@ -209,6 +214,9 @@ def main(argv=None) -> int:
                "bug": v.get("bug")}
         row["kverify"] = kverify_check(ptx, m, v["kernel"] if a.data else None)
         row["kverify_served"] = kverify_check(ptx, m, v["kernel"] if a.data else None, sock)
+        if server.poll() is not None:  # a served row would have been a cold one
+            print(f"the check server stopped: {server.stderr.read()[-500:]}")
+            return 2
         try:
             row["sanitizer"] = sanitizer(ptx, m, v.get("reference"), san, v["kernel"] if a.data else None)
         except Exception as e:  # a kernel the harness cannot run is a row, not the end of the benchmark
