@@ -127,6 +127,21 @@ def kverify_check(ptx: Path, manifest, kernel: str | None = None, server: str | 
     return {"exit": r.returncode, "verdict": verdict, "rules": rules, "s": round(s, 3)}
 
 
+def start_server():
+    """``(process, socket)`` of a check server (``kverify serve``) for the served rows, started
+    with this checkout's kverify; ``(None, why)`` when it did not start."""
+    sock = os.path.join(tempfile.mkdtemp(), "kv.sock")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
+    env.pop("KVERIFY_SERVER", None)
+    server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT, env=env,
+                              stderr=subprocess.PIPE, text=True)
+    while not os.path.exists(sock):
+        if server.poll() is not None:
+            return None, server.stderr.read()[-500:]
+        time.sleep(0.05)
+    return server, sock
+
+
 def sanitizer(ptx: Path, manifest, ref: str | None, san: str, kernel: str | None = None) -> dict:
     from kverify.verifier.validate import validate
     from kverify.verifier.validate.sanitize import run_tool
@@ -190,16 +205,10 @@ def main(argv=None) -> int:
     startup_s = round(time.perf_counter() - t0, 3)
     first = next(data_variants() if a.data else variants())
     kverify_check(first[2], first[0], first[1]["kernel"] if a.data else None)  # untimed: bytecode
-    sock = os.path.join(tempfile.mkdtemp(), "kv.sock")
-    server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                  x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)),
-                              stderr=subprocess.PIPE, text=True)
-    while not os.path.exists(sock):
-        if server.poll() is not None:
-            print(f"the check server did not start: {server.stderr.read()[-500:]}")
-            return 2
-        time.sleep(0.05)
+    server, sock = start_server()
+    if server is None:
+        print(f"the check server did not start: {sock}")
+        return 2
     try:
         sanitizer(first[2], first[0], first[1].get("reference"), san, first[1]["kernel"] if a.data else None)
     except Exception:  # noqa: BLE001 - its own row says what failed
