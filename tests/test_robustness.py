@@ -220,7 +220,8 @@ def test_a_misaligned_swizzled_tma_destination_is_a_bounds_finding(tmp_path):
 def _vadd_mutant(tmp_path, old, new):
     """tests/zoo/vadd with one line of its PTX changed, beside its sources (names resolve)."""
     for f in (ROOT / "tests/zoo/vadd").iterdir():
-        (tmp_path / f.name).write_bytes(f.read_bytes())
+        if f.is_file():  # (not the __pycache__ a run of ref.py leaves)
+            (tmp_path / f.name).write_bytes(f.read_bytes())
     text = (tmp_path / "vadd.ptx").read_text()
     assert text.count(old) == 1, old
     (tmp_path / "vadd.ptx").write_text(text.replace(old, new))

@@ -195,3 +195,25 @@ def test_ctrl_c_stops_the_check(server, served):
     out, err = c.communicate(timeout=60)
     assert time.monotonic() - t < 10
     assert c.returncode == 130 and err == "kverify: interrupted (no verdict)\n" and out == ""
+
+
+def test_client_hands_nothing_to_another_users_socket(tmp_path, monkeypatch, capsys):
+    """The client sends its whole environment: never to a socket whose listener is another
+    user's process (a socket squatted under /tmp)."""
+    import socket
+
+    from kverify.verifier import server as srv
+
+    path = str(tmp_path / "other.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(1)
+    real = os.getuid()
+    monkeypatch.setattr(srv.os, "getuid", lambda: real + 4242)
+    assert srv.client(path, ["check", "x.ptx"]) is None
+    ls.settimeout(0.5)
+    conn, _ = ls.accept()  # the client connected, then hung up without a byte
+    assert conn.recv(100) == b""
+    assert capsys.readouterr().err == (f"kverify: the socket {path} belongs to another user's process; this "
+                                       f"command runs on its own\n")
+    ls.close()

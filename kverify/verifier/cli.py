@@ -655,7 +655,7 @@ def _p_serve(sub):
 def cmd_serve(args) -> int:
     from .server import default_socket, serve
 
-    return serve(args.socket or os.environ.get("KVERIFY_SERVER") or default_socket(), stop=args.stop)
+    return serve(args.socket or os.environ.get("KVERIFY_SERVER") or default_socket(), main, stop=args.stop)
 
 
 #: each command and what adds its subparser, in ``kverify --help``'s order
@@ -729,7 +729,7 @@ def main(argv=None) -> int:
     if argv is None:  # the command line, cold or in a check server's child: one starting state
         from .server import fresh_heap
 
-        fresh_heap(args.command)
+        fresh_heap(sys.argv[1] if len(sys.argv) > 1 else None)  # (capture's args.command is its program)
     try:
         return args.func(args)
     except KernelError as e:

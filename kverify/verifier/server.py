@@ -30,7 +30,7 @@ PRELOAD = ("kverify.verifier.check", "kverify.verifier.races.smt", "kverify.veri
            "kverify.semantics.ir.grid_barrier", "kverify.semantics.ir.cuda", "numpy.random", "subprocess", "signal",
            "threading")
 #: the commands that run checkers (the others need no preloading)
-CHECKING = frozenset({"check", "run", "equiv", "audit"})
+CHECKING = frozenset({"check", "run", "equiv", "audit", "gate", "validate"})
 _HEADER = struct.Struct("!I")
 
 
@@ -79,6 +79,12 @@ def client(path: str, argv: list[str]) -> int | None:
         s.connect(path)
     except OSError:
         s.close()
+        return None
+    _, uid, _ = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.getuid():  # the environment goes there: only to a server of this user
+        s.close()
+        print(f"kverify: the socket {path} belongs to another user's process; this command runs on its own",
+              file=sys.stderr)
         return None
     msg = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     fds, opened = [], []
@@ -130,10 +136,10 @@ def client(path: str, argv: list[str]) -> int | None:
 
 # ---------------------------------------------------------------- server
 
-def serve(path: str, stop: bool = False) -> int:
+def serve(path: str, main, stop: bool = False) -> int:
     """``kverify serve``: listen on ``path`` until SIGTERM or SIGINT (``--stop`` asks the server
-    there to stop). Only processes of this user may connect (the socket is 0600 and each peer's
-    uid is checked)."""
+    there to stop); each command runs as ``main()`` (the command line's) runs it. Only processes of this user may connect (the socket is 0600 and each peer's
+    uid is checked), and a client hands its environment only to a server of its own user."""
     import signal
 
     if stop:
@@ -163,7 +169,6 @@ def serve(path: str, stop: bool = False) -> int:
             pass
     for name in PRELOAD:
         __import__(name)
-    __import__("kverify.verifier.cli")
     stamp = _fingerprint()
     ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -195,7 +200,7 @@ def serve(path: str, stop: bool = False) -> int:
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)
                     signal.signal(signal.SIGINT, signal.default_int_handler)
-                    _child(conn, stamp)
+                    _child(conn, stamp, main)
                 finally:
                     os._exit(3)
             conn.close()
@@ -219,7 +224,7 @@ def _recv(conn) -> tuple[dict, list[int]]:
     return json.loads(data[_HEADER.size:_HEADER.size + _HEADER.unpack_from(data)[0]]), fds
 
 
-def _child(conn, stamp) -> None:
+def _child(conn, stamp, main) -> None:
     """One command in a fork of the server: the client's streams, directory and environment,
     then ``kverify ARGV`` as the command line runs it; its status goes back to the client."""
     import io
@@ -261,8 +266,6 @@ def _child(conn, stamp) -> None:
             os._exit(3)
 
     threading.Thread(target=watch, daemon=True).start()
-    from kverify.verifier.cli import main
-
     try:
         rc = main()
     except SystemExit as e:  # argparse: --help, a usage error
