@@ -120,7 +120,7 @@ def test_second_server_refused_and_stop(server):
     assert p.wait(timeout=30) == 0
     assert not sock.exists()
     gone = _kv(["serve", "--socket", str(sock), "--stop"])
-    assert gone.returncode == 2 and gone.stderr == f"kverify: no check server at {sock}\n"
+    assert gone.returncode == 2 and gone.stderr == f"kverify: no check server of this user at {sock}\n"
 
 
 def test_stale_server_stops_and_the_command_runs_on_its_own(tmp_path):
@@ -217,3 +217,25 @@ def test_client_hands_nothing_to_another_users_socket(tmp_path, monkeypatch, cap
     assert capsys.readouterr().err == (f"kverify: the socket {path} belongs to another user's process; this "
                                        f"command runs on its own\n")
     ls.close()
+
+
+def test_detach_returns_once_the_server_listens(tmp_path):
+    """``--detach``: the command returns when the server answers, printing the line a shell
+    evaluates; the server lives on in its own session until ``--stop``."""
+    sock = tmp_path / "kv.sock"
+    r = _kv(["serve", "--socket", str(sock), "--detach"])
+    try:
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == f"export KVERIFY_SERVER={sock}\n"
+        assert r.stderr.startswith(f"kverify: check server on {sock} (pid ")
+        served = _kv(["check", str(ZOO / "stencil" / "stencil.ptx"), "--format", "json"], sock)
+        assert served.returncode == 0 and served.stderr == ""
+        again = _kv(["serve", "--socket", str(sock), "--detach"])
+        assert again.returncode == 2 and again.stderr == f"{sock}:0:0: a check server already listens there\n"
+    finally:
+        stop = _kv(["serve", "--socket", str(sock), "--stop"])
+    assert stop.returncode == 0, stop.stderr
+    t = time.monotonic()
+    while sock.exists() and time.monotonic() - t < 30:
+        time.sleep(0.05)
+    assert not sock.exists()

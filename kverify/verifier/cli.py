@@ -648,14 +648,18 @@ def _p_serve(sub):
                        "in a fork of this process (no start-up)")
     s.add_argument("--socket", help="the Unix socket (default: $KVERIFY_SERVER, else "
                    "$XDG_RUNTIME_DIR/kverify-UID.sock or /tmp/kverify-UID.sock)")
-    s.add_argument("--stop", action="store_true", help="stop the server listening on the socket")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--stop", action="store_true", help="stop the server listening on the socket")
+    g.add_argument("--detach", action="store_true", help="start the server in the background; once it listens, "
+                   "print `export KVERIFY_SERVER=SOCKET` (for eval) and exit")
     s.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args) -> int:
     from .server import default_socket, serve
 
-    return serve(args.socket or os.environ.get("KVERIFY_SERVER") or default_socket(), main, stop=args.stop)
+    return serve(args.socket or os.environ.get("KVERIFY_SERVER") or default_socket(), main, stop=args.stop,
+                 detach=args.detach)
 
 
 #: each command and what adds its subparser, in ``kverify --help``'s order

@@ -136,10 +136,12 @@ def client(path: str, argv: list[str]) -> int | None:
 
 # ---------------------------------------------------------------- server
 
-def serve(path: str, main, stop: bool = False) -> int:
+def serve(path: str, main, stop: bool = False, detach: bool = False) -> int:
     """``kverify serve``: listen on ``path`` until SIGTERM or SIGINT (``--stop`` asks the server
-    there to stop); each command runs as ``main()`` (the command line's) runs it. Only processes of this user may connect (the socket is 0600 and each peer's
-    uid is checked), and a client hands its environment only to a server of its own user."""
+    there to stop; ``--detach`` starts it in the background and returns once it listens); each
+    command runs as ``main()`` (the command line's) runs it. Only processes of this user may
+    connect (the socket is 0600 and each peer's uid is checked), and a client hands its
+    environment only to a server of its own user."""
     import signal
 
     if stop:
@@ -148,9 +150,11 @@ def serve(path: str, main, stop: bool = False) -> int:
             s.connect(path)
             msg = json.dumps({"stop": True}).encode()
             s.sendall(_HEADER.pack(len(msg)) + msg)
-            s.recv(1)
+            stopped = s.recv(1) == b"1"
         except OSError:
-            print(f"kverify: no check server at {path}", file=sys.stderr)
+            stopped = None
+        if not stopped:
+            print(f"kverify: no check server of this user at {path}", file=sys.stderr)
             return 2
         print(f"kverify: the check server at {path} stopped", file=sys.stderr)
         return 0
@@ -167,6 +171,8 @@ def serve(path: str, main, stop: bool = False) -> int:
             os.unlink(path)
         except OSError:
             pass
+    if detach:
+        return _detach(path)
     for name in PRELOAD:
         __import__(name)
     stamp = _fingerprint()
@@ -212,6 +218,35 @@ def serve(path: str, main, stop: bool = False) -> int:
             os.unlink(path)
         except OSError:
             pass
+
+
+def _detach(path: str) -> int:
+    """The server in a process of its own session (it outlives this one and the terminal), its
+    standard streams on /dev/null; once it listens, ``export KVERIFY_SERVER=PATH`` on stdout (for a
+    shell's ``eval``)."""
+    import subprocess
+    import tempfile
+    import time
+
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", path], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        while True:
+            if p.poll() is not None:
+                err.seek(0)
+                sys.stderr.write(err.read())
+                return p.returncode or 2
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(path)
+                break
+            except OSError:
+                time.sleep(0.02)
+            finally:
+                s.close()
+    print(f"kverify: check server on {path} (pid {p.pid})", file=sys.stderr)
+    print(f"export KVERIFY_SERVER={path}")
+    return 0
 
 
 def _recv(conn) -> tuple[dict, list[int]]:
