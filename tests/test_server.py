@@ -14,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "zoo"
+pytestmark = pytest.mark.skipif(not hasattr(__import__("socket"), "SO_PEERCRED"),
+                                reason="kverify serve needs Linux (SO_PEERCRED, descriptor passing)")
 
 
 def _env(server=None, **extra):

@@ -74,6 +74,8 @@ def _fingerprint() -> tuple:
 def client(path: str, argv: list[str]) -> int | None:
     """Runs ``kverify ARGV`` in the server at ``path``; its exit status, or None when no server
     answers there (or it runs older code): the caller then runs the command itself."""
+    if not hasattr(socket, "SO_PEERCRED"):  # not Linux: no server (kverify serve refuses to start)
+        return None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(path)
@@ -144,6 +146,10 @@ def serve(path: str, main, stop: bool = False, detach: bool = False) -> int:
     environment only to a server of its own user."""
     import signal
 
+    if not hasattr(socket, "SO_PEERCRED") or not hasattr(socket, "send_fds"):
+        print(f"{path}:0:0: kverify serve needs Linux (Unix sockets that pass file descriptors and name "
+              f"their peer's user)", file=sys.stderr)
+        return 2
     if stop:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
