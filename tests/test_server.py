@@ -241,3 +241,18 @@ def test_detach_returns_once_the_server_listens(tmp_path):
     while sock.exists() and time.monotonic() - t < 30:
         time.sleep(0.05)
     assert not sock.exists()
+
+
+def test_a_large_environment_reaches_the_served_command(server):
+    """A request of 1.2 MiB (the environment) arrives whole, and the server runs the command:
+    its log line names it."""
+    sock, p = server
+    env = _env(sock, **{f"BIG{i}": "x" * 100_000 for i in range(12)})
+    r = subprocess.run([sys.executable, "-m", "kverify", "parse", "vadd.ptx"], cwd=ZOO / "vadd", env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("vadd.ptx: ok: 1 function(s)"), r.stderr
+    p.terminate()
+    p.wait(timeout=30)
+    log = p.stderr.read()
+    assert f"kverify: check server on {sock} (pid {p.pid})" in log
+    assert "kverify serve: pid " in log and log.rstrip().endswith(": kverify parse vadd.ptx")

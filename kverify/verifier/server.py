@@ -98,8 +98,10 @@ def client(path: str, argv: list[str]) -> int | None:
             opened.append(os.open(os.devnull, os.O_RDWR))
             fds.append(opened[-1])
     with s:
+        data = _HEADER.pack(len(msg)) + msg
         try:
-            socket.send_fds(s, [_HEADER.pack(len(msg)) + msg], fds)
+            sent = socket.send_fds(s, [data], fds)
+            s.sendall(data[sent:])  # what a signal cut short, if anything
         except OSError:
             return None
         finally:
@@ -284,6 +286,10 @@ def _child(conn, stamp, main) -> None:
         send({"stale": True})
         os.kill(os.getppid(), 15)
         return
+    try:  # one line per command on the server's own stderr, before it becomes the client's
+        print(f"kverify serve: pid {os.getpid()}: kverify {' '.join(req['argv'])}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
     for want, fd in zip((0, 1, 2), fds):
         os.dup2(fd, want)
         os.close(fd)
