@@ -3,6 +3,8 @@ tile and the mbarrier signal land at the same offsets of every CTA named by ``ct
 tests/data/multicast/tma_multicast.cu: a 2-CTA cluster shares one tile load from rank 0."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import kverify
@@ -98,3 +100,35 @@ def test_a_multicast_mask_read_from_memory_is_not_carried_to_the_peers(tmp_path)
     assert tx.message.endswith("tma_multicast.cu:91:5 (ptx 92): the multicast copy's mask, size, barrier or issuing "
                                "threads depend on values of the issuing CTA's own run, which the encoding does not "
                                "carry over to the other CTAs of the cluster")
+
+
+ELECT = f"{D}/launch_elect.json"
+
+
+def test_an_elected_leader_issuing_the_multicast_copy_is_proved_for_every_cta():
+    """CUTLASS's idiom: warp 0's ``elect.sync`` leader (full mask) posts the expect-tx and issues
+    the multicast copy. The leader is one function of the CTA and warp indices, so the static
+    tx-bytes proof carries the copy over to the other CTA of the cluster by substitution, as it
+    does for ``threadIdx.x == 0``; it used to stop at the leader ("values of the issuing CTA's own
+    run") and leave the obligation bounded by the run."""
+    rep = kverify.check(f"{D}/tma_multicast_elect.ptx", launch=ELECT)
+    assert rep.verdict == "verified" and rep.findings == []
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "proved", tx.message
+    assert tx.message.startswith("in each phase the expected tx bytes equal the bytes of that phase's copies, for "
+                                 "all iterations: ") and "tma_multicast_elect.cu:111:5 (ptx 215)" in tx.message
+    assert rep.obligation("mbarrier.arrivals").status == rep.obligation("mbarrier.parity").status == "proved"
+
+
+def test_an_elected_leader_expecting_half_the_bytes_is_violated_statically():
+    """The seeded twin (built with -DTX_BYTES=2048): the static checker names the expect-tx and
+    the multicast copy with both byte counts, for the CTA and rank."""
+    rep = kverify.check(f"{D}/tma_multicast_elect__short_tx.ptx", launch=ELECT)
+    assert rep.verdict == "violated"
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
+    cu = str(Path(D, "tma_multicast_elect.cu").resolve())
+    assert tx.message == (f"{cu}:111:5 (ptx 215) announces 2048 tx bytes on the barrier at shared address 0x1000 "
+                          f"but the copies signalling it in the same phase deliver 4096 ({cu}:112:5 (ptx 228)); "
+                          "in CTA (0,0,0), cluster rank 0")
+    assert [(x.line, x.ptx_line) for x in tx.locations] == [(111, 215), (112, 228)]

@@ -305,10 +305,13 @@ class Facts:
         """``terms`` as the thread with the same index in the CTA at cluster position ``pos`` of
         this CTA's cluster computes them, or None when they hold values of this CTA's own run
         (loads, loop-carried registers, approximations) that substitution cannot carry over:
-        only the thread and CTA indices, loop counters and launch constants (parameters, grid)
-        may occur."""
+        only the thread and CTA indices, loop counters, launch constants (parameters, grid) and
+        the leader of a full-mask ``elect.sync`` may occur. The leader is one function of the
+        CTA and warp indices (``Executor.elect``): applied to the peer's indices it is the
+        peer's leader (CUTLASS's ``elect_one_sync()`` before a multicast copy)."""
         env = self.env
-        launch_wide = {p for p in env.params} | {f"{n}.{d}" for n in ("nctaid", "ntid") for d in "xyz"}
+        launch_wide = ({p for p in env.params} | {f"{n}.{d}" for n in ("nctaid", "ntid") for d in "xyz"}
+                       | env.elect_full_mask)
         for x in self.syms(*terms):
             if x.endswith("!A"):
                 if not (x.startswith(("tid.", "ctaid.")) or re.match(r"k\d+\.", x)):
