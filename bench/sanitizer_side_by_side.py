@@ -103,14 +103,20 @@ def data_variants():
                ROOT / "tests" / "data" / rel)
 
 
+def _env() -> dict:
+    """The environment of a kverify process here: this checkout's kverify first, no check server."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
+    env.pop("KVERIFY_SERVER", None)
+    return env
+
+
 def kverify_check(ptx: Path, manifest, kernel: str | None = None, server: str | None = None) -> dict:
     """One ``kverify check`` command, cold (its own process from the start) or, with ``server``, run
     by the check server (``kverify serve``): the command's process hands the check to a fork of a
     process that has the checkers loaded."""
     t0 = time.perf_counter()
     launch = json.dumps(manifest) if isinstance(manifest, dict) else str(manifest.relative_to(ROOT))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
-    env.pop("KVERIFY_SERVER", None)
+    env = _env()
     if server:
         env["KVERIFY_SERVER"] = server
     r = subprocess.run([sys.executable, "-m", "kverify", "check", str(ptx.relative_to(ROOT)), "--launch",
@@ -131,9 +137,7 @@ def start_server():
     """``(process, socket)`` of a check server (``kverify serve``) for the served rows, started
     with this checkout's kverify; ``(None, why)`` when it did not start."""
     sock = os.path.join(tempfile.mkdtemp(), "kv.sock")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x))
-    env.pop("KVERIFY_SERVER", None)
-    server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT, env=env,
+    server = subprocess.Popen([sys.executable, "-m", "kverify", "serve", "--socket", sock], cwd=ROOT, env=_env(),
                               stderr=subprocess.PIPE, text=True)
     while not os.path.exists(sock):
         if server.poll() is not None:

@@ -6,7 +6,7 @@ socket, the ``kverify`` command hands its arguments, working directory, environm
 streams to the server and exits with the status the server's child returns. The child is a fork
 of a process that has only imported modules, so every served command starts from the same state,
 and (``fresh_heap``) from the state a cold command reaches after parsing its arguments: the same
-modules imported in the same order, the garbage collector's counters reset. Served and cold
+modules imported in the same order, the garbage collector's automatic runs off. Served and cold
 reports are the same, term for term (tests/test_server.py).
 
 Only this module's client side runs in the ``kverify`` command before the checkers load: it
@@ -39,6 +39,13 @@ def default_socket() -> str:
     return os.path.join(base, f"kverify-{os.getuid()}.sock")
 
 
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
 def fresh_heap(command: str | None) -> None:
     """Where a checking command's work starts, cold or in a server's child: the checkers'
     modules imported (``PRELOAD``), everything alive now moved out of the collector's reach, and
@@ -51,11 +58,9 @@ def fresh_heap(command: str | None) -> None:
     after an edit asked z3 other numberings than the next. Disabled, nothing moves them; peak
     memory of the zoo's largest checks grows by 0.5-3 %."""
     import gc
-    import importlib
 
     if command in CHECKING:
-        for name in PRELOAD:
-            importlib.import_module(name)
+        preload()
     gc.freeze()
     gc.collect()
     gc.disable()
@@ -187,8 +192,7 @@ def serve(path: str, main, stop: bool = False, detach: bool = False) -> int:
             pass
     if detach:
         return _detach(path)
-    for name in PRELOAD:
-        __import__(name)
+    preload()
     stamp = _fingerprint()
     ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -279,7 +283,7 @@ def _child(conn, stamp, main) -> None:
     import io
     import threading
 
-    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     if uid != os.getuid():
         return
     req, fds = _recv(conn)
