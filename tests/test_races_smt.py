@@ -178,6 +178,29 @@ def test_global_race_between_ctas_needs_more_than_one_cta():
     assert ob.status == "proved" and "gridDim" in ob.message
 
 
+def test_pairs_of_every_access_are_asked_in_one_query_and_a_late_race_is_still_found():
+    """The checker first asks whether any pair of accesses can race in one query over every
+    access's candidates (the address terms bit-blasted once); only when that query is not
+    unsat does it ask access by access. A race of the last access alone must survive it."""
+    from kverify.semantics.ir import load_module
+    from kverify.verifier.races.smt import _Checker
+
+    path, launch = DATA / "races_pitfalls.ptx", LaunchSpec.from_dict({"grid": [1, 1, 1], "block": [64, 1, 1]})
+    module = load_module(str(path))
+    fixed = _Checker(module, module.kernel("late_race_fixed"), launch, 10.0, 0.0)
+    obs = {o.title: o for o in fixed.run()}
+    assert obs["race-free: global"].status == "proved"
+    assert "(3 accesses, 6 pairs)" in obs["race-free: global"].message
+    assert fixed.queries == 1  # three accesses: one query, not one per access
+    late = _Checker(module, module.kernel("late_race"), launch, 10.0, 0.0)
+    ob = {o.title: o for o in late.run()}["race-free: global"]
+    assert ob.status == "violated"
+    _assert_counterexample(ob, "global")
+    x, y = ob.counterexample["accesses"]
+    assert (x["buffer"], x["offset"], y["buffer"], y["offset"]) == ("late_race_param_0", 768) * 2
+    assert [loc.ptx_line for loc in ob.locations] == [219, 219]
+
+
 def test_unsupported_instruction_gives_unknown_not_proved():
     obs = _check(DATA / "races_pitfalls.ptx", "opaque_op")
     for ob in obs.values():

@@ -450,6 +450,7 @@ class _Checker:
         distinct = self.distinct_threads(space)
         single_cta = env.grid is not None and env.grid == (1, 1, 1)
         out = {"race": None, "maybe": [], "undecided": [], "pairs": 0, "same_value": []}
+        todo = []
         for i, a in enumerate(accs):
             cands = []
             for bb in accs[i:]:
@@ -463,6 +464,12 @@ class _Checker:
                 if f is None:
                     continue
                 cands.append((bb, f))
+            if cands:
+                todo.append((a, cands))
+        if len(todo) > 1 and self.none_race(distinct, todo, budget, base):
+            out["pairs"] = sum(len(c) for _, c in todo)
+            return out
+        for a, cands in todo:
             while cands:
                 out["pairs"] += len(cands)
                 cons = distinct + [a.pc]
@@ -500,6 +507,26 @@ class _Checker:
                 out["maybe"].append((a, bb, "approx-same" if same else "approx"))
                 cands = [x for x in cands if x is not hit]
         return out
+
+    def none_race(self, distinct, todo, budget, base) -> bool:
+        """Whether no pair of ``todo`` (``(a, candidates)``) can race, asked in one query: the
+        disjunction over ``a`` of a's query (its candidates' race conditions with the base
+        constraints they mention, as a's own query asks them), so the address terms are
+        bit-blasted once. A query that is not unsat within a share of the budget decides
+        nothing: the pairs are then asked one ``a`` at a time."""
+        common = None
+        parts = []
+        for a, cands in todo:
+            f = mk_and(a.pc, mk_or(*[f for _, f in cands]))
+            rel = self.relevant(base, distinct + [f])
+            parts.append((f, rel))
+            ids = {c.get_id() for c in rel}
+            common = ids if common is None else common & ids
+        top = [c for c in parts[0][1] if c.get_id() in common]
+        alts = [mk_and(f, *[c for c in rel if c.get_id() not in common]) for f, rel in parts]
+        with budget.capped(budget.left // 4):
+            r, _ = self.solve(distinct + top + [mk_or(*alts)], budget, want_model=False)
+        return r == "unsat"
 
     def same_value(self, a, bb, cons, f, budget, base) -> bool:
         """Whether two racing plain stores always write the same bytes with the same value:
