@@ -17,8 +17,8 @@ from .families import MBARRIER, is_atomic, operand, outside_classic_model, row_o
 from .loops import K_LIMIT, LoopInfo
 from .records import Access, State, SyncSite
 from .terms import (FALSE, TRUE, Substitution, Symbols, fit, is_false, is_true, keys, mk_and, mk_ite, mk_not,
-                    mk_or)
+                    mk_or, name)
 
 __all__ = ["Access", "Env", "Executor", "FALSE", "K_LIMIT", "LoopInfo", "MBARRIER", "State",
            "Substitution", "Symbols", "SyncSite", "TRUE", "Unsupported", "fit", "is_atomic", "is_false", "is_true",
-           "keys", "mk_and", "mk_ite", "mk_not", "mk_or", "operand", "outside_classic_model", "row_of", "sync_of"]
+           "keys", "mk_and", "mk_ite", "mk_not", "mk_or", "name", "operand", "outside_classic_model", "row_of", "sync_of"]

@@ -109,10 +109,15 @@ class PagedArray:
         return (self.pages.rows(first, alloc),) + rest
 
     def __getitem__(self, key):
+        if self.pages.dense:  # stored whole from the start: no translation, no growth
+            return self.store[key]
         k = self._key(key, False)
         return self._storage()[k]
 
     def __setitem__(self, key, value):
+        if self.pages.dense:
+            self.store[key] = value
+            return
         k = self._key(key, True)
         self._storage()[k] = value
 

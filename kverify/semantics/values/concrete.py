@@ -53,10 +53,34 @@ def _lanes(fn, *arrays):
     return out.reshape(shape)
 
 
+_IGNORING = [0]  # depth of ``quiet()`` blocks open (one thread computes lanes)
+
+
+class quiet:
+    """``np.errstate(all="ignore")`` (lanes wrap, overflow and divide by zero as PTX defines),
+    entered once however deeply nested: inside one, the domain's methods enter none of their
+    own (numpy's context manager costs more than most lane operations)."""
+
+    def __enter__(self):
+        if not _IGNORING[0]:
+            self._cm = np.errstate(all="ignore")
+            self._cm.__enter__()
+        _IGNORING[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _IGNORING[0] -= 1
+        if not _IGNORING[0]:
+            self._cm.__exit__(*exc)
+        return False
+
+
 def _quiet(fn):
     @functools.wraps(fn)
     def wrapper(*a, **k):
-        with np.errstate(all="ignore"):
+        if _IGNORING[0]:
+            return fn(*a, **k)
+        with quiet():
             return fn(*a, **k)
 
     return wrapper

@@ -42,7 +42,7 @@ import math
 
 import z3
 
-from kverify.symbolic import mk_and
+from kverify.symbolic import mk_and, name
 
 from .sites import SAMPLES
 
@@ -103,7 +103,7 @@ def prove_ring(chk, w, hoisted=()):
     def count(regs):  # the ring count: the thread's executions of all its wait sites
         return _total([regs[g][0] for g in ghosts])
 
-    h1 = {str(h): r for r, h in L1.havocs.items()}
+    h1 = {name(h): r for r, h in L1.havocs.items()}
     a, p = w.addr, w.parity
     cregs = L1.conts[0][1]
     # the registers a and p are computed from, closed under the inner loop's step
@@ -314,7 +314,7 @@ def _outer_tables(chk, w, hoisted, ghosts, tables, P, n0):
     guess: :func:`prove_ring` proves it by induction."""
     (L0, k0), (L1, k1) = w.loops
     hr0, hr1 = L0.head_regs, L1.head_regs
-    h0 = {str(h): r for r, h in L0.havocs.items()}
+    h0 = {name(h): r for r, h in L0.havocs.items()}
     gs = set(ghosts)
     need = [t for h in hoisted for t in (h.addr, h.parity)] + [z3.substitute(hr1[r][0], (k1, ZERO)) for r in tables]
     regs0 = {h0[x] for x in chk.syms(*need) if x in h0} - gs
@@ -388,7 +388,7 @@ def _role(chk, w):
     """The part of the wait's path condition that no iteration changes (its role: warp, elected
     lane, parameters): the invariant is proved for the threads meeting it, the only ones that
     ever execute the wait."""
-    variant = {str(k) for _, k in w.loops} | {str(h) for L, _ in w.loops for h in L.havocs.values()}
+    variant = {name(k) for _, k in w.loops} | {name(h) for L, _ in w.loops for h in L.havocs.values()}
     variant |= set().union(*[chk.ex.loop_syms.get(id(L), set()) for L, _ in w.loops])  # values made per iteration
     todo, fixed = [w.pc], []
     while todo:
@@ -421,7 +421,7 @@ def _inner_trips(chk, L1, k1, sub, role):
         return False if chk.prove(role, z3.Not(c))[0] == "proved" else None
 
     hr1 = L1.head_regs
-    h1 = {str(h): r for r, h in L1.havocs.items()}
+    h1 = {name(h): r for r, h in L1.havocs.items()}
     cpc, cregs = L1.conts[0]
     rel = {h1[x] for x in chk.syms(cpc) if x in h1}
     while True:

@@ -22,7 +22,7 @@ from kverify.launch import dtypes, lookup
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, Reg, Sym
 from kverify.semantics.ir.optable import space_of
 from kverify.semantics.values import FAMILIES, is_float
-from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, mk_ite, operand, row_of, sync_of
+from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, mk_ite, name, operand, row_of, sync_of
 
 SAMPLES = 140  # iterations simulated to guess a closed form
 MAX_PERIOD = 64
@@ -88,8 +88,8 @@ class MbarExecutor(Executor):
             names = set()
             for a, b in self.env.pairs[mark:]:
                 if not a.eq(info.k):
-                    names.add(str(a))
-                    names.add(str(b))
+                    names.add(name(a))
+                    names.add(name(b))
             self.loop_syms[id(info)] = names
         return res
 

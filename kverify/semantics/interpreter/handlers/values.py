@@ -11,6 +11,7 @@ from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
 from kverify.semantics.ir.optable import OPS
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits
+from kverify.semantics.values.concrete import quiet
 
 from ..state import D, U64, low_mask
 from .common import bits_of, registry
@@ -118,7 +119,7 @@ def h_value(m, w, ins, mask):
         return
     if fam in CARRY_IN:
         args.append(carry_flag(w))
-    with np.errstate(all="ignore"):
+    with quiet():
         if any(x is None for x in args) or (fam == "cvt" and isinstance(ty, tuple) and ty[0] in ("f16x2", "bf16x2")
                                             and len(args) < 2):  # a form with fewer operands than it reads
             raise Unsupported(f"{ins.opcode}: an operand this form reads is missing", ins)
