@@ -256,3 +256,29 @@ def test_a_large_environment_reaches_the_served_command(server):
     log = p.stderr.read()
     assert f"kverify: check server on {sock} (pid {p.pid})" in log
     assert "kverify serve: pid " in log and log.rstrip().endswith(": kverify parse vadd.ptx")
+
+
+def test_ctrl_c_in_a_destructor_is_not_lost():
+    """A KeyboardInterrupt raised while an object is freed (a z3 term's ``__del__``: with the
+    collector off they run anywhere) is dropped by Python, so a Ctrl-C there used to let the
+    check run to its verdict and exit 0 (seen on a loaded machine). The command's handler
+    remembers it: the next solver query raises it again, and nothing is printed for the drop."""
+    code = """if True:
+        import os, signal, z3
+        from kverify.symbolic.budget import SolverBudget, interrupted, watch_interrupts
+        watch_interrupts()
+        class Freed:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10000):  # the handler runs here, inside the destructor
+                    pass
+        x = Freed()
+        del x
+        print("remembered", interrupted())
+        try:
+            SolverBudget(1.0).check(z3.Solver())
+        except KeyboardInterrupt:
+            print("raised at the next query")
+        """
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "remembered True\nraised at the next query\n", "")

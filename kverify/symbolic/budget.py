@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import sys
 import time
 from contextlib import contextmanager
 from functools import cache
@@ -70,6 +72,34 @@ def _export(s, label: str, r, assumptions) -> None:
         fh.write(f"; kverify obligation {label}: z3 answered {r}\n{text}")
 
 
+_INTERRUPTED = [False]
+
+
+def watch_interrupts() -> None:
+    """Ctrl-C (SIGINT) stops the command even where Python cannot raise it: a
+    ``KeyboardInterrupt`` raised while an object is being freed (a z3 term's ``__del__``, which
+    runs anywhere with the collector off) is printed and dropped. The handler also remembers
+    it; the next solver query raises it again, and ``interrupted()`` tells the command line at
+    the end. For the ``kverify`` command (cold or a check server's child), not a library caller."""
+    def on_sigint(signum, frame):
+        _INTERRUPTED[0] = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    default = sys.unraisablehook
+
+    def unraisable(u):  # the dropped interrupt is remembered, not printed
+        if not (isinstance(u.exc_type, type) and issubclass(u.exc_type, KeyboardInterrupt)):
+            default(u)
+
+    sys.unraisablehook = unraisable
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C came during this command (``watch_interrupts``)."""
+    return _INTERRUPTED[0]
+
+
 class SolverBudget:
     """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
     left and charges what it used. ``label`` names the obligation its queries belong to (the
@@ -108,6 +138,8 @@ class SolverBudget:
     def check(self, s, *assumptions):
         """``s.check(*assumptions)`` for a ``z3.Solver`` or ``z3.Optimize``, limited to the units
         left; ``z3.unknown`` at once when none are."""
+        if _INTERRUPTED[0]:  # a Ctrl-C that a destructor swallowed (``watch_interrupts``)
+            raise KeyboardInterrupt
         if self.exhausted():
             return z3.unknown
         wall_left = max(BACKSTOP * self.seconds, BACKSTOP_FLOOR_S) - (time.perf_counter() - self._t0)
@@ -124,6 +156,7 @@ class SolverBudget:
         if r == z3.unknown:
             why = s.reason_unknown()
             if "interrupted from keyboard" in why:  # z3 takes Ctrl-C as the end of this query only
+                _INTERRUPTED[0] = True
                 raise KeyboardInterrupt
             if "timeout" in why and self.left > 0:
                 self.backstop_hit = True

@@ -730,12 +730,20 @@ def main(argv=None) -> int:
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if argv is None and (getattr(args, "max_memory", 0) or 0) > 0:  # the command line, not an in-process caller
         limit_memory(args.max_memory)
+    stopped = None
     if argv is None:  # the command line, cold or in a check server's child: one starting state
+        from kverify.symbolic.budget import interrupted, watch_interrupts
+
         from .server import fresh_heap
 
         fresh_heap(sys.argv[1] if len(sys.argv) > 1 else None)  # (capture's args.command is its program)
+        watch_interrupts()
+        stopped = interrupted
     try:
-        return args.func(args)
+        rc = args.func(args)
+        if stopped is not None and stopped():  # a Ctrl-C a destructor swallowed: the result may lack
+            raise KeyboardInterrupt             # what it stopped
+        return rc
     except KernelError as e:
         print(e, file=sys.stderr)
         return EXIT_USAGE
