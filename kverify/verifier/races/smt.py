@@ -441,7 +441,8 @@ class _Checker:
         return [describe(p, kind) for p, kind in sorted(self.ex.extern_used.items())]
 
     def search(self, space, accs, bacc, counted, budget, first=False):
-        """All pairs (a, b) in program order, one query per ``a`` over its candidates.
+        """All pairs (a, b) in program order: one query over every ``a`` first (``none_race``),
+        then, unless it is unsat, one query per ``a`` over its candidates.
         Returns the first race that is real (``race``: a, b, model), the possible races
         that rest on approximated values (``maybe``), and the undecided pairs. With
         ``first``, stops at the first satisfiable pair without asking whether it is real."""
