@@ -419,3 +419,27 @@ def test_dp4a_and_dp2a_sum_the_extended_byte_products():
     assert dp("dp2a", ("s32", "s32"), ["lo"]) == (10 + 0x0102 * 3 + (0x80FF - 0x10000) * 127) & 0xFFFFFFFF
     # dp2a.hi.u32.s32: 0x0102 * (-1) + 0x80FF * 2
     assert dp("dp2a", ("u32", "s32"), ["hi"]) == (10 - 0x0102 + 0x80FF * 2) & 0xFFFFFFFF
+
+
+def test_quiet_enters_numpy_error_state_once_and_restores_it():
+    """``quiet()`` blocks nest: numpy ignores lane overflow inside any of them, the domain's
+    methods enter no block of their own inside one (and one of their own outside), and the
+    caller's error state is back after the outermost."""
+    import warnings
+
+    from kverify.semantics.values.concrete import quiet
+
+    before = np.geterr()
+    with np.errstate(all="raise"):
+        with quiet():
+            with quiet():
+                assert np.geterr()["over"] == "ignore"
+                np.array([1e308]) * 10  # would raise under the caller's state
+            assert np.geterr()["over"] == "ignore"
+        assert np.geterr()["over"] == "raise"
+        big = np.array([float_to_bits("f64", 1e308)], np.uint64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = C.fmul("f64", "rn", big, big)  # outside a block: the method enters its own
+        assert bits_to_float("f64", int(got[0])) == math.inf
+    assert np.geterr() == before
