@@ -28,3 +28,15 @@ def test_shared_subterms_are_walked_once_and_answers_are_memoized_by_id():
     n = len(s.memo)
     assert n < 500
     assert s(t) is s(t) and len(s.memo) == n
+
+
+def test_name_is_str_for_every_term_and_the_constant_name_for_a_constant():
+    """``name`` is ``str`` without z3's printer for a constant; what Symbols calls the constant."""
+    from kverify.symbolic.terms import name
+
+    x, k = z3.BitVec("h0.%r1040!A", 32), z3.BitVec("k!3", 64)
+    f = z3.Function("f", z3.BitVecSort(32), z3.BitVecSort(32))
+    for t in (x, k, z3.Bool("p"), x + 1, f(x), z3.BitVecVal(5, 32), z3.And(z3.Bool("p"), z3.Bool("q")),
+              z3.ForAll([x], x > 0)):
+        assert name(t) == str(t)
+    assert {name(x), name(k)} == set(Symbols().of(x, k)) == {"h0.%r1040!A", "k!3"}
