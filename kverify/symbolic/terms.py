@@ -15,6 +15,15 @@ def is_false(e) -> bool:
     return z3.is_false(e)
 
 
+def _declared_name(e, ctx, d) -> str | None:
+    """The name of function declaration ``d`` (a C pointer of ``e``'s context) when it is
+    uninterpreted (a constant or function the kernel's symbols are), else None."""
+    C = z3.z3core
+    if C.Z3_get_decl_kind(ctx, d) != z3.Z3_OP_UNINTERPRETED:
+        return None
+    return z3.z3._symbol2py(e.ctx, C.Z3_get_decl_name(ctx, d))
+
+
 def name(e) -> str:
     """``str(e)`` of a term; for an uninterpreted constant its name, read through z3's C API as
     ``Symbols`` reads names (7 us a call where z3's printer takes 25; loop summaries ask
@@ -22,9 +31,9 @@ def name(e) -> str:
     C = z3.z3core
     ctx, a = e.ctx_ref(), e.as_ast()
     if C.Z3_get_ast_kind(ctx, a) == z3.Z3_APP_AST and C.Z3_get_app_num_args(ctx, a) == 0:
-        d = C.Z3_get_app_decl(ctx, a)
-        if C.Z3_get_decl_kind(ctx, d) == z3.Z3_OP_UNINTERPRETED:
-            return z3.z3._symbol2py(e.ctx, C.Z3_get_decl_name(ctx, d))
+        n = _declared_name(e, ctx, C.Z3_get_app_decl(ctx, a))
+        if n is not None:
+            return n
     return str(e)
 
 
@@ -163,10 +172,8 @@ class Symbols:
             if todo:
                 stack.extend(todo)
                 continue
-            d = C.Z3_get_app_decl(ctx, x)
-            acc = set()
-            if C.Z3_get_decl_kind(ctx, d) == z3.Z3_OP_UNINTERPRETED:
-                acc.add(z3.z3._symbol2py(e.ctx, C.Z3_get_decl_name(ctx, d)))
+            n = _declared_name(e, ctx, C.Z3_get_app_decl(ctx, x))
+            acc = set() if n is None else {n}
             for i in ids:
                 acc |= memo[i]
             memo[kx] = frozenset(acc)

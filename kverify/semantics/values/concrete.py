@@ -260,8 +260,7 @@ class ConcreteDomain:
 
     def _native(self, fmt, fn, *args):
         xs = [self._view(fmt, a) for a in args]
-        with np.errstate(all="ignore"):
-            return self._unview(fmt, fn(*xs))
+        return self._unview(fmt, fn(*xs))
 
     def fadd(self, fmt, rm, a, b):
         if rm == "rn":
@@ -306,23 +305,22 @@ class ConcreteDomain:
 
     def _fma_via_f64(self, fmt, rm, a, b, c):
         xa, xb, xc = (self._view(fmt, v).astype(np.float64) for v in (a, b, c))
-        with np.errstate(all="ignore"):
-            p = xa * xb
-            s = p + xc
-            bp = s - xc
-            err = (p - bp) + (xc - (s - bp))
-            fin = np.isfinite(s) & np.isfinite(err)
-            sb = np.asarray(s, dtype=np.float64).view(np.uint64)
-            fix = fin & (err != 0) & ((sb & U64(1)) == 0)
-            towards = np.where(err > 0, np.inf, -np.inf)
-            s = np.where(fix, np.nextafter(s, towards), s)
-            # exact zero sum: IEEE sign rule (x + -x = +0 except toward -inf)
-            zero = fin & (s == 0) & (err == 0)
-            if rm == "rm":
-                zs = np.where((p == 0) & (xc == 0) & ~np.signbit(p) & ~np.signbit(xc), 0.0, -0.0)
-            else:
-                zs = np.where((p == 0) & (xc == 0) & np.signbit(p) & np.signbit(xc), -0.0, 0.0)
-            s = np.where(zero, zs, s)
+        p = xa * xb
+        s = p + xc
+        bp = s - xc
+        err = (p - bp) + (xc - (s - bp))
+        fin = np.isfinite(s) & np.isfinite(err)
+        sb = np.asarray(s, dtype=np.float64).view(np.uint64)
+        fix = fin & (err != 0) & ((sb & U64(1)) == 0)
+        towards = np.where(err > 0, np.inf, -np.inf)
+        s = np.where(fix, np.nextafter(s, towards), s)
+        # exact zero sum: IEEE sign rule (x + -x = +0 except toward -inf)
+        zero = fin & (s == 0) & (err == 0)
+        if rm == "rm":
+            zs = np.where((p == 0) & (xc == 0) & ~np.signbit(p) & ~np.signbit(xc), 0.0, -0.0)
+        else:
+            zs = np.where((p == 0) & (xc == 0) & np.signbit(p) & np.signbit(xc), -0.0, 0.0)
+        s = np.where(zero, zs, s)
         bits64 = np.asarray(s, dtype=np.float64).view(np.uint64)
         if rm == "rn" and fmt in ("f32", "f16"):
             return self.fcvt(fmt, "f64", "rn", bits64)
@@ -359,8 +357,7 @@ class ConcreteDomain:
             return np.where(np.isnan(x), U64(df.canonical_nan), self._unview_exact(dfmt, x))
         if rm == "rn" and dfmt in ("f32", "f16"):
             it, ft = _NP_FLOAT[dfmt]
-            with np.errstate(all="ignore"):
-                r = x.astype(ft)
+            r = x.astype(ft)
             return np.where(np.isnan(x), U64(df.canonical_nan), r.view(it).astype(np.uint64))
         return _lanes(lambda v: softfloat.convert(df, sf, rm, v), a)
 
@@ -415,12 +412,12 @@ class ConcreteDomain:
         """Best-effort value of an approximate instruction (PTX documents only an error bound):
         computed in f64 and rounded to nearest; lies within the documented bound."""
         xs = [self._view(fmt, a).astype(np.float64) for a in args]
-        with np.errstate(all="ignore"):
-            r = self._APPROX[name](*xs)
+        r = self._APPROX[name](*xs)
         bits64 = np.asarray(r, dtype=np.float64).view(np.uint64)
         return self.fcvt(fmt, "f64", "rn", bits64)
 
 
+# every method runs inside a ``quiet()`` block (its own when none is open): none enters another
 for _name, _fn in list(vars(ConcreteDomain).items()):
     if callable(_fn) and not _name.startswith("__") and not isinstance(_fn, staticmethod):
         setattr(ConcreteDomain, _name, _quiet(_fn))

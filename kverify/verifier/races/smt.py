@@ -518,13 +518,13 @@ class _Checker:
         common = None
         parts = []
         for a, cands in todo:
-            f = mk_and(a.pc, mk_or(*[f for _, f in cands]))
-            rel = self.relevant(base, distinct + [f])
-            parts.append((f, rel))
+            cond = mk_and(a.pc, mk_or(*[f for _, f in cands]))
+            rel = self.relevant(base, distinct + [cond])
+            parts.append((cond, rel))
             ids = {c.get_id() for c in rel}
             common = ids if common is None else common & ids
         top = [c for c in parts[0][1] if c.get_id() in common]
-        alts = [mk_and(f, *[c for c in rel if c.get_id() not in common]) for f, rel in parts]
+        alts = [mk_and(cond, *[c for c in rel if c.get_id() not in common]) for cond, rel in parts]
         with budget.capped(budget.left // 4):
             r, _ = self.solve(distinct + top + [mk_or(*alts)], budget, want_model=False)
         return r == "unsat"
