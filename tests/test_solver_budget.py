@@ -12,6 +12,7 @@ import z3
 
 from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module
+from kverify.symbolic import budget as budget_mod
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.static import check_mbarrier
 from kverify.verifier.races.smt import check_races
@@ -112,3 +113,42 @@ def test_no_query_sets_a_wall_clock_timeout_of_its_own():
     bad = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "budget.py"
            for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"""\.set\(\s*["']timeout["']""", line)]
     assert bad == []
+
+
+def _squares():
+    x = z3.BitVec("x", 16)
+    return [x * x == 0x1235]  # no odd square is 5 mod 8: unsat, ~1.5k units in the SMT core, ~14k in the default solver
+
+
+def test_solve_answers_a_small_query_in_the_smt_core_alone():
+    b = SolverBudget(10)
+    r, s = b.solve(*_squares())
+    assert r == z3.unsat and 0 < b.spent < budget_mod.FAST_UNITS
+    x = z3.BitVec("x", 16)
+    r, s = SolverBudget(10).solve(x * 3 == 21, z3.ULT(x, 100))
+    assert r == z3.sat and s.model().eval(x).as_long() == 7
+
+
+def test_solve_goes_on_with_the_default_solver_when_the_first_attempt_runs_out(monkeypatch, tmp_path):
+    """The first attempt's units are capped; the query it cannot finish goes to z3's default
+    solver with what is left, both attempts are charged, and an export holds the query once, with
+    the final answer."""
+    monkeypatch.setattr(budget_mod, "FAST_UNITS", 50)
+    b = SolverBudget(10)
+    with budget_mod.export_smt(str(tmp_path), "k"):
+        r, s = b.solve(*_squares())
+    assert r == z3.unsat and b.spent > 1000
+    assert [p.name for p in tmp_path.iterdir()] == ["k.query.0001.unsat.smt2"]
+    small = SolverBudget(60 / RLIMIT_PER_SECOND)  # the first attempt's 50 units and 10 more
+    assert small.solve(*_squares())[0] == z3.unknown and small.exhausted()
+    assert small.solve(*_squares())[0] == z3.unknown  # nothing left: no attempt at all
+
+
+def test_verdicts_are_the_same_without_the_first_attempt(monkeypatch):
+    """The SMT core's first attempt changes how fast a query is answered, not the answer: the
+    race and mbarrier obligations of a correct kernel and its seeded twin come out the same with
+    every query sent to the default solver at once."""
+    fast = _verdicts()
+    monkeypatch.setattr(budget_mod, "FAST_UNITS", 0)
+    assert _verdicts() == fast
+    assert [s for _, s, _ in fast["bulk_pipeline__wrong_parity.ptx"]].count("violated") >= 1

@@ -58,8 +58,6 @@ class Facts:
     def solve(self, fs):
         if self.budget.exhausted():
             return "unknown", None
-        s = z3.Solver()
-        s.add(*fs)
         # only the constraints on symbols the query mentions (transitively): the others are
         # satisfiable on their own
         names = self.syms(*fs)
@@ -71,8 +69,7 @@ class Facts:
                 if not keep[j] and keys & names:
                     keep[j] = changed = True
                     names |= self.syms(c)
-        s.add(*[c for (c, _), kp in zip(base, keep) if kp])
-        r = self.budget.check(s)
+        r, s = self.budget.solve(*fs, *[c for (c, _), kp in zip(base, keep) if kp])
         if r == z3.sat:
             return "sat", s.model()
         return ("unsat", None) if r == z3.unsat else ("unknown", None)

@@ -82,9 +82,7 @@ def _thread_a_check(env, timeout_s: float):
     """The executor's satisfiability query on thread A: ``f`` with the launch's and thread A's
     constraints, each query within its own budget of ``timeout_s`` solver seconds."""
     def check_a(f):
-        s = z3.Solver()
-        s.add(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
-        r = SolverBudget(timeout_s).check(s)
+        r, s = SolverBudget(timeout_s).solve(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
         if r == z3.sat:
             return "sat", s.model()
         return ("unsat" if r == z3.unsat else "unknown"), None
@@ -228,9 +226,7 @@ def buffer_extents(module, kernel, launch, timeout_s: float = 10.0) -> tuple[dic
 
 
 def _solve(fs, timeout_s):
-    s = z3.Solver()
-    s.add(*fs)
-    r = SolverBudget(timeout_s).check(s)
+    r, _ = SolverBudget(timeout_s).solve(*fs)
     return "sat" if r == z3.sat else "unsat" if r == z3.unsat else "unknown"
 
 

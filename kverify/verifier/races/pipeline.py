@@ -429,9 +429,7 @@ class _Proof:
         first = self.tag_subst(tags[0])[0]
         for t in tags[1:]:
             cons += [p == q for (o, p), (_, q) in zip(first, self.tag_subst(t)[0]) if str(o).startswith("ctaid.")]
-        s = z3.Solver()
-        s.add(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
-        r = self.chk.budget.check(s)
+        r, s = self.chk.budget.solve(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
         if r == z3.sat:
             return "sat", s.model()
         return ("unsat", None) if r == z3.unsat else ("unknown", None)

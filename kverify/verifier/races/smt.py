@@ -127,12 +127,8 @@ class _Checker:
         axioms of other loops) and only cost bit-blasting."""
         if budget.exhausted():
             return "unknown", None
-        s = z3.Solver()
-        s.add(*constraints)
-        if base:
-            s.add(*self.relevant(base, constraints))
         self.queries += 1
-        r = budget.check(s)
+        r, s = budget.solve(*constraints, *(self.relevant(base, constraints) if base else ()))
         if r == z3.sat:
             return "sat", (s.model() if want_model else None)
         if r == z3.unsat:

@@ -196,9 +196,7 @@ def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1), per_cta=frozens
 
             parts.append(z3.And(*[ren(t) for t, _ in own], *[mine(t) for t in pinned], *[theirs(t) for t in pinned],
                                 z3.Or(*[differ(mine(f), theirs(f)) for f in conds])))
-        s = z3.Solver()
-        s.add(*base, *parts)
-        res = budget.check(s)
+        res, s = budget.solve(*base, *parts)
         if res == z3.unsat:
             return reps
         if res != z3.sat:
