@@ -26,11 +26,11 @@ import z3
 #: proofs run at 2-4 million units per second of z3 time).
 RLIMIT_PER_SECOND = 5_000_000
 BACKSTOP = 10
-#: units the first attempt of ``SolverBudget.solve`` (z3's SMT core alone) may spend before the
-#: query goes to z3's default solver: the core answers most of the checkers' small queries in
-#: about half the default solver's time, and is far slower on a few hard ones
-FAST_UNITS = 250_000
 BACKSTOP_FLOOR_S = 30.0
+#: units the first attempt of ``SolverBudget.solve`` (z3's SMT core alone) may spend before the
+#: query goes to z3's default solver: on the zoo's queries the core answers in 40-60 % of the
+#: default solver's time, and is far slower on a few hard ones
+FAST_UNITS = 250_000
 
 
 @cache
@@ -106,7 +106,7 @@ def interrupted() -> bool:
 
 class SolverBudget:
     """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
-    left and charges what it used. ``label`` names the obligation its queries belong to (the
+    left and charges what it used (``solve(*fs)`` builds the solver: the SMT core first). ``label`` names the obligation its queries belong to (the
     file names ``export_smt`` writes)."""
 
     def __init__(self, seconds: float, label: str = "query"):
