@@ -23,9 +23,9 @@ kverify.z3_release()
 from kverify.symbolic import budget as B
 h, n = hashlib.sha256(), [0]
 orig = B.SolverBudget.check
-def check(self, s, *a):
+def check(self, s, *a, **kw):
     h.update(s.sexpr().encode()); n[0] += 1
-    return orig(self, s, *a)
+    return orig(self, s, *a, **kw)
 B.SolverBudget.check = check
 from kverify.launch import LaunchSpec
 from kverify.semantics.ir import load_module

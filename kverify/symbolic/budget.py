@@ -145,6 +145,9 @@ class SolverBudget:
         default solver with the rest. Both attempts charge this budget, so the answer stays a
         function of the query and the units, not of the machine."""
         s = z3.Tactic("smt").solver()
+        # z3 does not take Ctrl-C here: the attempt is short, and a tactic solver can take the
+        # signal after its answer is made, leaving no trace of it; Python raises it right after
+        s.set("ctrl_c", False)
         s.add(*fs)
         with self.capped(FAST_UNITS):
             r = self.check(s, export=False)

@@ -178,7 +178,7 @@ def _loop(chk, w, off, case, pre=()):
     if r == "unknown":
         return "unknown", f"solver gave no answer within its budget ({chk.budget.seconds:g} solver seconds)"
     if r == "cex":
-        k0 = m.eval(k, model_completion=True).as_long()
+        k0, m = _earliest(chk, hyp, (p & 1) != off, k, m.eval(k, model_completion=True).as_long(), m)
         approx = (chk.syms(hyp, p) & chk.env.approx) - {str(k)}
         if approx or not (info.exact or _reached(chk, info, k, w, 0, k0)):
             why = ("values the encoding approximates" if approx else
@@ -246,6 +246,17 @@ def _may_share_ring(chk, w, h):
     ``w``'s barriers: a candidate for an earlier execution of ``w``'s ring."""
     return (h.instr.blocking and h.parity is not None and h.addr is not None and chk.may_share_thread(w, h)
             and chk.may_alias(w, h))
+
+
+def _earliest(chk, hyp, bad, k, k0, m):
+    """``(iteration, model)``: the earliest iteration below ``k0`` at which ``bad`` holds under
+    ``hyp``, else ``k0`` and its model ``m``. A counterexample names the first iteration that goes
+    wrong, not whichever one the solver's model picked."""
+    for j in range(k0):
+        r, mj = chk.solve([hyp, bad, k == j])
+        if r == "sat":
+            return j, mj
+    return k0, m
 
 
 def _first_round_after(chk, w, off, case, pre, d):
