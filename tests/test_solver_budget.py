@@ -144,11 +144,16 @@ def test_solve_goes_on_with_the_default_solver_when_the_first_attempt_runs_out(m
     assert small.solve(*_squares())[0] == z3.unknown  # nothing left: no attempt at all
 
 
-def test_verdicts_are_the_same_without_the_first_attempt(monkeypatch):
+@pytest.mark.parametrize("units", [0, 50], ids=["skipped", "runs-out"])
+def test_verdicts_are_the_same_without_the_first_attempt(monkeypatch, units):
     """The SMT core's first attempt changes how fast a query is answered, not the answer: the
     race and mbarrier obligations of a correct kernel and its seeded twin come out the same with
-    every query sent to the default solver at once."""
+    every query sent to the default solver at once, or after a first attempt that runs out (a
+    fallback that took the attempt's ``unknown`` for an answer would call the seeded race and
+    the wrong parity clean)."""
     fast = _verdicts()
-    monkeypatch.setattr(budget_mod, "FAST_UNITS", 0)
+    monkeypatch.setattr(budget_mod, "FAST_UNITS", units)
     assert _verdicts() == fast
+    assert ("race.shared", "violated", "race.shared") in fast["reduce_smem__missing_sync.ptx"]
+    assert ("mbarrier.parity", "violated", "mbarrier.parity") in fast["bulk_pipeline__wrong_parity.ptx"]
     assert [s for _, s, _ in fast["bulk_pipeline__wrong_parity.ptx"]].count("violated") >= 1

@@ -143,6 +143,4 @@ def preconditions(kernel, params: dict, exprs) -> list:
 
 
 def _sat(fs):
-    s = z3.Solver()
-    s.add(*fs)
-    return SolverBudget(2.0, label="assume").check(s)
+    return SolverBudget(2.0, label="assume").solve(*fs)[0]

@@ -106,8 +106,8 @@ def interrupted() -> bool:
 
 class SolverBudget:
     """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
-    left and charges what it used (``solve(*fs)`` builds the solver: the SMT core first). ``label`` names the obligation its queries belong to (the
-    file names ``export_smt`` writes)."""
+    left and charges what it used; ``solve(*fs)`` builds the solver for it (the SMT core first).
+    ``label`` names the obligation its queries belong to (the file names ``export_smt`` writes)."""
 
     def __init__(self, seconds: float, label: str = "query"):
         self.label = label
