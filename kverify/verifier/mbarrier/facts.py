@@ -53,6 +53,7 @@ class Facts:
         self.guessed_roles: set = set()  # ids of waits whose role rests on approximated barrier addresses
         self._symbols = Symbols()
         self._thread_counts: dict = {}  # pc id -> (pc, count_threads' answer, the assumptions it added)
+        self.rings: list = []  # (wait site, Ring) of every ring the parity obligation proved (ring.py)
 
     # ------------------------------------------------------------------ solver
     def solve(self, fs):
@@ -298,19 +299,20 @@ class Facts:
         cx, cy, cz = tuple(getattr(self.launch, "cluster", None) or (1, 1, 1))
         return [(x, y, z) for z in range(cz) for y in range(cy) for x in range(cx)]
 
-    def at_peer(self, pos, *terms):
+    def at_peer(self, pos, *terms, same=frozenset()):
         """``terms`` as the thread with the same index in the CTA at cluster position ``pos`` of
         this CTA's cluster computes them, or None when they hold values of this CTA's own run
         (loads, loop-carried registers, approximations) that substitution cannot carry over:
-        only the thread and CTA indices, loop counters, launch constants (parameters, grid) and
-        the leader of a full-mask ``elect.sync`` may occur. The leader is one function of the
-        CTA and warp indices (``Executor.elect``): applied to the peer's indices it is the
-        peer's leader (CUTLASS's ``elect_one_sync()`` before a multicast copy)."""
+        only the thread and CTA indices, loop counters, launch constants (parameters, grid),
+        the leader of a full-mask ``elect.sync`` and the symbols ``same`` (values the caller
+        takes to be the peer's as well, under an assumption it states) may occur. The leader is
+        one function of the CTA and warp indices (``Executor.elect``): applied to the peer's
+        indices it is the peer's leader (CUTLASS's ``elect_one_sync()`` before a multicast copy)."""
         env = self.env
         launch_wide = ({p for p in env.params} | {f"{n}.{d}" for n in ("nctaid", "ntid") for d in "xyz"}
-                       | env.elect_full_mask)
+                       | env.elect_full_mask | set(same))
         for x in self.syms(*terms):
-            if x.endswith("!A"):
+            if x.endswith("!A") and x not in launch_wide:
                 if not (x.startswith(("tid.", "ctaid.")) or re.match(r"k\d+\.", x)):
                     return None
             elif x not in launch_wide:

@@ -26,6 +26,7 @@ def check(chk: Facts) -> Obligation:
     # tail), which go on with a ring proved for a wait in two nested loops (``_tail``)
     waits = sorted((s for s in chk.sites if s.kind == "wait"), key=lambda s: (not s.loops, chk.seq(s)))
     proved, unknown = [], []
+    chk.rings = []
     rings, tails = {}, {}  # id(nested wait) -> (Ring, offset, reuse distance, strengthened facts); -> tail waits proved
     shrunk = False
     hoisted = _hoisted_waits(chk, waits)  # id(nested wait) -> the ring's waits before its inner loop
@@ -63,6 +64,7 @@ def check(chk: Facts) -> Obligation:
                 also = f" (a ring waited on here and at {', '.join(str(chk.loc(h.instr)) for h in hs)})" if hs else ""
                 unknown.append((w, f"the wait is inside nested loops{also}: {why}"))
                 continue
+            chk.rings.append((w, ring))  # the ring's forms hold whatever the parity turns out (tx bytes use them)
             ck = _strengthened(chk, ring.substitution)
         off, case = ck.role(ck.site_of(w))
         if off is None:

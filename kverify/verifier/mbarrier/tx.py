@@ -69,6 +69,7 @@ def check(chk: Facts) -> Obligation:
         if isinstance(got, Obligation):
             got.time_s = time.perf_counter() - t0
             return got
+        got, e_addr = got
         total = total + got
         mine = mine + [c for c in mcast if id(c) in used and c not in mine]
         hyp2 = mk_and(hyp, re_ if re_ is not None else z3.BoolVal(True))
@@ -79,6 +80,13 @@ def check(chk: Facts) -> Obligation:
         if r == "unknown":
             return _ob("tx bytes", "unknown", f"{L(e.instr)}: solver gave no answer", t0, [L(e.instr)])
         approx = chk.syms(want, total, hyp2) & chk.env.approx
+        if e.loops and (not approx or approx == {str(k) for _, k in e.loops} & approx):
+            # the first iteration of every loop (each loop's entry, reached whenever the site
+            # is): a mismatch there is a real one even where later iterations are
+            # over-approximated (a loop counter whose iterations may not all be reached)
+            r, m0 = chk.prove(mk_and(hyp2, *[k == 0 for _, k in e.loops]), want == total)
+            if r == "cex":
+                m, approx = m0, set()
         exp_v = m.eval(want, model_completion=True).as_long()
         got_v = m.eval(total, model_completion=True).as_long()
         if approx:
@@ -86,7 +94,7 @@ def check(chk: Facts) -> Obligation:
                        "bytes, but only for approximated values", t0, [L(e.instr)])
         its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in e.loops}
         cex = {"rule": MB.TX_MISMATCH.id, "expected_bytes": exp_v, "copied_bytes": got_v,
-               "iterations": its, "barrier_address": m.eval(e.addr, model_completion=True).as_long(),
+               "iterations": its, "barrier_address": m.eval(e_addr, model_completion=True).as_long(),
                "copies": [str(L(c.instr)) for c in mine], "location": str(L(e.instr))}
         msg = (f"{', '.join(str(L(x.instr)) for x in group)} announce{'s' if len(group) == 1 else ''} {exp_v} "
                f"tx bytes on the barrier at shared address {cex['barrier_address']:#x} but the copies "
@@ -113,16 +121,39 @@ def check(chk: Facts) -> Obligation:
 #: what a proof over multicast copies inside loops rests on
 IN_STEP = ("the CTAs of a cluster run their loop iterations in step (a peer's multicast copy of iteration k "
            "signals the phase of this CTA's iteration k: the peers' ring state is not related by the encoding)")
+#: ... and one over copies whose barrier is a ring's stage (the ring's forms, ring.py)
+RING_IN_STEP = ("the CTAs of a cluster take their ring steps in step (a peer's multicast copy at its n-th ring "
+                "step signals this CTA's barrier of its n-th ring step, as a cluster-wide tile schedule gives: "
+                "the ring registers are proved to be functions of n alone)")
+
+
+def _ring_view(chk: Facts, c, e, hyp):
+    """``(substitution, shared symbols)`` for a multicast copy ``c`` and the expect-tx ``e`` of its
+    phase in the two loops of a ring the parity obligation proved (:mod:`.ring`), both executed
+    only by the ring's waiting threads: their loop-head registers replaced by the ring's forms,
+    functions of the ring count ``n`` alone (from constants at the first execution), so a peer
+    CTA at the same ring step holds the same values; None without such a ring."""
+    for w, ring in chk.rings:
+        if len(w.loops) != 2 or not (chk.same_iteration(c, w) and chk.same_iteration(e, w)):
+            continue
+        if chk.prove(hyp, z3.Implies(mk_and(c.pc), ring.role))[0] != "proved" \
+                or chk.prove(hyp, z3.Implies(mk_and(e.pc), ring.role))[0] != "proved":
+            continue
+        forms = [f for _, f in ring.substitution]
+        heads = {str(h) for h, _ in ring.substitution}
+        return ring.substitution, frozenset(chk.syms(*forms) - heads) if forms else frozenset()
+    return None
 
 
 def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
     """The bytes the multicast copies of ``e``'s phase deliver to this CTA's barrier (a BV32
-    term), summed over the CTAs of the cluster (§9.7.9.27 cp.async.bulk.tensor
+    term) and ``e``'s barrier address as the copies were compared with it (in a ring's forms,
+    ``_ring_view``), summed over the CTAs of the cluster (§9.7.9.27 cp.async.bulk.tensor
     ``.multicast::cluster``: the CTA of rank r receives the data and the complete-tx on the
     barrier at the same offset when bit r of the issuer's ctaMask is set), or an unknown
     obligation. Each peer's copy is the site's terms with the peer's CTA index."""
     L = chk.loc
-    total = z3.BitVecVal(0, 32)
+    total, e_addr = z3.BitVecVal(0, 32), e.addr
     rank = chk.env.special("%cluster_ctarank")
     for c in mcast:
         if not chk.same_iteration(c, e):
@@ -139,14 +170,22 @@ def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
         if rank is None:
             return _ob("tx bytes", "unknown", f"{L(c.instr)}: a multicast copy and no launch gives the cluster shape",
                        0.0, [L(c.instr)])
+        terms, mine_addr, same, assume = (c.pc, c.addr, c.size, c.mask), e.addr, frozenset(), IN_STEP
+        if chk.at_peer((0, 0, 0), *terms) is None and c.loops:
+            view = _ring_view(chk, c, e, hyp)
+            if view is not None:
+                subst, same = view
+                terms = tuple(z3.substitute(t, *subst) if t is not None else None for t in terms)
+                mine_addr, assume = z3.substitute(e.addr, *subst), RING_IN_STEP
+                e_addr = mine_addr
         for pos in chk.cluster_positions():
-            t = chk.at_peer(pos, c.pc, c.addr, c.size, c.mask)
+            t = chk.at_peer(pos, *terms, same=same)
             if t is None or t[1] is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: the multicast copy's mask, size, barrier or "
                            "issuing threads depend on values of the issuing CTA's own run, which the encoding does "
                            "not carry over to the other CTAs of the cluster", 0.0, [L(c.instr)])
             pc_p, addr_p, size_p, mask_p = t
-            m = chk.matches(addr_p, e.addr, hyp)
+            m = chk.matches(addr_p, mine_addr, hyp)
             if m == "different":
                 continue
             if m is None:
@@ -164,7 +203,7 @@ def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
                 return _ob("tx bytes", "unknown", f"{L(c.instr)} of the CTA at cluster position {pos} and "
                            f"{L(e.instr)} may run in different iterations or paths", 0.0, [L(c.instr), L(e.instr)])
             if c.loops:
-                chk.assumptions.add(IN_STEP)
+                chk.assumptions.add(assume)
             mine = z3.Extract(0, 0, z3.LShR(mask_p, rank)) == 1
             total = total + z3.If(mine, size_p * n, z3.BitVecVal(0, 32))
-    return total
+    return total, e_addr

@@ -1,0 +1,53 @@
+"""The CUTLASS sm90 cluster pipeline idiom (tests/data/multicast_ring/multicast_ring.cu): a stage
+ring whose (stage, phase) state is carried across a persistent tile loop and a k loop, TMA
+multicast of each CTA's half of a stage into both CTAs of a 2-CTA cluster, consumers releasing
+the empty barrier of every CTA of the cluster with remote arrivals. The static tx-bytes
+obligation sums the peers' multicast bytes per phase with the producer's ring registers in the
+forms the parity obligation proved (functions of the ring count alone, so a peer at the same
+ring step holds the same stage), and says what that rests on."""
+from __future__ import annotations
+
+import pytest
+
+import kverify
+
+D = "tests/data/multicast_ring"
+LAUNCH = f"{D}/launch.json"
+IN_STEP = "the CTAs of a cluster take their ring steps in step"
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {v: kverify.check(f"{D}/multicast_ring{'__' + v if v else ''}.ptx", launch=LAUNCH)
+            for v in ("", "short_tx", "ring_skew")}
+
+
+def test_the_correct_ring_proves_parity_and_tx_bytes_across_the_cluster(reports):
+    rep = reports[""]
+    assert rep.verdict == "verified" and rep.findings == []
+    par, tx = rep.obligation("mbarrier.parity"), rep.obligation("mbarrier.tx-bytes")
+    assert par.status == "proved", par.message
+    assert tx.status == "proved", tx.message
+    # the expect-tx of the producer's ring step, and the assumption the proof rests on
+    assert "multicast_ring.cu:147:11 (ptx 340)" in tx.message and IN_STEP in tx.message
+
+
+def test_an_expect_tx_of_one_half_is_violated_statically_in_the_first_iterations(reports):
+    tx = reports["short_tx"].obligation("mbarrier.tx-bytes")
+    assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
+    cex = tx.counterexample
+    assert (cex["expected_bytes"], cex["copied_bytes"]) == (2048, 4096)
+    assert sorted(cex["iterations"].values()) == [0, 0]
+    assert cex["barrier_address"] == 0x3000  # full[0], the stage of ring step 0
+    assert [loc.line for loc in tx.locations] == [145, 149]
+
+
+def test_a_ring_that_starts_apart_in_the_peers_is_not_taken_to_be_in_step(reports):
+    # rank 1's producer starts at stage 1: its ring registers are no function of the ring count
+    # alone, so nothing proves the peers' copies land in this CTA's phase
+    rep = reports["ring_skew"]
+    tx = rep.obligation("mbarrier.tx-bytes")
+    assert tx.status == "unknown" and "own run" in tx.message
+    assert rep.obligation("mbarrier.parity").status == "unknown"
+    assert rep.verdict == "violated"  # the interpreter's run of the launch finds the stuck phase
+    assert "mbarrier.tx-mismatch" in {f.rule for f in rep.findings}
