@@ -76,11 +76,31 @@ def test_parity_counterexample_names_iterations_and_barrier():
     assert isinstance(ce["barrier_address"], int)
 
 
-def test_remote_arrivals_and_arrive_drop_are_unknown_with_a_reason():
-    for fam, file in (("cluster_arrive", "cluster_arrive.cu"), ("arrive_drop", "arrive_drop.cu")):
-        obs, _, _ = _check(fam, file)
-        assert obs["arrivals"].status == "unknown" and obs["arrivals"].message
-        assert all(o.status != "violated" for o in obs.values())
+def test_arrive_drop_is_unknown_with_a_reason():
+    obs, _, _ = _check("arrive_drop", "arrive_drop.cu")
+    assert obs["arrivals"].status == "unknown" and "arrive_drop changes the expected count" in obs["arrivals"].message
+    assert all(o.status != "violated" for o in obs.values())
+
+
+def test_remote_arrivals_are_counted_on_the_rank_they_name(tmp_path):
+    # rank 1's 128 threads arrive on rank 0's barrier (count 128) through mapa; rank 1's own
+    # barrier gets none and nothing waits on it there
+    obs, _, _ = _check("cluster_arrive", "cluster_arrive.cu")
+    arr = obs["arrivals"]
+    assert arr.status == "proved", arr.message
+    assert ("cluster_arrive.cu:96:5 (ptx 111) x128 on cluster rank 0, 0 on cluster rank 1 (not waited on there) "
+            "(remote" in arr.message)
+    # the same kernel with the barrier initialized for 64 arrivals: rank 0 receives 128
+    v = _variant("cluster_arrive", "cluster_arrive.cu")
+    text = (ZOO / "cluster_arrive" / "cluster_arrive.ptx").read_text()
+    assert text.count("mov.u32 \t%r5, 128;") == 1
+    ptx = tmp_path / "cluster_arrive.ptx"
+    ptx.write_text(text.replace("mov.u32 \t%r5, 128;", "mov.u32 \t%r5, 64;"))
+    (tmp_path / "cluster_arrive.cu").write_text((ZOO / "cluster_arrive" / "cluster_arrive.cu").read_text())
+    arr = check_mbarrier(load_module(str(ptx)), v["kernel"], LaunchSpec.from_dict(v["launch"]))[2]
+    assert arr.status == "violated" and arr.rule == "mbarrier.arrival-overflow", arr.message
+    assert (arr.counterexample["arrivals"], arr.counterexample["init_count"], arr.counterexample["cluster_rank"]) == (128, 64, 0)
+    assert [loc.line for loc in arr.locations] == [86, 96]
 
 
 def test_tensor_copy_without_tensor_maps_is_unknown_not_proved():

@@ -7,9 +7,14 @@ forms the parity obligation proved (functions of the ring count alone, so a peer
 ring step holds the same stage), and says what that rests on."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import kverify
+from kverify.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.verifier.mbarrier import check_mbarrier
 
 D = "tests/data/multicast_ring"
 LAUNCH = f"{D}/launch.json"
@@ -51,3 +56,27 @@ def test_a_ring_that_starts_apart_in_the_peers_is_not_taken_to_be_in_step(report
     assert rep.obligation("mbarrier.parity").status == "unknown"
     assert rep.verdict == "violated"  # the interpreter's run of the launch finds the stuck phase
     assert "mbarrier.tx-mismatch" in {f.rule for f in rep.findings}
+
+
+def test_remote_arrivals_are_counted_per_cluster_rank_over_the_peers(reports):
+    arr = reports[""].obligation("mbarrier.arrivals")
+    assert arr.status == "proved", arr.message
+    assert "multicast_ring.cu:176:9 (ptx 246) x2 on each cluster rank (remote" in arr.message
+    assert "multicast_ring.cu:147:11 (ptx 340) x1" in arr.message and IN_STEP in arr.message
+
+
+@pytest.mark.parametrize("variant, rule, got", [("own_rank_only", "deadlock", 1),
+                                                ("rank0_twice", "mbarrier.arrival-overflow", 4)])
+def test_remote_arrivals_on_the_wrong_ranks_are_violated_statically(variant, rule, got):
+    # the static obligation alone, for every k_tiles and num_tiles (no scalar arguments)
+    launch = {k: v for k, v in json.load(open(LAUNCH)).items() if k != "args"}
+    obs = check_mbarrier(load_module(f"{D}/multicast_ring__{variant}.ptx"), "multicast_ring", LaunchSpec.from_dict(launch))
+    arr = obs[2]
+    assert arr.title == "mbarrier conformance: arrivals (per phase)"
+    assert arr.status == "violated" and arr.rule == rule, arr.message
+    cex = arr.counterexample
+    assert (cex["arrivals"], cex["init_count"], cex["cluster_rank"]) == (got, 2, 0)
+    assert cex["barrier_address"] == 0x3018  # empty[0], the stage of ring step 0
+    assert sorted(cex["iterations"].values()) == [0, 0]
+    line = {"own_rank_only": 172, "rank0_twice": 174}[variant]
+    assert [loc.line for loc in arr.locations] == [124, line]  # the init of empty[s], the arrive

@@ -1,6 +1,7 @@
 """The arrivals obligation (rule ``mbarrier.arrival-overflow``): see :mod:`.static`."""
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import z3
@@ -9,7 +10,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import Facts, ob as _ob
+from .facts import IN_STEP, RING_IN_STEP, Facts, ob as _ob
 
 
 def check(chk: Facts) -> Obligation:
@@ -33,7 +34,17 @@ def check(chk: Facts) -> Obligation:
                        "init inside a loop", t0, [chk.loc(i.instr)])
     done, grouped = [], set()
     counted = {}
+    arrs = [_in_ring(chk, a) for a in arrs]
+    remote = [a for a in arrs if a.rank is not None]
+    for a in remote:
+        res = _remote(chk, a, arrs, inits, t0)
+        if isinstance(res, Obligation):
+            return res
+        done.append((a, res))
+        grouped.add(id(a))
     for a in arrs:
+        if a.rank is not None:
+            continue
         if a.note:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: {a.note} (other CTAs' arrivals are "
                        "not counted)", t0, [chk.loc(a.instr)])
@@ -61,7 +72,13 @@ def check(chk: Facts) -> Obligation:
         n = counted[id(a)]
         _, res = chk.count_threads(a.pc)
         hyp = mk_and(*[chk.in_range(i, k, k) for i, k in a.loops], res)
-        mates, b = chk.phase_mates(a, [b for b in arrs if b is not a and id(b) in counted], chk.ranges(a.loops))
+        mates, b = chk.phase_mates(a, [b for b in arrs if b is not a and (id(b) in counted or b.rank is not None)],
+                                   chk.ranges(a.loops))
+        if mates and any(x.rank is not None for x in mates):
+            b = next(x for x in mates if x.rank is not None)
+            return _ob("arrivals", "unknown", f"{chk.loc(a.instr)} and the remote arrive {chk.loc(b.instr)} may arrive "
+                       "on one barrier in the same phase: local and remote arrivals of one phase are not counted "
+                       "together", t0, [chk.loc(a.instr), chk.loc(b.instr)])
         if mates is None:
             return _ob("arrivals", "unknown", f"cannot decide whether {chk.loc(b.instr)} and "
                        f"{chk.loc(a.instr)} arrive on the same barrier in the same phase", t0,
@@ -139,3 +156,125 @@ def _init_count(chk, a, inits):
     for i in reversed(cands[:-1]):
         count = z3.If(a.addr == i.addr, i.count, count)
     return count
+
+
+def _in_ring(chk: Facts, a):
+    """``a`` with its loop-head registers in the forms of a ring the parity obligation proved
+    for its threads (``Facts.ring_view``: true in every reachable state), else ``a``."""
+    if len(a.loops) != 2:
+        return a
+    view = chk.ring_view([a], chk.ranges(a.loops))
+    if view is None:
+        return a
+    subst = view[0]
+    return dataclasses.replace(a, **{f: z3.substitute(getattr(a, f), *subst) for f in ("addr", "pc", "count", "rank")
+                                     if getattr(a, f) is not None})
+
+
+def _remote(chk: Facts, a, arrs, inits, t0):
+    """A remote arrive (``mapa`` + ``mbarrier.arrive.shared::cluster``, §9.7.9.17, §9.7.13.15.13):
+    each CTA of the cluster runs it, each arriving thread on the barrier at ``a.addr`` of the CTA
+    of rank ``a.rank``. Per phase (one step of every CTA, the only site of its phase), the
+    arrivals the CTA at each cluster position receives -- from its peers' threads whose rank
+    names it, each peer's terms being the site's with the peer's CTA index (``Facts.at_peer``;
+    in a ring, its forms, ``Facts.ring_view``) -- must equal the barrier's init count: the
+    description of what was proved, or an obligation (unknown, violated)."""
+    L = chk.loc
+    hyp = chk.ranges(a.loops)
+    if not getattr(chk.launch, "cluster", None):
+        return _ob("arrivals", "unknown", f"{L(a.instr)}: a remote arrive and no launch gives the cluster shape", t0,
+                   [L(a.instr)])
+    mates, b = chk.phase_mates(a, [x for x in arrs if x is not a], hyp)
+    if mates is None or mates:
+        b = b or mates[0]
+        return _ob("arrivals", "unknown", f"{L(a.instr)} and {L(b.instr)} may arrive on one barrier in the same "
+                   "phase: the arrivals of several sites are not counted together with remote ones", t0,
+                   [L(a.instr), L(b.instr)])
+    terms, same, assume = (a.pc, a.addr, a.rank), frozenset(), IN_STEP
+    if chk.at_peer((0, 0, 0), *terms) is None and a.loops:
+        view = chk.ring_view([a], hyp)
+        if view is not None:
+            subst, same = view
+            terms = tuple(z3.substitute(t, *subst) for t in terms)
+            assume = RING_IN_STEP
+    positions = chk.cluster_positions()
+    peers = [chk.at_peer(p, *terms, same=same) for p in positions]
+    if any(t is None for t in peers):
+        return _ob("arrivals", "unknown", f"{L(a.instr)}: the remote arrive's barrier, target CTA or arriving threads "
+                   "depend on values of the arriving CTA's own run, which the encoding does not carry over to the "
+                   "other CTAs of the cluster", t0, [L(a.instr)])
+    addr = terms[1]
+    for p, (_, addr_p, _) in zip(positions, peers):
+        if chk.matches(addr_p, addr, hyp) != "same":
+            return _ob("arrivals", "unknown", f"{L(a.instr)}: cannot decide that the CTA at cluster position {p} "
+                       "arrives on the barrier at the same offset in the same step", t0, [L(a.instr)])
+    if a.loops:
+        chk.assumptions.add(assume)
+    site = dataclasses.replace(a, addr=addr, pc=terms[0], rank=terms[2])
+    init_count = _init_count(chk, site, inits)
+    if init_count is None:
+        return _ob("arrivals", "unknown", f"{L(a.instr)}: no mbarrier.init found for its barrier", t0, [L(a.instr)])
+    cx, cy, _ = chk.launch.cluster
+    per = []
+    for q in positions:
+        rank_q = q[0] + cx * (q[1] + cy * q[2])
+        n_q, res_q = 0, None
+        for p, (pc_p, _, r_p) in zip(positions, peers):
+            n, res = chk.count_threads(mk_and(pc_p, r_p == rank_q))
+            if n is None:
+                return _ob("arrivals", "unknown", f"{L(a.instr)}: cannot count the threads of the CTA at cluster "
+                           f"position {p} arriving on cluster rank {rank_q} ({res})", t0, [L(a.instr)])
+            if not n:
+                continue
+            if res_q is not None and not res.eq(res_q) and chk.prove(hyp, res == res_q)[0] != "proved":
+                return _ob("arrivals", "unknown", f"{L(a.instr)}: the arrivals on cluster rank {rank_q} may come "
+                           "in different iterations or paths of its peers", t0, [L(a.instr)])
+            res_q = res if res_q is None else res_q
+            n_q += n
+        if not n_q:
+            # no thread of the cluster arrives on this CTA's barrier: a phase only if the CTA waits
+            # on it (dsmem's producer tail: only rank 0's barrier is initialized and waited on)
+            here = [z3.URem(c, n) == v for c, n, v in zip(chk.env.ctaid, chk.launch.cluster, q)]
+            w = next((w for w in chk.sites if w.kind == "wait" and (w.addr is None or chk.solve(
+                [chk.ranges(w.loops), w.pc, *here, w.addr == addr])[0] != "unsat")), None)
+            if w is not None:
+                return _ob("arrivals", "unknown", f"{L(w.instr)} may wait in the CTA of cluster rank {rank_q} on "
+                           f"the barrier the remote arrive {L(a.instr)} names, which brings it no arrival", t0,
+                           [L(w.instr), L(a.instr)])
+            per.append(0)
+            continue
+        got = a.count * n_q
+        hq = mk_and(hyp, res_q) if res_q is not None else hyp
+        r, m = chk.prove(hq, got == init_count)
+        if r == "cex" and a.loops:  # the first iterations, reached whenever the site is
+            f = chk.first_iterations(a.loops, got, init_count, hq, addr)
+            r0, m0 = chk.prove(f[2], f[0] == f[1])
+            if r0 == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
+                m, (got, init_count, hq, addr) = m0, f
+        if r == "unknown":
+            return _ob("arrivals", "unknown", f"{L(a.instr)}: solver gave no answer", t0, [L(a.instr)])
+        if r == "cex":
+            if chk.syms(got, init_count, hq) & chk.env.approx:
+                return _ob("arrivals", "unknown", f"{L(a.instr)}: arrivals may differ from the init count only for "
+                           "approximated values", t0, [L(a.instr)])
+            want = m.eval(init_count, model_completion=True).as_long()
+            gotv = m.eval(got, model_completion=True).as_long()
+            baddr = m.eval(addr, model_completion=True).as_long()
+            init_site = next((i for i in inits if i.addr is not None
+                              and m.eval(addr == i.addr, model_completion=True)), inits[-1])
+            its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in a.loops}
+            rule = MB.ARRIVAL_OVERFLOW.id if gotv > want else "deadlock"
+            cex = {"rule": rule, "arrivals": gotv, "init_count": want, "barrier_address": baddr, "cluster_rank": rank_q,
+                   "iterations": its, "location": str(L(a.instr)), "init": str(L(init_site.instr))}
+            msg = (f"the CTAs of the cluster execute the remote arrive {L(a.instr)} so that the CTA of cluster rank "
+                   f"{rank_q} receives {gotv} arrival(s) per step on its barrier at shared address {baddr:#x}, "
+                   f"initialized with count {want} at {L(init_site.instr)}: "
+                   + ("the surplus arrivals count toward the next phase" if gotv > want else
+                      "the phase cannot complete from these arrivals")
+                   + (f"; iterations {its}" if its else ""))
+            msg, cex = chk.with_params(msg, cex, m)
+            return _ob("arrivals", "violated", msg, t0, [L(init_site.instr), L(a.instr)], cex, rule)
+        per.append(n_q)
+    each = f"{per[0]} on each cluster rank" if len(set(per)) == 1 else \
+        ", ".join(f"{n} on cluster rank {r}" + (" (not waited on there)" if not n else "") for r, n in enumerate(per))
+    return f"{each} (remote: the cluster's arrivals per step)"

@@ -30,6 +30,16 @@ ELECT_LANE_0 = ("elect.sync with the full membermask elects lane 0 (current hard
                 "lane; the PTX ISA, §9.7.13.9, says only that the election is deterministic)")
 
 
+#: what a proof over peers' copies or arrivals inside loops rests on (tx bytes, arrivals)
+IN_STEP = ("the CTAs of a cluster run their loop iterations in step (a peer's multicast copy or remote arrival "
+           "of iteration k signals the phase of this CTA's iteration k: the peers' ring state is not related by "
+           "the encoding)")
+#: ... and one over those whose barrier is a ring's stage (the ring's forms, ring.py)
+RING_IN_STEP = ("the CTAs of a cluster take their ring steps in step (a peer's multicast copy or remote arrival "
+                "at its n-th ring step signals this CTA's barrier of its n-th ring step, as a cluster-wide tile "
+                "schedule gives: the ring registers are proved to be functions of n alone)")
+
+
 def _loop_key(s) -> tuple:
     """The loops of site ``s`` as its terms name them (their counters and summaries)."""
     return tuple((id(info), k.get_id()) for info, k in s.loops)
@@ -320,6 +330,31 @@ class Facts:
         subs = [(a, a - z3.URem(a, z3.BitVecVal(n, 32)) + p)
                 for a, n, p in zip(env.ctaid, self.launch.cluster, pos)]
         return [z3.substitute(t, *subs) if t is not None else None for t in terms]
+
+    @staticmethod
+    def first_iterations(loops, *terms):
+        """``terms`` in the first iteration of each of ``loops`` (every counter 0: the loop's entry,
+        reached whenever the site is), simplified: the loop-head registers take their entry values,
+        so a havocked value or an over-approximated counter drops out where only it varied."""
+        zero = [(k, z3.BitVecVal(0, k.size())) for _, k in loops]
+        return [z3.simplify(z3.substitute(t, *zero)) if t is not None else None for t in terms]
+
+    def ring_view(self, sites, hyp):
+        """``(substitution, shared symbols)`` for ``sites`` (a peer's multicast copy, remote
+        arrival, and the expect-tx of their phase) in the two loops of a ring the parity
+        obligation proved (:mod:`.ring`), all executed only by the ring's waiting threads: their
+        loop-head registers replaced by the ring's forms, functions of the ring count ``n`` alone
+        (from constants at the first execution), so that a peer CTA at the same ring step holds
+        the same values (``at_peer``'s ``same``: the count's symbols); None without such a ring."""
+        for w, ring in self.rings:
+            if len(w.loops) != 2 or not all(self.same_iteration(s, w) for s in sites):
+                continue
+            if any(self.prove(hyp, z3.Implies(s.pc, ring.role))[0] != "proved" for s in sites):
+                continue
+            heads = {str(h) for h, _ in ring.substitution}
+            forms = [f for _, f in ring.substitution]
+            return ring.substitution, (frozenset(self.syms(*forms) - heads) if forms else frozenset())
+        return None
 
     # ------------------------------------------------------------------ thread counting
     def count_threads(self, pc):

@@ -26,6 +26,7 @@ from kverify.symbolic import MBARRIER, TRUE, Executor, State, fit, mk_and, mk_it
 
 SAMPLES = 140  # iterations simulated to guess a closed form
 MAX_PERIOD = 64
+MAPA = "mapa.shared::cluster"  # the uninterpreted window-address function (``MbarExecutor._mapa``)
 
 @dataclass
 class MbarSite:
@@ -44,6 +45,7 @@ class MbarSite:
     uses: object = None  # wait: BV64 count of this thread's earlier executions of this wait instruction
     counts: dict = None  # wait: ghost register -> BV64 count of this thread's executions of that wait before this one
     mask: object = None  # multicast copy: BV32 ctaMask (bit r: the CTA of cluster rank r receives the data and signal)
+    rank: object = None  # remote arrive: BV32 cluster rank of the CTA whose barrier (at ``addr``) it arrives on
     seq: int = -1  # position in program order (``Executor.seq_of``: a called function's, per call)
 
 
@@ -70,6 +72,45 @@ class MbarExecutor(Executor):
 
     def initial_regs(self) -> dict:
         return {g: (z3.BitVecVal(0, 64), None) for g in self.ghosts.values()}
+
+    def plain_instr(self, ins, st, guard):
+        if row_of(ins).semantics == "mapa" and self._mapa(ins, st, guard):
+            return st
+        return super().plain_instr(ins, st, guard)
+
+    def _mapa(self, ins, st, guard) -> bool:
+        """``mapa.shared::cluster d, a, rank`` (§9.7.9.17): the address of ``a`` in the shared
+        memory of the cluster's CTA ``rank``, one function ``MAPA`` of the two, the same in every
+        cluster (a window address names a rank and an offset, not a cluster): a remote arrive on
+        it names the barrier at ``a``'s offset in CTA ``rank`` (``_remote``)."""
+        ops = ins.operands
+        if len(ops) < 3 or not isinstance(ops[0], Reg):
+            return False
+        a, rank = self.read(st, ops[1], 64)[0], self.read(st, ops[2], 64)[0]
+        if a is None or rank is None or z3.is_bool(a) or z3.is_bool(rank):
+            return False
+        v = self.env.uf(MAPA, 2)(a, rank)
+        self.write(st, ops[0].name, (fit(v, self.widths.get(ops[0].name, 32)), None), guard)
+        return True
+
+    def _remote(self, st, op):
+        """``(offset, rank)`` (BV32 terms) of a ``.shared::cluster`` barrier operand whose address
+        ``mapa`` made, or None."""
+        if not isinstance(op, Addr) or op.base is None:
+            return None
+        t, _ = self.read(st, op.base, None)
+        if t is None or z3.is_bool(t):
+            return None
+        t = z3.simplify(fit(t, 32) + op.offset)
+        off = 0
+        if z3.is_add(t) and t.num_args() == 2 and z3.is_bv_value(t.arg(0)):
+            off, t = t.arg(0).as_long(), t.arg(1)
+        while z3.is_app_of(t, z3.Z3_OP_EXTRACT) or z3.is_app_of(t, z3.Z3_OP_ZERO_EXT):
+            t = t.arg(0)
+        if not (z3.is_app(t) and t.decl().name() == MAPA and t.num_args() == 2):
+            return None
+        a, r = (z3.simplify(fit(x, 32)) for x in t.children())
+        return z3.simplify(a + off), r
 
     def dests(self, instr: Instr):
         out = Executor.dests(instr)
@@ -237,7 +278,11 @@ class MbarExecutor(Executor):
                 cnt = self._val32(st, c) if c is not None else z3.BitVecVal(1, 32)
             site = MbarSite("arrive", ins, a, pc, loops, count=cnt, tx=tx, drop=sync == "mbarrier.arrive_drop")
             if "shared::cluster" in mods:
-                site.note = "remote (.shared::cluster) arrive"
+                remote = self._remote(st, operand(ins, "a")) if tx is None else None
+                if remote is None:
+                    site.note = "remote (.shared::cluster) arrive"
+                else:
+                    site.addr, site.rank = remote
         elif sync == "mbarrier.expect_tx":
             a, _ = self._mbar_addr(st, operand(ins, "a"))
             site = MbarSite("expect_tx", ins, a, pc, loops, tx=self._val32(st, operand(ins, "tx")))

@@ -9,7 +9,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import Facts, ob as _ob
+from .facts import IN_STEP, RING_IN_STEP, Facts, ob as _ob
 
 
 def check(chk: Facts) -> Obligation:
@@ -80,13 +80,14 @@ def check(chk: Facts) -> Obligation:
         if r == "unknown":
             return _ob("tx bytes", "unknown", f"{L(e.instr)}: solver gave no answer", t0, [L(e.instr)])
         approx = chk.syms(want, total, hyp2) & chk.env.approx
-        if e.loops and (not approx or approx == {str(k) for _, k in e.loops} & approx):
+        if e.loops:
             # the first iteration of every loop (each loop's entry, reached whenever the site
             # is): a mismatch there is a real one even where later iterations are
             # over-approximated (a loop counter whose iterations may not all be reached)
-            r, m0 = chk.prove(mk_and(hyp2, *[k == 0 for _, k in e.loops]), want == total)
-            if r == "cex":
-                m, approx = m0, set()
+            f = chk.first_iterations(e.loops, want, total, hyp2, e_addr)
+            r, m0 = chk.prove(f[2], f[0] == f[1])
+            if r == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
+                m, approx, (want, total, hyp2, e_addr) = m0, set(), f
         exp_v = m.eval(want, model_completion=True).as_long()
         got_v = m.eval(total, model_completion=True).as_long()
         if approx:
@@ -118,37 +119,10 @@ def check(chk: Facts) -> Obligation:
                [L(x.instr) for g in proved for x in g])
 
 
-#: what a proof over multicast copies inside loops rests on
-IN_STEP = ("the CTAs of a cluster run their loop iterations in step (a peer's multicast copy of iteration k "
-           "signals the phase of this CTA's iteration k: the peers' ring state is not related by the encoding)")
-#: ... and one over copies whose barrier is a ring's stage (the ring's forms, ring.py)
-RING_IN_STEP = ("the CTAs of a cluster take their ring steps in step (a peer's multicast copy at its n-th ring "
-                "step signals this CTA's barrier of its n-th ring step, as a cluster-wide tile schedule gives: "
-                "the ring registers are proved to be functions of n alone)")
-
-
-def _ring_view(chk: Facts, c, e, hyp):
-    """``(substitution, shared symbols)`` for a multicast copy ``c`` and the expect-tx ``e`` of its
-    phase in the two loops of a ring the parity obligation proved (:mod:`.ring`), both executed
-    only by the ring's waiting threads: their loop-head registers replaced by the ring's forms,
-    functions of the ring count ``n`` alone (from constants at the first execution), so a peer
-    CTA at the same ring step holds the same values; None without such a ring."""
-    for w, ring in chk.rings:
-        if len(w.loops) != 2 or not (chk.same_iteration(c, w) and chk.same_iteration(e, w)):
-            continue
-        if chk.prove(hyp, z3.Implies(mk_and(c.pc), ring.role))[0] != "proved" \
-                or chk.prove(hyp, z3.Implies(mk_and(e.pc), ring.role))[0] != "proved":
-            continue
-        forms = [f for _, f in ring.substitution]
-        heads = {str(h) for h, _ in ring.substitution}
-        return ring.substitution, frozenset(chk.syms(*forms) - heads) if forms else frozenset()
-    return None
-
-
 def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
     """The bytes the multicast copies of ``e``'s phase deliver to this CTA's barrier (a BV32
     term) and ``e``'s barrier address as the copies were compared with it (in a ring's forms,
-    ``_ring_view``), summed over the CTAs of the cluster (§9.7.9.27 cp.async.bulk.tensor
+    ``Facts.ring_view``), summed over the CTAs of the cluster (§9.7.9.27 cp.async.bulk.tensor
     ``.multicast::cluster``: the CTA of rank r receives the data and the complete-tx on the
     barrier at the same offset when bit r of the issuer's ctaMask is set), or an unknown
     obligation. Each peer's copy is the site's terms with the peer's CTA index."""
@@ -172,7 +146,7 @@ def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
                        0.0, [L(c.instr)])
         terms, mine_addr, same, assume = (c.pc, c.addr, c.size, c.mask), e.addr, frozenset(), IN_STEP
         if chk.at_peer((0, 0, 0), *terms) is None and c.loops:
-            view = _ring_view(chk, c, e, hyp)
+            view = chk.ring_view([c, e], hyp)
             if view is not None:
                 subst, same = view
                 terms = tuple(z3.substitute(t, *subst) if t is not None else None for t in terms)

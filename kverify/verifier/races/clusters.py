@@ -42,10 +42,10 @@ import z3
 from kverify.semantics.ir.errors import KernelError
 from kverify.semantics.ir.nodes import Addr, Imm, Reg, VecOp, where
 from kverify.semantics.ir.optable import SPACES, space_of
-from kverify.symbolic import Substitution, Unsupported, fit, is_false, mk_and, mk_or, row_of
+from kverify.symbolic import Substitution, Unsupported, is_false, mk_and, mk_or, row_of
 from kverify.symbolic.families import deref, is_atomic
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
-from kverify.verifier.mbarrier.sites import MbarExecutor
+from kverify.verifier.mbarrier.sites import MAPA, MbarExecutor
 from kverify.verifier.report import Obligation
 
 from .extents import IN_BOUNDS, NOT_IN_BOUNDS, prove_in_bounds
@@ -65,7 +65,6 @@ INDEPENDENT = ("no global byte one thread writes is read or written by another t
 GROUP_S = 6.0
 _DATA_BITS = ("t", "t2")  # a slot typed as the instruction: the data a store or an atomic carries
 _ACCESS = ("load", "store", "update")
-MAPA = "mapa.shared::cluster"  # the uninterpreted window-address function (``_EffectExecutor._mapa``)
 
 
 class _EffectExecutor(MbarExecutor):
@@ -82,8 +81,6 @@ class _EffectExecutor(MbarExecutor):
         row = row_of(ins)
         if row.effect in ("sync", "async") and not is_false(z3.simplify(mk_and(st.pc, guard))):
             self._record(ins, st, guard, row)
-        if row.semantics == "mapa" and self._mapa(ins, st, guard):
-            return st
         # a warp collective's result is a function of what its lanes read
         derived = row.collective in ("shuffle", "vote", "match", "reduce")
         srcs = self._sources(ins, st) if derived else None
@@ -94,20 +91,6 @@ class _EffectExecutor(MbarExecutor):
                 if t is not None and z3.is_const(t):
                     self.derived.setdefault(t.decl().name(), []).extend(srcs)
         return st
-
-    def _mapa(self, ins, st, guard) -> bool:
-        """``mapa.shared::cluster d, a, rank`` (§9.7.9.17): the address of ``a`` in the shared
-        memory of the cluster's CTA ``rank``, one function ``MAPA`` of the two, the same in every
-        cluster (a window address names a rank and an offset, not a cluster)."""
-        ops = ins.operands
-        if len(ops) < 3 or not isinstance(ops[0], Reg):
-            return False
-        a, rank = self.read(st, ops[1], 64)[0], self.read(st, ops[2], 64)[0]
-        if a is None or rank is None or z3.is_bool(a) or z3.is_bool(rank):
-            return False
-        v = self.env.uf(MAPA, 2)(a, rank)
-        self.write(st, ops[0].name, (fit(v, self.widths.get(ops[0].name, 32)), None), guard)
-        return True
 
     def memory(self, ins, st, guard):
         """A distributed shared memory access (``ld``/``st``/``atom`` ``.shared::cluster``): within
