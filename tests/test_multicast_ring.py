@@ -4,7 +4,10 @@ multicast of each CTA's half of a stage into both CTAs of a 2-CTA cluster, consu
 the empty barrier of every CTA of the cluster with remote arrivals. The static tx-bytes
 obligation sums the peers' multicast bytes per phase with the producer's ring registers in the
 forms the parity obligation proved (functions of the ring count alone, so a peer at the same
-ring step holds the same stage), and says what that rests on."""
+ring step holds the same stage), and says what that rests on; the arrivals obligation counts the
+remote arrivals each CTA of the cluster receives. On an H100 (``kverify validate``, 4 trials,
+launch.json and launch_long.json) the correct kernel matches ref.py and compute-sanitizer's
+memcheck, racecheck and synccheck report nothing; every twin hangs (killed after 10 s)."""
 from __future__ import annotations
 
 import json
