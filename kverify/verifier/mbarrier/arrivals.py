@@ -219,8 +219,8 @@ def _remote(chk: Facts, a, arrs, inits, t0):
     for q in positions:
         rank_q = q[0] + cx * (q[1] + cy * q[2])
         n_q, res_q = 0, None
-        for p, (pc_p, _, r_p) in zip(positions, peers):
-            n, res = chk.count_threads(mk_and(pc_p, r_p == rank_q))
+        for p in positions:
+            n, res = chk.count_at_peer(mk_and(terms[0], terms[2] == rank_q), p, same)
             if n is None:
                 return _ob("arrivals", "unknown", f"{L(a.instr)}: cannot count the threads of the CTA at cluster "
                            f"position {p} arriving on cluster rank {rank_q} ({res})", t0, [L(a.instr)])

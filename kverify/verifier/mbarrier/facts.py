@@ -357,6 +357,20 @@ class Facts:
         return None
 
     # ------------------------------------------------------------------ thread counting
+    def count_at_peer(self, pc, pos, same=frozenset()):
+        """``count_threads`` of ``pc`` (a condition ``at_peer`` takes) as the CTA at cluster
+        position ``pos`` evaluates it: counted once on this CTA's terms (cached), the residue then
+        taken at the peer -- the CTA index enters the residue only, so every thread false here is
+        false there, and the others share the residue (0 threads where it is false there)."""
+        n, res = self.count_threads(pc)
+        if not n:
+            return n, res
+        t = self.at_peer(pos, res, same=same)
+        if t is None:
+            return None, "the executing threads' condition holds values of the CTA's own run"
+        r = z3.simplify(t[0])
+        return (0, r) if z3.is_false(r) else (n, r)
+
     def count_threads(self, pc):
         """(number of threads of a CTA executing an instance, residue condition) or
         (None, reason); one evaluation per path condition (sites under one condition share it)."""
@@ -436,6 +450,8 @@ class Facts:
 
     def matches(self, a, b, hyp):
         """'same' / 'different' / None for two barrier addresses (terms of one iteration)."""
+        if a.eq(b):
+            return "same"
         r, _ = self.prove(hyp, a == b)
         if r == "proved":
             return "same"

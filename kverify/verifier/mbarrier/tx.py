@@ -166,7 +166,7 @@ def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
                 return _ob("tx bytes", "unknown", f"cannot decide whether the multicast copy {L(c.instr)} of the CTA "
                            f"at cluster position {pos} signals the barrier of {L(e.instr)}", 0.0,
                            [L(c.instr), L(e.instr)])
-            n, rc = chk.count_threads(pc_p)
+            n, rc = chk.count_at_peer(terms[0], pos, same)
             if n is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads of the CTA at "
                            f"cluster position {pos} ({rc})", 0.0, [L(c.instr)])
