@@ -311,3 +311,39 @@ def test_single_k_loop_starting_on_the_hoisted_waits_stage_is_violated_at_its_fi
             "persistent_pipeline_split_one_tile__hoisted_no_advance.cu:138:9 (ptx 207) before the loop, use 1 of the "
             "barrier at shared address 0xc00 (reuse distance 3), and names parity 0, but it must wait on parity 1") \
         in ob.message
+
+
+def _split_arrivals(ptx_path, symbolic=False):
+    man = json.loads((ZOO / SPLIT / "manifest.json").read_text())
+    v = next(v for v in man["variants"] if v["file"] == "persistent_pipeline_split.cu")
+    launch = dict(v["launch"])
+    if symbolic:
+        launch["args"] = {}  # ntiles and k_tiles symbolic
+    obs = check_mbarrier(load_module(str(ptx_path)), v["kernel"], LaunchSpec.from_dict(launch))
+    assert obs[2].title == "mbarrier conformance: arrivals (per phase)"
+    return obs[2]
+
+
+def test_releases_before_and_inside_the_k_loop_are_counted_in_the_rings_forms():
+    """The consumers release the stage of a tile's first k-tile before the k loop (its barrier a
+    register of the tile loop's head) and the others in it: both addresses are the ring's forms
+    (the outer head's ones for the first), so each release is one phase of one empty barrier."""
+    ob = _split_arrivals(ZOO / SPLIT / "persistent_pipeline_split.ptx")
+    assert ob.status == "proved", ob.message
+    assert ("persistent_pipeline_split.cu:115:5 (ptx 271) x4, persistent_pipeline_split.cu:115:5 (ptx 337) x4"
+            in ob.message)
+
+
+def test_an_unguarded_release_before_the_k_loop_is_violated(tmp_path):
+    """Every lane (not lane 0 of each warp) releases the first k-tile's stage: 128 arrivals per
+    phase on a barrier of count 4."""
+    text = (ZOO / SPLIT / "persistent_pipeline_split.ptx").read_text()
+    guard = "\t@%p5 bra \t$L__BB0_8;\n"
+    assert text.count(guard) == 1
+    ptx = tmp_path / "persistent_pipeline_split.ptx"
+    ptx.write_text(text.replace(guard, ""))
+    (tmp_path / "persistent_pipeline_split.cu").write_text((ZOO / SPLIT / "persistent_pipeline_split.cu").read_text())
+    ob = _split_arrivals(ptx)
+    assert ob.status == "violated" and ob.rule == "mbarrier.arrival-overflow", ob.message
+    assert (ob.counterexample["arrivals"], ob.counterexample["init_count"]) == (128, 4)
+    assert [loc.line for loc in ob.locations][-1] == 115

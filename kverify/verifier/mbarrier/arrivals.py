@@ -117,13 +117,19 @@ def check(chk: Facts) -> Obligation:
         if r == "unknown":
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: solver gave no answer", t0,
                        [chk.loc(a.instr)])
+        addr_t = a.addr
+        if a.loops:  # the first iterations, reached whenever the site is (``Facts.first_iterations``)
+            f = chk.first_iterations(a.loops, got, init_count, hyp, addr_t)
+            r0, m0 = chk.prove(f[2], f[0] == f[1])
+            if r0 == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
+                m, (got, init_count, hyp, addr_t) = m0, f
         if chk.syms(got, init_count, hyp) & chk.env.approx:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: arrivals may differ from the init count "
                        "only for approximated values", t0, [chk.loc(a.instr)])
         want = m.eval(init_count, model_completion=True).as_long()
         gotv = m.eval(got, model_completion=True).as_long()
-        addr = m.eval(a.addr, model_completion=True).as_long()
-        init_site = next((i for i in cands if m.eval(a.addr == i.addr, model_completion=True)), cands[-1])
+        addr = m.eval(addr_t, model_completion=True).as_long()
+        init_site = next((i for i in cands if m.eval(addr_t == i.addr, model_completion=True)), cands[-1])
         its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in a.loops}
         rule = MB.ARRIVAL_OVERFLOW.id if gotv > want else "deadlock"
         cex = {"rule": rule, "arrivals": gotv, "init_count": want, "barrier_address": addr,
@@ -161,7 +167,7 @@ def _init_count(chk, a, inits):
 def _in_ring(chk: Facts, a):
     """``a`` with its loop-head registers in the forms of a ring the parity obligation proved
     for its threads (``Facts.ring_view``: true in every reachable state), else ``a``."""
-    if len(a.loops) != 2:
+    if len(a.loops) not in (1, 2):
         return a
     view = chk.ring_view([a], chk.ranges(a.loops))
     if view is None:

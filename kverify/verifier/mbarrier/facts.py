@@ -342,12 +342,17 @@ class Facts:
     def ring_view(self, sites, hyp):
         """``(substitution, shared symbols)`` for ``sites`` (a peer's multicast copy, remote
         arrival, and the expect-tx of their phase) in the two loops of a ring the parity
-        obligation proved (:mod:`.ring`), all executed only by the ring's waiting threads: their
+        obligation proved (:mod:`.ring`), or in its outer loop alone (before or after the inner
+        loop: the outer head's forms), all executed only by the ring's waiting threads: their
         loop-head registers replaced by the ring's forms, functions of the ring count ``n`` alone
         (from constants at the first execution), so that a peer CTA at the same ring step holds
         the same values (``at_peer``'s ``same``: the count's symbols); None without such a ring."""
+        def inside(s, w):  # the ring's two loops, or its outer loop alone (its outer forms)
+            ks, kw = [str(k) for _, k in s.loops], [str(k) for _, k in w.loops]
+            return ks == kw or ks == kw[:1]
+
         for w, ring in self.rings:
-            if len(w.loops) != 2 or not all(self.same_iteration(s, w) for s in sites):
+            if len(w.loops) != 2 or not all(inside(s, w) for s in sites):
                 continue
             if any(self.prove(hyp, z3.Implies(s.pc, ring.role))[0] != "proved" for s in sites):
                 continue
