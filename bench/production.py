@@ -19,7 +19,8 @@ Seeded bugs of each captured GEMM are made here, at benchmark time, by editing o
 PTX each (``MUTANTS``): the consumer's peek-then-wait on the full barrier names the wrong
 parity; the consumer does not wait at all; the mainloop's ``wgmma.wait_group 1`` is gone (the
 stage is released while the wgmma reading it may be in flight; visible only when the k-loop
-wraps around the stages).
+wraps around the stages); the release (empty) barriers expect 2 arrivals more than the
+consumers bring (the producer's wait for a released stage never returns).
 
 One ``kverify check --format json`` process per kernel, pinned to one core where ``taskset``
 exists; wall seconds and peak RSS (``wait4``) of that process. The tutorial kernels take their
@@ -142,10 +143,37 @@ def _missing_wait_group(lines):
     return [i + 1 for i in hits]
 
 
+_INIT = re.compile(r"^\s*mbarrier\.init\.shared(?:::cta)?\.b64 \[%\w+\], (%\w+);\s*$")
+
+
+def _arrival_count(lines):
+    """In each kernel, the first barriers initialized with a count above 1 (the mainloop's empty
+    barriers the consumers release: one arrival per consumer warpgroup and multicast source),
+    their count (the ``mov`` just before the init) raised by 2."""
+    out, done = [], False
+    for k, line in enumerate(lines):
+        if ".entry " in line:
+            done = False
+        m = None if done else _INIT.match(line)
+        if not m:
+            continue
+        for i in range(k - 1, max(k - 12, -1), -1):
+            mv = re.match(r"^(\s*mov\.u32 )" + re.escape(m.group(1)) + r", (\d+);\s*$", lines[i])
+            if mv:
+                if int(mv.group(2)) >= 2:
+                    lines[i] = f"{mv.group(1)}{m.group(1)}, {int(mv.group(2)) + 2};"
+                    out.append(i + 1)
+                    done = True
+                break
+    return out
+
+
 #: name -> (edit, what it seeds); every edit keeps the line count, so lines stay comparable
 MUTANTS = {"wrong_parity": (_wrong_parity, "the consumer's peek-then-wait on the full barrier flips its parity"),
            "missing_wait": (_missing_wait, "the consumer's peek succeeds at once: no wait on the full barrier"),
-           "missing_wait_group": (_missing_wait_group, "the mainloop's wgmma.wait_group N>0 removed")}
+           "missing_wait_group": (_missing_wait_group, "the mainloop's wgmma.wait_group N>0 removed"),
+           "arrival_count": (_arrival_count, "the consumers' release barriers initialized for 2 arrivals more than "
+                             "each phase gets")}
 
 
 def mutate(ptx: Path, name: str) -> tuple[Path | None, list]:

@@ -155,13 +155,57 @@ def _init_count(chk, a, inits):
     """The init count of the barrier ``a.addr`` names, among the barriers of ``inits``
     (the last candidate when no other matches); None without one."""
     hyp = chk.ranges(a.loops)
-    cands = [i for i in inits if chk.solve([hyp, a.addr == i.addr])[0] != "unsat"]
+
+    def may_name(i):  # a ring form minus a barrier's address: the offsets it can take, without a query
+        vals = _values(a.addr - i.addr) if i.addr is not None else None
+        return 0 in vals if vals is not None else chk.solve([hyp, a.addr == i.addr])[0] != "unsat"
+
+    cands = [i for i in inits if may_name(i)]
     if not cands:
         return None
     count = cands[-1].count
     for i in reversed(cands[:-1]):
         count = z3.If(a.addr == i.addr, i.count, count)
     return count
+
+
+def _values(t, limit=64):
+    """The values a term of constants selected by conditions and combined by ``+`` and ``*`` (the
+    difference of a ring form and a barrier address, ``-8 + 8*If(c, 0, If(...))``) can take, at
+    most ``limit`` of them, or None for any other term."""
+    t = z3.simplify(t)
+
+    def go(x):
+        if z3.is_bv_value(x):
+            return {x.as_long()}
+        mask = (1 << x.size()) - 1
+        if z3.is_app_of(x, z3.Z3_OP_ITE):
+            a, b = go(x.arg(1)), go(x.arg(2))
+            return None if a is None or b is None else a | b
+        if z3.is_app_of(x, z3.Z3_OP_EXTRACT):
+            v = go(x.arg(0))
+            hi, lo = x.params()
+            return None if v is None else {(p >> lo) & ((1 << (hi - lo + 1)) - 1) for p in v}
+        if z3.is_app_of(x, z3.Z3_OP_ZERO_EXT):
+            return go(x.arg(0))
+        if any(z3.is_app_of(x, op) for op in (z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_CONCAT)):
+            out = {0 if not z3.is_app_of(x, z3.Z3_OP_BMUL) else 1}
+            for c in x.children():
+                v = go(c)
+                if v is None:
+                    return None
+                if z3.is_app_of(x, z3.Z3_OP_CONCAT):
+                    out = {(p << c.size()) | q for p in out for q in v}
+                elif z3.is_app_of(x, z3.Z3_OP_BADD):
+                    out = {(p + q) & mask for p in out for q in v}
+                else:
+                    out = {(p * q) & mask for p in out for q in v}
+                if len(out) > limit:
+                    return None
+            return out
+        return None
+
+    return go(t) if z3.is_bv(t) else None
 
 
 def _in_ring(chk: Facts, a):
@@ -222,11 +266,25 @@ def _remote(chk: Facts, a, arrs, inits, t0):
         return _ob("arrivals", "unknown", f"{L(a.instr)}: no mbarrier.init found for its barrier", t0, [L(a.instr)])
     cx, cy, _ = chk.launch.cluster
     per = []
+    groups = chk.count_by_rank(terms[0], terms[2])  # one pass when each thread's target is a constant
+
+    def count(q, p):
+        if groups is None:
+            return chk.count_at_peer(mk_and(terms[0], terms[2] == q), p, same)
+        n, res = groups.get(q, (0, None))
+        if not n:
+            return 0, res
+        t = chk.at_peer(p, res, same=same)
+        if t is None:
+            return None, "the arriving threads' condition holds values of the CTA's own run"
+        r = z3.simplify(t[0])
+        return (0, r) if z3.is_false(r) else (n, r)
+
     for q in positions:
         rank_q = q[0] + cx * (q[1] + cy * q[2])
         n_q, res_q = 0, None
         for p in positions:
-            n, res = chk.count_at_peer(mk_and(terms[0], terms[2] == rank_q), p, same)
+            n, res = count(rank_q, p)
             if n is None:
                 return _ob("arrivals", "unknown", f"{L(a.instr)}: cannot count the threads of the CTA at cluster "
                            f"position {p} arriving on cluster rank {rank_q} ({res})", t0, [L(a.instr)])

@@ -321,11 +321,21 @@ class Facts:
         env = self.env
         launch_wide = ({p for p in env.params} | {f"{n}.{d}" for n in ("nctaid", "ntid") for d in "xyz"}
                        | env.elect_full_mask | set(same))
-        for x in self.syms(*terms):
-            if x.endswith("!A") and x not in launch_wide:
-                if not (x.startswith(("tid.", "ctaid.")) or re.match(r"k\d+\.", x)):
-                    return None
-            elif x not in launch_wide:
+
+        def carried(ts):
+            for x in self.syms(*ts):
+                if x.endswith("!A") and x not in launch_wide:
+                    if not (x.startswith(("tid.", "ctaid.")) or re.match(r"k\d+\.", x)):
+                        return False
+                elif not x.endswith("!A") and x not in launch_wide:
+                    return False
+            return True
+
+        if not carried(terms):
+            # a merged path condition may name a value only on both sides of a test of it
+            # (CUTLASS's epilogue scalars, loaded or not): simplified, it may not name it at all
+            terms = [z3.simplify(t) if t is not None else None for t in terms]
+            if not carried(terms):
                 return None
         subs = [(a, a - z3.URem(a, z3.BitVecVal(n, 32)) + p)
                 for a, n, p in zip(env.ctaid, self.launch.cluster, pos)]
@@ -375,6 +385,33 @@ class Facts:
             return None, "the executing threads' condition holds values of the CTA's own run"
         r = z3.simplify(t[0])
         return (0, r) if z3.is_false(r) else (n, r)
+
+    def count_by_rank(self, pc, rank):
+        """``{r: (count, residue)}``: the threads of a CTA meeting ``pc`` grouped by the value of
+        ``rank`` (a remote arrive's target), when each one's rank is a constant of its thread
+        index and each group shares one residue (``count_threads`` per group); None otherwise
+        (no ``elect.sync`` leader in ``pc``: those go through ``count_threads``)."""
+        env = self.env
+        if env.block is None or any(x.startswith("elect") for x in self.syms(pc)):
+            return None
+        bx, by, bz = env.block
+        if bx * by * bz > 1024:
+            return None
+        tid, out = env.tid, {}
+        for t in range(bx * by * bz):
+            subs = [(tid[0], z3.BitVecVal(t % bx, 32)), (tid[1], z3.BitVecVal((t // bx) % by, 32)),
+                    (tid[2], z3.BitVecVal(t // (bx * by), 32))]
+            v = z3.simplify(z3.substitute(pc, *subs))
+            if z3.is_false(v):
+                continue
+            r = z3.simplify(z3.substitute(rank, *subs))
+            if not z3.is_bv_value(r):
+                return None
+            n, res = out.get(r.as_long(), (0, v))
+            if not res.eq(v):
+                return None
+            out[r.as_long()] = (n + 1, v)
+        return out
 
     def count_threads(self, pc):
         """(number of threads of a CTA executing an instance, residue condition) or

@@ -9,7 +9,7 @@ import time
 import z3
 
 from kverify.semantics.memory_model.protocols import mbarrier as MB
-from kverify.symbolic import mk_and
+from kverify.symbolic import mk_and, name
 from kverify.verifier.report import Obligation
 
 from .facts import MAX_REUSE, Facts, ob as _ob
@@ -59,7 +59,12 @@ def check(chk: Facts) -> Obligation:
                 continue
         ck, ring, hs = chk, None, hoisted.get(id(w), [])
         if len(w.loops) == 2:
-            ring, why = prove_ring(chk, w, hs)
+            ring, why = None, ""
+            extra = _released_registers(chk, w)
+            if extra:  # with the registers of the ring's other sites; without them if they do not cycle
+                ring, why = prove_ring(chk, w, hs, extra)
+            if ring is None:
+                ring, why = prove_ring(chk, w, hs)
             if ring is None:
                 also = f" (a ring waited on here and at {', '.join(str(chk.loc(h.instr)) for h in hs)})" if hs else ""
                 unknown.append((w, f"the wait is inside nested loops{also}: {why}"))
@@ -107,6 +112,22 @@ def check(chk: Facts) -> Obligation:
     desc = "; ".join(f"{chk.loc(w.instr)}: {d}" for w, d in proved)
     return _ob("parity", "proved", "each wait names the phase its use of the barrier waits for (first use and "
                f"every later one): {desc}", t0, [chk.loc(w.instr) for w, _ in proved])
+
+def _released_registers(chk, w):
+    """The inner loop's registers (other than those of the wait's own barrier and parity) that
+    the arrive, expect-tx and copy sites of the wait's two loops name their barrier (and target
+    CTA) with: a ring's second state, proved with the ring when it cycles alike."""
+    L1 = w.loops[1][0]
+    if L1.havocs is None:
+        return []
+    h1 = {name(h): r for r, h in L1.havocs.items()}
+    own = {h1[x] for x in chk.syms(*(t for t in (w.addr, w.parity) if t is not None)) if x in h1}
+    out = set()
+    for s in chk.sites:
+        if s.kind in ("arrive", "expect_tx", "copy") and chk.same_iteration(s, w):
+            out |= {h1[x] for x in chk.syms(*(t for t in (s.addr, s.rank) if t is not None)) if x in h1}
+    return sorted(out - own)
+
 
 def _parity_of(use, off):
     """The parity use ``use`` (0-based) of a barrier must name: it waits for phase ``use - off``."""

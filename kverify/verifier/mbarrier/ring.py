@@ -81,10 +81,12 @@ def _pos(x, P):
     return z3.Extract(7, 0, z3.URem(x, z3.BitVecVal(P, 64)))
 
 
-def prove_ring(chk, w, hoisted=()):
+def prove_ring(chk, w, hoisted=(), extra=()):
     """``(Ring, None)`` or ``(None, why not)`` for the wait ``w`` in exactly two loops, the waits
     ``hoisted`` (in the outer loop only, before the inner one, in program order) being earlier
-    executions of the same ring by the same threads: the ring count is the sum of their counts."""
+    executions of the same ring by the same threads: the ring count is the sum of their counts.
+    ``extra``: further registers of the inner loop to give forms too (the stage a consumer
+    releases, which trails the one it waits for: CUTLASS's ``smem_pipe_release``)."""
     (L0, k0), (L1, k1) = w.loops
     ghost = chk.ex.ghosts.get(id(w.instr))
     hghosts = [chk.ex.ghosts.get(id(h.instr)) for h in hoisted]
@@ -107,7 +109,7 @@ def prove_ring(chk, w, hoisted=()):
     a, p = w.addr, w.parity
     cregs = L1.conts[0][1]
     # the registers a and p are computed from, closed under the inner loop's step
-    rel = {h1[x] for x in chk.syms(a, p) if x in h1} | {ghost}
+    rel = {h1[x] for x in chk.syms(a, p) if x in h1} | {ghost} | set(extra)
     while True:
         grow = set(rel)
         for r in rel:
