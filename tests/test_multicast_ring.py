@@ -83,3 +83,30 @@ def test_remote_arrivals_on_the_wrong_ranks_are_violated_statically(variant, rul
     assert sorted(cex["iterations"].values()) == [0, 0]
     line = {"own_rank_only": 172, "rank0_twice": 174}[variant]
     assert [loc.line for loc in arr.locations] == [124, line]  # the init of empty[s], the arrive
+
+
+RELEASE = f"{D}/launch_release.json"
+
+
+def test_a_release_trailing_the_read_ring_is_proved_in_the_rings_forms():
+    """multicast_ring_release.cu: CUTLASS's consumer (first wait hoisted, the stage released one
+    behind the one read, the tile's last step released after the k loop): the release state is a
+    second register of the ring, proved with it, and the release after the loop sits in the tile
+    loop alone; every arrival counted per cluster rank."""
+    rep = kverify.check(f"{D}/multicast_ring_release.ptx", launch=RELEASE)
+    assert rep.verdict == "verified"
+    for oid in ("mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals"):
+        assert rep.obligation(oid).status == "proved", rep.obligation(oid).message
+    arr = rep.obligation("mbarrier.arrivals").message
+    assert "multicast_ring_release.cu:150:11 (ptx 347) x2 on each cluster rank (remote" in arr  # in the k loop
+    assert "multicast_ring_release.cu:158:9 (ptx 387) x2 on each cluster rank (remote" in arr  # after it
+
+
+def test_trailing_releases_on_one_rank_are_violated_statically():
+    # the launch's trip counts (a ring with a hoisted wait is simulated over the tile loop's step)
+    obs = check_mbarrier(load_module(f"{D}/multicast_ring_release__rank0_twice.ptx"), "multicast_ring_release",
+                         LaunchSpec.from_dict(json.load(open(RELEASE))))
+    arr = obs[2]
+    assert arr.status == "violated" and arr.rule == "mbarrier.arrival-overflow", arr.message
+    assert (arr.counterexample["arrivals"], arr.counterexample["cluster_rank"]) == (4, 0)
+    assert [loc.line for loc in arr.locations] == [98, 148]
