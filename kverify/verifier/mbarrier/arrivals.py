@@ -100,11 +100,7 @@ def check(chk: Facts) -> Obligation:
                            [chk.loc(x.instr) for x in group])
             done.append((a, f"{'+'.join(str(counted[id(x)]) for x in group)} (sites {where})"))
             continue
-        cands = []
-        for i in inits:
-            r, _ = chk.solve([hyp, a.addr == i.addr])
-            if r != "unsat":
-                cands.append(i)
+        cands = _candidates(chk, a, inits, hyp)
         if not cands:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: no mbarrier.init found for its barrier", t0,
                        [chk.loc(a.instr)])
@@ -154,19 +150,24 @@ def check(chk: Facts) -> Obligation:
 def _init_count(chk, a, inits):
     """The init count of the barrier ``a.addr`` names, among the barriers of ``inits``
     (the last candidate when no other matches); None without one."""
-    hyp = chk.ranges(a.loops)
-
-    def may_name(i):  # a ring form minus a barrier's address: the offsets it can take, without a query
-        vals = _values(a.addr - i.addr) if i.addr is not None else None
-        return 0 in vals if vals is not None else chk.solve([hyp, a.addr == i.addr])[0] != "unsat"
-
-    cands = [i for i in inits if may_name(i)]
+    cands = _candidates(chk, a, inits, chk.ranges(a.loops))
     if not cands:
         return None
     count = cands[-1].count
     for i in reversed(cands[:-1]):
         count = z3.If(a.addr == i.addr, i.count, count)
     return count
+
+
+def _candidates(chk, a, inits, hyp):
+    """The barriers of ``inits`` that ``a.addr`` may name under ``hyp``: without a query where the
+    difference of the two addresses is a term of selected constants (a ring form minus a barrier's
+    address: the offsets it can take)."""
+    def may_name(i):
+        vals = _values(a.addr - i.addr) if i.addr is not None else None
+        return 0 in vals if vals is not None else chk.solve([hyp, a.addr == i.addr])[0] != "unsat"
+
+    return [i for i in inits if may_name(i)]
 
 
 def _values(t, limit=64):
@@ -280,6 +281,14 @@ def _remote(chk: Facts, a, arrs, inits, t0):
         r = z3.simplify(t[0])
         return (0, r) if z3.is_false(r) else (n, r)
 
+    memo = {}
+
+    def same_paths(x, y):  # one query per pair of residues (the ranks' groups often share theirs)
+        key = (x.get_id(), y.get_id())
+        if key not in memo:
+            memo[key] = chk.prove(hyp, x == y)[0] == "proved"
+        return memo[key]
+
     for q in positions:
         rank_q = q[0] + cx * (q[1] + cy * q[2])
         n_q, res_q = 0, None
@@ -290,7 +299,7 @@ def _remote(chk: Facts, a, arrs, inits, t0):
                            f"position {p} arriving on cluster rank {rank_q} ({res})", t0, [L(a.instr)])
             if not n:
                 continue
-            if res_q is not None and not res.eq(res_q) and chk.prove(hyp, res == res_q)[0] != "proved":
+            if res_q is not None and not res.eq(res_q) and not same_paths(res, res_q):
                 return _ob("arrivals", "unknown", f"{L(a.instr)}: the arrivals on cluster rank {rank_q} may come "
                            "in different iterations or paths of its peers", t0, [L(a.instr)])
             res_q = res if res_q is None else res_q
