@@ -10,7 +10,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import IN_STEP, RING_IN_STEP, Facts, ob as _ob
+from .facts import Facts, ob as _ob
 
 
 def check(chk: Facts) -> Obligation:
@@ -114,11 +114,9 @@ def check(chk: Facts) -> Obligation:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: solver gave no answer", t0,
                        [chk.loc(a.instr)])
         addr_t = a.addr
-        if a.loops:  # the first iterations, reached whenever the site is (``Facts.first_iterations``)
-            f = chk.first_iterations(a.loops, got, init_count, hyp, addr_t)
-            r0, m0 = chk.prove(f[2], f[0] == f[1])
-            if r0 == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
-                m, (got, init_count, hyp, addr_t) = m0, f
+        first = chk.first_counterexample(a.loops, got, init_count, hyp, addr_t)  # reached whenever the site is
+        if first is not None:
+            m, (got, init_count, hyp, addr_t) = first
         if chk.syms(got, init_count, hyp) & chk.env.approx:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: arrivals may differ from the init count "
                        "only for approximated values", t0, [chk.loc(a.instr)])
@@ -241,13 +239,7 @@ def _remote(chk: Facts, a, arrs, inits, t0):
         return _ob("arrivals", "unknown", f"{L(a.instr)} and {L(b.instr)} may arrive on one barrier in the same "
                    "phase: the arrivals of several sites are not counted together with remote ones", t0,
                    [L(a.instr), L(b.instr)])
-    terms, same, assume = (a.pc, a.addr, a.rank), frozenset(), IN_STEP
-    if chk.at_peer((0, 0, 0), *terms) is None and a.loops:
-        view = chk.ring_view([a], hyp)
-        if view is not None:
-            subst, same = view
-            terms = tuple(z3.substitute(t, *subst) for t in terms)
-            assume = RING_IN_STEP
+    terms, _, same, assume = chk.peer_terms([a], (a.pc, a.addr, a.rank), hyp)
     positions = chk.cluster_positions()
     peers = [chk.at_peer(p, *terms, same=same) for p in positions]
     if any(t is None for t in peers):
@@ -272,14 +264,7 @@ def _remote(chk: Facts, a, arrs, inits, t0):
     def count(q, p):
         if groups is None:
             return chk.count_at_peer(mk_and(terms[0], terms[2] == q), p, same)
-        n, res = groups.get(q, (0, None))
-        if not n:
-            return 0, res
-        t = chk.at_peer(p, res, same=same)
-        if t is None:
-            return None, "the arriving threads' condition holds values of the CTA's own run"
-        r = z3.simplify(t[0])
-        return (0, r) if z3.is_false(r) else (n, r)
+        return chk.residue_at_peer(*groups.get(q, (0, None)), p, same)
 
     memo = {}
 
@@ -319,11 +304,9 @@ def _remote(chk: Facts, a, arrs, inits, t0):
         got = a.count * n_q
         hq = mk_and(hyp, res_q) if res_q is not None else hyp
         r, m = chk.prove(hq, got == init_count)
-        if r == "cex" and a.loops:  # the first iterations, reached whenever the site is
-            f = chk.first_iterations(a.loops, got, init_count, hq, addr)
-            r0, m0 = chk.prove(f[2], f[0] == f[1])
-            if r0 == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
-                m, (got, init_count, hq, addr) = m0, f
+        first = chk.first_counterexample(a.loops, got, init_count, hq, addr) if r == "cex" else None
+        if first is not None:  # the first iterations, reached whenever the site is
+            m, (got, init_count, hq, addr) = first
         if r == "unknown":
             return _ob("arrivals", "unknown", f"{L(a.instr)}: solver gave no answer", t0, [L(a.instr)])
         if r == "cex":

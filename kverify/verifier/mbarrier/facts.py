@@ -194,8 +194,7 @@ class Facts:
     def first_fill_aliases(self, w, s) -> bool:
         """Site ``s`` names the barrier of ``w`` in the first iteration of each of its loops, where
         its loop-carried registers hold their entry values (no over-approximated value left)."""
-        zero = z3.BitVecVal(0, 64)
-        a = z3.simplify(z3.substitute(s.addr, *[(k, zero) for _, k in s.loops])) if s.loops else s.addr
+        a = self.first_iterations(s.loops, s.addr)[0] if s.loops else s.addr
         if any(_approx_value(n) for n in self.syms(a) & self.env.approx):
             return False
         q = [self.ranges(w.loops), w.addr == a]
@@ -349,6 +348,35 @@ class Facts:
         zero = [(k, z3.BitVecVal(0, k.size())) for _, k in loops]
         return [z3.simplify(z3.substitute(t, *zero)) if t is not None else None for t in terms]
 
+    def first_counterexample(self, loops, lhs, rhs, hyp, *more):
+        """``(model, [lhs, rhs, hyp, *more])`` with every term in the first iteration of ``loops``
+        (``first_iterations``) when ``lhs == rhs`` fails there under ``hyp`` and no approximated
+        value is left in the three: a counterexample the obligation can report although later
+        iterations are over-approximated; None otherwise."""
+        if not loops:
+            return None
+        f = self.first_iterations(loops, lhs, rhs, hyp, *more)
+        r, m = self.prove(f[2], f[0] == f[1])
+        if r == "cex" and not self.syms(*f[:3]) & self.env.approx:
+            return m, f
+        return None
+
+    def peer_terms(self, sites, terms, hyp, more=()):
+        """``(terms, more, same, assumption)``: the terms of ``sites`` (a copy or remote arrival, and
+        the expect-tx of its phase) to take at a peer CTA (``at_peer``). When ``terms`` hold values
+        of this CTA's own run inside loops, the forms of a ring the sites run in (``ring_view``,
+        applied to ``more`` too), with the count's symbols the peer holds as well, under
+        ``RING_IN_STEP``; else as they are, under ``IN_STEP``."""
+        if self.at_peer((0, 0, 0), *terms) is None and sites[0].loops:
+            view = self.ring_view(sites, hyp)
+            if view is not None:
+                subst, same = view
+
+                def sub(ts):
+                    return tuple(z3.substitute(t, *subst) if t is not None else None for t in ts)
+                return sub(terms), sub(more), same, RING_IN_STEP
+        return tuple(terms), tuple(more), frozenset(), IN_STEP
+
     def ring_view(self, sites, hyp):
         """``(substitution, shared symbols)`` for ``sites`` (a peer's multicast copy, remote
         arrival, and the expect-tx of their phase) in the two loops of a ring the parity
@@ -377,7 +405,11 @@ class Facts:
         position ``pos`` evaluates it: counted once on this CTA's terms (cached), the residue then
         taken at the peer -- the CTA index enters the residue only, so every thread false here is
         false there, and the others share the residue (0 threads where it is false there)."""
-        n, res = self.count_threads(pc)
+        return self.residue_at_peer(*self.count_threads(pc), pos, same)
+
+    def residue_at_peer(self, n, res, pos, same=frozenset()):
+        """``(n, res)`` -- ``n`` threads of this CTA under the residue ``res`` -- at the CTA at cluster
+        position ``pos``: the residue taken there, no thread where it is false."""
         if not n:
             return n, res
         t = self.at_peer(pos, res, same=same)

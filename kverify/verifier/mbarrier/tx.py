@@ -9,7 +9,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import IN_STEP, RING_IN_STEP, Facts, ob as _ob
+from .facts import RING_IN_STEP, Facts, ob as _ob
 
 
 def check(chk: Facts) -> Obligation:
@@ -80,14 +80,12 @@ def check(chk: Facts) -> Obligation:
         if r == "unknown":
             return _ob("tx bytes", "unknown", f"{L(e.instr)}: solver gave no answer", t0, [L(e.instr)])
         approx = chk.syms(want, total, hyp2) & chk.env.approx
-        if e.loops:
-            # the first iteration of every loop (each loop's entry, reached whenever the site
-            # is): a mismatch there is a real one even where later iterations are
-            # over-approximated (a loop counter whose iterations may not all be reached)
-            f = chk.first_iterations(e.loops, want, total, hyp2, e_addr)
-            r, m0 = chk.prove(f[2], f[0] == f[1])
-            if r == "cex" and not chk.syms(*f[:3]) & chk.env.approx:
-                m, approx, (want, total, hyp2, e_addr) = m0, set(), f
+        # the first iteration of every loop (each loop's entry, reached whenever the site is): a
+        # mismatch there is a real one even where later iterations are over-approximated
+        first = chk.first_counterexample(e.loops, want, total, hyp2, e_addr)
+        if first is not None:
+            m, (want, total, hyp2, e_addr) = first
+            approx = set()
         exp_v = m.eval(want, model_completion=True).as_long()
         got_v = m.eval(total, model_completion=True).as_long()
         if approx:
@@ -144,14 +142,9 @@ def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):
         if rank is None:
             return _ob("tx bytes", "unknown", f"{L(c.instr)}: a multicast copy and no launch gives the cluster shape",
                        0.0, [L(c.instr)])
-        terms, mine_addr, same, assume = (c.pc, c.addr, c.size, c.mask), e.addr, frozenset(), IN_STEP
-        if chk.at_peer((0, 0, 0), *terms) is None and c.loops:
-            view = chk.ring_view([c, e], hyp)
-            if view is not None:
-                subst, same = view
-                terms = tuple(z3.substitute(t, *subst) if t is not None else None for t in terms)
-                mine_addr, assume = z3.substitute(e.addr, *subst), RING_IN_STEP
-                e_addr = mine_addr
+        terms, (mine_addr,), same, assume = chk.peer_terms([c, e], (c.pc, c.addr, c.size, c.mask), hyp, (e.addr,))
+        if assume == RING_IN_STEP:
+            e_addr = mine_addr
         for pos in chk.cluster_positions():
             t = chk.at_peer(pos, *terms, same=same)
             if t is None or t[1] is None:
