@@ -726,6 +726,23 @@ def limit_memory(gib: float) -> None:
         pass
 
 
+class _Unless:
+    """The command line's stdout: nothing is written once ``stopped()`` (a Ctrl-C that a destructor
+    swallowed lets the command run on to its end; what it would print then is a verdict on a
+    check it did not finish). ``KeyboardInterrupt`` instead, so the command ends as interrupted."""
+
+    def __init__(self, stream, stopped):
+        self._stream, self._stopped = stream, stopped
+
+    def write(self, s):
+        if self._stopped():
+            raise KeyboardInterrupt
+        return self._stream.write(s)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv=None) -> int:
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if argv is None and (getattr(args, "max_memory", 0) or 0) > 0:  # the command line, not an in-process caller
@@ -739,6 +756,7 @@ def main(argv=None) -> int:
         fresh_heap(sys.argv[1] if len(sys.argv) > 1 else None)  # (capture's args.command is its program)
         watch_interrupts()
         stopped = interrupted
+        sys.stdout = _Unless(sys.stdout, stopped)
     try:
         rc = args.func(args)
         if stopped is not None and stopped():  # a Ctrl-C a destructor swallowed: the result may lack
