@@ -106,7 +106,7 @@ def test_generic_write_read_by_wgmma_without_fence_is_violated():
 
 @pytest.mark.parametrize("fam, file, words", [
     ("bulk_pipeline", "bulk_pipeline__no_empty_wait.cu",
-     "bulk_pipeline__no_empty_wait.cu:115:9 (ptx 135): the signal of iteration"),
+     "bulk_pipeline__no_empty_wait.cu:115:9 (ptx 135): the signal in iteration"),
     ("peek_pipeline", "peek_pipeline__missing_wait.cu", "the wait is not a recognized blocking retry loop"),
     ("peek_pipeline", "peek_pipeline__wrong_parity.cu", "parity (initial phase and alternation): violated"),
     ("bulk_pipeline", "bulk_pipeline__wrong_parity.cu", "parity (initial phase and alternation): violated"),
@@ -126,7 +126,7 @@ def test_refill_after_waiting_the_wrong_stage_is_not_proved():
     obs, _ = _run(*_data("ring2__refill_wrong_stage"))
     o = obs["race-free: async"]
     assert o.status == "unknown"
-    assert "ring2__refill_wrong_stage.cu:104:9 (ptx 139): the signal of iteration" in o.message
+    assert "ring2__refill_wrong_stage.cu:104:9 (ptx 139): the signal in iteration" in o.message
     assert "is not shown to follow the completion of its barrier's previous phase" in o.message
 
 
@@ -186,3 +186,68 @@ def test_a_global_proxy_fence_does_not_order_the_stage_reads_of_a_ring(tmp_path)
     rep = check_kernel(load_module(str(p)), load_module(str(p)).kernel(kernel), spec)
     by = {x.title: x for x in rep.obligations}
     assert (by["race-free: async"].status, by["race-free: async"].rule) == ("violated", "race.async-proxy")
+
+
+# ---- rings: the stage and phase carried across a persistent tile loop and a k loop --------------
+# (tests/zoo/persistent_pipeline and twins of it in tests/data/pipeline_races, persistent_ring__*)
+
+def _ring(name):
+    return load_module(str(DATA / f"{name}.ptx")), *_zoo("persistent_pipeline", "persistent_pipeline.cu")[1:]
+
+
+def test_a_ring_across_a_tile_loop_and_a_k_loop_is_proved_for_every_trip_count():
+    """The sites in the ring's two loops are counted by the ring count (the parity obligation's
+    ring forms): every copy and stage read ordered for every value of ntiles and k_tiles."""
+    obs, _ = _run(*_zoo("persistent_pipeline", "persistent_pipeline.cu"))
+    o = obs["race-free: async"]
+    assert o.status == "proved" and "proved for every trip count" in o.message
+    assert o.bound.startswith("every loop iteration and trip count, every value of the scalar parameters")
+    assert "the ring over $L__BB0_14 (line 126) and $L__BB0_16" in o.bound
+    assert "the stage accesses cp.async line 129, ld line 143, ld line 144" in o.bound
+    assert _lines(o) == [129] and obs["race-free: shared"].status == "proved"
+
+
+def test_a_ring_without_the_proxy_fence_is_violated_at_ring_steps():
+    obs, _ = _run(*_ring("persistent_ring__no_proxy_fence"))
+    o = obs["race-free: async"]
+    assert (o.status, o.rule) == ("violated", "race.async-proxy")
+    assert [l.line for l in o.locations] == [146, 132]
+    assert "no fence.proxy.async between the generic access at line 146 and its release (line 150)" in o.message
+    k_copy, k_read = o.counterexample["iterations"]
+    assert f"at ring step {k_copy}" in o.message and f"at ring step {k_read}" in o.message
+    assert k_copy > k_read and (k_copy - k_read) % 3 == 0  # the same stage, a later round
+
+
+@pytest.mark.parametrize("name, lines, steps", [
+    ("persistent_ring__release_before_read", [132, 151], lambda c, r: (c - r) % 3 == 0 and c > r),
+    ("persistent_ring__read_next_stage", [132, 146], lambda c, r: (c - r) % 3 == 1),
+])
+def test_ring_twins_with_a_race_are_not_proved(name, lines, steps):
+    obs, _ = _run(*_ring(name))
+    o = obs["race-free: async"]
+    assert o.status == "unknown" and "race-free: shared" not in obs
+    assert "may be unordered: no mbarrier phase orders them" in o.message and _lines(o) == lines
+    assert o.counterexample["rule"] == "race.async-pending" and steps(*o.counterexample["iterations"])
+
+
+@pytest.mark.parametrize("name, words", [
+    # every empty barrier still gets its 4 arrivals a round, from the release of the stage before
+    ("persistent_ring__release_next_stage", "persistent_ring__release_next_stage.cu:132:11 (ptx 165): the signal at "
+                                            "ring step"),
+    # right in tile 0, where a run of one tile shows nothing: not a function of the ring position
+    ("persistent_ring__tile_skewed_read", "ring is not a function of the ring position and the thread"),
+])
+def test_ring_twins_the_argument_cannot_order_are_unknown_with_the_reason(name, words):
+    obs, _ = _run(*_ring(name))
+    o = obs["race-free: async"]
+    assert o.status == "unknown" and words in o.message and "race-free: shared" not in obs
+
+
+def test_a_ring_with_waits_before_its_inner_loop_is_not_counted_outside_both_loops():
+    # CUTLASS's consumer: the first wait of a tile is hoisted into the tile loop
+    obs, _ = _run(*_zoo("persistent_pipeline_split", "persistent_pipeline_split.cu"))
+    o = obs["race-free: async"]
+    assert o.status == "unknown"
+    assert ("persistent_pipeline_split.cu:159:9 (ptx 236): the barrier address depends on a value the loop summary "
+            "does not track (a site of the ring waited on at persistent_pipeline_split.cu:164:11 (ptx 304) outside "
+            "its inner loop") in o.message

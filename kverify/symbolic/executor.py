@@ -116,6 +116,11 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         if ordering:
             self.unmodelled(msg)
 
+    def epochs_unsummarized(self, msg: str):
+        """A loop whose iterations pass different numbers of barriers: the barrier intervals from
+        there on are not numbered, which the barrier-interval race argument rests on."""
+        self.reason(msg, None, ordering=True)
+
     def approx(self, name: str, width: int):
         return self.env.fresh(name, width, approx=True)
 

@@ -302,8 +302,8 @@ class LoopSummaries:
             cper = c_vals.pop()
         else:
             cper = 0
-            self.reason(f"the number of barriers per iteration of loop {info.name} is not constant; "
-                        "barrier intervals in it are not summarized", None, ordering=True)
+            self.epochs_unsummarized(f"the number of barriers per iteration of loop {info.name} is not constant; "
+                                     "barrier intervals in it are not summarized")
         info.barriers_per_iteration = cper
         info.cont_pc = mk_or(*[c.pc for c in conts])
         if conts:

@@ -13,7 +13,7 @@ from kverify.symbolic import mk_and, name
 from kverify.verifier.report import Obligation
 
 from .facts import MAX_REUSE, Facts, ob as _ob
-from .ring import ZERO, _pos, _select, prove_ring, sum_counts
+from .ring import ZERO, _pos, select, prove_ring, sum_counts
 
 
 def check(chk: Facts) -> Obligation:
@@ -466,7 +466,7 @@ def _hoisted(chk, ck, h, j, w, ring, off, case):
     pos = z3.URem(u0 + j, z3.BitVecVal(P, 8)) if j else u0
     atab, ptab = seq[:P], ring.parities[:P]
     hyp = mk_and(base, ring.role, z3.ULT(u0, P), ring.outer)
-    goal = mk_and(n_h == g0 + j, h.addr == _select(atab, pos, 32), (h.parity & 1) == _select(ptab, pos, 32))
+    goal = mk_and(n_h == g0 + j, h.addr == select(atab, pos, 32), (h.parity & 1) == select(ptab, pos, 32))
     r, _ = chk.prove(hyp, goal)
     desc = (f"before loop {L1.name}: execution G + {j} of the ring of {chk.loc(w.instr)} (G: the ring count at "
             f"the head of loop {L0.name})")
@@ -584,7 +584,7 @@ def _tail(chk, w, rings, tails, decide=True):
     e = pos.pop()[1]
     want_a = [seq[i % d] for i in range(span)]
     want_p = [_parity_of(i // d, off) for i in range(span)]  # (2d divides span)
-    goal = mk_and(ws.addr == _select(want_a, e, 32), (ws.parity & 1) == _select(want_p, e, 32))
+    goal = mk_and(ws.addr == select(want_a, e, 32), (ws.parity & 1) == select(want_p, e, 32))
     hyp = z3.substitute(mk_and(ws.pc, side), *pos)
     goal = z3.substitute(goal, *pos)
     with chk.budget.capped(TAIL_UNITS):

@@ -70,10 +70,15 @@ class Ring:
     role: object = None  # the waiting threads' path condition that no iteration changes (z3 Bool)
 
 
-def _select(vals, u, width):
-    out = z3.BitVecVal(vals[-1], width)
+def select(vals, u, width):
+    """``vals[u]`` for the ring position ``u`` (BV8, below ``len(vals)``): numbers as BVs of
+    ``width``, or terms."""
+    def v(t):
+        return z3.BitVecVal(t, width) if isinstance(t, int) else t
+
+    out = v(vals[-1])
     for j in range(len(vals) - 2, -1, -1):
-        out = z3.If(u == j, z3.BitVecVal(vals[j], width), out)
+        out = z3.If(u == j, v(vals[j]), out)
     return out
 
 
@@ -180,7 +185,7 @@ def prove_ring(chk, w, hoisted=(), extra=()):
     per0 = z3.BitVecVal(1 << 31 if not m else 1 << 32, 64)
 
     def regs_at(regs, u, only=None):
-        cs = [regs[r][0] == _select(t, u, L1.havocs[r].size()) for r, t in tables.items()
+        cs = [regs[r][0] == select(t, u, L1.havocs[r].size()) for r, t in tables.items()
               if r in regs and (only is None or r in only)]
         return mk_and(*cs) if cs else z3.BoolVal(True)
 
@@ -225,7 +230,7 @@ def prove_ring(chk, w, hoisted=(), extra=()):
     # outer loop's ring registers hold their forms, the state the inner loop would start from
     # is the ring at position u0 + m, its count is the outer head's plus m, the bound
     inv1 = mk_and(regs_at(hr1, u), side1(hr1, k0, k1))
-    own = [hr0[r][0] == _select(t, u0, L0.havocs[r].size()) for r, t in outer_forms.items()]
+    own = [hr0[r][0] == select(t, u0, L0.havocs[r].size()) for r, t in outer_forms.items()]
     if dom is not None:
         own.append(z3.Or(*[u0 == x for x in sorted(dom)]))
     outer = mk_and(*own, at(regs_at(hr1, plus(u0, m)), k1=ZERO), at(g1, k1=ZERO) == g0 + m,
@@ -263,7 +268,7 @@ def prove_ring(chk, w, hoisted=(), extra=()):
                           "position is not carried as one count across the loops")
     # the wait's barrier and parity as functions of the ring position
     hyp = mk_and(chk.ranges(w.loops), w.pc, z3.ULT(u, P), inv1)
-    determined, _ = chk.prove(hyp, mk_and(a == _select(atab, u, 32), (p & 1) == _select(ptab, u, 32)))
+    determined, _ = chk.prove(hyp, mk_and(a == select(atab, u, 32), (p & 1) == select(ptab, u, 32)))
     n_w = sum_counts(w, ghosts)
     if n_w is None:
         return None, "the ring count is not tracked at the wait"
@@ -271,10 +276,10 @@ def prove_ring(chk, w, hoisted=(), extra=()):
     # (the hoisted waits' counts are not written in the inner loop)
     n1 = _total([L1.havocs[ghost]] + [z3.substitute(hr1[g][0], (k1, ZERO)) for g in hghosts])
     n0h = _total([L0.havocs[g] for g in ghosts])
-    subst = [(L1.havocs[r], _select(t, _pos(n1, P), L1.havocs[r].size())) for r, t in tables.items()]
+    subst = [(L1.havocs[r], select(t, _pos(n1, P), L1.havocs[r].size())) for r, t in tables.items()]
     # (valid for k0 > 0, where the outer head holds the havocked values; positions outside the
     # reached ones never occur)
-    subst += [(L0.havocs[r], _select(t, _pos(n0h, P), L0.havocs[r].size())) for r, t in outer_forms.items()]
+    subst += [(L0.havocs[r], select(t, _pos(n0h, P), L0.havocs[r].size())) for r, t in outer_forms.items()]
     # the outer head's registers the inner loop starts from (``mov`` copies, or the ring
     # registers themselves) hold the forms at the outer head's count (plus m), for k0 > 0
     one = z3.BitVecVal(1, 64)
@@ -283,7 +288,7 @@ def prove_ring(chk, w, hoisted=(), extra=()):
         if any(e.eq(h) for h in L0.havocs.values()) and not any(e.eq(L0.havocs[x]) for x in outer_forms):
             ok, _ = chk.prove(mk_and(k0 != ZERO, chk.in_range(L0, k0, k0)), at(hr1[r][0], k1=ZERO) == e)
             if ok == "proved":
-                subst.append((e, _select(t, _pos(n0h + m, P), e.size())))
+                subst.append((e, select(t, _pos(n0h + m, P), e.size())))
     full = [addrs[(n - n0) % P] for n in range(SAMPLES)]
     fullp = [pars[(n - n0) % P] for n in range(SAMPLES)]
     return Ring(P, tables, n_w, inv_n, full, fullp, determined == "proved", subst, side1(hr1, k0, k1), n0,

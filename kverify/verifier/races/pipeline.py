@@ -53,10 +53,11 @@ from kverify.semantics.ir.nodes import Imm, VecOp
 from kverify.semantics.ir.optable import proxy_fence_spaces
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
-from kverify.symbolic import TRUE, mk_and, mk_not, mk_or, operand, row_of, sync_of
+from kverify.symbolic import TRUE, Substitution, mk_and, mk_not, mk_or, operand, row_of, sync_of
 from kverify.verifier.mbarrier import arrivals, parity, tx
 from kverify.verifier.mbarrier.static import run_obligations, uses_mbarrier
 from kverify.verifier.mbarrier.facts import MAX_REUSE, Facts
+from kverify.verifier.mbarrier.ring import select as ring_select
 from kverify.verifier.mbarrier.sites import MbarExecutor
 from kverify.verifier.report import Obligation
 
@@ -120,6 +121,9 @@ class PipelineExecutor(MbarExecutor):
         super().reason(msg, space, ordering)
         if self.reasons["shared"]:
             raise _NotModelled(self.reasons["shared"][0])
+
+    def epochs_unsummarized(self, msg: str):
+        pass  # the argument orders by mbarrier phases and barriers within one iteration, not by intervals
 
     def _loop_attempt(self, lp, st, ivs, mode, written, region_unknown):
         mark = len(self.events)
@@ -212,6 +216,16 @@ class PipelineExecutor(MbarExecutor):
         return spans, ""
 
 
+def _when(e, k) -> str:
+    """Where in its loops the instance ``k`` of ``e`` is: an iteration, or a ring's step (count)."""
+    return f"at ring step {k}" if len(e.loops) == 2 else f"in iteration {k}"
+
+
+def _key(loops) -> tuple:
+    """The loops a site is in, as identities (sites of one iteration share them)."""
+    return tuple(id(i) for i, _ in loops)
+
+
 def _dst_shared(ins) -> bool:
     """The bulk copy writes shared memory (its first state-space modifier is the destination)."""
     for m in ins.mods:
@@ -298,6 +312,10 @@ class _Proof:
         self.tags = {}
         self.fresh_n = 0
         self.extra: list = []
+        self.clocks: dict = {}  # loops -> (wait, Ring, definitions of its positions): _ring_clocks
+        self.private: list = []  # further symbols of one thread instance (ring positions)
+        self.tables: dict = {}  # id(barrier site in a ring's loops) -> its barrier at each ring position
+        self.positions: dict = {}  # name of a ring count variable -> (quotient, position, their definition)
 
     # ------------------------------------------------------------------ driver
     def run(self):
@@ -331,6 +349,22 @@ class _Proof:
                     f"the mbarrier phase correspondence is not proved{' for every trip count' if self.symbolic else ''} "
                     f"({o.title}: {o.status}: {o.message[:300]})")
         chk.budget.restart()
+        # the rings the parity obligation proved: their count is the iteration of the sites in
+        # their two loops (one ring per pair of loops: its threads' sites are counted by it)
+        self._ring_clocks()
+        self._sites_counted()
+        for key, (w, _, _) in self.clocks.items():  # every value the argument reads of a ring, in one query
+            terms = [t.addr for t in chk.sites if t.kind not in ("init", "inval") and t.addr is not None
+                     and _key(t.loops) == key]
+            terms += [t for e in evs if e.kind in ("copy", "wgmma") and _key(e.loops) == key
+                      for t in (e.lo, e.hi) if t is not None]
+            terms += [t for a in chk.ex.accesses if a.space == "shared" and _key(a.loops) == key
+                      for t in (a.addr, a.addr + a.width)]
+            self.prove_closed(terms, w.loops)
+        if self.clocks:  # the program-order proxy rule in a ring's loops, now that they are counted
+            proxy_viol = self._proxy_program_order(generic, reads, rings=True)
+            if proxy_viol is not None:
+                return self._out([proxy_viol], generic)
         self._barrier_sites()
         others = [e for e in evs if e.kind == "other"]
         if others:
@@ -363,7 +397,9 @@ class _Proof:
         locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic if e.loops})
         lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
                           for ln, op in locs)
-        loops = sorted({e.loops[0][0].name for e in copies + reads + generic if e.loops})
+        loops = sorted({e.loops[0][0].name if len(e.loops) == 1 else
+                        f"the ring over {' and '.join(i.name for i, _ in e.loops)}"
+                        for e in copies + reads + generic if e.loops})
         claim = CLAIM if self.symbolic else (
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
@@ -392,29 +428,240 @@ class _Proof:
         """Per-thread symbols of thread A renamed for the instance ``tag``."""
         if tag not in self.tags:
             subs = []
-            for a, _ in self.env.pairs:
+            for a in [a for a, _ in self.env.pairs] + self.private:
                 nm = str(a)
                 new = z3.Bool(f"{nm}@{tag}") if z3.is_bool(a) else z3.BitVec(f"{nm}@{tag}", a.size())
                 subs.append((a, new))
-            cons = [z3.substitute(c, *subs) if subs else c for c, _ in self.env.constraints_a]
-            self.tags[tag] = (subs, cons)
+            self.tags[tag] = (subs, {}, Substitution(subs))
         return self.tags[tag]
 
+    def rename(self, term, tag):
+        """``term`` with thread A's symbols renamed for instance ``tag``."""
+        return self.tag_subst(tag)[2](term)
+
+    def tag_constraints(self, tag, named):
+        """Thread A's constraints renamed for instance ``tag``: those on the symbols ``named`` (the
+        query's), and on the symbols those name, and so on (the others constrain nothing the
+        query reads: leaving them out can only add solutions)."""
+        _, done, fn = self.tag_subst(tag)
+        if not hasattr(self, "_cons_syms"):
+            self._cons_syms = [(c, self.chk.syms(c)) for c, _ in self.env.constraints_a]
+        suffix = f"@{tag}"
+        present = {n[:-len(suffix)] for n in named if n.endswith(suffix)} | {n for n in named if "@" not in n}
+        picked, grew = set(), True
+        while grew:
+            grew = False
+            for i, (c, ss) in enumerate(self._cons_syms):
+                if i not in picked and ss & present:
+                    picked.add(i)
+                    present |= ss
+                    grew = True
+        for i in picked:
+            if i not in done:
+                c = self._cons_syms[i][0]
+                done[i] = fn(c)
+        return [done[i] for i in sorted(picked)]
+
     def at(self, term, loops, x, tag):
-        """``term`` of a site in ``loops`` (one loop) at iteration ``x`` of thread instance ``tag``."""
-        if loops:
+        """``term`` of a site in ``loops`` at iteration ``x`` of thread instance ``tag``: of one
+        loop, its counter is ``x``. Of a ring's two loops, ``x`` is the ring count: a value is its
+        closed form (``closed``: a function of the position of ``x`` in the ring and of the
+        thread), a path condition its part that no iteration changes (implied by it)."""
+        if len(loops) == 2:
+            if z3.is_bool(term):
+                term = self.fixed(term, loops)
+            else:
+                term = ring_select(self.closed(term, loops), self.position(x, self.clock(loops)[1].period)[1],
+                                   term.size())
+        elif len(loops) == 1:
             term = z3.substitute(term, (loops[0][1], x))
-        subs, _ = self.tag_subst(tag)
-        return z3.substitute(term, *subs) if subs else term
+        return self.rename(term, tag)
 
     def rng(self, loops, x, tag):
+        """Iteration ``x`` of ``loops`` exists for instance ``tag`` (as far as the argument
+        needs: of a ring's two loops, any ring count; ``at`` gives its values there)."""
         if not loops:
             return TRUE
-        info = loops[0][0]
         lim = z3.ULT(x, z3.BitVecVal(1 << 31, 64))
+        if len(loops) == 2:
+            P = self.clock(loops)[1].period
+            self.position(x, P)
+            return mk_and(lim, self.positions[self._position_key(x, P)][2])
+        info = loops[0][0]
         if info.trip is None:
             return lim
         return mk_and(lim, z3.ULT(x, self.at(info.trip, loops, x, tag)))
+
+    def state_at(self, term, loops, tag):
+        """``term`` of a site in a ring's two loops with its loop-head registers replaced by the
+        ring's forms, for instance ``tag`` (``state_rng`` ties it to a ring count)."""
+        subst = self.clock(loops)[1].substitution
+        term = z3.substitute(term, *subst) if subst else term
+        return self.rename(term, tag)
+
+    def state_rng(self, loops, x, tag):
+        """Instance ``tag`` is one of the ring's threads in an iteration of both loops whose ring
+        count is ``x``."""
+        _, ring = self.clock(loops)
+        cons = self.clocks[_key(loops)][2]
+        return mk_and(z3.ULT(x, z3.BitVecVal(1 << 31, 64)),
+                      self.state_at(mk_and(self.chk.ranges(loops), ring.role, cons), loops, tag),
+                      self.state_at(ring.n, loops, tag) == x)
+
+    def reached(self, fs, insts):
+        """``sat`` of ``fs`` with each instance ``(site, x, tag)`` in a ring's loops tied to a state
+        of its thread whose ring count is ``x`` (``state_rng``, and the site's path condition):
+        a violation is reported at ring counts some thread reaches."""
+        more = [mk_and(self.state_rng(e.loops, x, t), self.state_at(e.pc, e.loops, t))
+                for e, x, t in insts if len(e.loops) == 2]
+        return self.sat(list(fs) + more, [t for _, _, t in insts] + self.extra)
+
+    def fixed(self, pc, loops):
+        """The conjuncts of ``pc`` that no iteration of ``loops`` changes."""
+        key = ("fixed", pc.get_id())
+        if key not in self.chk.memo:
+            variant = ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
+                       | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
+            todo, keep = [pc], []
+            while todo:
+                c = todo.pop()
+                if z3.is_and(c):
+                    todo.extend(c.children())
+                elif not (self.chk.syms(c) & variant):
+                    keep.append(c)
+            self.chk.memo[key] = mk_and(*keep) if keep else TRUE
+        return self.chk.memo[key]
+
+    def closed(self, term, loops):
+        """``term`` (a value computed in an iteration of a ring's two loops) at each ring position
+        ``u``: terms of the thread and the launch only, read off an iteration past the loops'
+        first (where the inner head holds the ring's forms) and proved for every iteration of
+        every ring thread (``prove_closed``). Uncovered when it is not such a function."""
+        key = ("closed", term.get_id(), _key(loops))
+        memo = self.chk.memo
+        if key not in memo:
+            self.prove_closed([term], loops)
+        if isinstance(memo[key], Uncovered):
+            raise memo[key]
+        return memo[key]
+
+    def prove_closed(self, terms, loops):
+        """``closed`` for ``terms`` at once: one query for all that are read off as functions of
+        the ring position (each alone where that query does not prove them all)."""
+        memo = self.chk.memo
+        w, ring = self.clock(loops)
+        P = ring.period
+        variant = ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
+                   | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops])
+                   | {str(p) for p in self.private})
+        one = [(k, z3.BitVecVal(1, 64)) for _, k in loops]
+        todo = {}
+        for term in terms:
+            key = ("closed", term.get_id(), _key(loops))
+            if key in memo or key in todo:
+                continue
+            flat = z3.substitute(term, *ring.substitution) if ring.substitution else term
+            vals = [z3.simplify(z3.substitute(flat, *one, *[(p, z3.BitVecVal(u, 8)) for p in self.private
+                                                            if p.size() == 8])) for u in range(P)]
+            if self.chk.syms(*vals) & variant:
+                memo[key] = Uncovered(f"a value at {self.chk.loc(w.instr)}'s ring is not a function of the ring "
+                                      "position and the thread")
+            else:
+                todo[key] = (term, vals)
+        if not todo:
+            return
+        x = self.var("x")
+        _, u = self.position(x, P)
+
+        def differs(items):
+            return mk_or(*[self.state_at(t, loops, "c") != self.at_tag(ring_select(vals, u, t.size()), "c")
+                           for t, vals in items])
+
+        base = self.state_rng(loops, x, "c")
+        r = self.sat([base, differs(todo.values())], ["c"])[0]
+        for key, (term, vals) in todo.items():
+            if r != "unsat" and len(todo) > 1:
+                r1 = self.sat([base, differs([(term, vals)])], ["c"])[0]
+            else:
+                r1 = r
+            memo[key] = vals if r1 == "unsat" else Uncovered(
+                f"a value in the loops of the ring waited on at {self.chk.loc(w.instr)} is not shown to be a function "
+                f"of the ring position" + (" (solver gave no answer)" if r1 == "unknown" else ""))
+
+    def at_tag(self, term, tag):
+        return self.rename(term, tag)
+
+    def _ring_clocks(self):
+        """The rings the parity obligation proved (``Facts.rings``) whose count is the iteration
+        of the sites in their two loops (one ring per pair of loops). Their forms select by the
+        ring position ``t mod P`` of a count ``t``: each such position is a variable ``u`` of the
+        instance, with ``t == q * P + u`` -- linear, where a 64-bit remainder costs z3 a divider."""
+        self.clocks, self.tags = {}, {}
+        for w, ring in self.chk.rings:
+            if len(w.loops) != 2 or _key(w.loops) in self.clocks:
+                continue
+            i, P = len(self.clocks), ring.period
+            found = {}
+
+            def walk(e):
+                if e.get_id() in found or z3.is_const(e):
+                    return
+                if (z3.is_app_of(e, z3.Z3_OP_EXTRACT) and e.params() == [7, 0]
+                        and e.arg(0).decl().kind() in (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I) and z3.is_bv_value(e.arg(0).arg(1))
+                        and e.arg(0).arg(1).as_long() == P):
+                    found[e.get_id()] = e
+                    return
+                found.setdefault(("seen", e.get_id()), None)
+                for c in e.children():
+                    if ("seen", c.get_id()) not in found:
+                        walk(c)
+
+            for _, f in ring.substitution:
+                walk(f)
+            pos, cons = [], []
+            for j, e in enumerate(v for v in found.values() if v is not None):
+                u, q = z3.BitVec(f"ring{i}.u{j}", 8), z3.BitVec(f"ring{i}.q{j}", 64)
+                pos.append((e, u))
+                cons += [e.arg(0).arg(0) == q * P + z3.ZeroExt(56, u), z3.ULT(u, P),
+                         z3.ULT(q, z3.BitVecVal((1 << 63) // P, 64))]
+                self.private += [u, q]
+            subst = [(h, z3.substitute(f, *pos) if pos else f) for h, f in ring.substitution]
+            self.clocks[_key(w.loops)] = (w, replace(ring, substitution=subst), mk_and(*cons))
+
+    @staticmethod
+    def _position_key(x, P):
+        return (str(x), P)
+
+    def position(self, x, P):
+        """``(q, u)`` with ``x == q * P + u``, ``u < P``: variables the queries naming ``x`` (a
+        variable of the argument) define so."""
+        key = self._position_key(x, P)
+        if key not in self.positions:
+            q, u = z3.BitVec(f"{x}.q", 64), z3.BitVec(f"{x}.u", 8)
+            self.positions[key] = (q, u, mk_and(x == q * P + z3.ZeroExt(56, u), z3.ULT(u, P),
+                                                z3.ULT(q, z3.BitVecVal((1 << 63) // P, 64))))
+        return self.positions[key][:2]
+
+    def clock(self, loops):
+        """``(wait, Ring)``: the ring whose count is the iteration of sites in ``loops`` (two)."""
+        c = self.clocks.get(_key(loops))
+        if c is None:
+            raise Uncovered(f"sites in nested loops ({', '.join(i.name for i, _ in loops)}) with no ring of waits "
+                            "proved over both (uses are counted by one loop's iteration or one ring's count)")
+        return c[:2]
+
+    def clocked(self, e) -> bool:
+        """``e`` has an iteration the argument counts: it is in one loop, or in a ring's two loops
+        and run only by the ring's waiting threads (the forms hold for them)."""
+        if len(e.loops) == 1:
+            return True
+        if len(e.loops) != 2 or _key(e.loops) not in self.clocks:
+            return False
+        key = ("clocked", id(e.instr), e.seq)
+        if key not in self.chk.memo:
+            w, ring = self.clock(e.loops)
+            self.chk.memo[key] = self.chk.prove(mk_and(self.chk.ranges(e.loops), e.pc), ring.role)[0] == "proved"
+        return self.chk.memo[key]
 
     def var(self, what):
         self.fresh_n += 1
@@ -423,12 +670,16 @@ class _Proof:
     def sat(self, fs, tags):
         """sat / unsat / unknown of ``fs`` with the constraints of the thread instances ``tags``."""
         cons = []
-        for t in tags:
-            cons += self.tag_subst(t)[1]
         # every instance is a thread of one CTA (shared memory and mbarriers are per CTA)
         first = self.tag_subst(tags[0])[0]
         for t in tags[1:]:
             cons += [p == q for (o, p), (_, q) in zip(first, self.tag_subst(t)[0]) if str(o).startswith("ctaid.")]
+        named = self.chk.syms(*fs)
+        if self.positions:
+            cons += [c for (x, _), (q, u, c) in self.positions.items() if {x, str(q), str(u)} & named]
+        named = named | self.chk.syms(*cons) if cons else named
+        for t in tags:
+            cons += self.tag_constraints(t, named)
         r, s = self.chk.budget.solve(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
         if r == z3.sat:
             return "sat", s.model()
@@ -447,35 +698,13 @@ class _Proof:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.instr.opcode} (barrier address not understood)")
             if s.note:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
-            if len(s.loops) != 1:
+            if len(s.loops) == 2:
+                self.d[id(s)] = self._ring_reuse(s)
+            elif len(s.loops) != 1:
                 raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
                                 " (uses are counted by the iteration of one loop)")
-            info, k = s.loops[0]
-            if (chk.syms(s.addr) & per_thread) - {str(k)}:
-                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on the thread")
-            variant = chk.ex.loop_syms.get(id(info), set())
-            if chk.syms(s.addr) & variant:
-                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary "
-                                "does not track")
-            j = z3.BitVec(f"{k}~earlier", 64)
-            earlier = mk_and(chk.in_range(info, k, k), z3.ULT(j, k), s.pc)
-            if chk.syms(s.pc) & variant or (str(k) in chk.syms(s.pc)
-                                             and chk.prove(earlier, z3.substitute(s.pc, (k, j)))[0] != "proved"):
-                raise Uncovered(f"{chk.loc(s.instr)}: the site may skip an iteration of loop {info.name}")
-            d = None
-            for dd in range(1, MAX_REUSE + 1):
-                hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + dd), s.pc)
-                if chk.prove(hyp, chk.shift(s.addr, k, dd) == s.addr)[0] == "proved":
-                    d = dd
-                    break
-            if d is None:
-                raise Uncovered(f"{chk.loc(s.instr)}: no reuse distance of the barrier address within {MAX_REUSE}")
-            for d2 in range(1, d):
-                hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d2))
-                if chk.prove(hyp, chk.shift(s.addr, k, d2) != s.addr)[0] != "proved":
-                    raise Uncovered(f"{chk.loc(s.instr)}: the barrier address repeats every {d} iterations but "
-                                    "not only then")
-            self.d[id(s)] = d
+            else:
+                self.d[id(s)] = self._loop_reuse(s, per_thread)
             if s.kind == "wait":
                 if not s.instr.blocking:
                     raise Uncovered(f"{chk.loc(s.instr)}: the wait is not a recognized blocking retry loop")
@@ -483,11 +712,101 @@ class _Proof:
                 if off is None:
                     raise Uncovered(f"{chk.loc(s.instr)}: {why}")
                 self.off[id(s)] = off
-        # the barriers are initialized before every use: the inits (outside loops) are followed by
-        # fence.mbarrier_init and a CTA barrier that every thread executes before its first use
-        # (§9.7.13.15.9 init, §9.7.13.4 fence.mbarrier_init)
+        self._inits_visible()
+        # the signals of one barrier come from one loop (their uses count the phases)
+        sig = [s for s in chk.sites if s.kind in ("arrive", "copy", "expect_tx")]
+        for s in sig:
+            for t in sig:
+                if s is not t and _key(s.loops) != _key(t.loops) and self.may_meet(s, t):
+                    raise Uncovered(f"{chk.loc(s.instr)} and {chk.loc(t.instr)} signal one barrier from different "
+                                    "loops (phases are counted per loop)")
+        self.waits = [s for s in chk.sites if s.kind == "wait"]
+        self.arrives = [s for s in chk.sites if s.kind == "arrive"]
+        self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
+
+    def _sites_counted(self):
+        """Before any query: every barrier site is in one loop, with an address of that loop's
+        iteration, or in the two loops of a ring (``_barrier_sites`` then proves the rest)."""
+        chk = self.chk
+        for s in chk.sites:
+            if s.kind in ("init", "inval"):
+                continue
+            if s.kind == "other" or s.addr is None:
+                raise Uncovered(f"{chk.loc(s.instr)}: {s.instr.opcode} (barrier address not understood)")
+            if s.note:
+                raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
+            if len(s.loops) == 2:
+                self.clock(s.loops)
+            elif len(s.loops) != 1:
+                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
+                                " (uses are counted by the iteration of one loop or the count of a ring)")
+            elif chk.syms(s.addr) & chk.ex.loop_syms.get(id(s.loops[0][0]), set()):
+                ring = next((c[0] for c in self.clocks.values() if c[0].loops[0][0] is s.loops[0][0]), None)
+                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary does not "
+                                "track" + (f" (a site of the ring waited on at {chk.loc(ring.instr)} outside its inner "
+                                           "loop: uses are counted by the ring's count only inside both loops)"
+                                           if ring is not None else ""))
+
+    def _ring_reuse(self, s):
+        """The reuse distance of a barrier site in a ring's two loops, counted by the ring count:
+        the site runs at every ring step of its threads (whenever the ring's wait runs, by a
+        condition no iteration changes), and its barrier is a table of the ring position, the
+        same for all the ring's threads (``bar`` then selects from it): ``d`` is the table's
+        period."""
+        chk = self.chk
+        w, ring = self.clock(s.loops)
+        P = ring.period
+        hyp = mk_and(chk.ranges(s.loops), s.pc)
+        variant = set().union(*[chk.ex.loop_syms.get(id(i), set()) for i, _ in s.loops]) - {str(k) for _, k in s.loops}
+        if s is not w:
+            (pc2, wpc2), rng2 = chk.renamed(s, s.pc, w.pc)
+            if (chk.syms(s.pc) & variant or chk.prove(hyp, w.pc)[0] != "proved"
+                    or chk.prove(mk_and(hyp, rng2, wpc2), pc2)[0] != "proved"):
+                raise Uncovered(f"{chk.loc(s.instr)}: the site may skip a step of the ring waited on at "
+                                f"{chk.loc(w.instr)}")
+        vals = self.closed(s.addr, s.loops)
+        if not all(z3.is_bv_value(v) for v in vals):
+            raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on the thread")
+        table = self.tables[id(s)] = [v.as_long() for v in vals]
+        return next(d for d in range(1, P + 1) if P % d == 0 and all(table[i] == table[(i + d) % P] for i in range(P)))
+
+    def _loop_reuse(self, s, per_thread):
+        """The reuse distance of a barrier site in one loop (module docstring)."""
+        chk = self.chk
+        info, k = s.loops[0]
+        if (chk.syms(s.addr) & per_thread) - {str(k)}:
+            raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on the thread")
+        variant = chk.ex.loop_syms.get(id(info), set())
+        if chk.syms(s.addr) & variant:
+            raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary "
+                            "does not track")
+        j = z3.BitVec(f"{k}~earlier", 64)
+        earlier = mk_and(chk.in_range(info, k, k), z3.ULT(j, k), s.pc)
+        if chk.syms(s.pc) & variant or (str(k) in chk.syms(s.pc)
+                                         and chk.prove(earlier, z3.substitute(s.pc, (k, j)))[0] != "proved"):
+            raise Uncovered(f"{chk.loc(s.instr)}: the site may skip an iteration of loop {info.name}")
+        d = None
+        for dd in range(1, MAX_REUSE + 1):
+            hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + dd), s.pc)
+            if chk.prove(hyp, chk.shift(s.addr, k, dd) == s.addr)[0] == "proved":
+                d = dd
+                break
+        if d is None:
+            raise Uncovered(f"{chk.loc(s.instr)}: no reuse distance of the barrier address within {MAX_REUSE}")
+        for d2 in range(1, d):
+            hyp = mk_and(chk.in_range(info, k, k), chk.in_range(info, k, k + d2))
+            if chk.prove(hyp, chk.shift(s.addr, k, d2) != s.addr)[0] != "proved":
+                raise Uncovered(f"{chk.loc(s.instr)}: the barrier address repeats every {d} iterations but "
+                                "not only then")
+        return d
+
+    def _inits_visible(self):
+        """The barriers are initialized before every use: the inits (outside loops) are followed by
+        fence.mbarrier_init and a CTA barrier that every thread executes before its first use
+        (§9.7.13.15.9 init, §9.7.13.4 fence.mbarrier_init)."""
         from kverify.semantics.ir.visit import instructions
 
+        chk = self.chk
         inits = [s for s in chk.sites if s.kind == "init"]
         uses = [chk.seq(s) for s in chk.sites if s.kind != "init"]
         if inits and uses:
@@ -502,22 +821,34 @@ class _Proof:
                 raise Uncovered(f"{chk.loc(inits[0].instr)}: the mbarrier.init is not followed by "
                                 f"{'fence.mbarrier_init and ' if not fences else ''}a CTA barrier of every thread "
                                 "before the first use of a barrier (initialization visibility is the interpreter's)")
-        # the signals of one barrier come from one loop (their uses count the phases)
-        sig = [s for s in chk.sites if s.kind in ("arrive", "copy", "expect_tx")]
-        for s in sig:
-            for t in sig:
-                if s is not t and s.loops[0][0] is not t.loops[0][0] and chk.may_alias(s, t):
-                    raise Uncovered(f"{chk.loc(s.instr)} and {chk.loc(t.instr)} signal one barrier from different "
-                                    "loops (phases are counted per loop)")
-        self.waits = [s for s in chk.sites if s.kind == "wait"]
-        self.arrives = [s for s in chk.sites if s.kind == "arrive"]
-        self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
+
+    def may_meet(self, s, t):
+        """Barrier sites ``s`` and ``t`` may name the same barrier (in some iterations)."""
+        ts, tt = self.tables.get(id(s)), self.tables.get(id(t))
+        if ts is not None and tt is not None:
+            return bool(set(ts) & set(tt))
+        if ts is None and tt is None:
+            return self.chk.may_alias(s, t)
+        x, y = self.var("x"), self.var("y")
+        return self.sat([self.rng(s.loops, x, "a"), self.at(s.pc, s.loops, x, "a"), self.rng(t.loops, y, "b"),
+                         self.at(t.pc, t.loops, y, "b"), self.bar(s, x, "a") == self.bar(t, y, "b")],
+                        ["a", "b"])[0] != "unsat"
 
     def bar(self, s, x, tag):
+        """The barrier site ``s`` names at iteration ``x`` (a variable) of instance ``tag``; at a
+        ring step, its table at the position of ``x``."""
         return self.at(s.addr, s.loops, x, tag)
 
     def use(self, s, x):
-        return z3.UDiv(x, z3.BitVecVal(self.d[id(s)], 64))
+        """The use of its barrier that site ``s`` makes at iteration ``x`` (a variable): ``x div d``;
+        at a ring step, from the position of ``x`` in the ring (``d`` divides its period)."""
+        d = self.d[id(s)]
+        if len(s.loops) == 2:
+            P = self.clock(s.loops)[1].period
+            if P % d == 0:
+                q, u = self.position(x, P)
+                return q * (P // d) + z3.ZeroExt(56, z3.UDiv(u, z3.BitVecVal(d, 8)))
+        return z3.UDiv(x, z3.BitVecVal(d, 64))
 
     def waits_before(self, e):
         """The blocking waits before ``e`` in its iteration, executed whenever ``e`` is."""
@@ -526,10 +857,9 @@ class _Proof:
             return self.chk.memo[key]
         out = []
         for w in self.waits:
-            if not e.loops or w.loops[0][0] is not e.loops[0][0] or not self.chk.seq(w) < e.seq:
+            if not e.loops or _key(w.loops) != _key(e.loops) or not self.chk.seq(w) < e.seq:
                 continue
-            info, k = e.loops[0]
-            if self.chk.prove(mk_and(self.chk.in_range(info, k, k), e.pc), w.pc)[0] == "proved":
+            if self.chk.prove(mk_and(self.chk.ranges(e.loops), e.pc), w.pc)[0] == "proved":
                 out.append(w)
         self.chk.memo[key] = out
         return out
@@ -554,7 +884,7 @@ class _Proof:
             wb, wu = self.bar(w, y, tag), self.use(w, y)
             bad = [z3.ULT(wu, z3.BitVecVal(off, 64))]  # the wait names the phase before phase 0
             for k, a in enumerate(self.arrives):
-                if not self.chk.may_alias(w, a):
+                if not self.may_meet(w, a):
                     continue
                 z, t = self.var("z"), f"{fresh}{len(alts)}_{k}"
                 self.extra.append(t)
@@ -573,9 +903,8 @@ class _Proof:
         if key in memo:
             return memo[key]
         chk = self.chk
-        info, k = e.loops[0]
-        hyp = mk_and(chk.in_range(info, k, k), e.pc)
-        same_iter = lambda s_loops: s_loops and s_loops[0][0] is info
+        hyp = mk_and(chk.ranges(e.loops), e.pc)
+        same_iter = lambda s_loops: s_loops and _key(s_loops) == _key(e.loops)
         runs = lambda pc: chk.prove(hyp, pc)[0] == "proved"
         retire = e.seq
         if e.kind == "wgmma":
@@ -634,7 +963,6 @@ class _Proof:
         arrive ``a`` in the same iteration whenever one of them executes ``e``."""
         chk, env = self.chk, self.env
         bx, by, bz = env.block
-        info, k = e.loops[0]
         tid = env.tid
         for w0 in range(0, bx * by * bz, 32):
             def pc_of(pc, t):
@@ -643,7 +971,7 @@ class _Proof:
                                      (tid[2], z3.BitVecVal(zz, 32)))
             ts = range(w0, min(w0 + 32, bx * by * bz))
             any_e = mk_or(*[pc_of(e.pc, t) for t in ts])
-            rng = chk.in_range(info, k, k)
+            rng = chk.ranges(e.loops)
             if chk.solve([rng, any_e])[0] == "unsat":
                 continue
             ok = False
@@ -684,7 +1012,7 @@ class _Proof:
                 m = m2 if r2 == "sat" else m
             if r != "unsat":
                 it = m.eval(x, model_completion=True).as_long() if m is not None else None
-                raise Uncovered(f"{self.chk.loc(s.instr)}: the signal of iteration {it} is not shown to follow the "
+                raise Uncovered(f"{self.chk.loc(s.instr)}: the signal {_when(s, it)} is not shown to follow the "
                                 f"completion of its barrier's previous phase" if r == "sat" else
                                 f"{self.chk.loc(s.instr)}: solver gave no answer on the ordering of its signals")
 
@@ -702,17 +1030,18 @@ class _Proof:
         self.extra = []
         chk = self.chk
         x, y = self.var("kx"), self.var("ky")
-        if not a.loops or not b.loops or len(a.loops) > 1 or len(b.loops) > 1:
+        if not a.loops or not b.loops or not self.clocked(a) or not self.clocked(b):
             # a stage access outside the pipeline loop: covered only if it never overlaps
             base = self._overlap(a, x, "a", b, y, "b")
             r, _ = self.sat([base], ["a", "b"])
             if r == "unsat":
                 return None
-            where = a if (not a.loops or len(a.loops) > 1) else b
+            where = a if (not a.loops or not self.clocked(a)) else b
             return Obligation(TITLE_ASYNC, "races", "unknown",
                               f"pipeline argument: the access at {chk.loc(where.instr)} "
-                              f"({'outside any loop' if not where.loops else 'in nested loops'}) may touch the bytes of "
-                              f"the copy at {chk.loc(a.instr)}; only accesses inside the pipeline loop are ordered",
+                              f"({'outside any loop' if not where.loops else 'in nested loops, not counted by a ring'}) "
+                              f"may touch the bytes of the copy at {chk.loc(a.instr)}; only accesses inside the "
+                              "pipeline loop are ordered",
                               None, [chk.loc(a.instr), chk.loc(where.instr)], None, 0.0)
         base = self._overlap(a, x, "a", b, y, "b")
         if a is b:
@@ -740,15 +1069,26 @@ class _Proof:
         kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
         what = {"copy": "asynchronous copy", "wgmma": "wgmma operand read", "read": "generic read",
                 "write": "generic write"}
-        desc = (f"the {what[a.kind]} at {locs[0]} in iteration {kx} and the {what[b.kind]} at {locs[1]} in iteration "
-                f"{ky} touch the same shared bytes")
+
+        def describe(kx, ky):
+            return (f"the {what[a.kind]} at {locs[0]} {_when(a, kx)} and the {what[b.kind]} at {locs[1]} "
+                    f"{_when(b, ky)} touch the same shared bytes")
+        desc = describe(kx, ky)
         if fence:
             ba0 = self._ordered(b, y, "b", a, x, "a", False)
             r0, m0 = self.sat([base, mk_not(ab), mk_not(ba0)], ["a", "b"] + self.extra)
             approx = chk.syms(base) & self.env.approx
+            if r0 == "unsat" and not approx and len(a.loops) + len(b.loops) > 2:  # ring counts some threads reach
+                fs, insts = [base, mk_not(ab), mk_not(ba)], [(a, x, "a"), (b, y, "b")]
+                r1, m1 = self.reached(fs + [x == kx, y == ky], insts)
+                if r1 != "sat":
+                    r1, m1 = self.reached(fs, insts)
+                    if r1 == "sat":
+                        kx, ky = (m1.eval(v, model_completion=True).as_long() for v in (x, y))
+                        desc = describe(kx, ky)
+                approx = approx or r1 != "sat"
             if r0 == "unsat" and not approx:
                 _, why = self.releases(b, True)
-                kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
                 cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [kx, ky], "locations": [str(l) for l in locs]}
                 return Obligation(TITLE_ASYNC, "races", "violated",
                                   f"{desc}; the mbarrier ring orders them in the generic proxy only: {why} "
@@ -767,13 +1107,15 @@ class _Proof:
         return mk_and(self.rng(a.loops, x, ta), self.rng(b.loops, y, tb), self.at(a.pc, a.loops, x, ta),
                       self.at(b.pc, b.loops, y, tb), z3.ULT(lo1, hi2), z3.ULT(lo2, hi1))
 
-    def _proxy_program_order(self, generic, reads):
+    def _proxy_program_order(self, generic, reads, rings=False):
         """A generic write followed in program order (same iteration) by a wgmma reading its bytes
         with no fence.proxy.async between them: violated ``race.async-proxy``."""
         chk = self.chk
         for w in [g for g in generic if g.writes]:
             for r in reads:
-                if [id(i) for i, _ in w.loops] != [id(i) for i, _ in r.loops] or len(w.loops) > 1:
+                if _key(w.loops) != _key(r.loops) or (w.loops and not (self.clocked(w) and self.clocked(r))):
+                    continue
+                if rings != (len(w.loops) == 2):  # (one loop or none: before the rings are known)
                     continue
                 if not w.seq < r.seq:
                     continue
@@ -783,6 +1125,8 @@ class _Proof:
                 loops = w.loops
                 f = mk_and(self._overlap(w, x, "a", replace(r, loops=loops), x, "b"))
                 res, m = self.sat([f], ["a", "b"])
+                if res == "sat" and rings:  # a ring count some thread reaches
+                    res, m = self.reached([f], [(w, x, "a"), (r, x, "b")])
                 if res == "sat" and not (chk.syms(f) & self.env.approx):
                     locs = [chk.loc(w.instr), chk.loc(r.instr)]
                     it = m.eval(x, model_completion=True).as_long() if loops else None
@@ -790,7 +1134,7 @@ class _Proof:
                            "locations": [str(l) for l in locs]}
                     return Obligation(TITLE_ASYNC, "races", "violated",
                                       f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
-                                      f"writes before it{f' (iteration {it})' if loops else ''}, with no "
+                                      f"writes before it{f' ({_when(w, it)})' if loops else ''}, with no "
                                       "fence.proxy.async between them: the async proxy may read stale data "
                                       "(§8.6 proxies)",
                                       None, locs, cex, 0.0, RACE_ASYNC_PROXY.id)
