@@ -314,6 +314,7 @@ class _Proof:
         self.extra: list = []
         self.clocks: dict = {}  # loops -> (wait, Ring, definitions of its positions): _ring_clocks
         self.private: list = []  # further symbols of one thread instance (ring positions)
+        self.unclocked: dict = {}  # loops -> why the ring proved over them does not count their sites
         self.tables: dict = {}  # id(barrier site in a ring's loops) -> its barrier at each ring position
         self.positions: dict = {}  # name of a ring count variable -> (quotient, position, their definition)
 
@@ -600,6 +601,11 @@ class _Proof:
         for w, ring in self.chk.rings:
             if len(w.loops) != 2 or _key(w.loops) in self.clocks:
                 continue
+            if ring.hoisted:  # its count also advances outside the inner loop, where no site is counted by it
+                self.unclocked.setdefault(_key(w.loops), (
+                    f"the ring waited on at {self.chk.loc(w.instr)} is also waited on before its inner loop "
+                    f"({self.chk.loc(ring.hoisted[0].instr)}): its count is not the step of its inner loop's sites"))
+                continue
             i, P = len(self.clocks), ring.period
             found = {}
 
@@ -645,6 +651,8 @@ class _Proof:
     def clock(self, loops):
         """``(wait, Ring)``: the ring whose count is the iteration of sites in ``loops`` (two)."""
         c = self.clocks.get(_key(loops))
+        if c is None and _key(loops) in self.unclocked:
+            raise Uncovered(self.unclocked[_key(loops)])
         if c is None:
             raise Uncovered(f"sites in nested loops ({', '.join(i.name for i, _ in loops)}) with no ring of waits "
                             "proved over both (uses are counted by one loop's iteration or one ring's count)")
@@ -691,9 +699,7 @@ class _Proof:
         chk = self.chk
         self.d, self.off = {}, {}
         per_thread = {str(a) for a, _ in self.env.pairs}
-        for s in chk.sites:
-            if s.kind in ("init", "inval"):
-                continue
+        for s in self.counted():
             if s.kind == "other" or s.addr is None:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.instr.opcode} (barrier address not understood)")
             if s.note:
@@ -720,17 +726,21 @@ class _Proof:
                 if s is not t and _key(s.loops) != _key(t.loops) and self.may_meet(s, t):
                     raise Uncovered(f"{chk.loc(s.instr)} and {chk.loc(t.instr)} signal one barrier from different "
                                     "loops (phases are counted per loop)")
-        self.waits = [s for s in chk.sites if s.kind == "wait"]
+        self.waits = [s for s in self.counted() if s.kind == "wait"]
         self.arrives = [s for s in chk.sites if s.kind == "arrive"]
         self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
+
+    def counted(self):
+        """The barrier sites whose uses the argument counts: all but the inits and a wait outside
+        every loop (CUTLASS's producer tail), which orders only what follows it outside every loop
+        -- accesses the argument does not order (``_pair``)."""
+        return [s for s in self.chk.sites if s.kind not in ("init", "inval") and (s.loops or s.kind != "wait")]
 
     def _sites_counted(self):
         """Before any query: every barrier site is in one loop, with an address of that loop's
         iteration, or in the two loops of a ring (``_barrier_sites`` then proves the rest)."""
         chk = self.chk
-        for s in chk.sites:
-            if s.kind in ("init", "inval"):
-                continue
+        for s in self.counted():
             if s.kind == "other" or s.addr is None:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.instr.opcode} (barrier address not understood)")
             if s.note:
@@ -741,11 +751,13 @@ class _Proof:
                 raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
                                 " (uses are counted by the iteration of one loop or the count of a ring)")
             elif chk.syms(s.addr) & chk.ex.loop_syms.get(id(s.loops[0][0]), set()):
-                ring = next((c[0] for c in self.clocks.values() if c[0].loops[0][0] is s.loops[0][0]), None)
+                outer = id(s.loops[0][0])
+                ring = next((c[0] for c in self.clocks.values() if id(c[0].loops[0][0]) == outer), None)
+                why = next((why for key, why in self.unclocked.items() if key[0] == outer), None)
                 raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary does not "
                                 "track" + (f" (a site of the ring waited on at {chk.loc(ring.instr)} outside its inner "
                                            "loop: uses are counted by the ring's count only inside both loops)"
-                                           if ring is not None else ""))
+                                           if ring is not None else f" ({why})" if why else ""))
 
     def _ring_reuse(self, s):
         """The reuse distance of a barrier site in a ring's two loops, counted by the ring count:
