@@ -7,7 +7,11 @@ Owns the static evidence for "race-free: async" (rules ``race.async-pending``,
 generic-proxy write to shared memory. One symbolic thread runs the kernel body (the mbarrier
 executor, extended here to record copy destinations, wgmma operand footprints, wgmma
 commit / wait_group, ``fence.proxy.async`` and warp barriers); every instruction site inside
-a single loop is a function of that loop's iteration counter. Then, with z3:
+a single loop is a function of that loop's iteration counter, and every site in the two loops
+of a ring the parity obligation proved (the stage and phase carried across a tile loop and a k
+loop, :mod:`kverify.verifier.mbarrier.ring`) a function of the ring count: its values are
+closed forms of the ring position and the thread, proved once (``prove_closed``), and "the
+iteration" below is the ring count. Then, with z3:
 
 * premises: the three mbarrier conformance obligations (parity, tx bytes, arrivals) are proved
   for the same symbolic launch, every blocking wait's role offset is known, and every
@@ -33,8 +37,9 @@ a single loop is a function of that loop's iteration counter. Then, with z3:
   bytes (iteration ``k'``, another or the same thread), z3 is asked for an instance where
   neither is ordered before the other: unsat -> proved.
 
-Anything outside the encoding -- nested loops, a stage access outside the loop, barrier
-sites that are not periodic or skip iterations, unrecognized (non-blocking) waits, async
+Anything outside the encoding -- nested loops without such a ring (or a ring also waited on
+before its inner loop), a stage access outside the loop, barrier sites that are not periodic
+or skip iterations (waits outside every loop order nothing the argument counts: not counted), unrecognized (non-blocking) waits, async
 operations other than bulk copies into shared memory and wgmma, a thread-dependent barrier
 address -- makes the obligation ``unknown`` with the reason; an unordered instance is
 ``unknown`` with both lines and iterations (the interpreter replays races), except a generic
