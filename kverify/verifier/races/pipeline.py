@@ -488,11 +488,11 @@ class _Proof:
         needs: of a ring's two loops, any ring count; ``at`` gives its values there)."""
         if not loops:
             return TRUE
-        lim = z3.ULT(x, z3.BitVecVal(1 << 31, 64))
-        if len(loops) == 2:
+        if len(loops) == 2:  # a ring count: below 2**31 iterations of each loop (ring.py)
             P = self.clock(loops)[1].period
             self.position(x, P)
-            return mk_and(lim, self.positions[self._position_key(x, P)][2])
+            return self.positions[self._position_key(x, P)][2]
+        lim = z3.ULT(x, z3.BitVecVal(1 << 31, 64))
         info = loops[0][0]
         if info.trip is None:
             return lim
@@ -510,7 +510,7 @@ class _Proof:
         count is ``x``."""
         _, ring = self.clock(loops)
         cons = self.clocks[_key(loops)][2]
-        return mk_and(z3.ULT(x, z3.BitVecVal(1 << 31, 64)),
+        return mk_and(z3.ULT(x, z3.BitVecVal(1 << 63, 64)),
                       self.state_at(mk_and(self.chk.ranges(loops), ring.role, cons), loops, tag),
                       self.state_at(ring.n, loops, tag) == x)
 
@@ -524,7 +524,7 @@ class _Proof:
 
     def fixed(self, pc, loops):
         """The conjuncts of ``pc`` that no iteration of ``loops`` changes."""
-        key = ("fixed", pc.get_id())
+        key = ("fixed", pc.get_id(), _key(loops))
         if key not in self.chk.memo:
             variant = ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
                        | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
@@ -580,7 +580,7 @@ class _Proof:
         _, u = self.position(x, P)
 
         def differs(items):
-            return mk_or(*[self.state_at(t, loops, "c") != self.at_tag(ring_select(vals, u, t.size()), "c")
+            return mk_or(*[self.state_at(t, loops, "c") != self.rename(ring_select(vals, u, t.size()), "c")
                            for t, vals in items])
 
         base = self.state_rng(loops, x, "c")
@@ -593,9 +593,6 @@ class _Proof:
             memo[key] = vals if r1 == "unsat" else Uncovered(
                 f"a value in the loops of the ring waited on at {self.chk.loc(w.instr)} is not shown to be a function "
                 f"of the ring position" + (" (solver gave no answer)" if r1 == "unknown" else ""))
-
-    def at_tag(self, term, tag):
-        return self.rename(term, tag)
 
     def _ring_clocks(self):
         """The rings the parity obligation proved (``Facts.rings``) whose count is the iteration
@@ -612,25 +609,24 @@ class _Proof:
                     f"({self.chk.loc(ring.hoisted[0].instr)}): its count is not the step of its inner loop's sites"))
                 continue
             i, P = len(self.clocks), ring.period
-            found = {}
+            found, seen = {}, set()
 
-            def walk(e):
-                if e.get_id() in found or z3.is_const(e):
+            def walk(e):  # the positions ``Extract(7, 0, t mod P)`` the forms select by (ring.py)
+                if e.get_id() in seen or z3.is_const(e):
                     return
+                seen.add(e.get_id())
                 if (z3.is_app_of(e, z3.Z3_OP_EXTRACT) and e.params() == [7, 0]
-                        and e.arg(0).decl().kind() in (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I) and z3.is_bv_value(e.arg(0).arg(1))
-                        and e.arg(0).arg(1).as_long() == P):
+                        and e.arg(0).decl().kind() in (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I)
+                        and z3.is_bv_value(e.arg(0).arg(1)) and e.arg(0).arg(1).as_long() == P):
                     found[e.get_id()] = e
                     return
-                found.setdefault(("seen", e.get_id()), None)
                 for c in e.children():
-                    if ("seen", c.get_id()) not in found:
-                        walk(c)
+                    walk(c)
 
             for _, f in ring.substitution:
                 walk(f)
             pos, cons = [], []
-            for j, e in enumerate(v for v in found.values() if v is not None):
+            for j, e in enumerate(found.values()):
                 u, q = z3.BitVec(f"ring{i}.u{j}", 8), z3.BitVec(f"ring{i}.q{j}", 64)
                 pos.append((e, u))
                 cons += [e.arg(0).arg(0) == q * P + z3.ZeroExt(56, u), z3.ULT(u, P),
@@ -644,8 +640,9 @@ class _Proof:
         return (str(x), P)
 
     def position(self, x, P):
-        """``(q, u)`` with ``x == q * P + u``, ``u < P``: variables the queries naming ``x`` (a
-        variable of the argument) define so."""
+        """``(q, u)`` with ``x == q * P + u``, ``u < P`` (so ``x < 2**63``: a ring count, at most
+        ``2**31`` iterations of each of two loops): variables the queries naming ``x`` (a variable
+        of the argument) define so."""
         key = self._position_key(x, P)
         if key not in self.positions:
             q, u = z3.BitVec(f"{x}.q", 64), z3.BitVec(f"{x}.u", 8)
