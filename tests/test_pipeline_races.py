@@ -249,9 +249,9 @@ def test_a_ring_with_waits_before_its_inner_loop_is_not_counted_outside_both_loo
     o = obs["race-free: async"]
     assert o.status == "unknown"
     assert ("persistent_pipeline_split.cu:159:9 (ptx 236): the barrier address depends on a value the loop summary "
-            "does not track (the ring waited on at persistent_pipeline_split.cu:164:11 (ptx 304) is also waited on "
-            "before its inner loop (persistent_pipeline_split.cu:159:9 (ptx 236)): its count is not the step of its "
-            "inner loop's sites)") in o.message
+            "does not track (in the outer loop of the wait at persistent_pipeline_split.cu:164:11 (ptx 304): a ring's "
+            "site outside its inner loop is not counted by the ring's count)") in o.message
+    assert "premises" not in o.message and "phase correspondence" not in o.message  # said before the premises
 
 
 def test_a_producer_tail_after_the_loops_needs_no_count():

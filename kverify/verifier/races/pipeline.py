@@ -347,6 +347,7 @@ class _Proof:
             return self._out([proxy_viol], generic)
         if env.block is None:
             raise Uncovered("block size unknown (the warp-level release argument counts threads)")
+        self._sites_counted()  # before the premises' queries: what no premise can make countable
         for i, (what, fn) in enumerate((("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check))):
             chk.budget.restart()
             o = premises[i] if premises else fn(chk)
@@ -358,7 +359,9 @@ class _Proof:
         # the rings the parity obligation proved: their count is the iteration of the sites in
         # their two loops (one ring per pair of loops: its threads' sites are counted by it)
         self._ring_clocks()
-        self._sites_counted()
+        for s in self.counted():
+            if len(s.loops) == 2:
+                self.clock(s.loops)  # the sites in nested loops are those of a ring
         for key, (w, _, _) in self.clocks.items():  # every value the argument reads of a ring, in one query
             terms = [t.addr for t in chk.sites if t.kind not in ("init", "inval") and t.addr is not None
                      and _key(t.loops) == key]
@@ -740,7 +743,8 @@ class _Proof:
 
     def _sites_counted(self):
         """Before any query: every barrier site is in one loop, with an address of that loop's
-        iteration, or in the two loops of a ring (``_barrier_sites`` then proves the rest)."""
+        iteration, or in two loops (then of a ring: ``clock``); ``_barrier_sites`` proves the
+        rest."""
         chk = self.chk
         for s in self.counted():
             if s.kind == "other" or s.addr is None:
@@ -748,18 +752,17 @@ class _Proof:
             if s.note:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
             if len(s.loops) == 2:
-                self.clock(s.loops)
+                continue
             elif len(s.loops) != 1:
                 raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
                                 " (uses are counted by the iteration of one loop or the count of a ring)")
             elif chk.syms(s.addr) & chk.ex.loop_syms.get(id(s.loops[0][0]), set()):
-                outer = id(s.loops[0][0])
-                ring = next((c[0] for c in self.clocks.values() if id(c[0].loops[0][0]) == outer), None)
-                why = next((why for key, why in self.unclocked.items() if key[0] == outer), None)
+                nested = next((v for v in self.counted() if v.kind == "wait" and len(v.loops) == 2
+                               and v.loops[0][0] is s.loops[0][0]), None)
                 raise Uncovered(f"{chk.loc(s.instr)}: the barrier address depends on a value the loop summary does not "
-                                "track" + (f" (a site of the ring waited on at {chk.loc(ring.instr)} outside its inner "
-                                           "loop: uses are counted by the ring's count only inside both loops)"
-                                           if ring is not None else f" ({why})" if why else ""))
+                                "track" + (f" (in the outer loop of the wait at {chk.loc(nested.instr)}: a ring's site "
+                                           "outside its inner loop is not counted by the ring's count)"
+                                           if nested is not None else ""))
 
     def _ring_reuse(self, s):
         """The reuse distance of a barrier site in a ring's two loops, counted by the ring count:
