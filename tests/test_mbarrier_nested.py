@@ -221,16 +221,16 @@ def test_ring_waited_on_before_and_inside_the_k_loop_is_proved_over_both_sites()
     ob = _split_parity("persistent_pipeline_split.cu")
     assert ob.status == "proved", ob.message
     assert [loc.line for loc in ob.locations] == [144, 159, 164]
-    assert ("persistent_pipeline_split.cu:159:9 (ptx 236): before loop $L__BB0_10 (line 38): execution G + 0 of the "
+    assert ("persistent_pipeline_split.cu:159:9 (ptx 236): before loop $L__BB0_10 (line 163): execution G + 0 of the "
             "ring of persistent_pipeline_split.cu:164:11 (ptx 304) (G: the ring count at the head of loop $L__BB0_5 "
-            "(line 215)), so barrier 0xc00, 0xc08, 0xc10[(G + 0) mod 3] and parity ((G + 0) div 3 + 0) mod 2") \
+            "(line 155)), so barrier 0xc00, 0xc08, 0xc10[(G + 0) mod 3] and parity ((G + 0) div 3 + 0) mod 2") \
         in ob.message
     assert ("persistent_pipeline_split.cu:164:11 (ptx 304): first use parity 0 (consumer of the fill" in ob.message)
     assert ("the n-th execution (counted over the waits at persistent_pipeline_split.cu:159:9 (ptx 236) and here, "
-            "loops $L__BB0_5 (line 215) and $L__BB0_10 (line 38)) uses barrier 0xc00, 0xc08, 0xc10[n mod 3] for the "
+            "loops $L__BB0_5 (line 155) and $L__BB0_10 (line 163)) uses barrier 0xc00, 0xc08, 0xc10[n mod 3] for the "
             "(n div 3)-th time") in ob.message
     # the producer's one-site ring is unchanged
-    assert ("the n-th execution (counted over loops $L__BB0_17 (line 126) and $L__BB0_19 (line 38)) uses barrier "
+    assert ("the n-th execution (counted over loops $L__BB0_17 (line 141) and $L__BB0_19 (line 143)) uses barrier "
             "0xc18, 0xc20, 0xc28[n mod 3]") in ob.message
 
 
@@ -242,7 +242,7 @@ def test_hoisted_wait_with_the_opposite_parity_is_violated_at_its_first_executio
     assert cex["iterations"] == [0] and cex["execution"] == 0 and cex["use"] == 0
     assert cex["parity"] == 1 and cex["expected_parity"] == 0
     assert cex["barrier_address"] == 0xc00  # full[0]
-    assert ("in iteration 0 of loop $L__BB0_5 (line 215) (before loop $L__BB0_10 (line 38)) is execution 0 of the "
+    assert ("in iteration 0 of loop $L__BB0_5 (line 155) (before loop $L__BB0_10 (line 163)) is execution 0 of the "
             "ring it shares with persistent_pipeline_split__hoisted_wrong_parity.cu:164:11 (ptx 306)") in ob.message
     assert ob.message.endswith("on a fresh barrier (phase 0 in progress) parity 1 returns at once, before the phase "
                                "completes")
@@ -269,7 +269,7 @@ def test_hoisted_wait_that_does_not_advance_the_ring_is_not_proved():
     assert ob.message == (
         "persistent_pipeline_split__hoisted_no_advance.cu:164:11 (ptx 296): the wait is inside nested loops (a ring "
         "waited on here and at persistent_pipeline_split__hoisted_no_advance.cu:159:9 (ptx 236)): the ring registers "
-        "of loop $L__BB0_5 (line 215) (%r104, %r105) are not a function of the ring position at its head")
+        "of loop $L__BB0_5 (line 155) (%r104, %r105) are not a function of the ring position at its head")
 
 
 def test_two_site_ring_with_symbolic_trip_counts_is_left_unknown_with_the_reason():
@@ -278,8 +278,8 @@ def test_two_site_ring_with_symbolic_trip_counts_is_left_unknown_with_the_reason
     ob = _split_parity("persistent_pipeline_split.cu", symbolic=True)
     assert ob.status == "unknown"
     assert [loc.line for loc in ob.locations] == [164]
-    assert ob.message.endswith("the iterations of loop $L__BB0_10 (line 38) are not a constant in iteration 0 of loop "
-                               "$L__BB0_5 (line 215): the ring's step over loop $L__BB0_5 (line 215) is not simulated")
+    assert ob.message.endswith("the iterations of loop $L__BB0_10 (line 163) are not a constant in iteration 0 of loop "
+                               "$L__BB0_5 (line 155): the ring's step over loop $L__BB0_5 (line 155) is not simulated")
 
 
 @pytest.mark.parametrize("symbolic", [True, False])
@@ -290,7 +290,7 @@ def test_ring_waited_on_before_and_inside_a_single_k_loop_is_proved(symbolic):
     ob = _split_parity("persistent_pipeline_split_one_tile.cu", symbolic)
     assert ob.status == "proved", ob.message
     assert [loc.line for loc in ob.locations] == [123, 143, 138]
-    assert ("persistent_pipeline_split_one_tile.cu:143:11 (ptx 265): iteration k of loop $L__BB0_9 (line 17) is "
+    assert ("persistent_pipeline_split_one_tile.cu:143:11 (ptx 265): iteration k of loop $L__BB0_9 (line 142) is "
             "execution 1 + k of the ring it shares with the waits at persistent_pipeline_split_one_tile.cu:138:9 "
             "(ptx 207) before the loop: iterations 0 .. 2 each name the phase of its barrier's use after those waits "
             "(consumer of the fill") in ob.message
@@ -307,7 +307,7 @@ def test_single_k_loop_starting_on_the_hoisted_waits_stage_is_violated_at_its_fi
     assert cex["parity"] == [0] and cex["expected_parity"] == 1
     assert cex["barrier_address"] == 0xc00  # full[0], used by the wait before the loop
     assert cex["params"]["k_tiles"] >= 2
-    assert ("in iteration 0 of loop $L__BB0_9 (line 17) is execution 1 of the ring it shares with the waits at "
+    assert ("in iteration 0 of loop $L__BB0_9 (line 142) is execution 1 of the ring it shares with the waits at "
             "persistent_pipeline_split_one_tile__hoisted_no_advance.cu:138:9 (ptx 207) before the loop, use 1 of the "
             "barrier at shared address 0xc00 (reuse distance 3), and names parity 0, but it must wait on parity 1") \
         in ob.message

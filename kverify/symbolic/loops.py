@@ -54,7 +54,7 @@ class LoopInfo:
 
     @property
     def name(self) -> str:
-        ln = self.loop.loc.line or self.loop.loc.ptx_line
+        ln = self.loop.back_loc.line or self.loop.loc.line or self.loop.loc.ptx_line
         return f"{self.loop.label} (line {ln})" if ln else self.loop.label
 
 

@@ -324,6 +324,7 @@ class Loop:
     ivs: tuple = ()
     trip_count: SymInt | None = None
     loc: Loc = NOLOC
+    back_loc: Loc = NOLOC  # the branch back to the header (the loop statement's line, where known)
 
     @property
     def kind(self) -> str:

@@ -126,8 +126,12 @@ class _Structurer:
             inside = [y for y in ys if y in self.loop_nodes[x]]
             outside = [y for y in ys if y not in self.loop_nodes[x]]
             first = self.blocks[x].instrs[0].loc if self.blocks[x].instrs else None
+            # the branch back to the header: where a compiler puts the loop statement's line (the
+            # header's first instruction may be an inlined helper's)
+            back = [_term_loc(self.blocks[u]) for u, v in sorted(self.back) if v == x]
             loop = Loop(self.label(x), tuple(self.node_within(x, inside)),
-                        loc=first or replace(_noloc(), ptx_line=self.blocks[x].line))
+                        loc=first or replace(_noloc(), ptx_line=self.blocks[x].line),
+                        back_loc=next((b for b in back if b.line), back[0] if back else _noloc()))
             return self.wrap(outside, [loop])
         return self.node_within(x, ys)
 
