@@ -324,7 +324,9 @@ class Loop:
     ivs: tuple = ()
     trip_count: SymInt | None = None
     loc: Loc = NOLOC
-    back_loc: Loc = NOLOC  # the branch back to the header (the loop statement's line, where known)
+    # the branch back to the header (the loop statement's line, where known): for messages only,
+    # not part of the IR (not in its text, not compared)
+    back_loc: Loc = field(default=NOLOC, compare=False)
 
     @property
     def kind(self) -> str:
