@@ -202,7 +202,8 @@ def test_a_ring_across_a_tile_loop_and_a_k_loop_is_proved_for_every_trip_count()
     o = obs["race-free: async"]
     assert o.status == "proved" and "proved for every trip count" in o.message
     assert o.bound.startswith("every loop iteration and trip count, every value of the scalar parameters")
-    assert "the ring over $L__BB0_14 (line 124) and $L__BB0_16 (line 126)" in o.bound
+    assert "(the ring over loops $L__BB0_14 (line 124) and $L__BB0_16 (line 126), the ring over loops $L__BB0_5 " \
+        "(line 138) and $L__BB0_7 (line 141))" in o.bound
     assert "the stage accesses cp.async line 129, ld line 143, ld line 144" in o.bound
     assert _lines(o) == [129] and obs["race-free: shared"].status == "proved"
 

@@ -406,13 +406,13 @@ class _Proof:
         locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic if e.loops})
         lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
                           for ln, op in locs)
-        loops = sorted({e.loops[0][0].name if len(e.loops) == 1 else
-                        f"the ring over {' and '.join(i.name for i, _ in e.loops)}"
+        loops = sorted({f"loop {e.loops[0][0].name}" if len(e.loops) == 1 else
+                        f"the ring over loops {' and '.join(i.name for i, _ in e.loops)}"
                         for e in copies + reads + generic if e.loops})
         claim = CLAIM if self.symbolic else (
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
-        bound = (f"{claim} (loops {', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
+        bound = (f"{claim} ({', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
                  f"{lines}")
         msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
                f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
