@@ -270,3 +270,38 @@ def test_an_access_after_the_tail_waits_is_not_taken_as_ordered():
     o = obs["race-free: async"]
     assert o.status == "unknown" and _lines(o) == [141, 152]
     assert "persistent_ring__tail_then_write.cu:152:7 (ptx 261) (outside any loop) may touch the bytes" in o.message
+
+
+# ---- a TMA + wgmma ring across a persistent tile loop (tests/data/wgmma_ring) ---------------------
+# On the interpreter (kverify validate --interpreter, launch.json, 2 trials) wgmma_ring matches ref.py.
+
+WGMMA_RING = Path(__file__).resolve().parent / "data" / "wgmma_ring"
+
+
+def _wgmma_ring(name):
+    spec = LaunchSpec.from_dict(json.loads((WGMMA_RING / "launch.json").read_text()))
+    return load_module(str(WGMMA_RING / f"{name}.ptx")), "wgmma_ring", spec
+
+
+def test_a_tma_wgmma_ring_across_a_tile_loop_is_proved_for_every_trip_count():
+    obs, _ = _run(*_wgmma_ring("wgmma_ring"))
+    o = obs["race-free: async"]
+    assert o.status == "proved" and "proved for every trip count" in o.message and "7 site pairs" in o.message
+    assert "every value of the scalar parameters" in o.bound
+    assert "the stage accesses cp.async line 171, cp.async line 172, wgmma line 189" in o.bound
+    assert _lines(o) == [171, 172, 189] and obs["race-free: shared"].status == "proved"
+
+
+def test_a_release_before_the_wait_group_that_retires_the_wgmma_is_not_proved():
+    module, kernel, spec = _wgmma_ring("wgmma_ring__release_before_retire")
+    obs, _ = _run(module, kernel, spec)
+    o = obs["race-free: async"]
+    assert o.status == "unknown" and _lines(o) == [175, 193]
+    assert ("(the arrive at line 196 comes before the wgmma.wait_group that retires the wgmma at line 193)"
+            in o.message)
+    k_copy, k_read = o.counterexample["iterations"]
+    assert k_copy > k_read and (k_copy - k_read) % 3 == 0  # the stage's next fill
+    # the interpreter's run of the launch shows the race
+    rep = check_kernel(module, module.kernel(kernel), spec)
+    o = {x.title: x for x in rep.obligations}["race-free: async"]
+    assert (o.status, o.rule) == ("violated", "race.async-pending")

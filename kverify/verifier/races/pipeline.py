@@ -972,6 +972,11 @@ class _Proof:
                               f"(line {a.instr.loc.line})")
                 continue
             out.append(a)
+        if not out and not why:
+            early = [a for a in self.arrives if same_iter(a.loops) and e.seq < chk.seq(a) <= retire]
+            if e.kind == "wgmma" and early:
+                why = (f"the arrive at line {early[0].instr.loc.line} comes before the wgmma.wait_group that retires "
+                       f"the wgmma at line {e.line}")
         memo[key] = (out, why)
         return memo[key]
 
