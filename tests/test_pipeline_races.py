@@ -222,6 +222,8 @@ def test_a_ring_without_the_proxy_fence_is_violated_at_ring_steps():
 @pytest.mark.parametrize("name, lines, steps", [
     ("persistent_ring__release_before_read", [132, 151], lambda c, r: (c - r) % 3 == 0 and c > r),
     ("persistent_ring__read_next_stage", [132, 146], lambda c, r: (c - r) % 3 == 1),
+    # the copy completes full[index] but fills the next stage
+    ("persistent_ring__copy_next_stage", [132, 146], lambda c, r: (r - c) % 3 == 1),
 ])
 def test_ring_twins_with_a_race_are_not_proved(name, lines, steps):
     obs, _ = _run(*_ring(name))
