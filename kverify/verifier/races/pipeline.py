@@ -525,12 +525,17 @@ class _Proof:
                 for e, x, t in insts if len(e.loops) == 2]
         return self.sat(list(fs) + more, [t for _, _, t in insts] + self.extra)
 
+    def variant(self, loops) -> set:
+        """Names of the values an iteration of ``loops`` changes: their counters, their head
+        registers' havocked values and the symbols made in their bodies."""
+        return ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
+                | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
+
     def fixed(self, pc, loops):
         """The conjuncts of ``pc`` that no iteration of ``loops`` changes."""
         key = ("fixed", pc.get_id(), _key(loops))
         if key not in self.chk.memo:
-            variant = ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
-                       | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
+            variant = self.variant(loops)
             todo, keep = [pc], []
             while todo:
                 c = todo.pop()
@@ -560,9 +565,7 @@ class _Proof:
         memo = self.chk.memo
         w, ring = self.clock(loops)
         P = ring.period
-        variant = ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
-                   | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops])
-                   | {str(p) for p in self.private})
+        variant = self.variant(loops) | {str(p) for p in self.private}
         one = [(k, z3.BitVecVal(1, 64)) for _, k in loops]
         todo = {}
         for term in terms:
@@ -774,7 +777,7 @@ class _Proof:
         w, ring = self.clock(s.loops)
         P = ring.period
         hyp = mk_and(chk.ranges(s.loops), s.pc)
-        variant = set().union(*[chk.ex.loop_syms.get(id(i), set()) for i, _ in s.loops]) - {str(k) for _, k in s.loops}
+        variant = self.variant(s.loops) - {str(k) for _, k in s.loops}
         if s is not w:
             (pc2, wpc2), rng2 = chk.renamed(s, s.pc, w.pc)
             if (chk.syms(s.pc) & variant or chk.prove(hyp, w.pc)[0] != "proved"
