@@ -307,3 +307,13 @@ def test_a_release_before_the_wait_group_that_retires_the_wgmma_is_not_proved():
     rep = check_kernel(module, module.kernel(kernel), spec)
     o = {x.title: x for x in rep.obligations}["race-free: async"]
     assert (o.status, o.rule) == ("violated", "race.async-pending")
+
+
+def test_a_wait_before_the_loop_on_the_loops_barriers_stays_counted():
+    """A wait outside every loop is left out only after every loop wait of its threads on its
+    barriers (a tail): before the loop (persistent_pipeline_split_one_tile's hoisted wait) it would
+    shift the loop waits' uses of those barriers, so it stays, and the argument does not cover it."""
+    obs, _ = _run(*_zoo("persistent_pipeline_split", "persistent_pipeline_split_one_tile.cu"))
+    o = obs["race-free: async"]
+    assert o.status == "unknown"
+    assert ("persistent_pipeline_split_one_tile.cu:138:9 (ptx 207): a barrier site outside any loop" in o.message)

@@ -321,6 +321,7 @@ class _Proof:
         self.private: list = []  # further symbols of one thread instance (ring positions)
         self.unclocked: dict = {}  # loops -> why the ring proved over them does not count their sites
         self.tables: dict = {}  # id(barrier site in a ring's loops) -> its barrier at each ring position
+        self._counted = None  # the barrier sites the argument counts (``counted``)
         self.positions: dict = {}  # name of a ring count variable -> (quotient, position, their definition)
 
     # ------------------------------------------------------------------ driver
@@ -740,9 +741,18 @@ class _Proof:
 
     def counted(self):
         """The barrier sites whose uses the argument counts: all but the inits and a wait outside
-        every loop (CUTLASS's producer tail), which orders only what follows it outside every loop
-        -- accesses the argument does not order (``_pair``)."""
-        return [s for s in self.chk.sites if s.kind not in ("init", "inval") and (s.loops or s.kind != "wait")]
+        every loop that comes after every wait in a loop of the same threads that may name its
+        barrier (CUTLASS's producer tail): it orders only what follows it outside every loop --
+        accesses the argument does not order (``_pair``) -- and shifts no use of a wait it counts.
+        (A wait before a loop on that loop's barriers would: it stays, and is not covered.)"""
+        if self._counted is None:
+            chk = self.chk
+            looped = [s for s in chk.sites if s.loops and s.kind == "wait"]
+            self._counted = [s for s in chk.sites if s.kind not in ("init", "inval") and (
+                s.loops or s.kind != "wait"
+                or any(chk.seq(t) > chk.seq(s) and chk.may_share_thread(s, t) and chk.may_alias(s, t)
+                       for t in looped))]
+        return self._counted
 
     def _sites_counted(self):
         """Before any query: every barrier site is in one loop, with an address of that loop's
