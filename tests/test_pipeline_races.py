@@ -317,3 +317,21 @@ def test_a_wait_before_the_loop_on_the_loops_barriers_stays_counted():
     o = obs["race-free: async"]
     assert o.status == "unknown"
     assert ("persistent_pipeline_split_one_tile.cu:138:9 (ptx 207): a barrier site outside any loop" in o.message)
+
+
+def test_barriers_a_byte_apart_are_not_proved():
+    """The producer names its barriers a byte apart: its stage-1 and stage-2 arrives and copies land on
+    addresses no mbarrier.init initializes. The arrivals used to be counted against the nearest init
+    and proved (and the race argument with them); now the arrivals obligation is not proved and says
+    which addresses, and the race argument stops at that premise."""
+    module, kernel, spec = _ring("persistent_ring__barrier_byte_stride")
+    obs, _ = _run(module, kernel, spec)
+    o = obs["race-free: async"]
+    assert o.status == "unknown" and "race-free: shared" not in obs
+    assert ("arrivals (per phase): unknown: persistent_ring__barrier_byte_stride.cu:136:11 (ptx 164): the arrive is "
+            "not shown to name a barrier an mbarrier.init of the kernel initializes (it may name 0xc01, 0xc02, which "
+            "none does)") in o.message
+    rep = check_kernel(module, module.kernel(kernel), spec)
+    by = {x.title: x for x in rep.obligations}
+    assert by["mbarrier conformance: arrivals (per phase)"].status == "unknown"
+    assert rep.verdict == "violated"  # the run: uninitialized barriers, then the consumers' deadlock

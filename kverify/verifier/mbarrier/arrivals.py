@@ -11,6 +11,7 @@ from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
 from .facts import Facts, ob as _ob
+from .sites import MAPA
 
 
 def check(chk: Facts) -> Obligation:
@@ -135,6 +136,11 @@ def check(chk: Facts) -> Obligation:
         locs = [chk.loc(init_site.instr), chk.loc(a.instr)]
         msg, cex = chk.with_params(msg, cex, m)
         return _ob("arrivals", "violated", msg, t0, locs, cex, rule)
+    bad = _uninitialized(chk, [a for a in arrs if a.rank is None]
+                         + [s if s.kind == "wait" else _in_ring(chk, s) for s in chk.sites
+                            if s.kind in ("copy", "wait")], inits, t0)
+    if bad is not None:
+        return bad
     for w in (s for s in chk.sites if s.kind == "wait" and s.addr is not None):
         if not any(chk.may_alias(w, x) for x in chk.sites if x.kind in ("arrive", "copy", "other")):
             return _ob("arrivals", "unknown", f"{chk.loc(w.instr)} waits on a barrier no arrive instruction or "
@@ -144,6 +150,49 @@ def check(chk: Facts) -> Obligation:
                "sites of one iteration with no wait on the barrier between them form one phase): "
                + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done),
                t0, [chk.loc(a.instr) for a, _ in done])
+
+def _uninitialized(chk, sites, inits, t0):
+    """None when every arrive, copy and wait of ``sites`` names a barrier an ``mbarrier.init`` of the
+    kernel initializes (§9.7.13.15.3: any other operation on an uninitialized barrier is undefined;
+    counting arrivals against the nearest init would prove a phase that never completes), else
+    the obligation: ``violated`` (``mbarrier.uninitialized``) for an address outside every init
+    that no approximated value brings about, ``unknown`` otherwise. A site in a proved ring is
+    taken by the ring's addresses (its waits) or forms (``_in_ring``, its arrivals)."""
+    addrs = [i.addr for i in inits if i.addr is not None]
+    known = {z3.simplify(x).as_long() for x in addrs if z3.is_bv_value(z3.simplify(x))}
+    rings = {id(w.instr): r for w, r in chk.rings}
+    for s in sites:
+        if s.addr is None or getattr(s, "rank", None) is not None or MAPA in chk.syms(s.addr):
+            continue  # (a barrier of another CTA of the cluster: counted per receiving CTA, ``_remote``)
+        ring = rings.get(id(s.instr)) if s.kind == "wait" else None
+        vals = set(ring.addresses) if ring is not None and ring.determined else _values(s.addr)
+        if vals is not None and len(known) == len(addrs) and vals <= known:
+            continue
+        if not addrs:
+            r, m = "cex", None
+        else:
+            r, m = chk.prove(mk_and(chk.ranges(s.loops), s.pc), z3.Or(*[s.addr == x for x in addrs]))
+        if r == "proved":
+            continue
+        outside = sorted(v for v in (vals or ()) if v not in known)
+        what = f"{chk.loc(s.instr)}: the {'wait' if s.kind == 'wait' else 'arrive' if s.kind == 'arrive' else 'copy'}"
+        approx = chk.syms(s.addr, s.pc) & chk.env.approx
+        if s.kind == "wait" and approx and not (ring is not None and outside):
+            continue  # (a wait completes no phase: only a concrete address outside every init is reported)
+        if r == "cex" and m is not None and not approx:
+            addr = m.eval(s.addr, model_completion=True).as_long()
+            its = {info.name: m.eval(k, model_completion=True).as_long() for info, k in s.loops}
+            cex = {"rule": MB.UNINITIALIZED.id, "barrier_address": addr, "iterations": its,
+                   "location": str(chk.loc(s.instr))}
+            msg, cex = chk.with_params(f"{what} names the barrier at shared address {addr:#x}"
+                                       f"{' in iterations ' + str(its) if its else ''}, which no mbarrier.init of "
+                                       "the kernel initializes", cex, m)
+            return _ob("arrivals", "violated", msg, t0, [chk.loc(s.instr)], cex, MB.UNINITIALIZED.id)
+        return _ob("arrivals", "unknown", f"{what} is not shown to name a barrier an mbarrier.init of the kernel "
+                   "initializes" + (f" (it may name {', '.join(hex(v) for v in outside[:4])}, which none does)"
+                                    if outside else ""), t0, [chk.loc(s.instr)])
+    return None
+
 
 def _init_count(chk, a, inits):
     """The init count of the barrier ``a.addr`` names, among the barriers of ``inits``
