@@ -335,3 +335,12 @@ def test_barriers_a_byte_apart_are_not_proved():
     by = {x.title: x for x in rep.obligations}
     assert by["mbarrier conformance: arrivals (per phase)"].status == "unknown"
     assert rep.verdict == "violated"  # the run: uninitialized barriers, then the consumers' deadlock
+
+
+def test_the_proof_says_it_takes_the_copies_global_reads_within_their_buffers():
+    """The argument orders the stages' bytes; a copy reading past its global buffer may meet another
+    buffer's writes (an immediate mutant of persistent_pipeline's source stride showed one in the run),
+    which is memory safety's to find: the bound says so."""
+    obs, _ = _run(*_zoo("persistent_pipeline", "persistent_pipeline.cu"))
+    assert obs["race-free: async"].bound.endswith(
+        "the copies' global reads taken within their buffers (memory safety is the run's)")

@@ -414,7 +414,7 @@ class _Proof:
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
         bound = (f"{claim} ({', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
-                 f"{lines}")
+                 f"{lines}; the copies' global reads taken within their buffers (memory safety is the run's)")
         msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
                f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
                f"proved {'for every trip count' if self.symbolic else 'for the same launch'})")
