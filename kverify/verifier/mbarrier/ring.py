@@ -395,9 +395,20 @@ def _role(chk, w):
     """The part of the wait's path condition that no iteration changes (its role: warp, elected
     lane, parameters): the invariant is proved for the threads meeting it, the only ones that
     ever execute the wait."""
-    variant = {name(k) for _, k in w.loops} | {name(h) for L, _ in w.loops for h in L.havocs.values()}
-    variant |= set().union(*[chk.ex.loop_syms.get(id(L), set()) for L, _ in w.loops])  # values made per iteration
-    todo, fixed = [w.pc], []
+    return invariant_part(chk, w.pc, w.loops)
+
+
+def variant_names(chk, loops) -> set:
+    """Names of the values an iteration of ``loops`` changes: their counters, their head
+    registers' havocked values and the symbols made in their bodies."""
+    return ({name(k) for _, k in loops} | {name(h) for L, _ in loops for h in L.havocs.values()}
+            | set().union(*[chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
+
+
+def invariant_part(chk, pc, loops):
+    """The conjuncts of ``pc`` that no iteration of ``loops`` changes (``variant_names``)."""
+    variant = variant_names(chk, loops)
+    todo, fixed = [pc], []
     while todo:
         c = todo.pop()
         if z3.is_and(c):

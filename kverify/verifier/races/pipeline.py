@@ -62,6 +62,7 @@ from kverify.symbolic import TRUE, Substitution, mk_and, mk_not, mk_or, operand,
 from kverify.verifier.mbarrier import arrivals, parity, tx
 from kverify.verifier.mbarrier.static import run_obligations, uses_mbarrier
 from kverify.verifier.mbarrier.facts import MAX_REUSE, Facts
+from kverify.verifier.mbarrier.ring import invariant_part, variant_names
 from kverify.verifier.mbarrier.ring import select as ring_select
 from kverify.verifier.mbarrier.sites import MbarExecutor
 from kverify.verifier.report import Obligation
@@ -526,25 +527,11 @@ class _Proof:
                 for e, x, t in insts if len(e.loops) == 2]
         return self.sat(list(fs) + more, [t for _, _, t in insts] + self.extra)
 
-    def variant(self, loops) -> set:
-        """Names of the values an iteration of ``loops`` changes: their counters, their head
-        registers' havocked values and the symbols made in their bodies."""
-        return ({str(k) for _, k in loops} | {str(h) for L, _ in loops for h in L.havocs.values()}
-                | set().union(*[self.chk.ex.loop_syms.get(id(L), set()) for L, _ in loops]))
-
     def fixed(self, pc, loops):
-        """The conjuncts of ``pc`` that no iteration of ``loops`` changes."""
+        """The conjuncts of ``pc`` that no iteration of ``loops`` changes (memoized)."""
         key = ("fixed", pc.get_id(), _key(loops))
         if key not in self.chk.memo:
-            variant = self.variant(loops)
-            todo, keep = [pc], []
-            while todo:
-                c = todo.pop()
-                if z3.is_and(c):
-                    todo.extend(c.children())
-                elif not (self.chk.syms(c) & variant):
-                    keep.append(c)
-            self.chk.memo[key] = mk_and(*keep) if keep else TRUE
+            self.chk.memo[key] = invariant_part(self.chk, pc, loops)
         return self.chk.memo[key]
 
     def closed(self, term, loops):
@@ -566,7 +553,7 @@ class _Proof:
         memo = self.chk.memo
         w, ring = self.clock(loops)
         P = ring.period
-        variant = self.variant(loops) | {str(p) for p in self.private}
+        variant = variant_names(self.chk, loops) | {str(p) for p in self.private}
         one = [(k, z3.BitVecVal(1, 64)) for _, k in loops]
         todo = {}
         for term in terms:
@@ -787,7 +774,7 @@ class _Proof:
         w, ring = self.clock(s.loops)
         P = ring.period
         hyp = mk_and(chk.ranges(s.loops), s.pc)
-        variant = self.variant(s.loops) - {str(k) for _, k in s.loops}
+        variant = variant_names(chk, s.loops) - {str(k) for _, k in s.loops}
         if s is not w:
             (pc2, wpc2), rng2 = chk.renamed(s, s.pc, w.pc)
             if (chk.syms(s.pc) & variant or chk.prove(hyp, w.pc)[0] != "proved"
