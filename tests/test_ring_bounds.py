@@ -109,3 +109,48 @@ def test_induction_checks_the_solver_cannot_decide_together_are_decided_one_by_o
     assert len(asked) == (1 + 2) + (1 + 3)  # the joint query, then one per check
     p.query_cap = None
     assert p._failed_checks([ok1, ok2]) == [ok1, ok2]
+
+
+def test_every_bound_query_runs_under_the_budget_cap_and_an_unanswered_candidate_is_dropped(monkeypatch):
+    """One candidate-bound query of CUTLASS's stream-K GEMM took the whole 10 s budget of the
+    symbolic run (z3: unknown), leaving none for the rest (both runs of the kernel, 22 s of 35 s).
+    A bound only adds precision, so each bound query -- the joint one and, when that has no answer,
+    each retried alone -- runs under the executor's cap (``query_cap``), and a candidate without an
+    answer is dropped: here every bound query answers ``unknown``, so no bound is claimed, and the
+    run still completes."""
+    from contextlib import contextmanager
+
+    depth, uncapped, in_bounds = [0], [], [False]
+
+    @contextmanager
+    def cap(self):
+        depth[0] += 1
+        try:
+            yield
+        finally:
+            depth[0] -= 1
+
+    solve = Facts.solve
+    orig = loops.LoopSummaries._bounds
+
+    def bounds(self, *a):
+        in_bounds[0] = True
+        try:
+            return orig(self, *a)
+        finally:
+            in_bounds[0] = False
+
+    def fake_solve(self, fs):
+        if in_bounds[0]:
+            if depth[0] == 0:
+                uncapped.append(fs)
+            return "unknown", None
+        return solve(self, fs)
+
+    monkeypatch.setattr(Facts, "query_cap", cap)
+    monkeypatch.setattr(Facts, "solve", fake_solve)
+    monkeypatch.setattr(loops.LoopSummaries, "_bounds", bounds)
+    chk = _facts()
+    assert uncapped == []
+    assert not [c for c, _ in chk.env.constraints_a if re.fullmatch(r"ULT\(h\d+\.%r\d+!A, [34]\)", str(c))]
+    assert chk.sites

@@ -154,13 +154,16 @@ class LoopSummaries:
             out = out + t
         return z3.simplify(out)
 
-    def _failed_checks(self, checks):
+    def _failed_checks(self, checks, capped: bool = False):
         """The induction checks (kind, register, formula: satisfiable when the check fails)
         not proved. One query for all of them first; a disjunction can be far harder for the
         solver than each of its parts, so when that query has no answer within part of the
-        budget (``query_cap``), one query for each."""
-        cap = self.query_cap() if self.query_cap is not None and len(checks) > 1 else nullcontext()
-        with cap:
+        budget (``query_cap``), one query for each. ``capped``: each of those within part of
+        the budget too (checks whose failure costs only precision)."""
+        def cap(on=True):
+            return self.query_cap() if self.query_cap is not None and on else nullcontext()
+
+        with cap(len(checks) > 1 or capped):
             res, model = self.check(mk_or(*[c[2] for c in checks]))
         if res == "unsat":
             return []
@@ -168,7 +171,12 @@ class LoopSummaries:
             return [c for c in checks if z3.is_true(model.eval(c[2], model_completion=True))]
         if self.query_cap is None or len(checks) == 1:
             return list(checks)
-        return [c for c in checks if self.check(c[2])[0] != "unsat"]
+        failed = []
+        for c in checks:
+            with cap(capped):
+                if self.check(c[2])[0] != "unsat":
+                    failed.append(c)
+        return failed
 
     def _loop_attempt(self, lp: Loop, st: State, ivs: dict, mode, written, region_unknown):
         n = len(self.loops)
@@ -473,17 +481,17 @@ class LoopSummaries:
         cands = cands[:MAX_BOUND_CANDIDATES]
         while cands:
             hyp = mk_and(*[z3.ULT(h, u) for _, h, u in cands])
-            bad = set()
+            bad, checks = set(), []
             for i, (r, h, u) in enumerate(cands):
                 for c in conts:
                     now = c.regs.get(r)
                     if now is None or z3.is_bool(now[0]) or now[0].size() != h.size():
                         bad.add(i)
                         break
-                    res, _ = self.check(mk_and(c.pc, hyp, mk_not(z3.ULT(now[0], u))))
-                    if res != "unsat":
-                        bad.add(i)
-                        break
+                    checks.append((i, r, mk_and(c.pc, hyp, mk_not(z3.ULT(now[0], u)))))
+            checks = [c for c in checks if c[0] not in bad]
+            if checks:  # a candidate without an answer is dropped: a bound less, never a wrong one
+                bad |= {i for i, _, _ in self._failed_checks(checks, capped=True)}
             if not bad:
                 break
             cands = [c for i, c in enumerate(cands) if i not in bad]
