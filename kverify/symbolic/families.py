@@ -99,7 +99,20 @@ def is_unmodelled_memory(ins) -> bool:
     matrix loads/stores (ldmatrix, stmatrix) and accesses without a dereferenced address slot
     (tensormap.replace)."""
     r = row_of(ins)
-    return r is not None and r.effect == "memory" and (r.sync == "collective" or deref(ins) is None)
+    return (r is not None and r.effect == "memory" and (r.sync == "collective" or deref(ins) is None)
+            and not matrix_rows(ins))
+
+
+def matrix_rows(ins) -> int:
+    """``ldmatrix``/``stmatrix`` ``.m8n8`` of 16-bit elements (§9.7.9.19-20): the number of lanes
+    whose address operand names a row of 16 bytes (lanes ``8i .. 8i+7`` the rows of matrix ``i``:
+    8, 16 or 32 for ``.x1``/``.x2``/``.x4``); 0 for any other instruction or shape."""
+    r = row_of(ins)
+    if r is None or r.mnemonic not in ("ldmatrix", "stmatrix") or "m8n8" not in ins.mods:
+        return 0
+    if [t for t in ins.types() if t != "b16"]:
+        return 0
+    return 8 * next((n for m, n in (("x1", 1), ("x2", 2), ("x4", 4)) if m in ins.mods), 0)
 
 
 def is_private_memory(ins) -> bool:

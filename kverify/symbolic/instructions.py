@@ -22,7 +22,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
 
 from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
-                       is_unmodelled_memory, operand)
+                       is_unmodelled_memory, matrix_rows, operand)
 from .provenance import is_local_region
 from .records import CTA_BARRIER_STEP, WARP_BARRIER_STEP, Access, AtomicResult, State, SyncSite
 from .terms import TRUE, Substitution, fit, is_false, is_true, mk_and, mk_ite, mk_not, mk_or
@@ -83,7 +83,10 @@ class Instructions:
         if row.sync == "bar":
             return self.barrier(ins, st, guard)
         if row.effect == "memory":
-            return self.memory(ins, st, guard)
+            st = self.memory(ins, st, guard)
+            if matrix_rows(ins) and self.dests(ins):  # every lane receives fragments, not only those naming rows
+                self.havoc_dests(st, ins, guard, ins.op)
+            return st
         if row.sync == "bar.warp.sync" and _full_mask(operand(ins, "membermask")):
             return self.warp_barrier(ins, st, guard)
         if row.sync in UNCOUNTED_ORDERING:
@@ -274,6 +277,11 @@ class Instructions:
         ty = types[-1] if types else "b32"
         vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
         width = max(1, SCALAR_BITS.get(ty, 32) // 8) * vec
+        rows = matrix_rows(ins)
+        if rows:  # ldmatrix / stmatrix: the thread's address names a row of 16 bytes (lanes below ``rows``)
+            width = 16
+            if rows < 32:
+                guard = mk_and(guard, z3.ULT(self.env.linear_tid() & 31, rows))
         if space in ("param", "param::entry", "param::func"):
             if mode == "read":
                 self.load_param(ins, st, guard)
@@ -399,7 +407,8 @@ class Instructions:
             else:
                 self.written_regions.add(region)
         value = None
-        if mode == "write" and not atomic and vec == 1 and slot + 1 < len(ops):
+        collective = bool(matrix_rows(ins))
+        if mode == "write" and not atomic and vec == 1 and slot + 1 < len(ops) and not collective:
             try:
                 value = self.read(st, ops[slot + 1], 8 * width)[0]
             except Exception:  # noqa: BLE001 - no value term: the race stays an error
@@ -407,7 +416,7 @@ class Instructions:
             if value is not None and (z3.is_bool(value) or value.size() != 8 * width):
                 value = None
         acc = Access(self.seq_of(ins), ins, space, mode, strong, atomic, region, addr, width,
-                     pc, st.epoch, tuple(self.loop_stack), value)
+                     pc, st.epoch, tuple(self.loop_stack), value, collective)
         self.accesses.append(acc)
         # the loaded value: global memory is a function of the address, the same for both
         # threads (an input) when the kernel never writes that buffer -- decided in run(),

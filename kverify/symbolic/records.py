@@ -40,6 +40,9 @@ class Access:
     epoch: object  # BV64
     loops: tuple  # ((LoopInfo, k), ...) outermost first
     value: object = None  # a plain scalar store's value (thread A's term), for same-value races
+    #: a row of a warp-collective matrix access (ldmatrix/stmatrix): the row the thread's address
+    #: names, whose bytes the warp moves to or from other lanes' registers
+    collective: bool = False
 
     @property
     def writes(self) -> bool:
