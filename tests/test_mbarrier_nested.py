@@ -347,3 +347,26 @@ def test_an_unguarded_release_before_the_k_loop_is_violated(tmp_path):
     assert ob.status == "violated" and ob.rule == "mbarrier.arrival-overflow", ob.message
     assert (ob.counterexample["arrivals"], ob.counterexample["init_count"]) == (128, 4)
     assert [loc.line for loc in ob.locations][-1] == 115
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_a_tail_query_over_the_launchs_trip_counts_gets_the_larger_cap(symbolic, monkeypatch):
+    """A tail proof over the launch's trip counts takes z3 1.1 million units in one process and
+    over 2.75 million in another (the snapshot's collection: z3 numbers the terms otherwise), where
+    a cap of 3 million made the verdict depend on what the process did before: its cap is
+    ``TAIL_UNITS_CONCRETE``; a tail query over symbolic trip counts keeps ``TAIL_UNITS``."""
+    from kverify.symbolic.budget import SolverBudget
+    from kverify.verifier.mbarrier import parity
+
+    caps = []
+    orig = SolverBudget.capped
+
+    def capped(self, units):
+        caps.append(units)
+        return orig(self, units)
+
+    monkeypatch.setattr(SolverBudget, "capped", capped)
+    ob = _parity("persistent_pipeline_tail.cu", symbolic)
+    tails = [u for u in caps if u in (parity.TAIL_UNITS, parity.TAIL_UNITS_CONCRETE)]
+    assert tails and set(tails) == {parity.TAIL_UNITS if symbolic else parity.TAIL_UNITS_CONCRETE}
+    assert ob.status == ("unknown" if symbolic else "proved"), ob.message

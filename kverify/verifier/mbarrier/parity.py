@@ -503,10 +503,13 @@ def _hoisted(chk, ck, h, j, w, ring, off, case):
                        "ring's parity there, which is not proved")
 
 
-#: solver units one tail query may spend (``_tail``): with the launch's trip counts they take
-#: 0.1-1.3 million (CUTLASS's GEMM, the zoo's persistent pipeline); with symbolic trip counts
-#: 4-9 million a wait, which would eat the obligation's budget
+#: solver units one tail query may spend (``_tail``): with symbolic trip counts 4-9 million a wait,
+#: which would eat the obligation's budget (the launch's values are then tried); with the launch's
+#: trip counts 0.1-2.7 million (CUTLASS's GEMMs, the zoo's persistent pipeline) -- and up to three
+#: times what one process took in another, where z3 numbers the terms otherwise: the proof the
+#: verdict rests on gets ``TAIL_UNITS_CONCRETE``
 TAIL_UNITS = 3_000_000
+TAIL_UNITS_CONCRETE = 12_000_000
 
 
 def _reuse_distance(seq):
@@ -587,7 +590,11 @@ def _tail(chk, w, rings, tails, decide=True):
     goal = mk_and(ws.addr == select(want_a, e, 32), (ws.parity & 1) == select(want_p, e, 32))
     hyp = z3.substitute(mk_and(ws.pc, side), *pos)
     goal = z3.substitute(goal, *pos)
-    with chk.budget.capped(TAIL_UNITS):
+    env = chk.env
+    free = {p.name for t, p in env.params.values() if not z3.is_bv_value(t)
+            and not {p.name, p.source_name} & chk.ex.address_params}  # the scalar parameters left symbolic
+    units = TAIL_UNITS if chk.syms(hyp, goal) & free else TAIL_UNITS_CONCRETE
+    with chk.budget.capped(units):
         r, m = ck.prove(mk_and(hyp, *defs), goal)
     desc = (f"execution G + {j} of the ring of {chk.loc(v.instr)} (G: the thread's executions of that wait before "
             f"it), so barrier {', '.join(hex(x) for x in seq[:d])}[(G + {j}) mod {d}] and parity "
@@ -596,7 +603,7 @@ def _tail(chk, w, rings, tails, decide=True):
         tails.setdefault(id(v), []).append(id(w))
         return "proved", f"after the loops: {desc}"
     if r == "unknown":
-        return "unknown", (f"after the loops it must be {desc}; the solver gave no answer within {TAIL_UNITS:,} "
+        return "unknown", (f"after the loops it must be {desc}; the solver gave no answer within {units:,} "
                            "units (symbolic trip counts make the count's residue hard to follow)")
     gv = m.eval(G, model_completion=True).as_long()
     got_a = m.eval(ws.addr, model_completion=True).as_long()
