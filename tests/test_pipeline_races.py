@@ -271,7 +271,7 @@ def test_an_access_after_the_tail_waits_is_not_taken_as_ordered():
     obs, _ = _run(*_ring("persistent_ring__tail_then_write"))
     o = obs["race-free: async"]
     assert o.status == "unknown" and _lines(o) == [141, 152]
-    assert "persistent_ring__tail_then_write.cu:152:7 (ptx 261) (outside any loop) may touch the bytes" in o.message
+    assert "persistent_ring__tail_then_write.cu:152:7 (ptx 261) (outside every loop) may touch the bytes of the copy at" in o.message
 
 
 # ---- a TMA + wgmma ring across a persistent tile loop (tests/data/wgmma_ring) ---------------------

@@ -37,9 +37,16 @@ iteration" below is the ring count. Then, with z3:
   bytes (iteration ``k'``, another or the same thread), z3 is asked for an instance where
   neither is ordered before the other: unsat -> proved.
 
+A barrier no loop site names is used in program order (``_straight_use``): its sites are outside
+every loop, one instance per thread ("iteration" 0), and a site's use is the number of waits on
+it its threads ran before; two accesses outside every loop are paired as one iteration's, a
+CTA barrier every thread runs ordering a generic access before a later copy
+(``cta_barrier_between``, with ``fence.proxy.async`` towards the async proxy).
+
 Anything outside the encoding -- nested loops without such a ring (or a ring also waited on
-before its inner loop), a stage access outside the loop, barrier sites that are not periodic
-or skip iterations (waits outside every loop order nothing the argument counts: not counted), unrecognized (non-blocking) waits, async
+before its inner loop), a stage access outside the copy's loop, barrier sites that are not
+periodic or skip iterations (a wait outside every loop after the loop waits on its barrier
+orders nothing the argument counts: not counted), unrecognized (non-blocking) waits, async
 operations other than bulk copies into shared memory and wgmma, a thread-dependent barrier
 address -- makes the obligation ``unknown`` with the reason; an unordered instance is
 ``unknown`` with both lines and iterations (the interpreter replays races), except a generic
@@ -224,6 +231,8 @@ class PipelineExecutor(MbarExecutor):
 
 def _when(e, k) -> str:
     """Where in its loops the instance ``k`` of ``e`` is: an iteration, or a ring's step (count)."""
+    if not e.loops:
+        return "(outside every loop)"
     return f"at ring step {k}" if len(e.loops) == 2 else f"in iteration {k}"
 
 
@@ -323,6 +332,7 @@ class _Proof:
         self.unclocked: dict = {}  # loops -> why the ring proved over them does not count their sites
         self.tables: dict = {}  # id(barrier site in a ring's loops) -> its barrier at each ring position
         self._counted = None  # the barrier sites the argument counts (``counted``)
+        self.luse: dict = {}  # id(barrier site outside every loop) -> its use of its barrier (``_straight_use``)
         self.positions: dict = {}  # name of a ring count variable -> (quotient, position, their definition)
 
     # ------------------------------------------------------------------ driver
@@ -405,7 +415,7 @@ class _Proof:
                 unordered.append(r)
         if unordered:
             return self._out([unordered[0]], generic)
-        locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic if e.loops})
+        locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic})
         lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
                           for ln, op in locs)
         loops = sorted({f"loop {e.loops[0][0].name}" if len(e.loops) == 1 else
@@ -414,7 +424,8 @@ class _Proof:
         claim = CLAIM if self.symbolic else (
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
-        bound = (f"{claim} ({', '.join(loops)}); {'; '.join(self.env.scope[:1])}; the stage accesses "
+        where = ", ".join(loops) if loops else "no loop: each site once per thread"
+        bound = (f"{claim} ({where}); {'; '.join(self.env.scope[:1])}; the stage accesses "
                  f"{lines}; the copies' global reads taken within their buffers (memory safety is the run's)")
         msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
                f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
@@ -491,8 +502,8 @@ class _Proof:
     def rng(self, loops, x, tag):
         """Iteration ``x`` of ``loops`` exists for instance ``tag`` (as far as the argument
         needs: of a ring's two loops, any ring count; ``at`` gives its values there)."""
-        if not loops:
-            return TRUE
+        if not loops:  # a site outside every loop: one instance per thread (iteration 0)
+            return x == 0
         if len(loops) == 2:  # a ring count: below 2**31 iterations of each loop (ring.py)
             P = self.clock(loops)[1].period
             self.position(x, P)
@@ -657,7 +668,7 @@ class _Proof:
     def clocked(self, e) -> bool:
         """``e`` has an iteration the argument counts: it is in one loop, or in a ring's two loops
         and run only by the ring's waiting threads (the forms hold for them)."""
-        if len(e.loops) == 1:
+        if len(e.loops) <= 1:
             return True
         if len(e.loops) != 2 or _key(e.loops) not in self.clocks:
             return False
@@ -702,8 +713,11 @@ class _Proof:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
             if len(s.loops) == 2:
                 self.d[id(s)] = self._ring_reuse(s)
+            elif not s.loops:
+                self.d[id(s)] = None
+                self.luse[id(s)] = self._straight_use(s)
             elif len(s.loops) != 1:
-                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
+                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site in nested loops"
                                 " (uses are counted by the iteration of one loop)")
             else:
                 self.d[id(s)] = self._loop_reuse(s, per_thread)
@@ -726,19 +740,42 @@ class _Proof:
         self.arrives = [s for s in chk.sites if s.kind == "arrive"]
         self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
 
+    def _straight_use(self, s):
+        """The use of its barrier that a site outside every loop makes: the number of waits on that
+        barrier, outside every loop, its threads ran before it (a thread signals the next phase
+        after waiting for the one before: the premises' grouping of arrivals). Each such earlier
+        wait must be run by every thread that runs ``s`` and name the same barrier; the loops name
+        none of these barriers (``_sites_counted``)."""
+        chk = self.chk
+        n = 0
+        for w in self.counted():
+            if w.kind != "wait" or w.loops or chk.seq(w) >= chk.seq(s) or not chk.may_share_thread(s, w):
+                continue
+            if not chk.may_alias(s, w):
+                continue
+            if chk.prove(s.pc, w.pc)[0] != "proved" or chk.prove(s.pc, s.addr == w.addr)[0] != "proved":
+                raise Uncovered(f"{chk.loc(s.instr)}: cannot count the wait at {chk.loc(w.instr)} as a use of its "
+                                "barrier by the same threads (outside every loop, uses are counted in program order)")
+            n += 1
+        return n
+
     def counted(self):
         """The barrier sites whose uses the argument counts: all but the inits and a wait outside
         every loop that comes after every wait in a loop of the same threads that may name its
         barrier (CUTLASS's producer tail): it orders only what follows it outside every loop --
-        accesses the argument does not order (``_pair``) -- and shifts no use of a wait it counts.
-        (A wait before a loop on that loop's barriers would: it stays, and is not covered.)"""
+        accesses the argument does not order against the loops' copies (``_pair``) -- and shifts
+        no use of a wait it counts. (A wait before a loop on that loop's barriers would: it stays,
+        and is not covered.) A wait outside every loop on a barrier no loop site names is a
+        straight-line use: counted (``_straight_use``)."""
         if self._counted is None:
             chk = self.chk
             looped = [s for s in chk.sites if s.loops and s.kind == "wait"]
+            in_loops = [s for s in chk.sites if s.loops and s.kind not in ("init", "inval")]
             self._counted = [s for s in chk.sites if s.kind not in ("init", "inval") and (
                 s.loops or s.kind != "wait"
                 or any(chk.seq(t) > chk.seq(s) and chk.may_share_thread(s, t) and chk.may_alias(s, t)
-                       for t in looped))]
+                       for t in looped)
+                or not any(chk.may_alias(s, t) for t in in_loops))]  # a straight-line use of its barrier
         return self._counted
 
     def _sites_counted(self):
@@ -753,8 +790,15 @@ class _Proof:
                 raise Uncovered(f"{chk.loc(s.instr)}: {s.note}")
             if len(s.loops) == 2:
                 continue
+            elif not s.loops:
+                looped = next((t for t in self.counted() if t.loops and chk.may_alias(s, t)), None)
+                if looped is not None:
+                    raise Uncovered(f"{chk.loc(s.instr)}: a barrier site outside any loop may name a barrier the site "
+                                    f"at {chk.loc(looped.instr)} in a loop uses (uses are counted in program order "
+                                    "outside the loops, by the iteration of one loop or the count of a ring inside)")
+                continue
             elif len(s.loops) != 1:
-                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site {'outside any loop' if not s.loops else 'in nested loops'}"
+                raise Uncovered(f"{chk.loc(s.instr)}: a barrier site in nested loops"
                                 " (uses are counted by the iteration of one loop or the count of a ring)")
             elif chk.syms(s.addr) & chk.ex.loop_syms.get(id(s.loops[0][0]), set()):
                 nested = next((v for v in self.counted() if v.kind == "wait" and len(v.loops) == 2
@@ -859,6 +903,8 @@ class _Proof:
     def use(self, s, x):
         """The use of its barrier that site ``s`` makes at iteration ``x`` (a variable): ``x div d``;
         at a ring step, from the position of ``x`` in the ring (``d`` divides its period)."""
+        if not s.loops:
+            return z3.BitVecVal(self.luse[id(s)], 64)
         d = self.d[id(s)]
         if len(s.loops) == 2:
             P = self.clock(s.loops)[1].period
@@ -873,8 +919,8 @@ class _Proof:
         if key in self.chk.memo:
             return self.chk.memo[key]
         out = []
-        for w in self.waits:
-            if not e.loops or _key(w.loops) != _key(e.loops) or not self.chk.seq(w) < e.seq:
+        for w in self.waits:  # (outside every loop: the waits outside every loop before it)
+            if _key(w.loops) != _key(e.loops) or not self.chk.seq(w) < e.seq:
                 continue
             if self.chk.prove(mk_and(self.chk.ranges(e.loops), e.pc), w.pc)[0] == "proved":
                 out.append(w)
@@ -921,7 +967,7 @@ class _Proof:
             return memo[key]
         chk = self.chk
         hyp = mk_and(chk.ranges(e.loops), e.pc)
-        same_iter = lambda s_loops: s_loops and _key(s_loops) == _key(e.loops)
+        same_iter = lambda s_loops: _key(s_loops) == _key(e.loops)
         runs = lambda pc: chk.prove(hyp, pc)[0] == "proved"
         retire = e.seq
         if e.kind == "wgmma":
@@ -1046,25 +1092,59 @@ class _Proof:
                 return z3.BoolVal(False)
             sb, su = self.bar(s, x, tp), self.use(s, x)
             return mk_or(self.after_wait(sb, su, q, y, tq), self.phase_follows(sb, su, q, y, tq, f"c{tq}"))
+        if self.cta_barrier_between(p, q, fence):
+            return z3.BoolVal(True)
         return self.released_before(p, x, tp, q, y, tq, fence)
+
+    def cta_barrier_between(self, p, q, fence) -> bool:
+        """Generic access ``p`` and ``q`` (a copy issued after it), both outside every loop, are
+        ordered by a CTA barrier between them that every thread of the CTA runs, as do the CTA
+        barriers before it (instances matched in order, §9.7.13.1 bar.sync) -- towards an
+        async-proxy write (``fence``) only with a ``fence.proxy.async`` of ``p``'s thread between
+        ``p`` and the barrier (§8.6 proxies)."""
+        if p.loops or q.loops or p.kind not in ("read", "write"):
+            return False
+        chk = self.chk
+        key = ("ctabar", id(p.instr), p.seq, id(q.instr), q.seq, fence)
+        if key in chk.memo:
+            return chk.memo[key]
+        bars = [y for y in chk.ex.syncs if y.kind == "barrier" and y.scope == "cta" and y.instr is not None]
+        ok = False
+        for b in sorted(bars, key=lambda y: y.seq):
+            if b.seq >= q.seq:
+                break
+            if b.loops or chk.prove(TRUE, b.pc)[0] != "proved":
+                break  # a barrier not every thread runs once: the instances after it may be matched otherwise
+            if b.seq <= p.seq:
+                continue
+            ok = not fence or any(g.kind == "fence" and not g.loops and p.seq < g.seq < b.seq
+                                  and chk.prove(p.pc, g.pc)[0] == "proved" for g in self.group)
+            if ok:
+                break
+        chk.memo[key] = ok
+        return ok
 
     def _pair(self, a, b):
         self.extra = []
         chk = self.chk
         x, y = self.var("kx"), self.var("ky")
-        if not a.loops or not b.loops or not self.clocked(a) or not self.clocked(b):
+        if bool(a.loops) != bool(b.loops) or not self.clocked(a) or not self.clocked(b):
             # a stage access outside the pipeline loop: covered only if it never overlaps
             base = self._overlap(a, x, "a", b, y, "b")
             r, _ = self.sat([base], ["a", "b"])
             if r == "unsat":
                 return None
-            where = a if (not a.loops or not self.clocked(a)) else b
+            if bool(a.loops) != bool(b.loops):
+                where = b
+                msg = (f"the access at {chk.loc(b.instr)} ({'in a loop' if b.loops else 'outside every loop'}) may touch "
+                       f"the bytes of the copy at {chk.loc(a.instr)} ({'in a loop' if a.loops else 'outside every loop'})")
+            else:
+                where = a if not self.clocked(a) else b
+                msg = (f"the access at {chk.loc(where.instr)} (in nested loops, not counted by a ring) may touch the "
+                       f"bytes of the copy at {chk.loc(a.instr)}")
             return Obligation(TITLE_ASYNC, "races", "unknown",
-                              f"pipeline argument: the access at {chk.loc(where.instr)} "
-                              f"({'outside any loop' if not where.loops else 'in nested loops, not counted by a ring'}) "
-                              f"may touch the bytes of the copy at {chk.loc(a.instr)}; only accesses inside the "
-                              "pipeline loop are ordered",
-                              None, [chk.loc(a.instr), chk.loc(where.instr)], None, 0.0)
+                              f"pipeline argument: {msg}; only accesses in the copy's loop (or ring), or both outside "
+                              "every loop, are ordered", None, [chk.loc(a.instr), chk.loc(where.instr)], None, 0.0)
         base = self._overlap(a, x, "a", b, y, "b")
         if a is b:
             same = mk_and(x == y, *[p == q for (o, p), (_, q) in zip(self.tag_subst("a")[0], self.tag_subst("b")[0])
@@ -1110,10 +1190,14 @@ class _Proof:
                         desc = describe(kx, ky)
                 approx = approx or r1 != "sat"
             if r0 == "unsat" and not approx:
-                _, why = self.releases(b, True)
+                if self.cta_barrier_between(b, a, False):
+                    order, why = "a CTA barrier orders them", (f"no fence.proxy.async of its thread between the generic "
+                                                               f"access at line {b.line} and the barrier")
+                else:
+                    order, (_, why) = "the mbarrier ring orders them", self.releases(b, True)
                 cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [kx, ky], "locations": [str(l) for l in locs]}
                 return Obligation(TITLE_ASYNC, "races", "violated",
-                                  f"{desc}; the mbarrier ring orders them in the generic proxy only: {why} "
+                                  f"{desc}; {order} in the generic proxy only: {why} "
                                   "(an async-proxy write after a generic access needs fence.proxy.async after the "
                                   "access, §8.6 proxies)", None, locs[::-1], cex, 0.0, RACE_ASYNC_PROXY.id)
         _, why = self.releases(b, fence) if b.kind != "copy" else ([], "")

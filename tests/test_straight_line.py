@@ -1,0 +1,99 @@
+"""The pipeline race argument on mbarrier uses outside every loop (kverify/verifier/races/pipeline.py,
+``_straight_use``): a barrier no loop names is used in program order -- a signal belongs to the
+phase after the waits its threads ran on that barrier before it -- so one-shot TMA loads
+(the zoo's tma_tensor_load, struct_params) and straight-line refills of one buffer
+(tests/data/straight_line/two_phase.cu, ours) get "race-free: async" proved for every value of
+the parameters, while each twin whose bug is a race is not: unknown naming both lines, or
+violated (``race.async-proxy``) where only the proxy fence is missing."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ZOO
+from kverify.launch import LaunchSpec
+from kverify.semantics.ir import load_module
+from kverify.verifier.check import check_kernel
+from kverify.verifier.races.pipeline import check_pipeline_races
+
+DATA = Path(__file__).resolve().parent / "data" / "straight_line"
+SPEC = LaunchSpec.from_dict(json.loads((DATA / "launch.json").read_text()))
+
+
+def _zoo(fam, file):
+    man = json.loads((ZOO / fam / "manifest.json").read_text())
+    v = next(v for v in man["variants"] if v["file"] == file)
+    return load_module(str((ZOO / fam / file).with_suffix(".ptx"))), v["kernel"], LaunchSpec.from_dict(v["launch"])
+
+
+def _async(module, kernel, spec):
+    return {o.title: o for o in check_pipeline_races(module, kernel, spec)}
+
+
+def _locs(o):
+    return [(Path(l.path).name, l.line) for l in o.locations]
+
+
+@pytest.mark.parametrize("fam,file", [("tma_tensor_load", "tma_tensor_load.cu"), ("struct_params", "struct_params.cu")])
+def test_one_shot_tma_loads_are_race_free(fam, file):
+    obs = _async(*_zoo(fam, file))
+    o = obs["race-free: async"]
+    assert o.status == "proved", o.message
+    assert o.message.startswith("every pair of an asynchronous copy into a stage and another access of its bytes is "
+                                "ordered by the mbarrier ring (")
+    assert obs["race-free: shared"].status == "proved"
+
+
+def test_a_read_before_the_wait_is_not_ordered():
+    o = _async(*_zoo("tma_tensor_load", "tma_tensor_load__read_before_wait.cu"))["race-free: async"]
+    assert o.status == "unknown"
+    assert _locs(o) == [("tma_tensor_load__read_before_wait.cu", 80), ("tma_tensor_load__read_before_wait.cu", 87)]
+    assert o.message.endswith("(outside every loop) touch the same shared bytes and may be unordered: no mbarrier "
+                              "phase orders them")
+
+
+def test_two_phases_of_one_barrier_in_program_order_are_proved():
+    m = load_module(str(DATA / "two_phase.ptx"))
+    obs = _async(m, "two_phase", SPEC)
+    assert obs["race-free: async"].status == "proved", obs["race-free: async"].message
+    assert "(no loop: each site once per thread)" in obs["race-free: async"].bound
+    sym = _async(m, "two_phase", None)["race-free: async"]  # no launch: every grid
+    assert sym.status == "proved", sym.message
+
+
+def test_a_refill_without_a_barrier_after_the_reads_is_not_ordered():
+    o = _async(load_module(str(DATA / "two_phase__no_barrier_before_refill.ptx")), "two_phase", SPEC)["race-free: async"]
+    assert o.status == "unknown"
+    assert _locs(o) == [("two_phase__no_barrier_before_refill.cu", 39), ("two_phase__no_barrier_before_refill.cu", 35)]
+    assert "may be unordered: no mbarrier phase orders them (the arrive at line 39 is by other threads than the " \
+           "access at line 35, with no warp or CTA barrier between them)" in o.message
+
+
+def test_a_barrier_without_the_proxy_fence_is_a_proxy_violation():
+    o = _async(load_module(str(DATA / "two_phase__no_proxy_fence.ptx")), "two_phase", SPEC)["race-free: async"]
+    assert o.status == "violated" and o.rule == "race.async-proxy"
+    assert _locs(o) == [("two_phase__no_proxy_fence.cu", 35), ("two_phase__no_proxy_fence.cu", 39)]
+    assert ("a CTA barrier orders them in the generic proxy only: no fence.proxy.async of its thread between the "
+            "generic access at line 35 and the barrier") in o.message
+
+
+@pytest.mark.parametrize("twin,premise", [("second_wait_parity_0", "parity (initial phase and alternation): violated"),
+                                          ("warp0_waits_only", "parity (initial phase and alternation): unknown")])
+def test_a_twin_whose_phases_are_not_proved_stops_at_the_premise(twin, premise):
+    o = _async(load_module(str(DATA / f"two_phase__{twin}.ptx")), "two_phase", SPEC)["race-free: async"]
+    assert o.status == "unknown"
+    assert f"the mbarrier phase correspondence is not proved for every trip count (mbarrier conformance: {premise}" \
+        in o.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file,verdict", [("two_phase", "verified"), ("two_phase__no_barrier_before_refill", "violated"),
+                                          ("two_phase__no_proxy_fence", "violated"),
+                                          ("two_phase__second_wait_parity_0", "violated"),
+                                          ("two_phase__warp0_waits_only", "violated")])
+def test_the_run_agrees(file, verdict):
+    m = load_module(str(DATA / f"{file}.ptx"))
+    rep = check_kernel(m, m.kernel("two_phase"), SPEC)
+    assert rep.verdict == verdict
+    o = {o.title: o for o in rep.obligations}["race-free: async"]
+    assert o.status == ("proved" if verdict == "verified" else "violated")
