@@ -97,3 +97,51 @@ def test_the_run_agrees(file, verdict):
     assert rep.verdict == verdict
     o = {o.title: o for o in rep.obligations}["race-free: async"]
     assert o.status == ("proved" if verdict == "verified" else "violated")
+
+
+# ---- operands the threads stage for a wgmma (no copy): tests/data/straight_line/staged_wgmma.cu ----
+STAGED = LaunchSpec.from_dict(json.loads((DATA / "launch_staged.json").read_text()))
+
+
+@pytest.mark.parametrize("fam,file", [("wgmma_tile", "wgmma_tile.cu"), ("fp8_mma", "wgmma_fp8.cu"),
+                                      ("fp8_mma", "wgmma_fp8_areg.cu"), ("fp8_mma", "wgmma_fp8_f16.cu")])
+def test_staged_wgmma_operands_are_race_free(fam, file):
+    o = _async(*_zoo(fam, file))["race-free: async"]
+    assert o.status == "proved", o.message
+    assert o.message.startswith("every wgmma operand read and generic write of its bytes (")
+    assert "is ordered by a CTA barrier, with fence.proxy.async after the writes; no instruction but the wgmma " \
+           "family touches an in-flight wgmma's registers" in o.message
+
+
+def test_two_staged_rounds_are_proved_and_each_twin_is_not():
+    m = load_module(str(DATA / "staged_wgmma.ptx"))
+    o = _async(m, "staged_wgmma", STAGED)["race-free: async"]
+    assert o.status == "proved", o.message
+    assert o.message.startswith("every wgmma operand read and generic write of its bytes (72 site pairs)")
+    o = _async(load_module(str(DATA / "staged_wgmma__wait_after_restage.ptx")), "staged_wgmma", STAGED)["race-free: async"]
+    assert o.status == "unknown"
+    assert _locs(o) == [("staged_wgmma__wait_after_restage.cu", 101), ("staged_wgmma__wait_after_restage.cu", 97)]
+    assert o.message.endswith("may touch the same shared bytes unordered: the wgmma is not retired by a "
+                              "wgmma.wait_group before the write")
+    o = _async(load_module(str(DATA / "staged_wgmma__no_fence_round2.ptx")), "staged_wgmma", STAGED)["race-free: async"]
+    assert o.status == "violated" and o.rule == "race.async-proxy"
+    assert _locs(o) == [("staged_wgmma__no_fence_round2.cu", 102), ("staged_wgmma__no_fence_round2.cu", 106)]
+
+
+@pytest.mark.parametrize("fam,file,line", [("wgmma_tile", "wgmma_tile__missing_proxy_fence.cu", 133),
+                                           ("fp8_mma", "wgmma_fp8__missing_proxy_fence.cu", 11)])
+def test_a_staged_operand_without_the_fence_is_a_proxy_violation(fam, file, line):
+    o = _async(*_zoo(fam, file))["race-free: async"]
+    assert o.status == "violated" and o.rule == "race.async-proxy"
+    assert _locs(o)[0] == (file, line)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file,verdict", [("staged_wgmma", "verified"), ("staged_wgmma__wait_after_restage", "violated"),
+                                          ("staged_wgmma__no_fence_round2", "violated")])
+def test_the_staged_runs_agree(file, verdict):
+    m = load_module(str(DATA / f"{file}.ptx"))
+    rep = check_kernel(m, m.kernel("staged_wgmma"), STAGED)
+    assert rep.verdict == verdict
+    o = {o.title: o for o in rep.obligations}["race-free: async"]
+    assert o.status == ("proved" if verdict == "verified" else "violated")

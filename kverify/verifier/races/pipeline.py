@@ -41,7 +41,10 @@ A barrier no loop site names is used in program order (``_straight_use``): its s
 every loop, one instance per thread ("iteration" 0), and a site's use is the number of waits on
 it its threads ran before; two accesses outside every loop are paired as one iteration's, a
 CTA barrier every thread runs ordering a generic access before a later copy
-(``cta_barrier_between``, with ``fence.proxy.async`` towards the async proxy).
+(``cta_barrier_between``, with ``fence.proxy.async`` towards the async proxy). Operands the
+threads store for a wgmma are paired with its reads the same way (``_staged_pair``), and no
+instruction outside the wgmma family may touch an in-flight wgmma's registers
+(:mod:`kverify.verifier.races.wgmma_regs`).
 
 Anything outside the encoding -- nested loops without such a ring (or a ring also waited on
 before its inner loop), a stage access outside the copy's loop, barrier sites that are not
@@ -67,6 +70,7 @@ from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
 from kverify.symbolic import TRUE, Substitution, mk_and, mk_not, mk_or, operand, row_of, sync_of
 from kverify.verifier.mbarrier import arrivals, parity, tx
+from kverify.verifier.races import wgmma_regs
 from kverify.verifier.mbarrier.static import run_obligations, uses_mbarrier
 from kverify.verifier.mbarrier.facts import MAX_REUSE, Facts
 from kverify.verifier.mbarrier.ring import invariant_part, variant_names
@@ -359,6 +363,19 @@ class _Proof:
             return self._out([proxy_viol], generic)
         if env.block is None:
             raise Uncovered("block size unknown (the warp-level release argument counts threads)")
+        if any(e.kind == "wgmma" for e in evs):  # the registers an in-flight wgmma owns (its pairs here are memory)
+            hz = wgmma_regs.hazards(self.kernel)
+            if isinstance(hz, str):
+                raise Uncovered(hz)
+            if hz:
+                h = hz[0]
+                locs = [chk.loc(h.access), chk.loc(h.wgmma)]
+                return self._out([Obligation(
+                    TITLE_ASYNC, "races", "unknown",
+                    f"pipeline argument: the {h.access.opcode} at {locs[0]} may access {', '.join(h.registers[:4])} of "
+                    f"the wgmma at {locs[1]} before a wgmma.wait_group retires it (§9.7.15.7: undefined while the "
+                    f"wgmma is in flight){f'; {len(hz) - 1} more such access(es)' if len(hz) > 1 else ''}",
+                    None, locs, None, 0.0)], generic)
         self._sites_counted()  # before the premises' queries: what no premise can make countable
         for i, (what, fn) in enumerate((("parity", parity.check), ("tx bytes", tx.check), ("arrivals", arrivals.check))):
             chk.budget.restart()
@@ -399,8 +416,8 @@ class _Proof:
         for e in copies + reads:
             if e.why:
                 raise Uncovered(f"line {e.line}: {e.why}")
-        if not copies:
-            raise Uncovered("no asynchronous copy into shared memory")
+        if not copies and not reads:
+            raise Uncovered("no asynchronous copy into shared memory and no wgmma")
         pairs = []
         for i, x in enumerate(copies):
             for y in copies[i:] + reads + generic:
@@ -413,6 +430,14 @@ class _Proof:
                 if r.status == "violated":
                     return self._out([r], generic)
                 unordered.append(r)
+        staged = [(r, g) for r in reads for g in generic if g.writes]  # operands written by the threads
+        for r, g in staged:
+            o = self._staged_pair(r, g)
+            if o is not None:
+                if o.status == "violated":
+                    return self._out([o], generic)
+                unordered.append(o)
+        pairs += staged
         if unordered:
             return self._out([unordered[0]], generic)
         locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic})
@@ -425,11 +450,21 @@ class _Proof:
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
         where = ", ".join(loops) if loops else "no loop: each site once per thread"
-        bound = (f"{claim} ({where}); {'; '.join(self.env.scope[:1])}; the stage accesses "
-                 f"{lines}; the copies' global reads taken within their buffers (memory safety is the run's)")
-        msg = (f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered by the "
-               f"mbarrier ring ({len(pairs)} site pairs; premises: the parity, tx-byte and arrival obligations, "
-               f"proved {'for every trip count' if self.symbolic else 'for the same launch'})")
+        bound = (f"{claim} ({where}); {'; '.join(self.env.scope[:1])}; the stage accesses {lines}"
+                 + ("; the copies' global reads taken within their buffers (memory safety is the run's)"
+                    if copies else ""))
+        said = []
+        if copies:
+            said.append(f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered "
+                        f"by the mbarrier ring ({len(pairs) - len(staged)} site pairs; premises: the parity, tx-byte "
+                        f"and arrival obligations, proved {'for every trip count' if self.symbolic else 'for the same launch'})")
+        if staged:
+            said.append(f"every wgmma operand read and generic write of its bytes ({len(staged)} site pairs) is ordered "
+                        "by a CTA barrier, with fence.proxy.async after the writes")
+        if reads:
+            said.append("no instruction but the wgmma family touches an in-flight wgmma's registers before the "
+                        "wgmma.wait_group that retires it")
+        msg = "; ".join(said)
         locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads))[:6]
         ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, locs,
                         None, time.perf_counter() - self.t0)
@@ -971,18 +1006,7 @@ class _Proof:
         runs = lambda pc: chk.prove(hyp, pc)[0] == "proved"
         retire = e.seq
         if e.kind == "wgmma":
-            commits = [g for g in self.group if g.kind == "commit" and same_iter(g.loops) and g.seq > e.seq
-                       and runs(g.pc)]
-            waits = [g for g in self.group if g.kind == "wgwait" and same_iter(g.loops) and g.seq > e.seq
-                     and runs(g.pc)]
-            retire = None
-            if commits:
-                own = min(c.seq for c in commits)
-                for g in sorted(waits, key=lambda g: g.seq):
-                    later = sum(1 for c in commits if own < c.seq < g.seq)
-                    if g.seq > own and 0 <= g.n <= later:
-                        retire = g.seq
-                        break
+            retire = self._retire(e)
             if retire is None:
                 memo[key] = ([], (f"the wgmma at line {e.line} is not retired by a wgmma.wait_group in its iteration "
                                   f"(before any release)"))
@@ -1097,12 +1121,13 @@ class _Proof:
         return self.released_before(p, x, tp, q, y, tq, fence)
 
     def cta_barrier_between(self, p, q, fence) -> bool:
-        """Generic access ``p`` and ``q`` (a copy issued after it), both outside every loop, are
-        ordered by a CTA barrier between them that every thread of the CTA runs, as do the CTA
-        barriers before it (instances matched in order, §9.7.13.1 bar.sync) -- towards an
-        async-proxy write (``fence``) only with a ``fence.proxy.async`` of ``p``'s thread between
-        ``p`` and the barrier (§8.6 proxies)."""
-        if p.loops or q.loops or p.kind not in ("read", "write"):
+        """Generic access ``p`` and ``q`` (a copy or a wgmma issued after it) are ordered by a CTA
+        barrier outside every loop between them in program order (every instance of ``p`` before
+        it, every instance of ``q`` after it) that every thread of the CTA runs, as do the CTA
+        barriers before it (instances matched in order, §9.7.13.1 bar.sync) -- towards the async
+        proxy (``fence``) only with a ``fence.proxy.async`` of ``p``'s thread, outside every loop,
+        between ``p`` and the barrier (§8.6 proxies)."""
+        if p.kind not in ("read", "write"):
             return False
         chk = self.chk
         key = ("ctabar", id(p.instr), p.seq, id(q.instr), q.seq, fence)
@@ -1206,6 +1231,58 @@ class _Proof:
                           + (f" ({why})" if why else ""), None, locs,
                           {"rule": RACE_ASYNC_PENDING.id, "iterations": [kx, ky], "locations": [str(l) for l in locs]},
                           0.0)
+
+    def _staged_pair(self, r, g):
+        """A wgmma operand read ``r`` and a generic shared write ``g`` (operands the threads store):
+        ordered by a CTA barrier outside every loop (``cta_barrier_between``) -- the write before
+        the wgmma with ``fence.proxy.async`` of its thread before the barrier (else ``violated``,
+        ``race.async-proxy``), the wgmma (outside every loop) before the write once its
+        warpgroup's ``wgmma.wait_group`` retired it before the barrier. None when ordered or
+        disjoint."""
+        self.extra = []
+        chk = self.chk
+        x, y = self.var("kx"), self.var("ky")
+        overlap = self._overlap(r, x, "a", g, y, "b")
+        r_sat, _ = self.sat([overlap], ["a", "b"])
+        if r_sat == "unsat":
+            return None
+        locs = [chk.loc(g.instr), chk.loc(r.instr)]
+        if g.seq < r.seq:
+            if self.cta_barrier_between(g, r, True):
+                return None
+            if self.cta_barrier_between(g, r, False) and r_sat == "sat" and not chk.syms(overlap) & self.env.approx:
+                return Obligation(TITLE_ASYNC, "races", "violated",
+                                  f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
+                                  f"writes before a CTA barrier, with no fence.proxy.async of the writing thread between "
+                                  "the write and the barrier: the async proxy may read stale data (§8.6 proxies)",
+                                  None, locs, {"rule": RACE_ASYNC_PROXY.id, "iterations": [],
+                                               "locations": [str(l) for l in locs]}, 0.0, RACE_ASYNC_PROXY.id)
+            why = "no CTA barrier that every thread runs between them"
+        else:
+            retire = self._retire(r) if not r.loops else None
+            if retire is not None and self.cta_barrier_between(replace(g, kind="read", seq=retire, loops=()), g, False):
+                return None
+            why = ("the wgmma is not retired by a wgmma.wait_group before the write" if retire is None or retire > g.seq
+                   else "no CTA barrier between the retiring wgmma.wait_group and the write")
+        return Obligation(TITLE_ASYNC, "races", "unknown",
+                          f"pipeline argument: the generic write at {locs[0]} and the wgmma at {locs[1]} may touch the "
+                          f"same shared bytes unordered: {why}", None, locs,
+                          {"rule": RACE_ASYNC_PENDING.id, "iterations": [], "locations": [str(l) for l in locs]}, 0.0)
+
+    def _retire(self, e):
+        """The seq of the ``wgmma.wait_group`` that retires wgmma ``e`` in its iteration (its
+        warpgroup's: the wait is warp-collective), or None."""
+        chk = self.chk
+        hyp = mk_and(chk.ranges(e.loops), e.pc)
+        same = lambda g: _key(g.loops) == _key(e.loops) and g.seq > e.seq and chk.prove(hyp, g.pc)[0] == "proved"
+        commits = [g for g in self.group if g.kind == "commit" and same(g)]
+        if not commits:
+            return None
+        own = min(c.seq for c in commits)
+        for g in sorted([g for g in self.group if g.kind == "wgwait" and same(g)], key=lambda g: g.seq):
+            if g.seq > own and 0 <= g.n <= sum(1 for c in commits if own < c.seq < g.seq):
+                return g.seq
+        return None
 
     def _overlap(self, a, x, ta, b, y, tb):
         lo1, hi1 = (z3.ZeroExt(32, self.at(t, a.loops, x, ta)) for t in (a.lo, a.hi))
