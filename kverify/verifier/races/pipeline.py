@@ -41,16 +41,18 @@ A barrier no loop site names is used in program order (``_straight_use``): its s
 every loop, one instance per thread ("iteration" 0), and a site's use is the number of waits on
 it its threads ran before; two accesses outside every loop are paired as one iteration's, a
 CTA barrier every thread runs ordering a generic access before a later copy
-(``cta_barrier_between``, with ``fence.proxy.async`` towards the async proxy). Operands the
-threads store for a wgmma are paired with its reads the same way (``_staged_pair``), and no
-instruction outside the wgmma family may touch an in-flight wgmma's registers
+(``cta_barrier_between``, with ``fence.proxy.async`` towards the async proxy). What the threads
+write and an asynchronous read takes (a wgmma's staged operands, a bulk store's tile) is ordered
+by such a barrier, outside every loop or in a loop all threads run alike (``barrier_order``,
+``_staged_pair``), the read first retired by its wait (``_retire``); and no instruction
+outside the wgmma family may touch an in-flight wgmma's registers
 (:mod:`kverify.verifier.races.wgmma_regs`).
 
 Anything outside the encoding -- nested loops without such a ring (or a ring also waited on
 before its inner loop), a stage access outside the copy's loop, barrier sites that are not
 periodic or skip iterations (a wait outside every loop after the loop waits on its barrier
 orders nothing the argument counts: not counted), unrecognized (non-blocking) waits, async
-operations other than bulk copies into shared memory and wgmma, a thread-dependent barrier
+operations other than bulk copies into and out of shared memory and wgmma, a thread-dependent barrier
 address -- makes the obligation ``unknown`` with the reason; an unordered instance is
 ``unknown`` with both lines and iterations (the interpreter replays races), except a generic
 access ordered with an async-proxy write only without the proxy fence, which is ``violated``
@@ -95,14 +97,14 @@ class PremiseUnknown(Uncovered):
 class Ev:
     """One instruction site of the symbolic thread that the argument uses."""
 
-    kind: str  # copy | wgmma | read | write | commit | wgwait | fence | other
+    kind: str  # copy | wgmma | bulkread | read | write | commit | wgwait | bcommit | bwait | fence | other
     instr: object
     seq: int
     pc: object
     loops: tuple
     lo: object = None  # BV32 first shared byte
     hi: object = None  # BV32 one past the last byte
-    n: int = 0  # wgmma.wait_group N
+    n: int = 0  # wgmma.wait_group N, cp.async.bulk.wait_group N
     mbar: object = None  # the MbarSite of a copy
     why: str = ""  # an access whose footprint is not understood
 
@@ -166,14 +168,28 @@ class PipelineExecutor(MbarExecutor):
                 size, why = self._tensor_bytes(ins)
                 ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
                    why=why or ("" if lo is not None else "copy destination not understood"))
+            elif len(ins.operands) > 1 and _src_shared(ins):  # a bulk (TMA) store: reads the source until retired
+                src = ins.operands[1]
+                lo, _ = self._mbar_addr(st, src)
+                if operand(ins, "size") is not None and "tensor" not in ins.opcode:
+                    size, why = self._val32(st, operand(ins, "size")), ""
+                else:
+                    size, why = self._tensor_bytes(ins)
+                ev("bulkread", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
+                   why=why or ("" if lo is not None and size is not None else "bulk store source not understood"))
             else:
-                ev("other", why=f"{ins.opcode}: an asynchronous read of shared memory completed by bulk groups")
+                ev("other", why=f"{ins.opcode}: an asynchronous operation the pipeline argument does not model")
         elif sync == "wgmma.mma":
             spans, why = self._wgmma_footprint(ins, st)
             for lo, hi in spans or [(None, None)]:
                 ev("wgmma", lo=lo, hi=hi, why=why)
         elif sync == "wgmma.commit":
             ev("commit")
+        elif sync == "bulk.commit":
+            ev("bcommit")
+        elif sync == "bulk.wait":
+            n = operand(ins, "n")
+            ev("bwait", n=n.value if isinstance(n, Imm) else -1)
         elif sync == "wgmma.wait":
             n = operand(ins, "n")
             ev("wgwait", n=n.value if isinstance(n, Imm) else -1)
@@ -243,6 +259,12 @@ def _when(e, k) -> str:
 def _key(loops) -> tuple:
     """The loops a site is in, as identities (sites of one iteration share them)."""
     return tuple(id(i) for i, _ in loops)
+
+
+def _src_shared(ins) -> bool:
+    """A bulk copy out of shared memory (``.global.shared::cta``, a store or a reduction)."""
+    mods = ins.mods
+    return any(m.startswith("shared") for m in mods[mods.index("global") + 1:]) if "global" in mods else False
 
 
 def _dst_shared(ins) -> bool:
@@ -353,7 +375,7 @@ class _Proof:
         if reasons:
             raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
         evs = [e for e in chk.ex.events]
-        self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence")]
+        self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence", "bcommit", "bwait")]
         reads = [e for e in evs if e.kind == "wgmma" and not e.why]
         generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
                       a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
@@ -413,14 +435,15 @@ class _Proof:
         reads = [e for e in evs if e.kind == "wgmma"]
         generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
                       a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
-        for e in copies + reads:
+        stores = [e for e in evs if e.kind == "bulkread"]
+        for e in copies + reads + stores:
             if e.why:
                 raise Uncovered(f"line {e.line}: {e.why}")
-        if not copies and not reads:
-            raise Uncovered("no asynchronous copy into shared memory and no wgmma")
+        if not copies and not reads and not stores:
+            raise Uncovered("no asynchronous copy into or out of shared memory and no wgmma")
         pairs = []
         for i, x in enumerate(copies):
-            for y in copies[i:] + reads + generic:
+            for y in copies[i:] + reads + stores + generic:
                 pairs.append((x, y))
         self._early_signals()
         unordered = []
@@ -430,7 +453,7 @@ class _Proof:
                 if r.status == "violated":
                     return self._out([r], generic)
                 unordered.append(r)
-        staged = [(r, g) for r in reads for g in generic if g.writes]  # operands written by the threads
+        staged = [(r, g) for r in reads + stores for g in generic if g.writes]  # what the threads write, read async
         for r, g in staged:
             o = self._staged_pair(r, g)
             if o is not None:
@@ -440,12 +463,12 @@ class _Proof:
         pairs += staged
         if unordered:
             return self._out([unordered[0]], generic)
-        locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + generic})
+        locs = sorted({(e.line, e.instr.opcode) for e in copies + reads + stores + generic})
         lines = ", ".join(f"{op.split('.')[0]}{'.' + op.split('.')[1] if op.startswith('cp.') else ''} line {ln}"
                           for ln, op in locs)
         loops = sorted({f"loop {e.loops[0][0].name}" if len(e.loops) == 1 else
                         f"the ring over loops {' and '.join(i.name for i, _ in e.loops)}"
-                        for e in copies + reads + generic if e.loops})
+                        for e in copies + reads + stores + generic if e.loops})
         claim = CLAIM if self.symbolic else (
             "every loop iteration, every schedule, the launch's scalar arguments ("
             + ", ".join(f"{k}={v}" for k, v in self.env.param_values.items()) + ")")
@@ -459,13 +482,14 @@ class _Proof:
                         f"by the mbarrier ring ({len(pairs) - len(staged)} site pairs; premises: the parity, tx-byte "
                         f"and arrival obligations, proved {'for every trip count' if self.symbolic else 'for the same launch'})")
         if staged:
-            said.append(f"every wgmma operand read and generic write of its bytes ({len(staged)} site pairs) is ordered "
-                        "by a CTA barrier, with fence.proxy.async after the writes")
+            said.append(f"every {'wgmma operand read' if reads else 'bulk store'}{' or bulk store' if reads and stores else ''}"
+                        f" and generic write of its bytes ({len(staged)} site pairs) is ordered by a CTA barrier, with "
+                        "fence.proxy.async after the writes and the asynchronous read retired before the next ones")
         if reads:
             said.append("no instruction but the wgmma family touches an in-flight wgmma's registers before the "
                         "wgmma.wait_group that retires it")
         msg = "; ".join(said)
-        locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads))[:6]
+        locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads + stores))[:6]
         ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, locs,
                         None, time.perf_counter() - self.t0)
         return self._out([ok], generic)
@@ -1005,11 +1029,12 @@ class _Proof:
         same_iter = lambda s_loops: _key(s_loops) == _key(e.loops)
         runs = lambda pc: chk.prove(hyp, pc)[0] == "proved"
         retire = e.seq
-        if e.kind == "wgmma":
+        if e.kind in ("wgmma", "bulkread"):
             retire = self._retire(e)
             if retire is None:
-                memo[key] = ([], (f"the wgmma at line {e.line} is not retired by a wgmma.wait_group in its iteration "
-                                  f"(before any release)"))
+                memo[key] = ([], (f"the {'wgmma' if e.kind == 'wgmma' else 'bulk store'} at line {e.line} is not "
+                                  f"retired by a {'wgmma' if e.kind == 'wgmma' else 'cp.async.bulk'}.wait_group in its "
+                                  "iteration (before any release)"))
                 return memo[key]
         fences = [g for g in self.group if g.kind == "fence" and same_iter(g.loops) and g.seq > retire and runs(g.pc)]
         syncs = [y for y in chk.ex.syncs if y.kind == "barrier" and y.instr is not None and same_iter(y.loops)
@@ -1233,53 +1258,122 @@ class _Proof:
                           0.0)
 
     def _staged_pair(self, r, g):
-        """A wgmma operand read ``r`` and a generic shared write ``g`` (operands the threads store):
-        ordered by a CTA barrier outside every loop (``cta_barrier_between``) -- the write before
-        the wgmma with ``fence.proxy.async`` of its thread before the barrier (else ``violated``,
-        ``race.async-proxy``), the wgmma (outside every loop) before the write once its
-        warpgroup's ``wgmma.wait_group`` retired it before the barrier. None when ordered or
-        disjoint."""
+        """An asynchronous read ``r`` of shared memory (a wgmma operand, a bulk store's source) and
+        a generic write ``g`` of its bytes (what the threads stage): ordered by a CTA barrier
+        (``barrier_order``) -- the write before the read with ``fence.proxy.async`` of its thread
+        before the barrier (ordered only without it: ``violated``, ``race.async-proxy``), the read
+        before the write once the wait that retires it (``_retire``) comes before the barrier.
+        None when ordered or disjoint, else ``unknown`` naming both lines."""
         self.extra = []
         chk = self.chk
         x, y = self.var("kx"), self.var("ky")
         overlap = self._overlap(r, x, "a", g, y, "b")
-        r_sat, _ = self.sat([overlap], ["a", "b"])
-        if r_sat == "unsat":
-            return None
+        what = "wgmma" if r.kind == "wgmma" else "bulk store"
         locs = [chk.loc(g.instr), chk.loc(r.instr)]
-        if g.seq < r.seq:
-            if self.cta_barrier_between(g, r, True):
-                return None
-            if self.cta_barrier_between(g, r, False) and r_sat == "sat" and not chk.syms(overlap) & self.env.approx:
+        retire = self._retire(r)
+        # the read retired (in its iteration, by its threads' wait), then a barrier before the write
+        rw = (self.barrier_order(replace(r, kind="read", seq=retire), x, g, y, False)
+              if retire is not None else z3.BoolVal(False))
+        wr = self.barrier_order(g, y, r, x, True)
+        res, m = self.sat([overlap, mk_not(wr), mk_not(rw)], ["a", "b"])
+        if res == "unsat":
+            return None
+        if res == "sat":
+            wr0 = self.barrier_order(g, y, r, x, False)
+            r0, _ = self.sat([overlap, mk_not(wr0), mk_not(rw)], ["a", "b"])
+            if r0 == "unsat" and not chk.syms(overlap) & self.env.approx:
                 return Obligation(TITLE_ASYNC, "races", "violated",
-                                  f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
+                                  f"the {what} at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
                                   f"writes before a CTA barrier, with no fence.proxy.async of the writing thread between "
                                   "the write and the barrier: the async proxy may read stale data (§8.6 proxies)",
                                   None, locs, {"rule": RACE_ASYNC_PROXY.id, "iterations": [],
                                                "locations": [str(l) for l in locs]}, 0.0, RACE_ASYNC_PROXY.id)
-            why = "no CTA barrier that every thread runs between them"
+        if res == "unknown":
+            why = f"solver gave no answer (budget {chk.budget.seconds:g} solver seconds)"
+        elif retire is None:
+            why = f"the {what} is not retired by a wait in its iteration, and no CTA barrier orders the write before it"
+        elif not r.loops and not g.loops and retire > g.seq:
+            w = next(e for e in self.group if e.seq == retire)
+            why = f"the {what} is retired only after the write (the wait at line {w.line})"
         else:
-            retire = self._retire(r) if not r.loops else None
-            if retire is not None and self.cta_barrier_between(replace(g, kind="read", seq=retire, loops=()), g, False):
-                return None
-            why = ("the wgmma is not retired by a wgmma.wait_group before the write" if retire is None or retire > g.seq
-                   else "no CTA barrier between the retiring wgmma.wait_group and the write")
+            for bound in (4, 64):  # prefer small iterations in the report
+                small = z3.BitVecVal(bound, 64)
+                r2, m2 = self.sat([overlap, mk_not(wr), mk_not(rw), z3.ULT(x, small), z3.ULT(y, small)], ["a", "b"])
+                if r2 == "sat":
+                    m = m2
+                    break
+            kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
+            why = (f"no CTA barrier orders them ({what} {_when(r, kx)}, write {_when(g, ky)}; the barriers counted are "
+                   "those every thread runs outside every loop, or in every iteration of a loop all threads run alike)")
         return Obligation(TITLE_ASYNC, "races", "unknown",
-                          f"pipeline argument: the generic write at {locs[0]} and the wgmma at {locs[1]} may touch the "
+                          f"pipeline argument: the generic write at {locs[0]} and the {what} at {locs[1]} may touch the "
                           f"same shared bytes unordered: {why}", None, locs,
                           {"rule": RACE_ASYNC_PENDING.id, "iterations": [], "locations": [str(l) for l in locs]}, 0.0)
 
-    def _retire(self, e):
-        """The seq of the ``wgmma.wait_group`` that retires wgmma ``e`` in its iteration (its
-        warpgroup's: the wait is warp-collective), or None."""
+    def barrier_order(self, p, x, q, y, fence):
+        """Generic access ``p`` at iteration ``x`` before ``q`` at ``y`` through a CTA barrier
+        (a formula): a barrier outside every loop between them (``cta_barrier_between``), or both
+        in one loop whose barriers and iterations every thread runs alike (``_lockstep``), with
+        a barrier ``B`` of that loop after ``p`` in its iteration (then every later iteration,
+        and ``q`` after ``B`` in the same one) or before ``q`` in a later iteration than ``p``'s --
+        with ``fence``, a ``fence.proxy.async`` of ``p``'s thread between ``p`` and ``B``."""
+        if self.cta_barrier_between(p, q, fence):
+            return z3.BoolVal(True)
+        if len(p.loops) != 1 or _key(p.loops) != _key(q.loops) or not self._lockstep(p.loops[0][0]):
+            return z3.BoolVal(False)
         chk = self.chk
+        bars = [b for b in chk.ex.syncs if b.kind == "barrier" and b.scope == "cta" and b.instr is not None
+                and _key(b.loops) == _key(p.loops)]
+        alts = []
+        for b in bars:
+            if b.seq > p.seq:
+                if fence and not any(g.kind == "fence" and _key(g.loops) == _key(p.loops) and p.seq < g.seq < b.seq
+                                     and chk.prove(mk_and(chk.ranges(p.loops), p.pc), g.pc)[0] == "proved"
+                                     for g in self.group):
+                    continue
+                alts.append(z3.ULT(x, y))
+                if b.seq < q.seq:
+                    alts.append(x == y)
+            elif b.seq < q.seq and not fence:
+                alts.append(z3.ULT(x, y))
+        return mk_or(*alts) if alts else z3.BoolVal(False)
+
+    def _lockstep(self, info) -> bool:
+        """Every thread runs the same iterations of loop ``info`` (its continue condition names no
+        thread and no value the encoding approximates), and every CTA barrier before or in it is
+        run by every thread in every iteration that reaches it (instances matched in order)."""
+        chk = self.chk
+        key = ("lockstep", id(info))
+        if key in chk.memo:
+            return chk.memo[key]
+        tids = {str(t) for t in self.env.tid}
+        ok = info.cont_pc is not None and not (chk.syms(info.cont_pc) & (tids | self.env.approx))
+        loop_seqs = [b.seq for b in chk.ex.syncs if b.kind == "barrier" and b.loops and b.loops[0][0] is info]
+        last = max(loop_seqs, default=-1)
+        for b in chk.ex.syncs:
+            if not ok or b.kind != "barrier" or b.instr is None or b.seq > last:
+                continue
+            if b.loops and (len(b.loops) != 1 or b.loops[0][0] is not info):
+                ok = False  # a barrier of another loop before it: its instances may be matched otherwise
+            elif chk.prove(mk_and(chk.ranges(b.loops), info.head_pc if b.loops else TRUE), b.pc)[0] != "proved":
+                ok = False  # (in the loop: whenever its iteration runs)
+        chk.memo[key] = ok
+        return ok
+
+    def _retire(self, e):
+        """The seq of the wait that retires the asynchronous read ``e`` in its iteration, or None:
+        for a wgmma, its warpgroup's ``wgmma.wait_group`` (warp-collective); for a bulk store,
+        its thread's ``cp.async.bulk.wait_group[.read]`` -- at least ``N`` commits after the
+        read's own before a ``wait_group N`` (§9.7.15.7, §9.7.9.25.3 bulk async-groups)."""
+        chk = self.chk
+        commit, wait = ("commit", "wgwait") if e.kind == "wgmma" else ("bcommit", "bwait")
         hyp = mk_and(chk.ranges(e.loops), e.pc)
         same = lambda g: _key(g.loops) == _key(e.loops) and g.seq > e.seq and chk.prove(hyp, g.pc)[0] == "proved"
-        commits = [g for g in self.group if g.kind == "commit" and same(g)]
+        commits = [g for g in self.group if g.kind == commit and same(g)]
         if not commits:
             return None
         own = min(c.seq for c in commits)
-        for g in sorted([g for g in self.group if g.kind == "wgwait" and same(g)], key=lambda g: g.seq):
+        for g in sorted([g for g in self.group if g.kind == wait and same(g)], key=lambda g: g.seq):
             if g.seq > own and 0 <= g.n <= sum(1 for c in commits if own < c.seq < g.seq):
                 return g.seq
         return None
