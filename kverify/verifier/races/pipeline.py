@@ -376,7 +376,7 @@ class _Proof:
             raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
         evs = [e for e in chk.ex.events]
         self.group = [e for e in evs if e.kind in ("commit", "wgwait", "fence", "bcommit", "bwait")]
-        reads = [e for e in evs if e.kind == "wgmma" and not e.why]
+        reads = [e for e in evs if e.kind in ("wgmma", "bulkread") and not e.why]
         generic = [Ev("write" if a.writes else "read", a.instr, a.seq, a.pc, a.loops, a.addr,
                       a.addr + a.width) for a in chk.ex.accesses if a.space == "shared"]
         # generic writes read by wgmma (the proxy rule in one thread's program order)
@@ -1385,8 +1385,8 @@ class _Proof:
                       self.at(b.pc, b.loops, y, tb), z3.ULT(lo1, hi2), z3.ULT(lo2, hi1))
 
     def _proxy_program_order(self, generic, reads, rings=False):
-        """A generic write followed in program order (same iteration) by a wgmma reading its bytes
-        with no fence.proxy.async between them: violated ``race.async-proxy``."""
+        """A generic write followed in program order (same iteration) by a wgmma or a bulk store
+        reading its bytes with no fence.proxy.async between them: violated ``race.async-proxy``."""
         chk = self.chk
         for w in [g for g in generic if g.writes]:
             for r in reads:
@@ -1410,7 +1410,8 @@ class _Proof:
                     cex = {"rule": RACE_ASYNC_PROXY.id, "iterations": [it, it] if loops else [],
                            "locations": [str(l) for l in locs]}
                     return Obligation(TITLE_ASYNC, "races", "violated",
-                                      f"the wgmma at {locs[1]} reads shared bytes that the generic write at {locs[0]} "
+                                      f"the {'wgmma' if r.kind == 'wgmma' else 'bulk store'} at {locs[1]} reads shared "
+                                      f"bytes that the generic write at {locs[0]} "
                                       f"writes before it{f' ({_when(w, it)})' if loops else ''}, with no "
                                       "fence.proxy.async between them: the async proxy may read stale data "
                                       "(§8.6 proxies)",
