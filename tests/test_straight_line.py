@@ -155,7 +155,9 @@ def test_a_bulk_store_loop_is_race_free_and_its_zoo_twins_are_not():
     o = _async(*_zoo("tma_store", "tma_store.cu"))["race-free: async"]
     assert o.status == "proved", o.message
     assert o.message == ("every bulk store and generic write of its bytes (4 site pairs) is ordered by a CTA barrier, "
-                         "with fence.proxy.async after the writes and the asynchronous read retired before the next ones")
+                         "with fence.proxy.async after the writes and the asynchronous read retired before the next ones "
+                         "(the shared memory a bulk store reads; the global bytes it writes are not this argument's)")
+    assert o.bound.endswith("; the global bytes the bulk stores write are not ordered here (the run's)")
     o = _async(*_zoo("tma_store", "tma_store__missing_proxy_fence.cu"))["race-free: async"]
     assert o.status == "violated" and o.rule == "race.async-proxy"
     assert _locs(o) == [("tma_store__missing_proxy_fence.cu", 57), ("tma_store__missing_proxy_fence.cu", 61)]

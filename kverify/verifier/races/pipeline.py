@@ -475,7 +475,8 @@ class _Proof:
         where = ", ".join(loops) if loops else "no loop: each site once per thread"
         bound = (f"{claim} ({where}); {'; '.join(self.env.scope[:1])}; the stage accesses {lines}"
                  + ("; the copies' global reads taken within their buffers (memory safety is the run's)"
-                    if copies else ""))
+                    if copies else "")
+                 + ("; the global bytes the bulk stores write are not ordered here (the run's)" if stores else ""))
         said = []
         if copies:
             said.append(f"every pair of an asynchronous copy into a stage and another access of its bytes is ordered "
@@ -484,7 +485,9 @@ class _Proof:
         if staged:
             said.append(f"every {'wgmma operand read' if reads else 'bulk store'}{' or bulk store' if reads and stores else ''}"
                         f" and generic write of its bytes ({len(staged)} site pairs) is ordered by a CTA barrier, with "
-                        "fence.proxy.async after the writes and the asynchronous read retired before the next ones")
+                        "fence.proxy.async after the writes and the asynchronous read retired before the next ones"
+                        + (" (the shared memory a bulk store reads; the global bytes it writes are not this "
+                           "argument's)" if stores else ""))
         if reads:
             said.append("no instruction but the wgmma family touches an in-flight wgmma's registers before the "
                         "wgmma.wait_group that retires it")
