@@ -151,13 +151,17 @@ def test_the_staged_runs_agree(file, verdict):
 STORE = LaunchSpec.from_dict(json.loads((DATA / "launch_store.json").read_text()))
 
 
-def test_a_bulk_store_loop_is_race_free_and_its_zoo_twins_are_not():
+def test_a_bulk_store_loop_is_ordered_in_shared_memory_and_not_proved_and_its_zoo_twins_are_not_ordered():
+    """The shared side of tma_store is ordered; the global bytes the bulk store writes are not this
+    argument's (a reduction's read-modify-write racing the threads' stores of its destination, or a
+    read of it after wait_group.read: tests/test_bulk_reduce.py), so the obligation is not proved."""
     o = _async(*_zoo("tma_store", "tma_store.cu"))["race-free: async"]
-    assert o.status == "proved", o.message
-    assert o.message == ("every bulk store and generic write of its bytes (4 site pairs) is ordered by a CTA barrier, "
-                         "with fence.proxy.async after the writes and the asynchronous read retired before the next ones "
-                         "(the shared memory a bulk store reads; the global bytes it writes are not this argument's)")
-    assert o.bound.endswith("; the global bytes the bulk stores write are not ordered here (the run's)")
+    assert o.status == "unknown", o.message
+    assert o.message == ("pipeline argument: in shared memory, every bulk store and generic write of its bytes (4 site "
+                         "pairs) is ordered by a CTA barrier, with fence.proxy.async after the writes and the "
+                         "asynchronous read retired before the next ones; not proved: the global bytes the bulk store "
+                         "at tma_store.cu:57:7 (ptx 79) writes (a store, or a reduction's read-modify-write) are not "
+                         "ordered by this argument (the run's)")
     o = _async(*_zoo("tma_store", "tma_store__missing_proxy_fence.cu"))["race-free: async"]
     assert o.status == "violated" and o.rule == "race.async-proxy"
     assert _locs(o) == [("tma_store__missing_proxy_fence.cu", 57), ("tma_store__missing_proxy_fence.cu", 61)]
@@ -188,4 +192,11 @@ def test_the_bulk_store_runs_agree(file, verdict):
     rep = check_kernel(m, m.kernel("bulk_store"), STORE)
     assert rep.verdict == verdict
     o = {o.title: o for o in rep.obligations}["race-free: async"]
-    assert o.status == ("proved" if verdict == "verified" else "violated")
+    assert o.status == ("bounded" if verdict == "verified" else "violated")
+
+
+def test_the_correct_bulk_store_is_ordered_in_shared_memory_only():
+    o = _async(load_module(str(DATA / "bulk_store.ptx")), "bulk_store", STORE)["race-free: async"]
+    assert o.status == "unknown"
+    assert o.message.startswith("pipeline argument: in shared memory, every bulk store and generic write of its bytes")
+    assert o.message.endswith("are not ordered by this argument (the run's)")

@@ -108,7 +108,7 @@ def matrix_rows(ins) -> int:
     whose address operand names a row of 16 bytes (lanes ``8i .. 8i+7`` the rows of matrix ``i``:
     8, 16 or 32 for ``.x1``/``.x2``/``.x4``); 0 for any other instruction or shape."""
     r = row_of(ins)
-    if r is None or r.mnemonic not in ("ldmatrix", "stmatrix") or "m8n8" not in ins.mods:
+    if r is None or r.collective != "matrix" or r.effect != "memory" or "m8n8" not in ins.mods:
         return 0
     if [t for t in ins.types() if t != "b16"]:
         return 0
