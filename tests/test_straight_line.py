@@ -200,3 +200,15 @@ def test_the_correct_bulk_store_is_ordered_in_shared_memory_only():
     assert o.status == "unknown"
     assert o.message.startswith("pipeline argument: in shared memory, every bulk store and generic write of its bytes")
     assert o.message.endswith("are not ordered by this argument (the run's)")
+
+
+def test_a_kernel_writing_a_buffer_its_copies_read_is_not_proved():
+    """The argument orders shared memory; the copies' global reads meet the kernel's global writes
+    only where a pointer names both (distinct pointer parameters are assumed not to alias). Here the
+    result goes into the input buffer: not proved (the run, which sees the write after the refill's
+    wait, finds no race)."""
+    o = _async(load_module(str(DATA / "two_phase__store_into_source.ptx")), "two_phase", SPEC)["race-free: async"]
+    assert o.status == "unknown"
+    assert o.message.startswith("pipeline argument: in shared memory, every pair of an asynchronous copy")
+    assert ("not proved: the write at two_phase__store_into_source.cu:41:3 (ptx 136) may touch the global bytes the "
+            "copy at two_phase__store_into_source.cu:33:5 (ptx 66) reads (in)") in o.message

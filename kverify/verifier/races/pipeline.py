@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 import z3
 
 from kverify.semantics.memory_model.execution import RACE_ASYNC_PENDING, RACE_ASYNC_PROXY
-from kverify.semantics.ir.nodes import Imm, VecOp
+from kverify.semantics.ir.nodes import Addr, Imm, VecOp
 from kverify.semantics.ir.optable import proxy_fence_spaces
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model import wgmma as WG
@@ -107,6 +107,8 @@ class Ev:
     n: int = 0  # wgmma.wait_group N, cp.async.bulk.wait_group N
     mbar: object = None  # the MbarSite of a copy
     why: str = ""  # an access whose footprint is not understood
+    src: str | None = None  # a copy's global source: "param:<name>" of its pointer, "buffer:<name>" of its
+    #                          tensor map's buffer, or None (not known)
 
     @property
     def line(self):
@@ -162,12 +164,14 @@ class PipelineExecutor(MbarExecutor):
                 lo, _ = self._mbar_addr(st, dst)
                 size = self._val32(st, operand(ins, "size"))
                 ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
-                   why="" if lo is not None and size is not None else "copy destination or size not understood")
+                   why="" if lo is not None and size is not None else "copy destination or size not understood",
+                   src=self._copy_source(ins, st))
             elif _dst_shared(ins):
                 lo, _ = self._mbar_addr(st, dst)
                 size, why = self._tensor_bytes(ins)
                 ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
-                   why=why or ("" if lo is not None else "copy destination not understood"))
+                   why=why or ("" if lo is not None else "copy destination not understood"),
+                   src=self._copy_source(ins, st))
             elif len(ins.operands) > 1 and _src_shared(ins):  # a bulk (TMA) store: reads the source until retired
                 src = ins.operands[1]
                 lo, _ = self._mbar_addr(st, src)
@@ -201,6 +205,18 @@ class PipelineExecutor(MbarExecutor):
             if sync not in ("bulk.commit", "bulk.wait", "cp.async.commit", "cp.async.wait", "cp.async.wait_all"):
                 ev("other", why=f"{ins.opcode}: an asynchronous operation the pipeline argument does not model")
         return super().async_instr(ins, st, guard)
+
+    def _copy_source(self, ins, st):
+        """The global buffer a copy reads: ``param:<name>`` of the pointer its source address is
+        derived from, ``buffer:<name>`` of its tensor map's buffer (the launch's), or None."""
+        if operand(ins, "size") is None:  # a tensor copy: the tensor map's buffer
+            tm, _ = self.tensor_map(ins)
+            return f"buffer:{tm['buffer']}" if isinstance(tm, dict) and tm.get("buffer") else None
+        src = ins.operands[1]
+        if not isinstance(src, Addr) or src.base is None:
+            return None
+        _, region = self.read(st, src.base, None)
+        return region if isinstance(region, str) and region.startswith("param:") else None
 
     def _wgmma_footprint(self, ins, st):
         """The shared bytes the wgmma's descriptor operands may cover: [lo, hi) around the start
@@ -490,6 +506,13 @@ class _Proof:
                         "wgmma.wait_group that retires it")
         msg = "; ".join(said)
         locs = list(dict.fromkeys(self.chk.loc(e.instr) for e in copies + reads + stores))[:6]
+        written = self._sources_written(copies)
+        if written:
+            return self._out([Obligation(
+                TITLE_ASYNC, "races", "unknown",
+                f"pipeline argument: in shared memory, {msg}; not proved: {written} (what the copies read of global "
+                "memory is ordered with the kernel's writes only by the run)", None, locs, None,
+                time.perf_counter() - self.t0)], generic)
         if stores:  # what the async proxy writes to global memory is not ordered here: no proof of the obligation
             return self._out([Obligation(
                 TITLE_ASYNC, "races", "unknown",
@@ -499,6 +522,26 @@ class _Proof:
         ok = Obligation(TITLE_ASYNC, "races", "proved", msg, bound, locs,
                         None, time.perf_counter() - self.t0)
         return self._out([ok], generic)
+
+    def _sources_written(self, copies) -> str:
+        """Why the copies' global reads may meet a write of the kernel ('' when they cannot): every
+        generic global write names a pointer parameter other than the copies' sources (distinct
+        pointer parameters are assumed not to alias, as the two-thread checker assumes), and a
+        tensor map's buffer is not also passed as a pointer the kernel writes."""
+        chk = self.chk
+        writes = [a for a in chk.ex.accesses if a.space == "global" and a.writes]
+        if not writes:
+            return ""
+        for c in copies:
+            if c.src is None:
+                return (f"the global source of the copy at {chk.loc(c.instr)} is not known, and the kernel writes "
+                        f"global memory (at {chk.loc(writes[0].instr)})")
+            for w in writes:
+                name = (w.region or "").split(":", 1)[1] if (w.region or "").startswith("param:") else None
+                if name is None or c.src in (f"param:{name}", f"buffer:{name}"):
+                    return (f"the write at {chk.loc(w.instr)} may touch the global bytes the copy at "
+                            f"{chk.loc(c.instr)} reads ({c.src.split(':', 1)[1]})")
+        return ""
 
     def _out(self, obs, generic):
         o = obs[0]
