@@ -1388,15 +1388,18 @@ class _Proof:
         return mk_or(*alts) if alts else z3.BoolVal(False)
 
     def _lockstep(self, info) -> bool:
-        """Every thread runs the same iterations of loop ``info`` (its continue condition names no
-        thread and no value the encoding approximates), and every CTA barrier before or in it is
-        run by every thread in every iteration that reaches it (instances matched in order)."""
+        """Every thread runs the same iterations of loop ``info`` (the conditions to reach an
+        iteration and to go on name no thread and no value the encoding approximates), and every
+        CTA barrier before or in it is run by every thread in every iteration that reaches it
+        (instances matched in order)."""
         chk = self.chk
         key = ("lockstep", id(info))
         if key in chk.memo:
             return chk.memo[key]
         tids = {str(t) for t in self.env.tid}
-        ok = info.cont_pc is not None and not (chk.syms(info.cont_pc) & (tids | self.env.approx))
+        # whether a thread enters the loop, and whether it goes on: the same for every thread
+        ok = info.cont_pc is not None and info.head_pc is not None and not (
+            chk.syms(info.cont_pc, info.head_pc) & (tids | self.env.approx))
         loop_seqs = [b.seq for b in chk.ex.syncs if b.kind == "barrier" and b.loops and b.loops[0][0] is info]
         last = max(loop_seqs, default=-1)
         for b in chk.ex.syncs:
