@@ -148,6 +148,15 @@ def test_stale_server_stops_and_the_command_runs_on_its_own(tmp_path):
     assert p.wait(timeout=30) == 0 and not sock.exists()
 
 
+def _cpu_seconds(pid) -> float:
+    """User and system CPU seconds of process ``pid`` (0 once it is gone)."""
+    try:
+        f = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _children(pid):
     out = []
     for d in Path("/proc").iterdir():
@@ -187,11 +196,20 @@ def test_ctrl_c_stops_the_check(server, served):
     """z3 takes SIGINT as the end of the query it is solving (``unknown``, "interrupted from
     keyboard"), and the check used to go on with that query unknown: Ctrl-C did not stop it. Now
     the command stops, cold or served: exit 130, one line, no traceback."""
-    sock, _ = server
+    sock, srv = server
     c = subprocess.Popen([sys.executable, "-m", "kverify", "check", str(ZOO / "triton" / "matmul.ptx")], cwd=ROOT,
                          env=_env(sock if served else None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(6)  # inside the race proofs (about 20 s of solving), well past start-up on a loaded machine
+    # inside the checks (about 5 s of work on this project's machine): once the process doing them
+    # (the command, or the server's child running it) has spent 2 CPU seconds -- past start-up
+    # however loaded the machine, and not a fixed sleep the check may outrun
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and c.poll() is None:
+        workers = [c.pid] if not served else _children(srv.pid)
+        if workers and max(_cpu_seconds(w) for w in workers) >= 2.0:
+            break
+        time.sleep(0.05)
+    assert c.poll() is None, "the check ended before it could be interrupted"
     t = time.monotonic()
     c.send_signal(signal.SIGINT)
     out, err = c.communicate(timeout=60)
