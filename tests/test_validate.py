@@ -313,3 +313,7 @@ def test_sanitizer_findings_fold_into_the_report_under_their_rules(monkeypatch, 
     s = by["sanitizer-synccheck"]
     assert (s.status, s.rule, s.message) == ("unknown", "sanitizer.synccheck", "compute-sanitizer synccheck: timeout: no output")
     assert v.report.verdict == "violated"
+    # the JSON report names each tool's obligation (``--sanitize --format json`` on the H100 ended in
+    # an internal error: the titles had no id)
+    ids = {o["title"]: o["id"] for o in v.report.to_json()["obligations"] if o["title"].startswith("sanitizer-")}
+    assert ids == {f"sanitizer-{t}": f"validate.sanitizer-{t}" for t in ("memcheck", "racecheck", "synccheck")}

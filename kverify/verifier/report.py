@@ -57,6 +57,10 @@ OBLIGATIONS = {
     "no-fast-math": "validate.no-fast-math",
     "no-precision-downgrade": "validate.no-precision-downgrade",
     "store-dtypes": "validate.store-dtypes",
+    # ``kverify validate --sanitize``: one per compute-sanitizer tool (validate/rules.py SANITIZER)
+    "sanitizer-memcheck": "validate.sanitizer-memcheck",
+    "sanitizer-racecheck": "validate.sanitizer-racecheck",
+    "sanitizer-synccheck": "validate.sanitizer-synccheck",
 }
 PARAMETRIC = (("mbarrier conformance: ", "mbarrier.protocol[{}]"), ("equivalence[", "equivalence[{}"))
 
