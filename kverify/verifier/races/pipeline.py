@@ -278,9 +278,9 @@ def _key(loops) -> tuple:
 
 
 def _src_shared(ins) -> bool:
-    """A bulk copy out of shared memory (``.global.shared::cta``, a store or a reduction)."""
-    mods = ins.mods
-    return any(m.startswith("shared") for m in mods[mods.index("global") + 1:]) if "global" in mods else False
+    """A bulk copy out of shared memory (``.global.shared::cta``, a store or a reduction): its
+    destination is not shared memory (``_dst_shared``), its source is."""
+    return not _dst_shared(ins) and any(m.startswith("shared") for m in ins.mods)
 
 
 def _dst_shared(ins) -> bool:
@@ -1255,13 +1255,8 @@ class _Proof:
         r, m = self.sat([base, mk_not(ab), mk_not(ba)], ["a", "b"] + self.extra)
         if r == "unsat":
             return None
-        for bound in (4, 64) if r == "sat" else ():  # prefer small iterations in the report
-            small = z3.BitVecVal(bound, 64)
-            r2, m2 = self.sat([base, mk_not(ab), mk_not(ba), z3.ULT(x, small), z3.ULT(y, small)],
-                              ["a", "b"] + self.extra)
-            if r2 == "sat":
-                m = m2
-                break
+        if r == "sat":
+            m = self._small(m, [base, mk_not(ab), mk_not(ba)], x, y, ["a", "b"] + self.extra)
         locs = [chk.loc(a.instr), chk.loc(b.instr)]
         if r == "unknown":
             return Obligation(TITLE_ASYNC, "races", "unknown",
@@ -1345,12 +1340,7 @@ class _Proof:
             w = next(e for e in self.group if e.seq == retire)
             why = f"the {what} is retired only after the write (the wait at line {w.line})"
         else:
-            for bound in (4, 64):  # prefer small iterations in the report
-                small = z3.BitVecVal(bound, 64)
-                r2, m2 = self.sat([overlap, mk_not(wr), mk_not(rw), z3.ULT(x, small), z3.ULT(y, small)], ["a", "b"])
-                if r2 == "sat":
-                    m = m2
-                    break
+            m = self._small(m, [overlap, mk_not(wr), mk_not(rw)], x, y, ["a", "b"])
             kx, ky = (m.eval(v, model_completion=True).as_long() for v in (x, y))
             why = (f"no CTA barrier orders them ({what} {_when(r, kx)}, write {_when(g, ky)}; the barriers counted are "
                    "those every thread runs outside every loop, or in every iteration of a loop all threads run alike)")
@@ -1429,6 +1419,16 @@ class _Proof:
             if g.seq > own and 0 <= g.n <= sum(1 for c in commits if own < c.seq < g.seq):
                 return g.seq
         return None
+
+    def _small(self, m, fs, x, y, tags):
+        """A model of ``fs`` with iterations ``x`` and ``y`` below 4, else below 64, else ``m``:
+        small iterations in the report."""
+        for bound in (4, 64):
+            small = z3.BitVecVal(bound, 64)
+            r2, m2 = self.sat(list(fs) + [z3.ULT(x, small), z3.ULT(y, small)], tags)
+            if r2 == "sat":
+                return m2
+        return m
 
     def _overlap(self, a, x, ta, b, y, tb):
         lo1, hi1 = (z3.ZeroExt(32, self.at(t, a.loops, x, ta)) for t in (a.lo, a.hi))

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kverify.semantics.ir.nodes import Block, Break, Continue, If, Imm, Instr, Loop, VecOp, operand_regs
+from kverify.semantics.memory_model.protocols.async_groups import WGMMA_SYNC
 from kverify.symbolic import row_of, sync_of
 
 KEEP = 4  # committed groups told apart; older ones are merged (an over-approximation)
-WGMMA = {"wgmma.mma", "wgmma.commit", "wgmma.wait", "wgmma.fence"}
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class _Flow:
                 return s  # a wait for a count not known here retires nothing
             kept = _State(s.groups[len(s.groups) - n:] if n else (), s.open)
             return _join(s, kept) if guarded else kept
-        if sync in WGMMA:
+        if sync in WGMMA_SYNC:
             return s
         names = {r.name for op in ins.operands for r in operand_regs(op)}
         for r, w in s.pending():
