@@ -22,6 +22,7 @@ REGS = load_module(str(DATA / "wgmma_regs" / "regs.ptx"))
 @pytest.mark.parametrize("kernel,regs", [
     ("retired", []), ("newest_kept", [("%f5",)]), ("empty_group_counts", []), ("uncommitted", [("%f1",)]),
     ("guarded_wait", [("%f1",)]), ("loop_tail", [("%f1",)]), ("loop_tail_waited", []), ("read_in_loop", [("%f1",)]),
+    ("deeper_than_pending", [("%f1",), ("%f5",)]),  # wait_group N with fewer than N groups pending retires none
 ])
 def test_group_discipline(kernel, regs):
     hz = hazards(REGS.kernel(kernel))

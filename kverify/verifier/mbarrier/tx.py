@@ -38,6 +38,12 @@ def check(chk: Facts) -> Obligation:
             return _ob("tx bytes", "unknown", f"cannot decide whether {L(c.instr)} signals the barrier of "
                        f"{L(e.instr)} in the same phase", t0, [L(c.instr), L(e.instr)])
         done.update(id(x) for x in group)
+        late = _unheld(chk, group, hyp)
+        if late is not None:
+            return _ob("tx bytes", "unknown", f"{L(late.instr)}: the expect-tx is not followed, in its threads, by their "
+                       "arrival on the barrier in the same phase: the phase may complete before it (pending arrivals "
+                       "and tx-count both zero), and its bytes would count in the next phase (§9.7.13.15, phase completion)", t0,
+                       [L(late.instr)])
         want, re_ = z3.BitVecVal(0, 32), None
         for x in group:
             ne, rx = chk.count_threads(x.pc)
@@ -115,6 +121,27 @@ def check(chk: Facts) -> Obligation:
     return _ob("tx bytes", "proved", "in each phase the expected tx bytes equal the bytes of that phase's copies, "
                "for all iterations: " + "; ".join(" + ".join(str(L(x.instr)) for x in g) for g in proved), t0,
                [L(x.instr) for g in proved for x in g])
+
+
+def _unheld(chk: Facts, group, hyp):
+    """The first separate ``mbarrier.expect_tx`` of ``group`` (one phase's expect-tx sites) that no
+    arrival of its own threads holds back: a phase completes once its pending arrivals and its
+    tx-count are both zero, so an expect-tx counts in the phase its site is grouped with only if it
+    comes before the arrival that may complete that phase. It does when every thread posting it
+    also arrives on the same barrier in the same phase after it (program order, same iteration);
+    ``mbarrier.arrive.expect_tx`` posts its expect-tx before its arrive-on (§9.7.13.15, phase completion,
+    arrive-on)."""
+    arrs = [s for s in chk.sites if s.kind == "arrive" and s.rank is None and s.addr is not None]
+    for x in group:
+        if x.kind != "expect_tx":
+            continue
+        mates, bad = chk.phase_mates(x, arrs, hyp)
+        held = mates is not None and any(
+            chk.seq(a) > chk.seq(x) and chk.matches(a.addr, x.addr, hyp) == "same"
+            and chk.prove(mk_and(hyp, x.pc), a.pc)[0] == "proved" for a in mates)
+        if not held:
+            return x
+    return None
 
 
 def _multicast_bytes(chk: Facts, e, mcast, hyp, re_, used):

@@ -160,7 +160,10 @@ class PipelineExecutor(MbarExecutor):
         ev = lambda kind, **kw: self.events.append(Ev(kind, ins, self.seq_of(ins), pc, loops, **kw))
         if sync == "bulk.copy":
             dst = ins.operands[0]
-            if _dst_shared(ins) and operand(ins, "size") is not None:  # a byte count, not a tensor box
+            if sum(m.startswith("shared") for m in ins.mods) > 1:  # its source reads are not modelled
+                ev("other", why=f"{ins.opcode}: a bulk copy from shared memory into shared memory (the argument "
+                   "orders what copies write, not what they read of shared memory)")
+            elif _dst_shared(ins) and operand(ins, "size") is not None:  # a byte count, not a tensor box
                 lo, _ = self._mbar_addr(st, dst)
                 size = self._val32(st, operand(ins, "size"))
                 ev("copy", lo=lo, hi=(lo + size) if lo is not None and size is not None else None,
@@ -846,7 +849,7 @@ class _Proof:
                                     "loops (phases are counted per loop)")
         self.waits = [s for s in self.counted() if s.kind == "wait"]
         self.arrives = [s for s in chk.sites if s.kind == "arrive"]
-        self.mbar_of = {id(s.instr): s for s in chk.sites if s.kind == "copy"}
+        self.mbar_of = {(id(s.instr), chk.seq(s)): s for s in chk.sites if s.kind == "copy"}  # per calling context
 
     def _straight_use(self, s):
         """The use of its barrier that a site outside every loop makes: the number of waits on that
@@ -1185,7 +1188,7 @@ class _Proof:
     def _ordered(self, p, x, tp, q, y, tq, fence):
         """p (iteration x, thread tp) happens before q (iteration y, thread tq)."""
         if p.kind == "copy":
-            s = self.mbar_of.get(id(p.instr))
+            s = self.mbar_of.get((id(p.instr), p.seq))
             if s is None:
                 return z3.BoolVal(False)
             sb, su = self.bar(s, x, tp), self.use(s, x)

@@ -124,7 +124,7 @@ class _Flow:
             n = next((o.value for o in ins.operands if isinstance(o, Imm)), None)
             if n is None:
                 return s  # a wait for a count not known here retires nothing
-            kept = _State(s.groups[len(s.groups) - n:] if n else (), s.open)
+            kept = _State(s.groups[max(0, len(s.groups) - n):] if n else (), s.open)  # n >= pending: none retired
             return _join(s, kept) if guarded else kept
         if sync in WGMMA_SYNC:
             return s

@@ -1,0 +1,52 @@
+// Two bulk (TMA) fills issued through one non-inlined device function on two mbarriers (bufA
+// completes barA, bufB completes barB), a third inlined (bufC, barC): the threads wait on all
+// three barriers before reading the three buffers. One copy instruction, two calling contexts:
+// each context's copy signals its own barrier.
+#include <cstdint>
+
+#define N 256
+#define BYTES (N * 4)
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __noinline__ void fill(uint32_t buf, const float *src, uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(BYTES) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(buf), "l"(src), "r"(BYTES), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void fill_inline(uint32_t buf, const float *src, uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(BYTES) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(buf), "l"(src), "r"(BYTES), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void wait(uint64_t *bar, uint32_t parity) {
+  asm volatile("{\n\t.reg .pred p;\n\tWAIT_%=:\n\t"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t@!p bra WAIT_%=;\n\t}"
+               ::"r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(128) two_calls(const float *__restrict__ in, float *__restrict__ out) {
+  __shared__ __align__(128) float bufA[N];
+  __shared__ __align__(128) float bufB[N];
+  __shared__ __align__(8) uint64_t barA;
+  __shared__ __align__(8) uint64_t barB;
+  __shared__ __align__(128) float bufC[N];
+  __shared__ __align__(8) uint64_t barC;
+  const int t = threadIdx.x;
+  if (t == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barA)) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barB)) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&barC)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (t == 0) {
+    fill(smem_u32(bufA), in, smem_u32(&barA));
+    fill(smem_u32(bufB), in + N, smem_u32(&barB));
+    fill_inline(smem_u32(bufC), in + 2 * N, smem_u32(&barC));
+  }
+  wait(&barA, 0); wait(&barB, 0);
+  wait(&barC, 0);
+  out[t] = bufA[t] + bufB[t] + bufC[t];
+}
