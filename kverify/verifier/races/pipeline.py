@@ -132,7 +132,11 @@ class PipelineExecutor(MbarExecutor):
     """The mbarrier executor, also recording what the pipeline argument needs (module docstring).
     It stops at the first thing the shared-memory encoding does not cover (``_NotModelled``): the
     argument would end there anyway, with that reason (on CUTLASS's GEMMs, after seconds of
-    loop summaries)."""
+    loop summaries) -- unless its run also stands for the static mbarrier obligations
+    (``stop = False``: the run goes on, as :class:`MbarExecutor`'s would, so that the kernel
+    is not run symbolically twice)."""
+
+    stop = True
 
     def __init__(self, env, check, launch=None):
         super().__init__(env, check, launch)
@@ -140,7 +144,7 @@ class PipelineExecutor(MbarExecutor):
 
     def reason(self, msg: str, space: str | None = None, ordering: bool = False):
         super().reason(msg, space, ordering)
-        if self.reasons["shared"]:
+        if self.reasons["shared"] and self.stop:
             raise _NotModelled(self.reasons["shared"][0])
 
     def epochs_unsummarized(self, msg: str):
@@ -301,7 +305,12 @@ class PipelineFacts(Facts):
 
     executor = PipelineExecutor
 
+    def __init__(self, *args, stop: bool = True):
+        super().__init__(*args)
+        self.stop = stop
+
     def _run(self, ex):
+        ex.stop = self.stop
         try:
             ex.run()
         except _NotModelled:
@@ -382,14 +391,15 @@ class _Proof:
 
     # ------------------------------------------------------------------ driver
     def run(self):
+        wanted = self.keep is not None and uses_mbarrier(self.module, self.kernel)
         chk = self.chk = PipelineFacts(self.module, self.kernel,
                                        symbolic_launch(self.launch) if self.symbolic else self.launch, self.timeout_s,
-                                       self.t0).prepare()
+                                       self.t0, stop=not wanted).prepare()
         env = self.env = chk.env
         reasons = chk.ex.reasons["shared"]
         premises = None
-        if self.keep is not None and not reasons and uses_mbarrier(self.module, self.kernel):
-            premises = run_obligations(chk)  # the run was complete: the static mbarrier obligations
+        if wanted:
+            premises = run_obligations(chk)  # the static mbarrier obligations, over the whole run
             self.keep.append(premises)
         if reasons:
             raise Uncovered(f"the symbolic run does not model everything: {reasons[0]}")
