@@ -144,3 +144,26 @@ def test_one_symbolic_run_when_the_argument_stops_early(monkeypatch):
         "pipeline argument: the symbolic run does not model everything: bar.sync at expect_order_named_bar.cu:38: "
         "barrier id in a register is not modelled")
     assert [p.status for p in keep[0]] == ["proved", "proved", "proved"]
+
+
+def test_a_proof_derived_from_a_refuted_one_is_withdrawn(monkeypatch):
+    """The pipeline argument proves "race-free: shared" from its proof of "race-free: async" (every
+    shared write is a copy it ordered). Should a run refute the async proof (a checker bug, as the
+    four above were), the shared proof resting on it is withdrawn, not left standing."""
+    from kverify.verifier.races import pipeline
+    from kverify.verifier.report import Obligation
+
+    def lying(module, kernel, launch, timeout_s=10.0, keep=None):
+        return [Obligation(pipeline.TITLE_ASYNC, "races", "proved", "(a wrong proof)", "every trip count", [], None,
+                           0.0),
+                Obligation(pipeline.TITLE_SHARED, "races", "proved", "every shared write is a copy", "every trip count",
+                           [], None, 0.0, rests_on=pipeline.TITLE_ASYNC)]
+
+    monkeypatch.setattr(pipeline, "check_pipeline_races", lying)
+    got = _run("two_calls__unwaited_barrier", "two_calls")
+    assert got["race-free: async"].status == "violated"
+    assert "checker pipeline proved this obligation" in got["race-free: async"].message
+    o = got["race-free: shared"]
+    assert o.status == "unknown"
+    assert o.message == ("every shared write is a copy; not claimed: this proof rests on the same checker's proof of "
+                         "'race-free: async', which is violated")

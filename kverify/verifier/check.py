@@ -731,6 +731,13 @@ def check_kernel(module, kernel, spec, budget: int | None = None, timeout_s: flo
             o = Obligation(o.title, o.checker, "unknown", f"{o.message}; not claimed as a violation: "
                            f"{'; '.join(ctx.unclaimable[:2])}", o.bound, o.locations, None, o.time_s)
         rep.obligations.append(o)
+    final = {o.title: o for o in rep.obligations}
+    for i, o in enumerate(rep.obligations):  # a proof derived from one the evidence refutes stands no more
+        base = final.get(o.rests_on) if o.status == "proved" and o.rests_on else None
+        if base is not None and base.status == "violated":
+            rep.obligations[i] = Obligation(o.title, o.checker, "unknown", f"{o.message}; not claimed: this proof "
+                                            f"rests on the same checker's proof of '{o.rests_on}', which is "
+                                            "violated", o.bound, o.locations, None, o.time_s)
     if ctx.unclaimable:
         rep.findings = [f for f in rep.findings if severity(f.rule, strict) != "error"]
     try:  # names are presentation: a failure to name leaves the PTX names, never changes a verdict

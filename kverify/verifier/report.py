@@ -126,6 +126,7 @@ class Obligation:
     time_s: float = 0.0
     rule: str | None = None
     objects: list = field(default_factory=list)  # names.rewrite: the objects the message names
+    rests_on: str | None = None  # a proof derived from this checker's proof of that obligation (check.py)
 
     def __post_init__(self):
         assert self.status in STATUSES, self.status

@@ -563,7 +563,8 @@ class _Proof:
         if o.status == "proved" and not any(g.writes for g in generic):
             out.append(Obligation(TITLE_SHARED, "races", "proved",
                                   "no generic-proxy write to shared memory: every shared write is an asynchronous "
-                                  "copy, ordered as 'race-free: async' says", o.bound, [], None, 0.0))
+                                  "copy, ordered as 'race-free: async' says", o.bound, [], None, 0.0,
+                                  rests_on=TITLE_ASYNC))
         return out
 
     # ------------------------------------------------------------------ terms
