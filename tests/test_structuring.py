@@ -178,3 +178,17 @@ def test_a_cfg_mostly_unreachable_is_structured_through_networkx_like_the_plain_
     assert [i.op for i in instructions(k.body)] == ["mov", "add", "setp", "ld", "st", "ret"]
     (loop,) = _loops(k)
     assert [i.op for i in instructions(loop.body) if i.op == "add"] == ["add"]
+
+
+@pytest.mark.parametrize("kernel,blocks", [
+    ("plain", True), ("unsigned_flag", True), ("signed_flag", True), ("invariant_prefix", True),
+    # each of these made a buggy pipeline "verified": the loop was taken for a blocking wait
+    ("unsigned_never", False),  # -1 compared as .u32 (was compared as a Python int)
+    ("and_flag", False),  # setp's combining predicate (was ignored)
+    ("flip", False),  # a register the loop carries from one try to the next (was folded once)
+])
+def test_only_retry_loops_that_block_become_blocking_waits(kernel, blocks):
+    k = load_ptx(DATA / "retry_loops.ptx").kernel(kernel)
+    (w,) = [i for i in instructions(k.body) if i.op == "mbarrier.try_wait"]
+    assert w.blocking is blocks
+    assert bool(_loops(k)) is not blocks  # a wait that does not block stays a loop

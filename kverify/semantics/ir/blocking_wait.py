@@ -3,7 +3,11 @@
 ``L: mbarrier.try_wait p, ...; [pure ops on p]; @!q bra L`` polls until the barrier phase
 completes (PTX ISA 9.7.13.15.16, mbarrier.test_wait/try_wait); the structured loop becomes
 the wait with ``Instr.blocking`` set, when folding the pure ops on ``p`` = 0 and 1 shows the
-loop continues exactly when the wait returned False.
+loop continues exactly when the wait returned False, and no instruction of the loop reads a
+value an earlier try left (a parity flipped at every try would make the second try succeed on
+the phase before). The folding is exact: integers of the instruction's type, modulo its width,
+signed or unsigned as the type (and ``lo``/``hi``/``ls``/``hs``) says; ``setp``'s combining
+predicate is read; anything else (floats, an operand the loop does not define) is not folded.
 """
 from __future__ import annotations
 
@@ -38,6 +42,8 @@ def _blocking_wait(label, body):
         return None
     if not wait.supported or not wait.operands or not all(x.supported and x.operands for x in pure):
         return None
+    if _carried(body[:-1]):
+        return None
     p = wait.operands[0]
     if not isinstance(p, Reg):
         return None
@@ -57,36 +63,74 @@ def _blocking_wait(label, body):
     return list(body[:wi]) + [replace(wait, blocking=True)] + list(pure)
 
 
+def _carried(body) -> bool:
+    """Some instruction of a retry loop's body reads a register that it or a later instruction
+    defines: a value an earlier try left."""
+    for i, x in enumerate(body):
+        reads = _names(x.operands[1:], set()) | ({x.guard.reg.name} if x.guard is not None else set())
+        if reads & {_defined(y) for y in body[i:]}:
+            return True
+    return False
+
+
+_TYPES = {f"{k}{w}": (w, k == "s") for k in "bus" for w in (8, 16, 32, 64)}
+
+
 def _eval_pure(x: Instr, env) -> bool:
+    """Fold ``x`` on the known registers ``env`` (name -> value: an integer modulo the register's
+    width, a predicate 0 or 1); False when it cannot be folded exactly."""
+    ty = next((m for m in x.mods if m in _TYPES or m == "pred"), None)
+    if ty is None:
+        return False
+    width, signed = (1, False) if ty == "pred" else _TYPES[ty]
+    mask = (1 << width) - 1
+
     def v(o):
         if isinstance(o, Imm):
-            return o.value
+            return o.value & mask
         if isinstance(o, Reg):
             return env.get(o.name)
         return None
 
     d = x.operands[0]
-    args = [v(o) for o in x.operands[1:]]
     if not isinstance(d, Reg):
         return False
+    args = [v(o) for o in x.operands[1:]]
     sem = semantics_of(x)
-    if sem == "selp" and None not in args:
-        env[d.name] = args[0] if args[2] else args[1]
-    elif sem == "mov" and None not in args:
-        env[d.name] = args[0]
-    elif sem == "not" and None not in args:
-        env[d.name] = int(not args[0]) if "pred" in x.mods else ~args[0]
-    elif sem == "setp" and None not in args[:2]:
+    if sem == "setp":
+        cmp = next((m for m in x.mods if m in _CMP), None)
+        if cmp is None or len(args) < 2 or None in args[:2] or ty == "pred":
+            return False
         a, b = args[0], args[1]
-        cmp = next(m for m in x.mods if m in ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"))
-        r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
-             "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
-        env[d.name] = int(r)
-    elif sem in ("and", "or", "xor") and None not in args:
-        env[d.name] = {"and": args[0] & args[1], "or": args[0] | args[1], "xor": args[0] ^ args[1]}[sem]
+        if (signed and cmp in ("lt", "le", "gt", "ge")):
+            a, b = (t - (1 << width) if t >> (width - 1) else t for t in (a, b))
+        elif ty.startswith("b") and cmp not in ("eq", "ne"):
+            return False
+        r = int(_CMP[cmp](a, b))
+        bool_op = next((m for m in x.mods if m in ("and", "or", "xor")), None)
+        if len(args) > 2 or bool_op is not None:  # setp.CmpOp.BoolOp p, a, b, c: combined with c
+            if bool_op is None or len(args) != 3 or args[2] is None:
+                return False
+            r = {"and": r & args[2], "or": r | args[2], "xor": r ^ args[2]}[bool_op]
+        env[d.name] = r
+    elif None in args:
+        return False
+    elif sem == "selp" and len(args) == 3:
+        env[d.name] = args[0] if args[2] else args[1]
+    elif sem == "mov" and len(args) == 1:
+        env[d.name] = args[0]
+    elif sem == "not" and len(args) == 1:
+        env[d.name] = ~args[0] & mask
+    elif sem in ("and", "or", "xor") and len(args) == 2:
+        env[d.name] = {"and": args[0] & args[1], "or": args[0] | args[1], "xor": args[0] ^ args[1]}[sem] & mask
     else:
         return False
     return True
+
+
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+        "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lo": lambda a, b: a < b, "ls": lambda a, b: a <= b,
+        "hi": lambda a, b: a > b, "hs": lambda a, b: a >= b}
 
 
 # --------------------------------------------------------------------------- peek-then-wait
