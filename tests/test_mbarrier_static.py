@@ -317,3 +317,17 @@ def test_mbarrier_complete_tx_counts_in_the_tx_bytes():
     tx = got["complete_tx__short"]["tx bytes"]
     assert tx.status == "violated" and tx.rule == "mbarrier.tx-mismatch"
     assert tx.locations[0].line == 25 and "deliver 32" in tx.message
+
+
+def test_a_wait_that_does_not_block_separates_no_phases():
+    """bulk_pipeline__wait_flips_parity: every try_wait retry loop flips its parity before each
+    try, so no wait blocks until its phase completes; the tx and arrival obligations tell phases
+    apart by the waits between the signals, and proved both while the run found arrivals and tx
+    bytes counted into the wrong phases (mbarrier.arrival-overflow, mbarrier.tx-mismatch)."""
+    obs, _, _ = _check("bulk_pipeline", "bulk_pipeline__wait_flips_parity.cu")
+    for what in ("parity", "tx bytes", "arrivals"):
+        assert obs[what].status == "unknown"
+        assert [l.line for l in obs[what].locations] == [111]
+    assert obs["arrivals"].message == (
+        "bulk_pipeline__wait_flips_parity.cu:111:9 (ptx 146): the wait is not a recognized blocking retry loop: it may "
+        "return before its phase completed, and the phases of the barriers are told apart by waits that block")

@@ -10,7 +10,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import Facts, ob as _ob
+from .facts import Facts, ob as _ob, unseparated
 from .sites import MAPA
 
 
@@ -25,6 +25,9 @@ def check(chk: Facts) -> Obligation:
                    [chk.loc(s.instr)])
     if not arrs:
         return _ob("arrivals", "proved", "no arrive instruction", t0)
+    nb = unseparated(chk, "arrivals", t0)
+    if nb is not None:
+        return nb
     if any(a.drop for a in arrs):
         a = next(a for a in arrs if a.drop)
         return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: arrive_drop changes the expected count of later "

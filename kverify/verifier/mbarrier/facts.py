@@ -50,6 +50,19 @@ def ob(what, status, msg, t0, locs=(), cex=None, rule=None):
                       time.perf_counter() - t0, rule if status == "violated" else None)
 
 
+def unseparated(chk, what, t0):
+    """``what`` (tx bytes, arrivals) ``unknown`` when a wait is not a recognized blocking retry
+    loop: the obligations tell a barrier's phases apart by the waits between its signals (in an
+    iteration, and from one iteration to the next through the ring's waits), and a wait that may
+    return before its phase completed separates nothing (None when every wait blocks)."""
+    w = next((s for s in chk.sites if s.kind == "wait" and not s.instr.blocking), None)
+    if w is None:
+        return None
+    return ob(what, "unknown", f"{chk.loc(w.instr)}: the wait is not a recognized blocking retry loop: it may return "
+              "before its phase completed, and the phases of the barriers are told apart by waits that block", t0,
+              [chk.loc(w.instr)])
+
+
 class Facts:
     """One kernel's mbarrier sites (from a symbolic run of one thread) and the relations
     the obligations ask about; every solver query goes through ``solve`` and its budget."""

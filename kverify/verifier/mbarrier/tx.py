@@ -9,7 +9,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import RING_IN_STEP, Facts, ob as _ob
+from .facts import RING_IN_STEP, Facts, ob as _ob, unseparated
 
 
 def check(chk: Facts) -> Obligation:
@@ -23,6 +23,9 @@ def check(chk: Facts) -> Obligation:
     local = [s for s in copies if s.mask is None]
     if not exps and not copies:
         return _ob("tx bytes", "proved", "no expect-tx and no copy signalling an mbarrier", t0)
+    nb = unseparated(chk, "tx bytes", t0)
+    if nb is not None:
+        return nb
     used, done = set(), set()
     proved = []
     for e in exps:
