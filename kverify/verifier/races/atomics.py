@@ -10,8 +10,8 @@ thread), on global memory:
 
 - **Ticket counter (for proofs).** With the same nonzero constant increment ``k`` for every
   thread and a launch of N threads (at most N executions on one address, N-1 < 2^w / |k| for
-  a w-bit counter), the executions on one address return ``init + p*k`` for distinct positions
-  ``p`` in 0..N-1: two distinct threads' results on one address differ by a nonzero multiple
+  a w-bit integer counter, ``.u32``/``.s32``/``.u64``/``.s64``: a floating-point add is none),
+  the executions on one address return ``init + p*k`` for distinct positions ``p`` in 0..N-1: two distinct threads' results on one address differ by a nonzero multiple
   ``d*k`` of the increment with ``|d| <= N-1`` (``ticket_constraints``). The proof's text states
   this assumption (``Ticket.note``). An increment of 0, one that differs per thread (``k =
   tid``), another write of the counter, an ``atom.exch`` / ``atom.cas``: not a ticket counter.
@@ -71,6 +71,8 @@ def prepare(c) -> list:
         acc = r.access
         if r.op != "add" or r.operand is None or acc.loops or acc.space != "global" or acc.region is None:
             continue
+        if not any(m in ("u32", "s32", "u64", "s64") for m in acc.instr.mods):
+            continue  # a floating-point add is no counter: 1.0f + 1.0f repeats at 2**24, a subnormal flushes to zero
         if not z3.is_bv_value(z3.simplify(acc.epoch)):
             continue  # executions in different barrier intervals: one may be ordered before another
         if not _sole_writer(c, acc):

@@ -67,3 +67,10 @@ extern "C" __global__ void ticket_half(unsigned *c, int *out) {
   unsigned j = atomicAdd(c, 0x80000000u);
   out[j] = threadIdx.x;
 }
+
+// a floating-point add is no ticket counter: a subnormal increment flushes to zero (every thread
+// gets the same result), and 1.0f steps stop at 2^24
+extern "C" __global__ void ticket_float(float *c, int *out) {
+  float r = atomicAdd(c, 1.4e-45f);
+  out[__float_as_uint(r)] = threadIdx.x;
+}
