@@ -142,3 +142,29 @@ def test_a_bug_that_needs_two_ctaid_tests_at_once_is_found():
     nb = _by(check_kernel(m, k, spec))["named-barrier conformance"]
     assert nb.status == "violated" and nb.rule == "barrier.divergence"
     assert "CTA (3,5,0)" in nb.message and nb.locations[0].line == 6
+
+
+STAGED = ["staged__uninit_shared", "staged__uninit_local", "staged__shfl_mask"]
+
+
+def test_shared_local_addresses_and_membermasks_are_compared_between_ctas():
+    """tests/data/symmetry/staged.cu and three twins whose CTA 37 alone goes wrong through a value,
+    not a branch (nvcc makes each ``?:`` a selp): an uninitialized shared read, an uninitialized
+    local read, a shuffle whose membermask names lanes that do not run it. The representatives
+    compared CTAs by their conditions only, left CTA 37 out and the twins were verified."""
+    spec = LaunchSpec.from_dict(json.loads((DATA / "launch_staged.json").read_text()))
+    m = load_module(str(DATA / "staged.ptx"))
+    assert representatives(m, m.kernel("staged"), spec) == ([(0, 0, 0), (1, 0, 0), (62, 0, 0), (63, 0, 0)], PROVED)
+    assert check_kernel(m, m.kernel("staged"), spec).verdict == "verified"
+    found = {}
+    for name in STAGED:
+        m = load_module(str(DATA / f"{name}.ptx"))
+        k = m.kernel("staged")
+        assert representatives(m, k, spec)[0] == [(0, 0, 0), (1, 0, 0), (37, 0, 0), (62, 0, 0), (63, 0, 0)]
+        ob = _by(check_kernel(m, k, spec))
+        bad = [o for o in ob.values() if o.status == "violated"]
+        found[name] = [(o.title, o.rule, o.locations[0].line) for o in bad]
+        assert all("CTA (37,0,0)" in o.message for o in bad)
+    assert found == {"staged__uninit_shared": [("memory safety", "uninitialized", 14)],
+                     "staged__uninit_local": [("memory safety", "uninitialized", 14)],
+                     "staged__shfl_mask": [("named-barrier conformance", "barrier.divergence", 15)]}

@@ -71,6 +71,11 @@ class Instructions:
 
     def plain_instr(self, ins: Instr, st: State, guard) -> State:
         row = OPS[ins.op]
+        if row.operands and any(slot.name == "membermask" for slot in row.operands):
+            # which lanes a warp collective names: a value CTA symmetry compares (``masks``)
+            masks = [self.read(st, op, 32)[0] if not isinstance(op, Imm) else z3.BitVecVal(op.value & 0xFFFFFFFF, 32)
+                     for op, slot in zip(ins.operands, row.operands) if slot.name == "membermask"]
+            self.masks.append((ins, mk_and(st.pc, guard), masks))
         if is_unmodelled_memory(ins):
             self.reason(f"{ins.opcode} at {where(ins)}: per-lane addresses of this collective "
                         "memory access are not modelled",

@@ -115,7 +115,10 @@ class Provenance:
         base_t, region = None, None
         if isinstance(addr_op, Addr) and addr_op.base is not None:
             base_t, region = self.read(st, addr_op.base, None)
-        if base_t is None or z3.is_bool(base_t) or not is_local_region(region):
+        known = not (base_t is None or z3.is_bool(base_t) or not is_local_region(region))
+        self.local_sites.append((ins, mk_and(st.pc, guard),
+                                 z3.simplify(fit(base_t, 64) + addr_op.offset) if known else None))
+        if not known:
             if mode != "read":
                 self.forget_local(st)  # an address in local memory the walk does not know
             self.havoc_dests(st, ins, guard, "local")

@@ -16,7 +16,7 @@ The argument (docs/verdicts.md, "When a few clusters stand for the grid"):
 2. **What differs between clusters is a function of ``%ctaid``.** One symbolic thread runs the
    kernel (the mbarrier executor, :mod:`kverify.verifier.mbarrier.sites`) and records every
    instruction with an effect beyond its registers: barriers and loop decisions (with the
-   threads that exited), traps, shared-memory accesses (condition and address), global
+   threads that exited), traps, shared- and local-memory accesses (condition and address), global
    accesses (condition only: their addresses are the subject of 1.), and every
    synchronization and asynchronous instruction with its condition and operand values -- the
    barrier, counts, tx bytes, parity, shared destinations, sizes, masks, wgmma descriptors --
@@ -412,6 +412,10 @@ def _conditions(c, ex, same):
             items += [(a.pc, a.instr.loc, False), (a.addr, a.instr.loc, False)]
     for ins, pc, terms in ex.effects:
         items += [(pc, ins.loc, False)] + [(t, ins.loc, False) for t in terms]
+    for ins, pc, addr in ex.local_sites:  # local memory: bounds and initialization are the run's, per CTA
+        if addr is None:
+            return [], f"a local-memory address at {where(ins)} is not followed (it may differ between clusters)"
+        items += [(pc, ins.loc, False), (addr, ins.loc, False)]
     out, seen = [], set()
     for t, loc, data_ok in items:
         if t is None or t.get_id() in seen:

@@ -86,9 +86,8 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
     reps = {(0, 0, 0), (g[0] - 1, g[1] - 1, g[2] - 1)}
     reps.update((i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in (1, total - 2))
     conds = _conditions(c, ex, obs, same)
-    if conds is None:
-        return None, ("the shared-memory addresses depend on %ctaid and race-free: shared is not proved: "
-                      "the interpreter's race check of some CTAs does not stand for the others")
+    if isinstance(conds, str):
+        return None, conds
     at_launch = Substitution(env.values_from(spec))  # the scalar values the interpreter runs with
     conds = [z3.simplify(at_launch(f)) for f in conds]
     conds = [f for f in conds if not (z3.is_true(f) or z3.is_false(f)) and c.symbols(f) & {str(x) for x in env.ctaid}]
@@ -110,8 +109,12 @@ def _conditions(c, ex, obs, same):
     """The path conditions (thread A's terms) on which control flow depends and that mention
     ``%ctaid``: barriers and loop decisions with the threads that exited before them, every
     loop's decision, traps, memory accesses (those guarded by loaded data only where the interpreter's
-    shared-memory race check is the evidence: ``_data_dependence`` refuses them). None when the
-    shared-memory addresses depend on ``%ctaid`` and shared memory is not proved race-free."""
+    shared-memory race check is the evidence: ``_data_dependence`` refuses them); and the values
+    two CTAs must agree on: shared- and local-memory addresses and warp collectives' membermasks that
+    mention ``%ctaid`` (which bytes a CTA reads before writing them, local bounds, the lanes a
+    shuffle names are the run's). Why not, as a string, when the shared-memory addresses depend on
+    ``%ctaid`` and shared memory is not proved race-free, a local address is not followed, or a
+    membermask reads data."""
     ids = {str(x) for x in c.env.ctaid}
     shared = obs.get("race-free: shared")
     shared_proved = shared is not None and shared.status in ("proved", "vacuous")
@@ -128,6 +131,11 @@ def _conditions(c, ex, obs, same):
         seen.add(pc.get_id())
         out.append(pc)
 
+    def value(t):  # a value two CTAs must agree on (``_cover``: thread by thread)
+        if t.get_id() not in seen and c.symbols(t) & ids:
+            seen.add(t.get_id())
+            out.append(t)
+
     for sy in ex.syncs:
         add(sy.pc)
         add(sy.exited)
@@ -137,9 +145,27 @@ def _conditions(c, ex, obs, same):
         add(t)
     for a in ex.accesses:  # (an access guarded by data matters only to a race check the SMT did not prove)
         add(a.pc, data_ok=a.space != "shared" or shared_proved)
-        if a.space == "shared" and not shared_proved and c.symbols(a.addr) & ids:
-            return None
+        if a.space == "shared" and c.symbols(a.addr) & ids:
+            if not shared_proved:
+                return ("the shared-memory addresses depend on %ctaid and race-free: shared is not proved: "
+                        "the interpreter's race check of some CTAs does not stand for the others")
+            value(a.addr)  # which bytes a CTA reads and writes decides what it reads uninitialized
+    for ins, pc, addr in ex.local_sites:  # local memory: bounds and initialization are the run's, per CTA
+        if addr is None:
+            return f"a local-memory address at {_at(ins)} is not followed (it may differ between CTAs)"
+        add(pc)
+        value(addr)
+    for ins, pc, masks in ex.masks:  # the lanes a warp collective names (a mask not met is the run's finding)
+        add(pc)
+        for t in masks:
+            if t is None or any(not same(n) for n in c.symbols(t)):
+                return f"the membermask of {ins.opcode} at {_at(ins)} is not a function of %ctaid and the launch"
+            value(t)
     return out
+
+
+def _at(ins) -> str:
+    return f"line {ins.loc.line}" if ins.loc.line else f"ptx line {ins.loc.ptx_line}"
 
 
 def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1), per_cta=frozenset()):
