@@ -765,7 +765,10 @@ class Machine(AccessMixin, MbarrierMixin):
             return np.full(32, a.offset, np.int64)
         if isinstance(a.base, Sym):
             return np.full(32, self.symbol_address(a.base.name, w) + a.base.offset + a.offset, np.int64)
-        return self.reg(w, a.base.name).astype(np.int64) + a.offset
+        v = self.reg(w, a.base.name).astype(np.int64) + a.offset
+        if self.reg_width(a.base.name) == 32:  # a 32-bit address register: the sum wraps at 2**32 (§6.4.1)
+            v &= 0xFFFFFFFF
+        return v
 
     def resolve(self, w, space, addrs, lanes_mask, nbytes):
         """(region, byte offsets, per-lane) for accesses in ``space`` (``None``: generic)."""
