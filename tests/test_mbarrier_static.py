@@ -331,3 +331,15 @@ def test_a_wait_that_does_not_block_separates_no_phases():
     assert obs["arrivals"].message == (
         "bulk_pipeline__wait_flips_parity.cu:111:9 (ptx 146): the wait is not a recognized blocking retry loop: it may "
         "return before its phase completed, and the phases of the barriers are told apart by waits that block")
+
+
+def test_threads_that_leave_a_loop_early_are_not_counted_in_its_later_phases():
+    """bulk_pipeline__warp_leaves_early: consumer warp 3 runs 4 iterations fewer (its trip count
+    depends on the thread), so the last phases of empty[] get 3 of their 4 arrivals: arrivals
+    (per phase) counted every consumer in every iteration and was proved; the run deadlocks."""
+    obs, _, _ = _check("bulk_pipeline", "bulk_pipeline__warp_leaves_early.cu")
+    o = obs["arrivals"]
+    assert o.status == "unknown" and [l.line for l in o.locations] == [130]
+    assert o.message == ("bulk_pipeline__warp_leaves_early.cu:130:9 (ptx 264): cannot count the arriving threads "
+                         "(the threads running it may leave loop $L__BB0_5 (line 118) after different iterations "
+                         "(its trip count depends on the thread))")

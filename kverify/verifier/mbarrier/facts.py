@@ -477,19 +477,7 @@ class Facts:
         n = bx * by * bz
         if n > 1024:
             return None, "block too large"
-        elects = []
-        todo, seen = [pc], set()
-        while todo:
-            x = todo.pop()
-            if x.get_id() in seen:
-                continue
-            seen.add(x.get_id())
-            if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED \
-                    and x.decl().name().startswith("elect"):
-                elects.append(x)
-                continue
-            if z3.is_app(x):
-                todo.extend(x.children())
+        elects = _elects(pc)
         tid = env.tid
         residue, per = None, []
         for t in range(n):
@@ -534,6 +522,43 @@ class Facts:
                                   "counted under that assumption")
             return cnt, residue
         return sum(per), residue
+
+    def iterations_uniform(self, s) -> str:
+        """Why the threads running site ``s`` may run different iterations of a loop of ``s``
+        whose trip count the summary does not know ("" when they cannot): the site's count of
+        threads (``count_threads`` of its condition) holds for every iteration only if the
+        loop's continue decision is the same for all of them (``for (it = 0; it < (warp == 3 ?
+        n - 4 : n); ++it)``: warp 3 leaves early and its arrivals are missing from the last
+        phases)."""
+        env = self.env
+        if env.block is None or not any(info.trip is None for info, _ in s.loops):
+            return ""
+        key = ("uniform", s.pc.get_id(), tuple(id(info) for info, _ in s.loops))
+        if key not in self.memo:
+            self.memo[key] = self._iterations_uniform(s)
+        return self.memo[key]
+
+    def _iterations_uniform(self, s) -> str:
+        env = self.env
+        bx, by, bz = env.block
+        tid = env.tid
+        for info, _ in s.loops:
+            if info.trip is not None or info.cont_pc is None:
+                continue
+            elects = _elects(mk_and(s.pc, info.cont_pc))  # each lane its own leader, as ``_count_threads``
+            seen = None
+            for t in range(bx * by * bz):
+                subs = [(tid[0], z3.BitVecVal(t % bx, 32)), (tid[1], z3.BitVecVal((t // bx) % by, 32)),
+                        (tid[2], z3.BitVecVal(t // (bx * by), 32))] + [(e, z3.BitVecVal(t & 31, 32)) for e in elects]
+                if z3.is_false(z3.simplify(z3.substitute(s.pc, *subs))):
+                    continue
+                v = z3.simplify(z3.substitute(info.cont_pc, *subs))
+                if seen is None:
+                    seen = v
+                elif not seen.eq(v):
+                    return (f"the threads running it may leave loop {info.name} after different iterations "
+                            "(its trip count depends on the thread)")
+        return ""
 
     def matches(self, a, b, hyp):
         """'same' / 'different' / None for two barrier addresses (terms of one iteration)."""
@@ -586,6 +611,24 @@ class Facts:
             if not sep:
                 mine.append(c)
         return mine, None
+
+
+def _elects(pc) -> list:
+    """The ``elect.sync`` leader terms (uninterpreted ``elect*`` applications) in ``pc``."""
+    elects = []
+    todo, seen = [pc], set()
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED \
+                and x.decl().name().startswith("elect"):
+            elects.append(x)
+            continue
+        if z3.is_app(x):
+            todo.extend(x.children())
+    return elects
 
 
 def _approx_value(name: str) -> bool:

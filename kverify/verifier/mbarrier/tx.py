@@ -49,7 +49,9 @@ def check(chk: Facts) -> Obligation:
                        [L(late.instr)])
         want, re_ = z3.BitVecVal(0, 32), None
         for x in group:
-            ne, rx = chk.count_threads(x.pc)
+            ne, rx = chk.count_threads(mk_and(x.pc, chk.ranges(x.loops)))
+            if ne is not None and chk.iterations_uniform(x):
+                ne, rx = None, chk.iterations_uniform(x)
             if ne is None:
                 return _ob("tx bytes", "unknown", f"{L(x.instr)}: cannot count the threads posting "
                            f"expect-tx ({rx})", t0, [L(x.instr)])
@@ -64,7 +66,9 @@ def check(chk: Facts) -> Obligation:
             if c.size is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: copy size unknown "
                            f"({c.size_reason or 'size operand not understood'})", t0, [L(c.instr)])
-            nc, rc = chk.count_threads(c.pc)
+            nc, rc = chk.count_threads(mk_and(c.pc, chk.ranges(c.loops)))
+            if nc is not None and chk.iterations_uniform(c):
+                nc, rc = None, chk.iterations_uniform(c)
             if nc is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads "
                            f"({rc})", t0, [L(c.instr)])
@@ -134,14 +138,19 @@ def _unheld(chk: Facts, group, hyp):
     also arrives on the same barrier in the same phase after it (program order, same iteration);
     ``mbarrier.arrive.expect_tx`` posts its expect-tx before its arrive-on (§9.7.13.15, phase completion,
     arrive-on)."""
-    arrs = [s for s in chk.sites if s.kind == "arrive" and s.rank is None and s.addr is not None]
+    arrs = [s for s in chk.sites if s.kind == "arrive" and s.addr is not None]
+    own = chk.env.special("%cluster_ctarank")
+
+    def mine(a):  # a local arrive, or a remote one (mapa) on this CTA's own barrier
+        return a.rank is None or own is not None and chk.prove(mk_and(hyp, a.pc), a.rank == own)[0] == "proved"
+
     for x in group:
         if x.kind != "expect_tx":
             continue
         mates, bad = chk.phase_mates(x, arrs, hyp)
         held = mates is not None and any(
             chk.seq(a) > chk.seq(x) and chk.matches(a.addr, x.addr, hyp) == "same"
-            and chk.prove(mk_and(hyp, x.pc), a.pc)[0] == "proved" for a in mates)
+            and chk.prove(mk_and(hyp, x.pc), a.pc)[0] == "proved" and mine(a) for a in mates)
         if not held:
             return x
     return None
