@@ -31,15 +31,28 @@ def _membermask(m, w, op, mask):
     return int(np.broadcast_to(v, (32,))[lanes[0] if len(lanes) else 0])
 
 
-def _check_members(m, w, ins, mask, membermask):
-    members = np.array([(membermask >> i) & 1 for i in range(32)], bool) & w.valid
-    need = members & w.live
+def _check_members(m, w, ins, mask, op):
+    """Each executing lane names itself in its membermask (``op``; None: all 32 lanes), and every
+    lane a membermask names executes the instruction (PTX ISA §9.7.9.6 shfl.sync, §9.7.13:
+    undefined otherwise). Lanes may name different groups (a tiled partition's masks)."""
+    v = np.broadcast_to(np.asarray(m.val(w, op, 32), U64) if op is not None else U64(0xFFFFFFFF), (32,))
+    execs = mask & w.live
+    bits = ((v.astype(np.uint64)[:, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+    named = bits[execs].any(axis=0)  # lane j is named by some executing lane's mask
+    outside = [int(i) for i in np.flatnonzero(execs & ~bits[np.arange(32), np.arange(32)])]
+    first = int(v[np.flatnonzero(execs)[0]]) if execs.any() else 0xFFFFFFFF
+    need = named & w.valid & w.live
     if (need & ~mask).any():
         missing = np.flatnonzero(need & ~mask)
         m.report(BARRIER_DIVERGENCE.id,
-                 f"{ins.opcode} with membermask {membermask:#010x} executed by {w.describe()} while lanes "
+                 f"{ins.opcode} with membermask {first:#010x} executed by {w.describe()} while lanes "
                  f"{', '.join(map(str, missing[:8]))} of the mask do not execute it (§9.7.9.6 / §9.7.13)",
                  [ins.loc], lanes=missing.tolist())
+    if outside:  # "undefined if the executing thread is not in the membermask"
+        m.report(BARRIER_DIVERGENCE.id,
+                 f"{ins.opcode} with membermask {int(v[outside[0]]):#010x} executed by {w.describe()} in lanes "
+                 f"{', '.join(map(str, outside[:8]))}, which their mask leaves out (undefined, §9.7.9.6 / §9.7.13)",
+                 [ins.loc], lanes=outside)
 
 
 @handler("shfl")
@@ -50,7 +63,7 @@ def h_shfl(m, w, ins, mask):
     b = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,)).astype(np.int64)
     c = np.broadcast_to(np.asarray(m.val(w, ops[3], 32), U64), (32,)).astype(np.int64)
     mm = _membermask(m, w, ops[4], mask) if len(ops) > 4 else 0xFFFFFFFF
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ops[4] if len(ops) > 4 else None)
     mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
     j, ok = shfl_source(mode, LANES.astype(np.int64), b, c)
     r = a[j]
@@ -67,7 +80,7 @@ def h_vote(m, w, ins, mask):
     p = ops[1]
     pv = ~m.pred(w, p.reg) if not isinstance(p, Reg) and hasattr(p, "reg") else m.pred(w, p)
     mm = _membermask(m, w, ops[2], mask) if len(ops) > 2 else 0xFFFFFFFF
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ops[2] if len(ops) > 2 else None)
     act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
     if "ballot" in ins.mods:
         bits = int(sum(1 << int(i) for i in np.flatnonzero(pv & act)))
@@ -94,7 +107,7 @@ def h_match(m, w, ins, mask):
     bits = 64 if "b64" in ins.mods else 32
     a = np.broadcast_to(np.asarray(m.val(w, ops[1], bits), U64), (32,)) & U64(low_mask(bits))
     mm = _membermask(m, w, ops[2], mask)
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ops[2])
     act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
     lane_bit = U64(1) << LANES.astype(U64)
     dst = ops[0]
@@ -121,7 +134,7 @@ def h_activemask(m, w, ins, mask):
 def h_elect(m, w, ins, mask):
     ops = ins.operands
     mm = _membermask(m, w, ops[1], mask)
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ops[1])
     act = mask & np.array([(mm >> i) & 1 for i in range(32)], bool)
     leader = int(np.flatnonzero(act)[0]) if act.any() else 0
     d = ops[0]
@@ -136,7 +149,7 @@ def h_redux(m, w, ins, mask):
     ty = elem_type(ins)
     a = np.broadcast_to(np.asarray(m.val(w, ops[1], 32), U64), (32,))
     mm = _membermask(m, w, ops[2], mask)
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ops[2])
     vals = a[mask]
     if ty == "s32":
         sv = vals.astype(np.int64)
@@ -153,5 +166,5 @@ def h_redux(m, w, ins, mask):
 @handler("bar.warp.sync")
 def h_bar_warp_sync(m, w, ins, mask):
     mm = _membermask(m, w, ins.operands[0], mask)
-    _check_members(m, w, ins, mask, mm)
+    _check_members(m, w, ins, mask, ins.operands[0])
     w.lane_order.sync(mask & np.array([(mm >> i) & 1 for i in range(32)], bool), w.valid)

@@ -1,0 +1,32 @@
+"""Warp collectives' membermasks, per lane (kverify/semantics/interpreter/handlers/collectives.py):
+an executing lane must name itself and every lane a mask names must execute the instruction
+(PTX ISA 9.7.9.6; undefined otherwise). A shuffle whose mask left out lanes that ran it was not
+reported; lanes may name different groups (a tiled partition), which must not be reported."""
+from pathlib import Path
+
+from kverify.launch import LaunchSpec
+from kverify.semantics.interpreter import run_kernel
+from kverify.semantics.ir import load_module
+
+DATA = Path(__file__).resolve().parent / "data" / "membermask"
+
+
+def _run(kernel):
+    m = load_module(str(DATA / "masks.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": kernel, "grid": [1, 1, 1], "block": [32, 1, 1],
+                                 "buffers": {"x": {"dtype": "float32", "shape": [32]},
+                                             "y": {"dtype": "float32", "shape": [32]}}, "outputs": ["y"]})
+    return run_kernel(m, m.kernel(kernel), spec)
+
+
+def test_lane_dependent_masks_of_a_tiled_partition_are_fine():
+    r = _run("halves")
+    assert r.status == "complete" and r.findings == []
+    x, y = r.inputs["x"], r.outputs["y"]
+    assert list(y) == [x[0]] * 16 + [x[16]] * 16
+
+
+def test_a_lane_outside_its_own_mask_is_reported():
+    r = _run("self_excluded")
+    assert [(f.rule, f.locs[0].line) for f in r.findings] == [("barrier.divergence", 15)]
+    assert "in lanes 16, 17, 18, 19, 20, 21, 22, 23, which their mask leaves out" in r.findings[0].message
