@@ -30,3 +30,9 @@ def test_a_lane_outside_its_own_mask_is_reported():
     r = _run("self_excluded")
     assert [(f.rule, f.locs[0].line) for f in r.findings] == [("barrier.divergence", 15)]
     assert "in lanes 16, 17, 18, 19, 20, 21, 22, 23, which their mask leaves out" in r.findings[0].message
+
+
+def test_lanes_a_mask_names_must_pass_the_same_mask():
+    r = _run("shifted")
+    assert [(f.rule, f.locs[0].line) for f in r.findings] == [("barrier.divergence", 22)]
+    assert "lane 0's membermask 0xffffffff names lane 1, whose membermask is 0xfffffffe" in r.findings[0].message

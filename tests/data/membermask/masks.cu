@@ -14,3 +14,10 @@ extern "C" __global__ void self_excluded(const float *x, float *y) {
   unsigned m = 0x0000ffffu;
   y[t] = __shfl_sync(m, x[t], 0, 16);
 }
+
+// shifted: lane i's mask is 0xffffffff << i; lane 0's names lane 1, whose mask differs.
+extern "C" __global__ void shifted(const float *x, float *y) {
+  int t = threadIdx.x;
+  unsigned m = 0xffffffffu << t;
+  y[t] = __shfl_sync(m, x[t], 31);
+}

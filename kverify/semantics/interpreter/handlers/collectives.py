@@ -32,9 +32,10 @@ def _membermask(m, w, op, mask):
 
 
 def _check_members(m, w, ins, mask, op):
-    """Each executing lane names itself in its membermask (``op``; None: all 32 lanes), and every
-    lane a membermask names executes the instruction (PTX ISA §9.7.9.6 shfl.sync, §9.7.13:
-    undefined otherwise). Lanes may name different groups (a tiled partition's masks)."""
+    """Each executing lane names itself in its membermask (``op``; None: all 32 lanes), every lane
+    a membermask names executes the instruction, with the same membermask (PTX ISA §9.7.9.6
+    shfl.sync, §9.7.13: undefined otherwise). Lanes may name different groups (a tiled
+    partition's masks)."""
     v = np.broadcast_to(np.asarray(m.val(w, op, 32), U64) if op is not None else U64(0xFFFFFFFF), (32,))
     execs = mask & w.live
     bits = ((v.astype(np.uint64)[:, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
@@ -48,6 +49,13 @@ def _check_members(m, w, ins, mask, op):
                  f"{ins.opcode} with membermask {first:#010x} executed by {w.describe()} while lanes "
                  f"{', '.join(map(str, missing[:8]))} of the mask do not execute it (§9.7.9.6 / §9.7.13)",
                  [ins.loc], lanes=missing.tolist())
+    bad = bits & execs[None, :] & execs[:, None] & (v[None, :] != v[:, None])
+    odd = [(int(i), int(j)) for i, j in zip(*np.nonzero(bad))][:1]
+    if odd:  # the threads a mask names execute the instruction "with the same membermask value"
+        i, j = odd[0]
+        m.report(BARRIER_DIVERGENCE.id,
+                 f"{ins.opcode} executed by {w.describe()}: lane {i}'s membermask {int(v[i]):#010x} names lane {j}, "
+                 f"whose membermask is {int(v[j]):#010x} (undefined, §9.7.9.6 / §9.7.13)", [ins.loc], lanes=[i, j])
     if outside:  # "undefined if the executing thread is not in the membermask"
         m.report(BARRIER_DIVERGENCE.id,
                  f"{ins.opcode} with membermask {int(v[outside[0]]):#010x} executed by {w.describe()} in lanes "
