@@ -176,3 +176,23 @@ def test_the_python_api_takes_the_summary():
     assert k.verdict == "verified" and k.assumptions[0]["function"] == "nondet()"
     with pytest.raises(KernelError, match="no body-less function 'bar'"):
         kverify.check(str(EXTERN), grid=4, block=64, kernel_name="_Z12count_nondetPi", args={}, extern=["bar=pure"])
+
+
+COLLECTIVES = DATA / "collectives.ptx"
+
+
+def test_a_full_mask_warp_collective_is_checked_like_a_warp_barrier(capsys):
+    """Warp collectives were not part of the uniformity argument: a shuffle with the full mask
+    under ``threadIdx.x < n`` was verified without values (undefined for n = 16: lanes 16-31 are
+    named and do not execute it, §9.7.9.6)."""
+    rc, k, by = _check(capsys, COLLECTIVES, "shfl_all", "--grid", "1")
+    assert rc == 0 and k["verdict"] == "verified"
+    assert by["barrier.named"]["status"] == "proved" and by["deadlock"]["status"] == "proved"
+    rc, k, by = _check(capsys, COLLECTIVES, "shfl_div", "--grid", "1")
+    o = by["barrier.named"]
+    assert rc == 1 and o["status"] == "violated" and o["rule"] == "barrier.divergence"
+    assert _lines(o) == {("collectives.cu", 14)}
+    assert "which its membermask names" in o["message"] and by["deadlock"]["status"] == "unknown"
+    rc, k, by = _check(capsys, COLLECTIVES, "vote_active", "--grid", "1")
+    assert by["barrier.named"]["status"] == "unknown"
+    assert "a warp collective whose membermask is partial or in a register is not covered" in by["barrier.named"]["message"]

@@ -55,12 +55,12 @@ class SyncSite:
     their conditions must be uniform across the CTA (across the warp, for warp barriers
     only) for barrier intervals to mean anything."""
 
-    kind: str  # barrier | loop-continue | loop-exit
+    kind: str  # barrier | loop-continue | loop-exit | collective (a warp collective: ``Executor.masks``)
     instr: Instr | None
     loc: object
     pc: object
     exited: object
-    head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration
+    head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration; collective: its membermask terms
     loops: tuple
     scope: str = "cta"  # whose threads must agree on it: "cta" (bar.sync) or "warp" (bar.warp.sync)
     seq: int = -1  # a barrier's position in program order (``Executor.seq_of``)

@@ -171,6 +171,11 @@ def _barrier_blockers(ctx, chk) -> list:
                             "covered", i))
         elif row.sync == "cluster.barrier":
             out.append((f"{i.opcode} at {where(i.loc)}: cluster barriers are not covered", i))
+    for c in ex.masks:  # warp collectives: a full constant membermask is a warp barrier's condition
+        if not all(t is not None and z3.is_bv_value(t) and t.as_long() & 0xFFFFFFFF == 0xFFFFFFFF
+                   for t in c.head_pc):
+            out.append((f"{c.instr.opcode} at {where(c.loc)}: a warp collective whose membermask is partial or in a "
+                        "register is not covered", c.instr))
     said = {w for w, _ in out}
     for u in ex.unmodelled_sync:
         if not u.startswith(_NOT_CONTROL) and not any(u in w or w in u for w in said):
@@ -185,8 +190,8 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
     if blockers:
         locs = [Location.of(i.loc, module.path) for _, i in blockers[:2] if i is not None]
         return Obligation(title, "mbarrier", "unknown", head + "; ".join(w for w, _ in blockers[:3]), None, locs)
-    sites = [s for s in ex.syncs if not is_false(s.pc)]
-    bars = [s for s in sites if s.kind == "barrier"]
+    sites = [s for s in ex.syncs + ex.masks if not is_false(s.pc)]
+    bars = [s for s in sites if s.kind in ("barrier", "collective")]
     if not sites:
         if any(row_of(i) is not None and row_of(i).sync in _BARRIERS for i in reachable_instructions(module, ctx.kernel)):
             return Obligation(title, "mbarrier", "unknown", head + "the kernel has barriers the symbolic walk did "
@@ -196,10 +201,11 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
     base = chk.base()
     maybe, undecided = [], []
     for s in sites:
-        if s.kind == "barrier" and is_true(s.pc):
+        if s.kind in ("barrier", "collective") and is_true(s.pc):
             continue
         keq = [chk.b(k) == k for _, k in s.loops]
-        f = mk_and(s.pc, chk.b(s.head_pc), mk_not(chk.b(s.pc)), mk_not(chk.b(s.exited)))
+        head = s.head_pc if s.kind not in ("barrier", "collective") else z3.BoolVal(True)
+        f = mk_and(s.pc, chk.b(head), mk_not(chk.b(s.pc)), mk_not(chk.b(s.exited)))
         group = [chk.same_warp] if s.scope == "warp" else []
         cons = chk.same_cta() + group + [chk.tid_ne] + keq
         r, m = chk.solve(cons + [f], budget, base=base)
@@ -222,16 +228,22 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
     decisions = len(sites) - len(bars)
     loops = len({id(s.loops[-1][0]) for s in sites if s.kind != "barrier" and s.loops})
     msg = (f"every barrier is reached by both or neither of two arbitrary threads of a CTA that have not exited "
-           f"({len(bars)} barrier instance(s)), and they take the same decisions at the {decisions} exit(s) of the "
+           f"({sum(s.kind == 'barrier' for s in bars)} barrier instance(s)"
+           + (f", {sum(s.kind == 'collective' for s in bars)} full-mask warp collective(s)"
+              if any(s.kind == "collective" for s in bars) else "")
+           + f"), and they take the same decisions at the {decisions} exit(s) of the "
            f"{loops} loop(s) that contain barriers (the same trip counts): each thread of a CTA executes the same "
            "barriers the same number of times (barrier 0 without a thread count"
-           + (", and full-mask __syncwarp among the lanes of a warp" if any(s.scope == "warp" for s in bars) else "")
+           + (", and full-mask __syncwarp among the lanes of a warp"
+              if any(s.scope == "warp" and s.kind == "barrier" for s in bars) else "")
+           + (", and full-mask warp collectives among the lanes of a warp"
+              if any(s.kind == "collective" for s in bars) else "")
            + ")")
     return Obligation(title, "mbarrier", "proved", msg, scope)
 
 
 def _site(s, module) -> str:
-    if s.kind == "barrier":
+    if s.kind in ("barrier", "collective"):
         return f"{s.instr.opcode} at {where(s.instr.loc)}"
     return f"the loop at {where(s.loc)} (it contains barriers)"
 
@@ -254,7 +266,11 @@ def _divergence(ctx, chk, s, m) -> Obligation:
     a, b = _t(ta), _t(tb)
     cta = ",".join(map(str, ta["ctaid"]))
     scope = "warp" if s.scope == "warp" else "CTA"
-    if s.kind == "barrier":
+    if s.kind == "collective":
+        msg = (f"{s.instr.opcode} at {where(s.instr.loc)} is executed by thread {a} but not by thread {b} of the same "
+               f"warp (CTA ({cta})), which has not exited and which its membermask names: the condition around it "
+               "differs between the threads (§9.7.9.6: every thread a membermask names must execute the instruction)")
+    elif s.kind == "barrier":
         msg = (f"{s.instr.opcode} at {where(s.instr.loc)} is executed by thread {a} but not by thread {b} of the same "
                f"{scope} (CTA ({cta})), which has not exited: the condition around the barrier differs between the "
                f"threads (§9.7.13.1: bar.sync is .aligned, every thread of the {scope} must execute it)")

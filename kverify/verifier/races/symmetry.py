@@ -155,9 +155,10 @@ def _conditions(c, ex, obs, same):
             return f"a local-memory address at {_at(ins)} is not followed (it may differ between CTAs)"
         add(pc)
         value(addr)
-    for ins, pc, masks in ex.masks:  # the lanes a warp collective names (a mask not met is the run's finding)
-        add(pc)
-        for t in masks:
+    for site in ex.masks:  # the lanes a warp collective names (a mask not met is the run's finding)
+        ins = site.instr
+        add(site.pc)
+        for t in site.head_pc:
             if t is None or any(not same(n) for n in c.symbols(t)):
                 return f"the membermask of {ins.opcode} at {_at(ins)} is not a function of %ctaid and the launch"
             value(t)
