@@ -66,6 +66,12 @@ def _named_barrier(m, w, ins, mask, aligned):
     elif rest:
         count = int(np.broadcast_to(np.asarray(m.val(w, rest[0], 32), U64), (32,))[lanes[0]])
     expected = w.valid & w.live
+    if not aligned and (expected & ~mask).any():
+        # a warp arrives once all its non-exited threads execute the barrier (§9.7.13.1): its lanes
+        # may reach it from different places, which the warp-at-a-time model does not follow
+        raise Unsupported(f"{ins.opcode} reached by part of a warp (lanes {lanes[0]}..{lanes[-1]} of "
+                          f"{w.describe()}): a non-aligned barrier whose warp arrives from several places is "
+                          "not modelled", ins)
     if aligned and (expected & ~mask).any():
         missing = np.flatnonzero(expected & ~mask)
         m.report(BARRIER_DIVERGENCE.id,
@@ -179,6 +185,17 @@ def _bar_after(m, w, ins, key, red_dst, mask):
 
 @handler("barrier.cluster")
 def h_cluster_barrier(m, w, ins, mask):
+    expected = w.valid & w.live
+    if (expected & ~mask).any():  # every non-exited thread of the cluster takes part (§9.7.13 barrier.cluster)
+        lanes, missing = np.flatnonzero(mask), np.flatnonzero(expected & ~mask)
+        if "aligned" not in ins.mods:
+            raise Unsupported(f"{ins.opcode} reached by part of a warp (lanes {lanes[0]}..{lanes[-1]} of "
+                              f"{w.describe()}): a cluster barrier whose warp arrives from several places is not "
+                              "modelled", ins)
+        m.report(BARRIER_DIVERGENCE.id,
+                 f"{ins.opcode} (aligned) reached by lanes {lanes[0]}..{lanes[-1]} of {w.describe()} but not by lanes "
+                 f"{', '.join(map(str, missing[:8]))}: the condition around it differs between the threads of the "
+                 "warp (§9.7.13 barrier.cluster)", [ins.loc])
     cl = w.cta.cluster_ctas
     bar = cl[0].cluster_barrier
     if bar is None:  # the cluster's live warps take part
