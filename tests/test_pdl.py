@@ -190,3 +190,25 @@ def test_on_the_gpu_the_pair_runs_as_a_programmatic_dependent_launch(tmp_path):
     assert run_plan(Gpu(), plan, lambda **kw: events.append(kw)) == 0, events
     out = np.load(tmp_path / "out.npz")
     np.testing.assert_array_equal(out["z"], np.float32(2) * x + w)
+
+
+def test_an_async_copy_issued_before_the_wait_is_checked_as_of_its_issue(capsys):
+    """A cp.async of the primary's output issued before griddepcontrol.wait: async copies never
+    met the primary's footprint (neither recorded in it nor checked against it), and the pair was
+    verified."""
+    rc, rep = _check("pair__async_before_wait", "pair__async_before_wait.json", capsys)
+    assert rc == 1
+    g = _ob(rep["kernels"][1], "race.global")
+    assert (g["status"], g["rule"], g["locations"][0]["line"]) == ("violated", "race.global.dependent-grid", 14)
+    assert g["message"].startswith("read of global y by thread 0 (warp 0, lane 0) of CTA (0,0,0) at ")
+
+
+def test_module_global_variables_are_not_claimed(capsys):
+    """The primary's footprint carries the launch's buffers; a __device__ variable the dependent reads
+    before the wait was not checked while the verdict said verified."""
+    rc, rep = _check("pair__global_var", "pair__global_var.json", capsys)
+    assert [(k["name"], k["verdict"]) for k in rep["kernels"]] == [("producer", "verified"), ("consumer", "inconclusive")]
+    g = _ob(rep["kernels"][1], "race.global")
+    assert g["status"] == "unknown"
+    assert g["message"].startswith("not checked against the primary grid producer: the grids use module global "
+                                   "variable(s) g_count, which the primary's footprint does not carry over")

@@ -765,9 +765,16 @@ def check_pair(module, kernel, spec, dependent, inputs: dict | None = None, **kw
     dinputs = {p: r.outputs[b] for p, b in shared.items() if b in r.outputs} if ok else None
     second = check_kernel(module, dk, dspec, inputs=dinputs, pdl=("dependent", prior, kernel.name) if ok else None,
                           **kw)
+    gvars = _global_vars_used(module, kernel) | _global_vars_used(module, dk)
+    if ok and gvars:  # the footprint carries the launch's buffers, not module variables
+        ok = False
+        r = None
+        why_gv = (f"not checked against the primary grid {kernel.name}: the grids use module global variable(s) "
+                  f"{', '.join(sorted(gvars)[:3])}, which the primary's footprint does not carry over to the "
+                  "dependent's run")
     if not ok:
-        why = (f"not checked against the primary grid {kernel.name}: its run "
-               + (f"did not complete ({r.status}: {r.reason})" if r is not None else "did not run"))
+        why = why_gv if gvars else (f"not checked against the primary grid {kernel.name}: its run "
+                                    + (f"did not complete ({r.status}: {r.reason})" if r is not None else "did not run"))
         second.obligations = [replace(o, status="unknown", message=f"{why}; within this grid: {o.message}",
                                       counterexample=None)
                               if o.title == "race-free: global" and o.status in ("proved", "bounded") else o
@@ -776,6 +783,21 @@ def check_pair(module, kernel, spec, dependent, inputs: dict | None = None, **kw
         if o.counterexample and o.counterexample.get("rule") == "race.global.dependent-grid":
             o.counterexample["replay"] = f"kverify check {first.path} --launch {spec.path}"
     return [first, second]
+
+
+def _global_vars_used(module, kernel) -> set:
+    """Names of the module's ``.global`` variables that ``kernel`` (or a function it calls) names."""
+    from kverify.semantics.ir.nodes import Addr, Sym
+    from kverify.semantics.ir.visit import reachable_instructions
+
+    names = {v.name for v in module.vars if v.space == "global"}
+    out = set()
+    for ins in reachable_instructions(module, kernel):
+        for op in ins.operands:
+            base = op.base if isinstance(op, Addr) else op
+            if isinstance(base, Sym) and base.name in names:
+                out.add(base.name)
+    return out
 
 
 def _report_order(title):

@@ -60,6 +60,12 @@ def _copy_op(m, w, ins, kind, writes, reads, action, mbar=None, group=None, nbyt
             if m.trace is not None:
                 m.trace.access(region.shadow, idx, agent, op.vc, op.loc, ins, "read", proxy, w)
         region.shadow.set_pending_read(idx, agent, m.loc_id(ins.loc))
+    if m.footprint is not None or m.pdl_prior is not None:  # a PDL pair: the copy's global bytes, as of its issue
+        late = np.flatnonzero(~w.pdl_waited & w.live)  # a lane not yet past griddepcontrol.wait, if any
+        lane = int(late[0]) if len(late) else 0
+        for region, idx, kind in [(r, i, "write") for r, i in writes] + [(r, i, "read") for r, i in reads]:
+            if region is m.gmem:
+                m._grid_footprint(w, ins, region, idx, np.full(len(idx), lane), kind)
     m.inflight.append(op)
     w.release_tick()
     return op
