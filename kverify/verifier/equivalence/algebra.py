@@ -325,13 +325,25 @@ class RealAlgebra:
         self.model = "real"
         self.A = R.Atoms()
         self.input_formats: dict = {}  # input element name -> the PTX float format of its buffer
+        self.input_ints: dict = {}  # input element name -> the PTX integer type of its buffer
 
     # -------------------------------------------------------------- values
     def input_value(self, name, dtype, nbits):
         r = dtypes.lookup(dtype)
         if r is not None and r.is_float:
             self.input_formats[name] = r.ptx
+        elif r is not None:
+            self.input_ints[name] = r.ptx
         return self.A.var(name)
+
+    def _input_int(self, v):
+        """The integer type of the input buffer ``v`` is one element of, as loaded; else None
+        (its value used as a float is its bits reinterpreted: ``as_real``)."""
+        if isinstance(v, R.Poly) and len(v.terms) == 1:
+            (m, c), = v.terms.items()
+            if c == 1 and len(m) == 1:
+                return self.input_ints.get(self.A.by_id[m[0]].name)
+        return None
 
     def input_format(self, v):
         """The float format of the input buffer ``v`` is an element of, when ``v`` is one input
@@ -386,6 +398,8 @@ class RealAlgebra:
         """A float operand as a real (Poly or infinity)."""
         if type(v) is int:
             return self.real_of_bits(v, fty)
+        if isinstance(v, R.Poly) and self._input_int(v) is not None:  # an integer element's bits as a float
+            return self.A.fn(f"asfloat.{fty}", self._term(v))
         if isinstance(v, (R.Poly, R.Inf)):
             return v
         if isinstance(v, Bits):
@@ -619,9 +633,10 @@ class RealAlgebra:
             if "sat" in mods:
                 out = A.sat(out)
             return out
-        if is_float(dty):  # int -> float: the integer's value
-            if isinstance(a, R.Poly):
-                return a
+        if is_float(dty):  # int -> float: the integer's value, as an atom of what was converted
+            if isinstance(a, R.Poly):  # an input element (its integer value, or a float's bits): the
+                # conversion of that value read as signed or unsigned, never the element itself
+                return A.fn(f"i2f.{sty[0] if sty[0] in 'su' else sty}", self._term(a))
             return A.fn(f"i2f.{sty}", self._term(a))
         # float -> int
         x = self.as_real(a, sty)

@@ -242,7 +242,13 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         base, _, comp = name.partition(".")
         if base in SPECIAL:
             return SPECIAL[base](self, t, comp)
-        return False if self.reg_width(name) == 1 else 0
+        # a register no instruction wrote holds an undefined value (ptxas gives it whatever the
+        # physical register holds): any value, the same on every read by this thread
+        w = self.reg_width(name)
+        if w == 1:
+            raise ModelUnsupported(f"predicate {name} read before any instruction wrote it (its value is undefined)")
+        v = t.regs[name] = self.alg.fresh(f"uninit.{self.tag}.t{t.linear}.cta{t.cta.ctaid}.{name}", w)
+        return v
 
     def pred(self, t, r):
         v = self.reg(t, r.name)
