@@ -38,3 +38,16 @@ def test_an_unwritten_register_is_not_zero(capsys):
     rc, o = _equiv(capsys, "uninit_reg.ptx", "zero_reg.ptx", "launch_reg.json", "int")
     assert o["status"] not in ("proved", "violated")  # tested on the interpreter: not a proof
     assert "the outputs' terms differ but no input confirmed the difference" in o["message"]
+
+
+def test_an_integer_kernel_under_the_real_model_gets_a_verdict(capsys):
+    # (the real model's integer results have no real value: an internal error where a counterexample was sought)
+    rc, o = _equiv(capsys, "ints.ptx", "ints.ptx", "launch_reg.json", "real", "--kernel", "half", "--ref-kernel",
+                   "quarter")
+    assert o["status"] == "violated" and rc == 1
+
+
+def test_an_unimplemented_mode_is_unknown_not_an_internal_error(capsys):
+    rc, o = _equiv(capsys, "ints.ptx", "ints.ptx", "launch_reg.json", "int", "--kernel", "edge_clamp", "--ref-kernel",
+                   "edge_clamp")
+    assert o["status"] == "unknown" and "prmt: only the default mode is implemented" in o["message"]

@@ -206,7 +206,10 @@ class BVAlgebra:
         if any(isinstance(a, F.Lazy) for a in args):
             return F.lazy_family(self, fam, ty, mods, args, widths)
         zargs = [self._lift(a, w) for a, w in zip(args, widths)]
-        r = evaluate(self.D, fam, ty, mods, *zargs)
+        try:
+            r = evaluate(self.D, fam, ty, mods, *zargs)
+        except NotImplementedError as e:  # a mode the value semantics does not implement (prmt.ecl, ...)
+            raise ModelUnsupported(str(e)) from None
         if isinstance(r, tuple):
             return tuple(self._lower(x) for x in r)
         return self._lower(r)

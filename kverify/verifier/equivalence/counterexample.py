@@ -162,6 +162,8 @@ def _eval(alg, p, env):
     """float64 value of a normal form (None if it mentions an uninterpreted function)."""
     if isinstance(p, R.Inf):
         return float("inf") * p.sign
+    if not isinstance(p, R.Poly):  # an integer result (Bits) of the real model: no real value here
+        return None
     total = 0.0
     for m, c in p.terms.items():
         v = float(c)

@@ -629,6 +629,8 @@ def show(p, atoms: Atoms | None, limit: int = 6) -> str:
     """A short human-readable rendering (for messages)."""
     if isinstance(p, Inf):
         return repr(p)
+    if not isinstance(p, Poly):  # an integer value of the real model (Bits) or a constant
+        return str(p)[:80]
     if not p.terms:
         return "0"
     parts = []
