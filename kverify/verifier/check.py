@@ -81,7 +81,7 @@ FAMILIES = (
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),
-    ("memory safety", "memory", ("bounds", "uninitialized", "trap", "branch.", "call.", "dsmem.")),
+    ("memory safety", "memory", ("bounds", "misaligned", "uninitialized", "trap", "branch.", "call.", "dsmem.")),
     ("assertions", "assertions", ("assert.",)),
 )
 #: Obligations reported only for kernels that use what they are about (``Context.uses``).

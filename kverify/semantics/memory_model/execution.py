@@ -56,6 +56,9 @@ BOUNDS = Rule(
     "bounds", "§5.1 state spaces", "state-spaces",
     "an access outside the memory its address can reach (a buffer of the launch, a shared variable, the "
     "local frame, a parameter)")
+MISALIGNED = Rule(
+    "misaligned", "§6.4 addresses as operands (alignment)", "addresses-as-operands",
+    "a load or store whose address is not a multiple of its access size (a vector access: of the whole vector)")
 _DSMEM = "§9.7.13 barrier.cluster; CUDA C++ Programming Guide, distributed shared memory"
 DSMEM_BEFORE_START = Rule(
     "dsmem.before-start", _DSMEM, "parallel-synchronization-and-communication-instructions-barrier-cluster",

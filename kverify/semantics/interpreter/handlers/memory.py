@@ -12,7 +12,7 @@ import numpy as np
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
 from kverify.semantics.values import atom_float_mods, evaluate
-from kverify.semantics.memory_model.execution import BOUNDS, RACE_GLOBAL, UNINITIALIZED
+from kverify.semantics.memory_model.execution import BOUNDS, MISALIGNED, RACE_GLOBAL, UNINITIALIZED
 
 from ..hb import GENERIC
 from ..memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Fault, Region, load_bytes,
@@ -243,6 +243,7 @@ def h_ld(m, w, ins, mask):
     space = space_of(ins)
     base = m.addr_values(w, a)
     elems = dst.elems if isinstance(dst, VecOp) else (dst,)
+    _aligned(m, w, ins, base, mask, nb * len(elems))
     signed = ty.startswith("s")
     strong = m.strength(w, ins)
     for j, d in enumerate(elems):
@@ -250,6 +251,19 @@ def h_ld(m, w, ins, mask):
         if signed and isinstance(d, Reg) and m.reg_width(d.name) > 8 * nb:
             v = _sign_extend(v, 8 * nb)
         m.write(w, d, v, mask)
+
+
+def _aligned(m, w, ins, base, mask, size):
+    """A load or store's address is a multiple of its access size (§6.4: misaligned accesses are
+    undefined; the GPU raises a misaligned-address error)."""
+    if size <= 1:
+        return
+    bad = np.flatnonzero(mask & w.live & ((np.asarray(base, np.int64) % size) != 0))
+    if len(bad):
+        lane = int(bad[0])
+        m.report(MISALIGNED.id, f"{ins.opcode} of {size} bytes at address {int(base[lane]):#x}, not a multiple of "
+                 f"{size}, by {m._thread(w, lane)} at {_fmt_loc(ins.loc)}", [ins.loc], address=int(base[lane]),
+                 thread=m._thread(w, lane))
 
 
 @handler("st")
@@ -260,6 +274,7 @@ def h_st(m, w, ins, mask):
     a, src = ins.operands[0], ins.operands[1]
     space = space_of(ins)
     base = m.addr_values(w, a)
+    _aligned(m, w, ins, base, mask, nb * (len(src.elems) if isinstance(src, VecOp) else 1))
     strong = m.strength(w, ins)
     for j, v in enumerate(operand_lanes(m, w, src, 8 * nb)):
         mem_write(m, w, ins, space, base + j * nb, mask, nb, v, strong)
