@@ -344,3 +344,21 @@ def test_the_proof_says_it_takes_the_copies_global_reads_within_their_buffers():
     obs, _ = _run(*_zoo("persistent_pipeline", "persistent_pipeline.cu"))
     assert obs["race-free: async"].bound.endswith(
         "the copies' global reads taken within their buffers (memory safety is the run's)")
+
+
+def test_an_arrive_after_the_k_loop_on_its_ring_barriers_is_not_counted_as_a_phase():
+    """persistent_ring__extra_tail_release: after each tile's k loop every consumer warp arrives once
+    more on empty[] of the next, unread stage. Each arrive site alone completed a phase, so arrivals
+    (per phase) was proved -- and with one tile per CTA the verdict was verified -- while the extra
+    phases let the producer refill a stage the consumers are reading from the second tile on."""
+    from kverify.verifier.mbarrier import check_mbarrier
+
+    m, kernel, spec = _ring("persistent_ring__extra_tail_release")
+    obs = {o.title.split(": ", 1)[1]: o for o in check_mbarrier(m, kernel, spec)}
+    a = obs["arrivals (per phase)"]
+    assert a.status == "unknown" and _lines(a) == [148, 154]
+    assert "arrives after the loop of" in a.message
+    assert _run(m, kernel, spec)[0]["race-free: async"].status == "unknown"
+    rep = check_kernel(m, m.kernel(kernel), spec)  # the zoo launch: 3 tiles over 2 CTAs
+    assert rep.verdict == "violated"
+    assert "mbarrier.arrival-overflow" in {f.rule for f in rep.findings} | {o.rule for o in rep.obligations}

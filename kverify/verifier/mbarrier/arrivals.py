@@ -72,6 +72,18 @@ def check(chk: Facts) -> Obligation:
                        f"the encoding approximates ({', '.join(sorted(data)[:3])}): a phase may get none of its "
                        "arrivals", t0, [chk.loc(a.instr)])
         counted[id(a)] = n
+    # a barrier's phases are numbered by its sites' iterations (the waits' uses, the ring's forms):
+    # an arrive after a loop, outside it, on a barrier an arrive in that loop uses (a tail release
+    # after a k loop) completes phases that numbering does not count -- a surplus the waits of the
+    # next round would take for theirs
+    local = [a for a in arrs if id(a) in counted and a.rank is None]
+    for a in local:
+        for b in local:
+            if (b is not a and b.loops and all(i is not b.loops[-1][0] for i, _ in a.loops)
+                    and chk.seq(a) > chk.seq(b) and chk.may_share_thread(a, b) and chk.may_alias(a, b)):
+                return _ob("arrivals", "unknown", f"{chk.loc(a.instr)} arrives after the loop of {chk.loc(b.instr)} "
+                           "on a barrier that loop's arrivals use: the phases it completes are not counted against "
+                           "the waits' uses", t0, [chk.loc(a.instr), chk.loc(b.instr)])
     for a in arrs:
         if id(a) not in counted or id(a) in grouped:
             continue
