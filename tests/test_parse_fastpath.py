@@ -94,6 +94,7 @@ HEAD = """.version 8.0
 \t.reg .b32 %r<40>, %q;
 \t.reg .b64 %rd<10>;
 \t.reg .f32 %f<10>;
+\t.reg .f64 %fd<4>;
 """
 TAIL = "\tret;\n}\n"
 

@@ -315,3 +315,17 @@ def test_a_whole_file_check_reports_an_entry_without_a_block_size_at_its_line_an
     assert "tests/data/whole_file/two_entries.ptx: kernel scale: VERIFIED" in r.stdout
     assert "tests/data/whole_file/two_entries.ptx: kernel helper_fill: ERROR" in r.stdout
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize("body,line,message", [
+    ("\tmov.u32 %r1, 1;\n$L1:\n\tadd.u32 %r1, %r1, 1;\n$L1:\n\tret;\n", 12, "label $L1 is defined twice in one scope"),
+    ("\tmov.u32 %r1, 1;\n\tadd.u32 %r2, %r1, %q9;\n\tret;\n", 10, "register %q9 is not declared"),
+    ("\tmov.u32 %r1, 1;\n\tadd.u32 %r9, %r1, 1;\n\tret;\n", 10, "register %r9 is not declared"),
+])
+def test_ptx_that_ptxas_rejects_is_bad_input(tmp_path, body, line, message):
+    # (was parsed and verified: a duplicate label, a register never declared, one past a %r<N> range)
+    p = tmp_path / "k.ptx"
+    p.write_text(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n"
+                 "\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n\t.reg .f32 %f<2>;\n" + body + "}\n")
+    r = _kverify("check", str(p), "--grid", "1", "--block", "32")
+    assert r.returncode == 2 and f"k.ptx:{line}:1: error: {message}" in r.stdout + r.stderr, r.stdout + r.stderr

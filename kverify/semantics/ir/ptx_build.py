@@ -228,7 +228,12 @@ class _Assembler:
             serial[0] += 1
             sid = serial[0]
             # declarations and labels of this scope first (labels may be used before defined)
+            here: set = set()
             for it in items:
+                if it.kind == "label":
+                    if it.data in here:  # ptxas: "Duplicate definition of label"
+                        raise self.err(f"label {it.data} is defined twice in one scope", it.line, it.col)
+                    here.add(it.data)
                 if it.kind == "decl":
                     space = it.data[0][-1]
                     if space == "reg":
@@ -273,9 +278,51 @@ class _Assembler:
                     raise self.err(f"'{it.kind}' is IR text syntax, not PTX", it.line, it.col)
 
         walk(body, {}, {}, 0)
+        if self.mode != "ir":
+            self._declared(regs, flat)
         self._reg_ranges = reg_ranges
         self._protos = tuple(protos.values())
         return regs, vars_, flat
+
+    def _declared(self, regs, flat):
+        """Every register an instruction names is declared (``.reg .b32 %r<6>;`` declares %r0 ..
+        %r5); ptxas rejects the function otherwise ("Unknown symbol"), and its value would be
+        nothing the PTX defines."""
+        names = {r.name for r in regs if r.count is None}
+        ranges = {r.name: r.count for r in regs if r.count is not None}
+
+        def ok(n):
+            if n in names or n.startswith("%") and Reg(n).is_special:
+                return True
+            base = n.rstrip("0123456789")
+            return base != n and base in ranges and int(n[len(base):]) < ranges[base]
+
+        def regs_of(o, acc):
+            if isinstance(o, Reg):
+                acc.append(o.name)
+            elif isinstance(o, (Neg,)):
+                regs_of(o.reg, acc)
+            elif isinstance(o, Addr):
+                regs_of(o.base, acc)
+                for c in o.coords:
+                    regs_of(c, acc)
+            elif isinstance(o, (VecOp, ParenList)):
+                for e in o.elems:
+                    regs_of(e, acc)
+            elif isinstance(o, PairOp):
+                regs_of(o.first, acc)
+                regs_of(o.second, acc)
+            return acc
+
+        for it in flat:
+            if not isinstance(it, Instr):
+                continue
+            used = [n for o in it.operands for n in regs_of(o, [])]
+            if it.guard is not None:
+                used.append(it.guard.reg.name)
+            for n in used:
+                if not ok(n):
+                    raise KernelError(f"register {n} is not declared", self.path, it.loc.ptx_line, 1)
 
     def _control_operands(self, ins: Instr, raw: _Raw, tables: set, protos: dict) -> Instr:
         """``brx.idx``'s list operand must name a ``.branchtargets`` of the function (PTX ISA
