@@ -140,3 +140,20 @@ def test_a_policy_that_gates_no_kernel_is_an_error(tmp_path):
     r = gate("--policy", str(tmp_path / "kverify.toml"), cache=tmp_path / "cache")
     assert r.returncode == 2
     assert "kverify.toml:1:1: the policy gates no kernel file" in r.stderr
+
+
+def test_a_cached_verdict_is_not_reused_when_an_included_header_changed(tmp_path):
+    """The cache key hashed the kernel file only: removing the __syncthreads from a header the .cu
+    includes kept the cached pass."""
+    (tmp_path / "impl.h").write_text("__device__ void body(float* a, float* s) {\n  s[threadIdx.x] = a[threadIdx.x];\n"
+                                     "  __syncthreads();\n  a[threadIdx.x] = s[(threadIdx.x + 1) % 256];\n}\n")
+    (tmp_path / "k.cu").write_text('#include "impl.h"\nextern "C" __global__ void k(float* a) {\n'
+                                   "  __shared__ float s[256];\n  body(a, s);\n}\n")
+    (tmp_path / "p.toml").write_text('[defaults]\nrequire = ["race", "memory"]\n[[kernel]]\npath = "*.cu"\n'
+                                     "grid = [1]\nblock = [256]\n")
+    r = gate("--policy", "p.toml", cache=tmp_path / "cache", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    h = tmp_path / "impl.h"
+    h.write_text(h.read_text().replace("  __syncthreads();\n", ""))
+    r = gate("--policy", "p.toml", cache=tmp_path / "cache", cwd=tmp_path)
+    assert r.returncode == 1 and "(cached)" not in r.stderr, r.stdout + r.stderr

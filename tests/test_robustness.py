@@ -329,3 +329,10 @@ def test_ptx_that_ptxas_rejects_is_bad_input(tmp_path, body, line, message):
                  "\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n\t.reg .f32 %f<2>;\n" + body + "}\n")
     r = _kverify("check", str(p), "--grid", "1", "--block", "32")
     assert r.returncode == 2 and f"k.ptx:{line}:1: error: {message}" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("grid", ["-1", "4.5", "1e3", "4,2,1,1"])
+def test_grid_text_that_is_not_1_to_3_positive_integers_is_bad_input(grid):
+    # (digits were pulled out of any text: -1 ran grid 1, 4.5 ran 4x5)
+    r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--grid", grid, "--block", "256", "--arg", "n=1000")
+    assert r.returncode == 2 and f"--grid must be 1 to 3 positive integers, got '{grid}'" in r.stdout + r.stderr

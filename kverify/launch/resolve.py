@@ -234,7 +234,8 @@ def instantiate(template: dict, values: dict | None = None, path: str = "<launch
 
 def dims(text: str | None, what: str, path: str) -> list:
     """``"4,2"`` / ``"[4, 2, 1]"`` -> ``[4, 2]``: 1 to 3 positive integers."""
-    vals = [int(x) for x in re.findall(r"\d+", text or "")]
+    ok = re.fullmatch(r"\s*\[?\s*\d+(\s*[,x]\s*\d+){0,2}\s*\]?\s*", text or "")  # not -1, 4.5 or 1e3
+    vals = [int(x) for x in re.findall(r"\d+", text or "")] if ok else []
     if not 1 <= len(vals) <= 3 or not all(vals):
         raise KernelError(f"{what} must be 1 to 3 positive integers, got {text!r}", path, 1, 1)
     return vals

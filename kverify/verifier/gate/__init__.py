@@ -42,6 +42,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
@@ -158,9 +159,25 @@ def _version() -> str:
     return __version__
 
 
+def _included(path: Path, seen=None) -> list:
+    """``path`` and the files its ``#include "..."`` lines name, transitively (found beside the
+    including file): what a cached verdict of a .cu kernel rests on."""
+    seen = [] if seen is None else seen
+    if path in seen or not path.is_file():
+        return seen
+    seen.append(path)
+    if path.suffix in (".cu", ".cuh", ".h", ".hpp", ".inc"):
+        text = path.read_text(errors="replace")
+        for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
+            _included((path.parent / name).resolve(), seen)
+    return seen
+
+
 def cache_key(job: dict) -> str:
     h = hashlib.sha256()
-    h.update(Path(job["file"]).read_bytes())
+    for f in _included(Path(job["file"]).resolve()):  # a header the kernel includes decides the verdict too
+        h.update(str(f).encode())
+        h.update(f.read_bytes())
     launch = job["entry"].get("launch")
     if launch and Path(launch).is_file():
         h.update(Path(launch).read_bytes())
