@@ -336,3 +336,15 @@ def test_grid_text_that_is_not_1_to_3_positive_integers_is_bad_input(grid):
     # (digits were pulled out of any text: -1 ran grid 1, 4.5 ran 4x5)
     r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--grid", grid, "--block", "256", "--arg", "n=1000")
     assert r.returncode == 2 and f"--grid must be 1 to 3 positive integers, got '{grid}'" in r.stdout + r.stderr
+
+
+def test_a_launch_spec_naming_no_kernel_or_an_output_that_is_no_buffer_is_bad_input(tmp_path):
+    # (both were ignored: the module's only kernel was checked, with no output compared)
+    base = json.loads(json.dumps({"grid": [4], "block": [256], "args": {"n": 1000},
+                                  "buffers": {k: {"dtype": "float32", "shape": [1000]} for k in "abc"}}))
+    for extra, message in (({"kernel": "vaddx"}, "launch spec: no kernel 'vaddx' in this module (kernels: vadd)"),
+                           ({"outputs": ["nope"]}, "launch spec: outputs names 'nope', not a buffer of the launch")):
+        spec = tmp_path / "l.json"
+        spec.write_text(json.dumps({**base, **extra}))
+        r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--launch", str(spec))
+        assert r.returncode == 2 and message in r.stdout + r.stderr, r.stdout + r.stderr

@@ -77,6 +77,25 @@ def _kernel(m, name, file):
 
 
 
+def _names_of_spec(m, spec, k, f):
+    """A launch spec names things that exist: its kernel (when it names one) is in the module, and
+    every ``outputs`` entry is a buffer (a name that matches nothing was ignored, and the check ran
+    on something else). (Its ``args`` may define names its expressions use; its ``buffers`` may be
+    a tensor map's or a struct field's.)"""
+    from kverify.launch import schema
+
+    path = spec.path or f
+    if spec.kernel:
+        try:
+            _kernel(m, spec.kernel, f)
+        except KernelError as e:
+            raise KernelError(f"launch spec: {e.message}", path, *schema.locate(path, ["kernel"])) from None
+    for o in spec.outputs or ():
+        if o not in (spec.buffers or {}) and o not in (getattr(spec, "tensormaps", None) or {}):
+            raise KernelError(f"launch spec: outputs names {o!r}, not a buffer of the launch", path,
+                              *schema.locate(path, ["outputs"]))
+
+
 def cmd_show(args) -> int:
     m = _load(args)
     src = source_lines(m) if not args.no_source else None
@@ -304,6 +323,7 @@ def cmd_check(args) -> int:
                                                           args.dynamic_smem)
                 if spec is None:
                     spec, _ = _launch_for(ns, k.name)
+                    _names_of_spec(m, spec, k, f)
                 if spec.dependent is not None and spec.kernel and _kernel(m, spec.kernel, f).name != k.name:
                     continue  # a pair's launch names its primary: this kernel is checked as its part or not at all
                 if args.cooperative is not None:
