@@ -88,18 +88,21 @@ def test_remote_arrivals_on_the_wrong_ranks_are_violated_statically(variant, rul
 RELEASE = f"{D}/launch_release.json"
 
 
-def test_a_release_trailing_the_read_ring_is_proved_in_the_rings_forms():
+def test_a_release_trailing_the_read_ring_keeps_its_parity_and_tx_proofs():
     """multicast_ring_release.cu: CUTLASS's consumer (first wait hoisted, the stage released one
     behind the one read, the tile's last step released after the k loop): the release state is a
-    second register of the ring, proved with it, and the release after the loop sits in the tile
-    loop alone; every arrival counted per cluster rank."""
+    second register of the ring, proved with it. The release after the k loop is not counted as
+    a phase of its own: each arrive site completing phases alone was the argument, and an extra
+    release per tile (tests/data/pipeline_races/persistent_ring__extra_tail_release) was proved
+    by it; arrivals is bounded by the run."""
     rep = kverify.check(f"{D}/multicast_ring_release.ptx", launch=RELEASE)
     assert rep.verdict == "verified"
-    for oid in ("mbarrier.parity", "mbarrier.tx-bytes", "mbarrier.arrivals"):
+    for oid in ("mbarrier.parity", "mbarrier.tx-bytes"):
         assert rep.obligation(oid).status == "proved", rep.obligation(oid).message
-    arr = rep.obligation("mbarrier.arrivals").message
-    assert "multicast_ring_release.cu:150:11 (ptx 347) x2 on each cluster rank (remote" in arr  # in the k loop
-    assert "multicast_ring_release.cu:158:9 (ptx 387) x2 on each cluster rank (remote" in arr  # after it
+    arr = rep.obligation("mbarrier.arrivals")
+    assert arr.status == "bounded"
+    assert ("multicast_ring_release.cu:158:9 (ptx 387) arrives after the loop of multicast_ring_release.cu:150:11 "
+            "(ptx 347) on a barrier that loop's arrivals use") in arr.message
 
 
 def test_trailing_releases_on_one_rank_are_violated_statically():

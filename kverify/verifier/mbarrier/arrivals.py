@@ -76,7 +76,7 @@ def check(chk: Facts) -> Obligation:
     # an arrive after a loop, outside it, on a barrier an arrive in that loop uses (a tail release
     # after a k loop) completes phases that numbering does not count -- a surplus the waits of the
     # next round would take for theirs
-    local = [a for a in arrs if id(a) in counted and a.rank is None]
+    local = [a for a in arrs if (id(a) in counted or a.rank is not None) and a.addr is not None]  # (remote too)
     for a in local:
         for b in local:
             if (b is not a and b.loops and all(i is not b.loops[-1][0] for i, _ in a.loops)
