@@ -157,3 +157,30 @@ def test_a_cached_verdict_is_not_reused_when_an_included_header_changed(tmp_path
     h.write_text(h.read_text().replace("  __syncthreads();\n", ""))
     r = gate("--policy", "p.toml", cache=tmp_path / "cache", cwd=tmp_path)
     assert r.returncode == 1 and "(cached)" not in r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("policy,message", [
+    ('[defaults]\nrequire = "race"\n[[kernel]]\npath = "*.ptx"\n',
+     ':2:1: require must be a list of obligation ids (require = ["race", ...])'),  # was split into r, a, c, e
+    ('[defaults]\nbudget = -3\n[[kernel]]\npath = "*.ptx"\n', ":2:1: budget must be a positive number, got -3"),
+    ('[[kernel]]\npath = "*.ptx"\ngrid = [1]\nblock = [32]\n[[kernel]]\npath = "nothere.ptx"\n',
+     ":6:1: policy path 'nothere.ptx' names no file"),  # was dropped while the other entry matched
+])
+def test_policy_values_that_would_gate_something_else_are_bad_policies(tmp_path, policy, message):
+    (tmp_path / "k.ptx").write_text((ROOT / "tests/zoo/vadd/vadd.ptx").read_text())
+    p = tmp_path / "kverify.toml"
+    p.write_text(policy)
+    r = gate("--policy", str(p), "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().endswith(message), r.stderr
+
+
+def test_a_directory_argument_gates_its_cu_files_too(tmp_path):
+    # (only *.ptx were gated: a racy .cu beside them was skipped and the gate passed)
+    d = tmp_path / "sub"
+    d.mkdir()
+    (d / "racy.cu").write_text('extern "C" __global__ void racy(float* a) {\n  __shared__ float s[256];\n'
+                               "  s[threadIdx.x] = a[threadIdx.x];\n  a[threadIdx.x] = s[(threadIdx.x + 1) % 256];\n}\n")
+    (tmp_path / "kverify.toml").write_text('[defaults]\nrequire = ["race"]\n[[kernel]]\npath = "sub/*"\n'
+                                           "grid = [1]\nblock = [256]\n")
+    r = gate("--policy", "kverify.toml", "--no-cache", "sub", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == 1 and "sub/racy.cu" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -89,6 +89,14 @@ def load_policy(path: str) -> dict:
         for key in e:
             if key not in KNOWN_KEYS:
                 raise KernelError(f"unknown policy key {key!r}", path, _line_of(text, key), 1)
+    for e in [defaults] + entries:  # the values' types (a string where a list goes split into characters)
+        if "require" in e and not (isinstance(e["require"], list) and all(isinstance(r, str) for r in e["require"])):
+            raise KernelError("require must be a list of obligation ids (require = [\"race\", ...])", path,
+                              _line_of(text, "require"), 1)
+        for key in ("budget", "timeout"):
+            v = e.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+                raise KernelError(f"{key} must be a positive number, got {v!r}", path, _line_of(text, key), 1)
     for e in entries:
         if "path" not in e:
             raise KernelError("a [[kernel]] entry needs path = GLOB", path, _line_of(text, "[[kernel]]"), 1)
@@ -117,6 +125,10 @@ def load_policy(path: str) -> dict:
     return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p)}
 
 
+#: the kernel files a directory given on the command line contributes
+KERNEL_SUFFIXES = (".ptx", ".cu", ".kvir")
+
+
 def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
     """One job per kernel file: the file, its policy entry (defaults merged) and the launch."""
     root = Path(policy["root"])
@@ -124,10 +136,14 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
     if paths:
         for a in paths:
             ap = Path(a)
-            files += sorted(str(f) for f in ap.rglob("*.ptx")) if ap.is_dir() else [a]
+            files += sorted(str(f) for f in ap.rglob("*") if f.suffix in KERNEL_SUFFIXES) if ap.is_dir() else [a]
     else:
         for e in policy["kernels"]:
-            files += sorted(glob.glob(os.path.join(root, e["path"]), recursive=True))
+            hits = sorted(glob.glob(os.path.join(root, e["path"]), recursive=True))
+            if not hits and not glob.has_magic(e["path"]):  # a file the policy names that is not there
+                raise KernelError(f"policy path {e['path']!r} names no file", policy["path"],
+                                  _line_of(Path(policy["path"]).read_text(), e["path"]), 1)
+            files += hits
     jobs, seen = [], set()
     for f in files:
         rf = os.path.abspath(f)
