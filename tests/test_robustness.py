@@ -348,3 +348,10 @@ def test_a_launch_spec_naming_no_kernel_or_an_output_that_is_no_buffer_is_bad_in
         spec.write_text(json.dumps({**base, **extra}))
         r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--launch", str(spec))
         assert r.returncode == 2 and message in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--budget", "-1"), ("--timeout", "-5"), ("--timeout", "0")])
+def test_a_budget_or_timeout_that_is_not_positive_is_a_usage_error(flag, value):
+    # (--budget -1 verified; --timeout -5 ended "solver budget (-5 solver seconds) spent")
+    r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--grid", "4", "--block", "256", "--arg", "n=1000", flag, value)
+    assert r.returncode == 2 and f"argument {flag}: must be positive, got {value}" in r.stderr, r.stderr

@@ -50,6 +50,21 @@ def _load(args):
     return load_module(args.file, **opts)
 
 
+def _positive(kind, zero=False):
+    """An argparse type: a positive ``kind`` (or 0, with ``zero``): a budget or a timeout of -5 is
+    a usage error, exit 2."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (v >= 0 if zero else v > 0):
+            raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'positive'}, got {text}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _kernel(m, name, file):
     """The kernel ``name`` of module ``m`` (its PTX name, or its C++ name or the C++ name's
     base when that picks one), or the only entry when ``name`` is None; a missing or
@@ -477,10 +492,10 @@ def _add_equiv(sub):
                         "run concretely (refuted with a counterexample) or the verdict is unknown with the failed step. "
                         "PRECONDITION: 'M %% 16 == 0; N %% 16 == 0; ...' (default: every size a multiple of the "
                         "candidate's blockDim.x)")
-    s.add_argument("--timeout", type=float, default=60.0, help="solver budget per shape in solver seconds (z3 resource units, S x 5,000,000)")
+    s.add_argument("--timeout", type=_positive(float), default=60.0, help="solver budget per shape in solver seconds (z3 resource units, S x 5,000,000)")
     s.add_argument("--kernel", help="candidate kernel name")
     s.add_argument("--ref-kernel", help="reference kernel name")
-    s.add_argument("--tests", type=int, default=8, help="hypothesis examples when no proof goes through")
+    s.add_argument("--tests", type=_positive(int, zero=True), default=8, help="hypothesis examples when no proof goes through")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cex-dir", default="kverify-cex", help="where counterexample inputs and launches are written")
     s.add_argument("--format", choices=["text", "json"], default="text")
@@ -554,7 +569,7 @@ def _p_run(sub):
     s.add_argument("--schedule", default="deterministic",
                    choices=["deterministic", "random", "exhaustive", "replay"])
     s.add_argument("--seed", type=int, default=0, help="seed of inputs and of the random schedule")
-    s.add_argument("--budget", type=int, default=None, help="runs of --schedule exhaustive: classes of schedules "
+    s.add_argument("--budget", type=_positive(int), default=None, help="runs of --schedule exhaustive: classes of schedules "
                    "explored by dynamic partial-order reduction when one run does not stand for every schedule "
                    "(default 256)")
     s.add_argument("--replay", help="deviations POINT:ALT[,...] for --schedule replay")
@@ -592,9 +607,9 @@ def _p_check(sub):
                    "C++ signature or PTX name, or * for every one): pure = reads and writes no memory, does not "
                    "synchronize, returns an arbitrary value per call and thread (GPUVerify's assumption); every "
                    "proof that rests on it says so")
-    s.add_argument("--budget", type=int, default=None, help="runs of the interpreter when one run does not stand "
+    s.add_argument("--budget", type=_positive(int), default=None, help="runs of the interpreter when one run does not stand "
                    "for every schedule: classes of schedules explored by dynamic partial-order reduction (default 256)")
-    s.add_argument("--timeout", type=float, default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
+    s.add_argument("--timeout", type=_positive(float), default=10.0, help="solver budget per obligation in solver seconds (z3 resource units, "
                    "S x 5,000,000: the same verdict on a loaded machine as on an idle one)")
     s.add_argument("--no-smt", action="store_true", help="skip the static SMT race checker")
     s.add_argument("--export-smt", metavar="DIR", help="write every SMT query the race and mbarrier checkers "
@@ -603,7 +618,7 @@ def _p_check(sub):
                    "extra); an obligation whose query cvc5 answers differently is unknown, with the reason")
     s.add_argument("--strict", action="store_true",
                    help="report warning-tier findings (kverify rules) as errors: they make the kernel violated, exit 1")
-    s.add_argument("--time-budget", type=float, default=None, metavar="S",
+    s.add_argument("--time-budget", type=_positive(float), default=None, metavar="S",
                    help="wall-clock limit of the interpreter's runs in seconds (default 300): past it the "
                    "obligations it bounds are unknown (budget); the one limit that depends on the machine's load")
     s.add_argument("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_GIB, metavar="GIB",
@@ -631,8 +646,8 @@ def _p_audit(sub):
     s.add_argument("--block")
     s.add_argument("--arg", action="append", metavar="NAME=VALUE")
     s.add_argument("--fp", choices=["real", "bitexact", "int"], default="real")
-    s.add_argument("--budget", type=int, default=None)
-    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--budget", type=_positive(int), default=None)
+    s.add_argument("--timeout", type=_positive(float), default=10.0)
     s.add_argument("--cex-dir", default="kverify-cex")
     s.add_argument("--format", choices=["md", "html", "json"], default="md")
     s.add_argument("-o", dest="output", help="write to FILE instead of stdout")
