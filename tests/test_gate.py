@@ -184,3 +184,13 @@ def test_a_directory_argument_gates_its_cu_files_too(tmp_path):
                                            "grid = [1]\nblock = [256]\n")
     r = gate("--policy", "kverify.toml", "--no-cache", "sub", cache=tmp_path / "c", cwd=tmp_path)
     assert r.returncode == 1 and "sub/racy.cu" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_policy_entry_picks_the_kernel_of_a_file_with_several(tmp_path):
+    # (the entry's kernel key was accepted and ignored: a file with several kernels could not be gated)
+    (tmp_path / "c.ptx").write_text((ROOT / "tests/data/novalues/collectives.ptx").read_text())
+    for kernel, code in (("shfl_all", 0), ("shfl_div", 1)):
+        (tmp_path / "kverify.toml").write_text(f'[defaults]\nrequire = ["barrier.named"]\n[[kernel]]\npath = "c.ptx"\n'
+                                               f'kernel = "{kernel}"\ngrid = [1]\nblock = [32]\nargs = {{{kernel}_param_1 = 16}}\n')
+        r = gate("--policy", "kverify.toml", "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
+        assert r.returncode == code, (kernel, r.stdout + r.stderr)

@@ -355,3 +355,12 @@ def test_a_budget_or_timeout_that_is_not_positive_is_a_usage_error(flag, value):
     # (--budget -1 verified; --timeout -5 ended "solver budget (-5 solver seconds) spent")
     r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--grid", "4", "--block", "256", "--arg", "n=1000", flag, value)
     assert r.returncode == 2 and f"argument {flag}: must be positive, got {value}" in r.stderr, r.stderr
+
+
+def test_a_launch_spec_and_launch_flags_together_are_a_usage_error(tmp_path):
+    # (the spec silently won: --grid 8 --block 128 were ignored)
+    spec = tmp_path / "l.json"
+    spec.write_text(json.dumps({"grid": [4], "block": [256], "args": {"n": 1000},
+                                "buffers": {k: {"dtype": "float32", "shape": [1000]} for k in "abc"}}))
+    r = _kverify("check", "tests/zoo/vadd/vadd.ptx", "--launch", str(spec), "--grid", "8", "--block", "128")
+    assert r.returncode == 2 and "give either --launch or --grid/--block/--cluster/--arg, not both" in r.stderr

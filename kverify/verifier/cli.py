@@ -310,6 +310,8 @@ def cmd_check(args) -> int:
     from kverify.symbolic.extern import parse as parse_extern
 
     parse_extern(args.extern_summary)  # bad syntax: exit 2 before any file is checked
+    if args.launch and (args.grid or args.block or args.arg or args.cluster):  # one would silently win
+        raise KernelError("give either --launch or --grid/--block/--cluster/--arg, not both", "<command line>", 1, 1)
     reports = []
     inputs = _npz_inputs(args.inputs) if args.inputs else None
     if args.triton:  # FILE.py:KERNEL call sites (kverify/triton_cli.py)

@@ -229,6 +229,8 @@ def run_job(job: dict) -> dict:
                 kw["launch"] = e["launch"]
             else:
                 kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
+            if e.get("kernel"):  # which kernel of a file with several (a KNOWN_KEYS key the check ignored)
+                kw["kernel_name"] = e["kernel"]
             if job.get("export_smt"):
                 from kverify.symbolic.budget import export_smt
 
