@@ -60,7 +60,7 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         # it is present is reported as unknown, not as a violation
         self.unmodelled_sync: list = []
         self.local_sites: list = []  # (instr, path condition, address or None) of each local-memory access
-        self.masks: list = []  # SyncSite("collective", ..., head_pc = [membermask terms, None where not followed]) of warp collectives
+        self.masks: list = []  # SyncSite("collective") of each warp collective, with its membermasks
         self.pending: dict = {}
         self.loop_stack: list = []  # (LoopInfo, k)
         self.loads: list = []  # (tag, value, region, width, seq) of global loads

@@ -75,8 +75,8 @@ class Instructions:
             # which lanes a warp collective names: a value CTA symmetry compares (``masks``)
             masks = [self.read(st, op, 32)[0] if not isinstance(op, Imm) else z3.BitVecVal(op.value & 0xFFFFFFFF, 32)
                      for op, slot in zip(ins.operands, row.operands) if slot.name == "membermask"]
-            self.masks.append(SyncSite("collective", ins, ins.loc, mk_and(st.pc, guard), st.exited, masks,
-                                       tuple(self.loop_stack), "warp", self.seq_of(ins)))
+            self.masks.append(SyncSite("collective", ins, ins.loc, mk_and(st.pc, guard), st.exited, TRUE,
+                                       tuple(self.loop_stack), "warp", self.seq_of(ins), tuple(masks)))
         if is_unmodelled_memory(ins):
             self.reason(f"{ins.opcode} at {where(ins)}: per-lane addresses of this collective "
                         "memory access are not modelled",

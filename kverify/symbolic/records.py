@@ -60,10 +60,11 @@ class SyncSite:
     loc: object
     pc: object
     exited: object
-    head_pc: object  # barrier: TRUE; loop decisions: pc of the loop head of that iteration; collective: its membermask terms
+    head_pc: object  # barrier, collective: TRUE; loop decisions: pc of the loop head of that iteration
     loops: tuple
     scope: str = "cta"  # whose threads must agree on it: "cta" (bar.sync) or "warp" (bar.warp.sync)
     seq: int = -1  # a barrier's position in program order (``Executor.seq_of``)
+    masks: tuple = ()  # collective: its membermask terms (None where not followed)
 
 
 @dataclass

@@ -765,16 +765,12 @@ def check_pair(module, kernel, spec, dependent, inputs: dict | None = None, **kw
     dinputs = {p: r.outputs[b] for p, b in shared.items() if b in r.outputs} if ok else None
     second = check_kernel(module, dk, dspec, inputs=dinputs, pdl=("dependent", prior, kernel.name) if ok else None,
                           **kw)
-    gvars = _global_vars_used(module, kernel) | _global_vars_used(module, dk)
-    if ok and gvars:  # the footprint carries the launch's buffers, not module variables
-        ok = False
-        r = None
-        why_gv = (f"not checked against the primary grid {kernel.name}: the grids use module global variable(s) "
-                  f"{', '.join(sorted(gvars)[:3])}, which the primary's footprint does not carry over to the "
-                  "dependent's run")
-    if not ok:
-        why = why_gv if gvars else (f"not checked against the primary grid {kernel.name}: its run "
-                                    + (f"did not complete ({r.status}: {r.reason})" if r is not None else "did not run"))
+    gvars = _global_vars_used(module, kernel) | _global_vars_used(module, dk)  # the footprint carries buffers only
+    if not ok or gvars:
+        why = f"not checked against the primary grid {kernel.name}: " + (
+            f"the grids use module global variable(s) {', '.join(sorted(gvars)[:3])}, which the primary's footprint "
+            "does not carry over to the dependent's run" if gvars else
+            "its run " + (f"did not complete ({r.status}: {r.reason})" if r is not None else "did not run"))
         second.obligations = [replace(o, status="unknown", message=f"{why}; within this grid: {o.message}",
                                       counterexample=None)
                               if o.title == "race-free: global" and o.status in ("proved", "bounded") else o

@@ -173,7 +173,7 @@ def _barrier_blockers(ctx, chk) -> list:
             out.append((f"{i.opcode} at {where(i.loc)}: cluster barriers are not covered", i))
     for c in ex.masks:  # warp collectives: a full constant membermask is a warp barrier's condition
         if not all(t is not None and z3.is_bv_value(t) and t.as_long() & 0xFFFFFFFF == 0xFFFFFFFF
-                   for t in c.head_pc):
+                   for t in c.masks):
             out.append((f"{c.instr.opcode} at {where(c.loc)}: a warp collective whose membermask is partial or in a "
                         "register is not covered", c.instr))
     said = {w for w, _ in out}
@@ -204,8 +204,7 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
         if s.kind in ("barrier", "collective") and is_true(s.pc):
             continue
         keq = [chk.b(k) == k for _, k in s.loops]
-        head = s.head_pc if s.kind not in ("barrier", "collective") else z3.BoolVal(True)
-        f = mk_and(s.pc, chk.b(head), mk_not(chk.b(s.pc)), mk_not(chk.b(s.exited)))
+        f = mk_and(s.pc, chk.b(s.head_pc), mk_not(chk.b(s.pc)), mk_not(chk.b(s.exited)))
         group = [chk.same_warp] if s.scope == "warp" else []
         cons = chk.same_cta() + group + [chk.tid_ne] + keq
         r, m = chk.solve(cons + [f], budget, base=base)

@@ -11,6 +11,7 @@ predicate is read; anything else (floats, an operand the loop does not define) i
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 
 from .nodes import Continue, If, Imm, Instr, Reg
@@ -102,7 +103,7 @@ def _eval_pure(x: Instr, env) -> bool:
         if cmp is None or len(args) < 2 or None in args[:2] or ty == "pred":
             return False
         a, b = args[0], args[1]
-        if (signed and cmp in ("lt", "le", "gt", "ge")):
+        if signed and cmp in ("lt", "le", "gt", "ge"):
             a, b = (t - (1 << width) if t >> (width - 1) else t for t in (a, b))
         elif ty.startswith("b") and cmp not in ("eq", "ne"):
             return False
@@ -128,9 +129,9 @@ def _eval_pure(x: Instr, env) -> bool:
     return True
 
 
-_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
-        "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lo": lambda a, b: a < b, "ls": lambda a, b: a <= b,
-        "hi": lambda a, b: a > b, "hs": lambda a, b: a >= b}
+#: setp's comparisons (lo/ls/hi/hs: the unsigned ones, on values already read as unsigned)
+_CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+        "ge": operator.ge, "lo": operator.lt, "ls": operator.le, "hi": operator.gt, "hs": operator.ge}
 
 
 # --------------------------------------------------------------------------- peek-then-wait

@@ -13,7 +13,7 @@ from . import optable as _optable
 from .errors import KernelError
 from .nodes import (Addr, Block, Break, CallPrototype, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
                     Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
-                    RegDecl, Sink, Sym, VarDecl, VecOp)
+                    RegDecl, Sink, Sym, VarDecl, VecOp, operand_regs)
 from .optable import check_instr, split_opcode
 from .ptx_raw import _CACHE_LIMIT, _Raw
 from .types import Pointer, Scalar, Vector, is_type_name
@@ -297,27 +297,10 @@ class _Assembler:
             base = n.rstrip("0123456789")
             return base != n and base in ranges and int(n[len(base):]) < ranges[base]
 
-        def regs_of(o, acc):
-            if isinstance(o, Reg):
-                acc.append(o.name)
-            elif isinstance(o, (Neg,)):
-                regs_of(o.reg, acc)
-            elif isinstance(o, Addr):
-                regs_of(o.base, acc)
-                for c in o.coords:
-                    regs_of(c, acc)
-            elif isinstance(o, (VecOp, ParenList)):
-                for e in o.elems:
-                    regs_of(e, acc)
-            elif isinstance(o, PairOp):
-                regs_of(o.first, acc)
-                regs_of(o.second, acc)
-            return acc
-
         for it in flat:
             if not isinstance(it, Instr):
                 continue
-            used = [n for o in it.operands for n in regs_of(o, [])]
+            used = [r.name for o in it.operands for r in operand_regs(o)]
             if it.guard is not None:
                 used.append(it.guard.reg.name)
             for n in used:

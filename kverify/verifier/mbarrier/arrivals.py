@@ -55,9 +55,7 @@ def check(chk: Facts) -> Obligation:
         if a.addr is None:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: barrier address not understood", t0,
                        [chk.loc(a.instr)])
-        n, res = chk.count_threads(mk_and(a.pc, chk.ranges(a.loops)))
-        if n is not None and chk.iterations_uniform(a):
-            n, res = None, chk.iterations_uniform(a)
+        n, res = chk.count_site(a)
         if n is None:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: cannot count the arriving threads ({res})",
                        t0, [chk.loc(a.instr)])
@@ -88,7 +86,7 @@ def check(chk: Facts) -> Obligation:
         if id(a) not in counted or id(a) in grouped:
             continue
         n = counted[id(a)]
-        _, res = chk.count_threads(mk_and(a.pc, chk.ranges(a.loops)))
+        _, res = chk.count_site(a)
         hyp = mk_and(*[chk.in_range(i, k, k) for i, k in a.loops], res)
         mates, b = chk.phase_mates(a, [b for b in arrs if b is not a and (id(b) in counted or b.rank is not None)],
                                    chk.ranges(a.loops))

@@ -523,6 +523,12 @@ class Facts:
             return cnt, residue
         return sum(per), residue
 
+    def count_site(self, s):
+        """``count_threads`` of site ``s`` in an iteration of its loops: its condition within their
+        range, and (None, why) where its threads may leave a loop after different iterations."""
+        why = self.iterations_uniform(s)
+        return (None, why) if why else self.count_threads(mk_and(s.pc, self.ranges(s.loops)))
+
     def iterations_uniform(self, s) -> str:
         """Why the threads running site ``s`` may run different iterations of a loop of ``s``
         whose trip count the summary does not know ("" when they cannot): the site's count of

@@ -49,9 +49,7 @@ def check(chk: Facts) -> Obligation:
                        [L(late.instr)])
         want, re_ = z3.BitVecVal(0, 32), None
         for x in group:
-            ne, rx = chk.count_threads(mk_and(x.pc, chk.ranges(x.loops)))
-            if ne is not None and chk.iterations_uniform(x):
-                ne, rx = None, chk.iterations_uniform(x)
+            ne, rx = chk.count_site(x)
             if ne is None:
                 return _ob("tx bytes", "unknown", f"{L(x.instr)}: cannot count the threads posting "
                            f"expect-tx ({rx})", t0, [L(x.instr)])
@@ -66,9 +64,7 @@ def check(chk: Facts) -> Obligation:
             if c.size is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: copy size unknown "
                            f"({c.size_reason or 'size operand not understood'})", t0, [L(c.instr)])
-            nc, rc = chk.count_threads(mk_and(c.pc, chk.ranges(c.loops)))
-            if nc is not None and chk.iterations_uniform(c):
-                nc, rc = None, chk.iterations_uniform(c)
+            nc, rc = chk.count_site(c)
             if nc is None:
                 return _ob("tx bytes", "unknown", f"{L(c.instr)}: cannot count the issuing threads "
                            f"({rc})", t0, [L(c.instr)])

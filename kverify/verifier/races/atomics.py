@@ -11,7 +11,8 @@ thread), on global memory:
 - **Ticket counter (for proofs).** With the same nonzero constant increment ``k`` for every
   thread and a launch of N threads (at most N executions on one address, N-1 < 2^w / |k| for
   a w-bit integer counter, ``.u32``/``.s32``/``.u64``/``.s64``: a floating-point add is none),
-  the executions on one address return ``init + p*k`` for distinct positions ``p`` in 0..N-1: two distinct threads' results on one address differ by a nonzero multiple
+  the executions on one address return ``init + p*k`` for distinct positions ``p`` in 0..N-1:
+  two distinct threads' results on one address differ by a nonzero multiple
   ``d*k`` of the increment with ``|d| <= N-1`` (``ticket_constraints``). The proof's text states
   this assumption (``Ticket.note``). An increment of 0, one that differs per thread (``k =
   tid``), another write of the counter, an ``atom.exch`` / ``atom.cas``: not a ticket counter.

@@ -33,6 +33,7 @@ import time
 import z3
 
 from kverify.semantics.ir.errors import KernelError
+from kverify.semantics.ir.nodes import where
 from kverify.symbolic import Substitution, Unsupported
 from kverify.symbolic.budget import SolverBudget
 
@@ -152,21 +153,17 @@ def _conditions(c, ex, obs, same):
             value(a.addr)  # which bytes a CTA reads and writes decides what it reads uninitialized
     for ins, pc, addr in ex.local_sites:  # local memory: bounds and initialization are the run's, per CTA
         if addr is None:
-            return f"a local-memory address at {_at(ins)} is not followed (it may differ between CTAs)"
+            return f"a local-memory address at {where(ins)} is not followed (it may differ between CTAs)"
         add(pc)
         value(addr)
     for site in ex.masks:  # the lanes a warp collective names (a mask not met is the run's finding)
         ins = site.instr
         add(site.pc)
-        for t in site.head_pc:
+        for t in site.masks:
             if t is None or any(not same(n) for n in c.symbols(t)):
-                return f"the membermask of {ins.opcode} at {_at(ins)} is not a function of %ctaid and the launch"
+                return f"the membermask of {ins.opcode} at {where(ins)} is not a function of %ctaid and the launch"
             value(t)
     return out
-
-
-def _at(ins) -> str:
-    return f"line {ins.loc.line}" if ins.loc.line else f"ptx line {ins.loc.ptx_line}"
 
 
 def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1), per_cta=frozenset()):
