@@ -99,7 +99,29 @@ def test_nvcc_compile_error_is_file_line_col(tmp_path, capsys):
     cu.write_text('extern "C" __global__ void k(float* x) {\n  x[0] = y;\n}\n')
     assert main(["show", str(cu)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"{cu}:2:1: ") and "undefined" in err
+    assert err.startswith(f"{cu}:2:10: ") and "undefined" in err
+
+
+@needs_nvcc
+@pytest.mark.parametrize("files, where, says", [
+    # the caret's column, looked up in the real line (EDG echoes __global__ expanded)
+    ({"k.cu": "template <int N> __global__ void k(float *a) { a[0] = N.x; }\ntemplate __global__ void k<1>(float*);\n"},
+     "k.cu:1:55", "expression must have class type"),
+    # an error in an included header is that header's line
+    ({"h.h": "#pragma once\n__device__ int f() { return zz; }\n",
+      "k.cu": '#include "h.h"\n__global__ void k(int *a) { a[0] = f(); }\n'}, "h.h:2:29", '"zz" is undefined'),
+    # the host preprocessor's own format
+    ({"k.cu": '#include "missing.h"\n__global__ void k(int *a) {}\n'}, "k.cu:1:10", "missing.h: No such file"),
+    # inline asm ptxas rejects: the CUDA line its PTX came from
+    ({"k.cu": '__global__ void k(float *a) {\n  a[0] = 1;\n  asm volatile("bogus.instr %%r1;");\n}\n'},
+     "k.cu:3:3", "ptxas: Unknown modifier '.instr'"),
+])
+def test_nvcc_errors_name_file_line_and_column(tmp_path, capsys, files, where, says):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert main(["show", str(tmp_path / "k.cu")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[0]
+    assert err.startswith(f"{tmp_path}/{where}: ") and says in err, err
 
 
 def _mutate(text: str, rng: random.Random) -> str:

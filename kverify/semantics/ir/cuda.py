@@ -17,15 +17,68 @@ from .nodes import Module
 from .ptx import parse_ptx
 
 DEFAULT_ARCH = "sm_90a"
-_DIAG = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?P<kind>error|catastrophic error)\s*:?\s*(?P<msg>.*)$", re.M)
+#: EDG (nvcc's front end): ``file(line): error: msg``, then the line echoed and a caret under the column
+_DIAG = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?P<kind>error|catastrophic error)\s*:?\s*(?P<msg>.*)$"
+                   r"(?:\n(?P<echo>[^\n]*)\n(?P<caret>[ \t]*\^))?", re.M)
+#: the host preprocessor (an ``#include`` not found): ``file:line:col: fatal error: msg``
+_GCC = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$", re.M)
+#: ptxas on the PTX nvcc generated (inline ``asm`` it rejects): ``ptxas FILE, line N; error : msg``
+_PTXAS = re.compile(r"^ptxas (?P<file>[^\n,]+), line (?P<line>\d+); error\s*: (?P<msg>.*)$", re.M)
 
 
-def _compile_error(log: str, path: str) -> KernelError:
+def _compile_error(log: str, src: Path, ptx: Path | None = None) -> KernelError:
+    """The compiler's first error as ``file:line:col``: the file it names (a header, or the source),
+    the column under EDG's caret, and for a ptxas error the CUDA line its PTX line came from."""
+    def where(file: str) -> str:
+        f = Path(file)
+        return str(src) if f.name == src.name and (not f.is_absolute() or f == src.resolve()) else \
+            str(f if f.is_absolute() else src.parent / f)
     m = _DIAG.search(log)
     if m:
-        return KernelError(m.group("msg").strip(), path, int(m.group("line")), 1)
+        path = where(m.group("file").strip())
+        return KernelError(m.group("msg").strip(), path, int(m.group("line")),
+                           _caret_column(m.group("echo"), m.group("caret"), path, int(m.group("line"))))
+    m = _GCC.search(log)
+    if m:
+        return KernelError(m.group("msg").strip(), where(m.group("file")), int(m.group("line")), int(m.group("col")))
+    m = _PTXAS.search(log)
+    if m:
+        at = _loc_of(ptx, int(m.group("line"))) if ptx is not None and ptx.is_file() else None
+        msg = f"ptxas: {m.group('msg').strip()} (line {m.group('line')} of the PTX nvcc generated: inline asm?)"
+        if at is not None:
+            return KernelError(msg, where(at[0]), at[1], at[2])
+        return KernelError(msg, str(src), 1, 1)
     first = next((ln for ln in log.splitlines() if ln.strip()), "compilation failed")
-    return KernelError(first.strip(), path, 1, 1)
+    return KernelError(first.strip(), str(src), 1, 1)
+
+
+def _caret_column(echo: str | None, caret: str | None, path: str, line: int) -> int:
+    """The 1-based column EDG's caret points at, in the file's own line (EDG echoes the line
+    indented by two and with macros such as ``__global__`` expanded: the text under the caret is
+    looked up in the real line)."""
+    if not echo or not caret:
+        return 1
+    at = len(caret) - 1
+    try:
+        real = Path(path).read_text(errors="replace").splitlines()[line - 1]
+    except (OSError, IndexError):
+        return max(1, at - 1)
+    if echo[2:] == real:
+        return max(1, at - 1)
+    token = re.match(r"\S+", echo[at:])
+    i = real.find(token.group()) if token else -1
+    return i + 1 if i >= 0 else 1
+
+
+def _loc_of(ptx: Path, ptx_line: int) -> tuple[str, int, int] | None:
+    """(file, line, column) of the last ``.loc`` at or before ``ptx_line`` of nvcc's PTX."""
+    lines = ptx.read_text(errors="replace").splitlines()
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', "\n".join(lines), re.M))
+    for text in reversed(lines[:ptx_line]):
+        m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if m and m.group(1) in files and int(m.group(2)) > 0:
+            return files[m.group(1)], int(m.group(2)), max(1, int(m.group(3)))
+    return None
 
 
 def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
@@ -48,7 +101,7 @@ def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = Non
             except FileNotFoundError:
                 raise KernelError("nvcc is not on PATH", str(path), 0, 0) from None
             if r.returncode != 0:
-                raise _compile_error(r.stderr + r.stdout, str(path))
+                raise _compile_error(r.stderr + r.stdout, src, out)
             return out.read_text(), "nvcc"
     return _nvrtc(src, arch, flags + [f"--pre-include={h}" for h in pre_includes]), "nvrtc"
 
@@ -71,7 +124,7 @@ def _nvrtc(src: Path, arch: str, flags: list) -> str:
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(prog, log)
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise _compile_error(log.decode(errors="replace"), str(src))
+        raise _compile_error(log.decode(errors="replace"), src)
     _, size = nvrtc.nvrtcGetPTXSize(prog)
     ptx = b" " * size
     nvrtc.nvrtcGetPTX(prog, ptx)
