@@ -68,14 +68,14 @@ def arg_bits(v, tyname: str) -> int:
     ones are masked to the parameter's size by the caller)."""
     if isinstance(v, bool):
         return int(v)
-    if isinstance(v, float) or (tyname.startswith("f") and not isinstance(v, int)):
-        if tyname == "f64":
-            return int(np.float64(v).view(np.uint64))
+    if tyname in ("f16", "f32", "f64"):
+        f = {"f16": (np.float16, np.uint16), "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}[tyname]
+        return int(f[0](v).view(f[1]))
+    if tyname == "bf16":  # the upper half of the f32 bits, rounded to nearest even
+        b = int(np.float32(v).view(np.uint32))
+        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+    if isinstance(v, float):
         return int(np.float32(v).view(np.uint32))
-    if tyname == "f32" and isinstance(v, int):
-        return int(np.float32(v).view(np.uint32))
-    if tyname == "f64" and isinstance(v, int):
-        return int(np.float64(v).view(np.uint64))
     return int(v)
 
 

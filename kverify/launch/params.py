@@ -25,6 +25,7 @@ value (a missing parameter, as for a scalar the launch leaves out).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,8 @@ import numpy as np
 from kverify.semantics.ir import KernelError
 
 from . import dtypes, schema
+from kverify.semantics.ir.types import SCALAR_BITS
+
 from .layout import GLOBAL_BASE, TMAP_MAGIC, arg_bits, param_offsets
 from .spec import LaunchSpec, lookup, param_key
 
@@ -61,6 +64,29 @@ class ParamImage:
 def is_by_value(v) -> bool:
     """True when an ``args`` value is a by-value parameter (raw bytes or typed fields)."""
     return isinstance(v, dict) and ("bytes" in v or "struct" in v)
+
+
+def scalar_misfit(v, tyname: str) -> str | None:
+    """Why the number ``v`` is no value of a ``.tyname`` parameter (``None`` when it is one): an
+    integer parameter takes an integer that fits its width, read as signed or unsigned (``-1``
+    for ``.u32`` is its all-ones bits, as a C caller's conversion gives); a floating-point one a
+    number that stays finite in its format. A value the kernel would not see would otherwise
+    stand in the verdict's scope."""
+    bits = SCALAR_BITS.get(tyname)
+    if tyname in ("f16", "bf16", "f32", "f64"):
+        if isinstance(v, bool):
+            return f"expected a number, got {v}"
+        exp = {"f16": (10, 0x1F), "bf16": (7, 0xFF), "f32": (23, 0xFF), "f64": (52, 0x7FF)}[tyname]
+        with np.errstate(over="ignore"):
+            overflows = (arg_bits(v, tyname) >> exp[0]) & exp[1] == exp[1]
+        return f"{v} is not finite in .{tyname}" if overflows and math.isfinite(v) else None
+    if bits is None:
+        return None
+    if isinstance(v, float) or isinstance(v, bool):
+        return f"{v} is not an integer"
+    if not -(1 << (bits - 1)) <= v <= (1 << bits) - 1:
+        return f"{v} does not fit {bits} bits (-{1 << (bits - 1)}..{(1 << bits) - 1})"
+    return None
 
 
 def _err(spec: LaunchSpec, keys, msg):
@@ -221,6 +247,9 @@ def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
         else:
             if isinstance(v, str):
                 raise _err(spec, ["args", _spec_key(spec, kernel, i)], f"expected a number, got {schema._show(v)}")
+            why = scalar_misfit(v, p.type.name)
+            if why:
+                raise _err(spec, ["args", _spec_key(spec, kernel, i)], f"parameter {name} is .{p.type.name}: {why}")
             value = arg_bits(v, p.type.name)
         data[start:start + size] = np.frombuffer(int(value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"),
                                                  np.uint8)

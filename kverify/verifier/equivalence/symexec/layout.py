@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
+from kverify.launch.params import scalar_misfit
 from kverify.launch.layout import GLOBAL_BASE, align_up, local_layout, next_buffer, shared_layout
-from kverify.semantics.ir.errors import Unsupported
+from kverify.semantics.ir.errors import KernelError, Unsupported
 
 
 @dataclass
@@ -69,6 +70,9 @@ class Layout:
                     raise Unsupported(f"launch spec: no value for parameter {key}")
                 if isinstance(v, dict):
                     raise Unsupported(f"by-value parameter {key} given as bytes or struct fields")
+                why = scalar_misfit(v, p.type.name)
+                if why:
+                    raise KernelError(f"launch spec: args.{key}: parameter {key} is .{p.type.name}: {why}", spec.path, 1, 1)
                 value = arg_bits(v, p.type.name)
             size = p.size
             value &= (1 << (8 * size)) - 1
