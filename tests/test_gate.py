@@ -194,3 +194,18 @@ def test_a_policy_entry_picks_the_kernel_of_a_file_with_several(tmp_path):
                                                f'kernel = "{kernel}"\ngrid = [1]\nblock = [32]\nargs = {{{kernel}_param_1 = 16}}\n')
         r = gate("--policy", "kverify.toml", "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
         assert r.returncode == code, (kernel, r.stdout + r.stderr)
+
+
+@pytest.mark.parametrize("spelling", ["./sub/racy.cu", "{abs}/sub/racy.cu", "sub/../sub/racy.cu"])
+def test_a_policy_path_names_its_file_however_spelled(tmp_path, spelling):
+    # (./x and absolute paths matched no file after globbing: the racy kernel went ungated, PASS)
+    d = tmp_path / "sub"
+    d.mkdir()
+    (d / "racy.cu").write_text('extern "C" __global__ void racy(float* a) {\n  __shared__ float s[256];\n'
+                               "  s[threadIdx.x] = a[threadIdx.x];\n  a[threadIdx.x] = s[(threadIdx.x + 1) % 256];\n}\n")
+    (d / "ok.cu").write_text('extern "C" __global__ void ok(float* a) {\n  a[threadIdx.x] = 1.0f;\n}\n')
+    (tmp_path / "kverify.toml").write_text(f'[defaults]\nrequire = ["race"]\ngrid = [1]\nblock = [256]\n'
+                                           f'[[kernel]]\npath = "sub/ok.cu"\n'
+                                           f'[[kernel]]\npath = "{spelling.format(abs=tmp_path)}"\n')
+    r = gate("--policy", "kverify.toml", "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == 1 and "1/2 kernels pass -> FAIL" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -151,7 +151,7 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
             continue
         seen.add(rf)
         rel = os.path.relpath(rf, root)
-        matching = [e for e in policy["kernels"] if fnmatch.fnmatch(rel, e["path"])]
+        matching = [e for e in policy["kernels"] if fnmatch.fnmatch(rel, _pattern(e["path"], root))]
         if not matching:
             continue  # a file no entry names is not gated
         # a Python file holds several @triton.jit kernels: each triton entry matching it is a job
@@ -167,6 +167,15 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
             display = os.path.relpath(rf) + (f":{e['triton']}" if "triton" in e else "")
             jobs.append({"file": rf, "display": display, "entry": e})
     return jobs
+
+
+def _pattern(path: str, root: Path) -> str:
+    """A policy path as the root-relative pattern files are matched against: ``./k/x.ptx`` and
+    an absolute path name the same file as ``k/x.ptx`` (they matched nothing, and the file went
+    ungated)."""
+    if os.path.isabs(path):
+        path = os.path.relpath(path, os.path.abspath(root))
+    return os.path.normpath(path)
 
 
 def _version() -> str:
