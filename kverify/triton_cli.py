@@ -23,10 +23,10 @@ def _value(name: str, text: str):
 
     if ":" in text:
         shape, _, dtype = text.rpartition(":")
-        dims = [int(d) for d in re.findall(r"\d+", shape)]
-        if not dims:
-            raise KernelError(f"--arg {name}: a tensor is SHAPE:DTYPE such as 4x100:fp32, got {text!r}", WHERE, 1, 1)
-        return Tensor(tuple(dims), dtype)
+        if not re.fullmatch(r"\d+(x\d+)*", shape):  # (digits anywhere were dimensions: 4.5x100 was 4x5x100)
+            raise KernelError(f"--arg {name}: a tensor is SHAPE:DTYPE such as 4x100:fp32 (SHAPE: N or AxB...), "
+                              f"got {text!r}", WHERE, 1, 1)
+        return Tensor(tuple(int(d) for d in shape.split("x")), dtype)
     return arg_value(f"{name}={text}")[1]
 
 

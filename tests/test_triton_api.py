@@ -223,7 +223,6 @@ def test_replay_command_runs_on_the_given_inputs():
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_check_triton_from_the_command_line():
     import subprocess
     import sys
@@ -249,3 +248,7 @@ def test_check_triton_from_the_command_line():
     r = cli("tests/triton_kernels.py:softmax_kernel", "--grid", "6", "--arg", "n_cols=100")
     assert r.returncode == 2
     assert "softmax_kernel: no --arg for out_ptr, in_ptr, in_stride, out_stride, BLOCK" in r.stderr
+    for bad in ("4.5x100", "4x-100", "1e2", "x100"):  # (digits anywhere were dimensions: 4.5x100 was 4x5x100)
+        r = cli("tests/triton_kernels.py:softmax_kernel", "--grid", "6", "--arg", f"in_ptr={bad}:fp32")
+        assert r.returncode == 2 and f"--arg in_ptr: a tensor is SHAPE:DTYPE such as 4x100:fp32 (SHAPE: N or AxB...), " \
+            f"got '{bad}:fp32'" in r.stderr, r.stdout + r.stderr
