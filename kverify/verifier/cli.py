@@ -193,7 +193,9 @@ def cmd_run(args) -> int:
             expected = call_reference(fn, r.inputs, spec)
         except Exception as e:  # the reference is user code
             raise KernelError(f"reference {ref} failed: {type(e).__name__}: {e}", args.file, 0, 0) from None
-        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol)
+        if not expected:  # (an empty result printed "outputs match ()")
+            raise KernelError(f"reference {ref} returned no output to compare", args.file, 0, 0)
+        mismatches = compare_outputs(r.outputs, expected, rtol=args.rtol, atol=args.atol, required=spec.outputs or ())
     if r.classes is not None:
         explored = (f"{r.schedules_run} schedules: {r.classes} classes of schedules that differ only in the order "
                     f"of independent steps ({'every class' if r.por_complete else 'budget exhausted, more remain'})")
@@ -253,6 +255,9 @@ def cmd_run(args) -> int:
         if mismatches is not None:
             if mismatches:
                 for mm in mismatches:
+                    if "message" in mm:
+                        print(f"reference {ref}: {mm['buffer']}: {mm['message']}")
+                        continue
                     print(f"reference {ref}: {mm['buffer']} differs at flat index {mm.get('index')}: got "
                           f"{mm.get('got')}, expected {mm.get('expected')} ({mm.get('mismatches')} of "
                           f"{mm.get('of')} elements differ)")

@@ -290,17 +290,22 @@ def call_reference(fn, inputs: dict, spec: LaunchSpec) -> dict:
     return out
 
 
-def compare_outputs(outputs: dict, expected: dict, rtol=1e-5, atol=1e-6) -> list:
-    """Mismatches as dicts (buffer, index, got, expected, max_rel_err); empty when equal.
-    Integers compare exactly, floats within ``rtol``/``atol`` (float16 outputs: 1e-2)."""
-    out = []
+def compare_outputs(outputs: dict, expected: dict, rtol=1e-5, atol=1e-6, required=()) -> list:
+    """Mismatches as dicts (buffer, index, got, expected, mismatches, of -- or buffer and a
+    ``message``); empty when equal. Integers compare exactly, floats within ``rtol``/``atol``
+    (float16 outputs: 1e-2). Every buffer of ``required`` (the launch's outputs) must have an
+    expected value, of the output's size."""
+    out = [{"buffer": name, "message": "the reference gives no value for this output"}
+           for name in required if name not in expected]
     for name, exp in expected.items():
         if name not in outputs:
-            out.append({"buffer": name, "message": "no such output buffer"})
+            out.append({"buffer": name, "message": "not a buffer of the launch"})
             continue
         got = np.asarray(outputs[name]).reshape(-1)
         e = np.asarray(exp).reshape(-1)
-        got = got[: e.size]
+        if e.size != got.size:  # (the output was cut to the reference's length: a short reference matched)
+            out.append({"buffer": name, "message": f"the reference gives {e.size} elements, the buffer has {got.size}"})
+            continue
         if np.issubdtype(e.dtype, np.floating) or np.issubdtype(got.dtype, np.floating):
             g = got.astype(np.float64)
             ef = e.astype(np.float64)
