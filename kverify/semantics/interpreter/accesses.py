@@ -129,8 +129,9 @@ class AccessMixin:
 
     def atomic_access(self, w, ins, region, offs, nbytes, m, op, ty):
         strong = self.strength(w, ins, atomic=True)
-        """An ``atom``/``red``: race-checked against plain and async accesses (atomics do
-        not race with each other); the run stands for every order of the atomics only when
+        """An ``atom``/``red``: race-checked against plain and async accesses, and against
+        atomics whose scope does not contain its thread (morally strong atomics do not race);
+        the run stands for every order of the atomics only when
         they commute and no returned value is used."""
         self.changes += 1
         lanes = np.flatnonzero(m)
@@ -149,9 +150,12 @@ class AccessMixin:
         observed = sh.released(idx, strong)
         releasers = self.trace.strong_release(sh, idx) if self.trace is not None and observed is not None else None
         used = _atomic_result_used(self, ins)
-        mixed, unordered, read = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong,
-                                                  self._release_clock(w, strong), used, w.agent,
-                                                  np.repeat(lanes, nbytes))
+        mixed, unordered, read, races = sh.record_atomic(idx, w.vc, self.loc_id(ins.loc), (op, ty), strong,
+                                                         self._release_clock(w, strong), used, w.agent,
+                                                         np.repeat(lanes, nbytes))
+        if self.check:
+            for c in races:
+                self._race(w, ins, region, c, "atomic")
         if strong.sem in RELEASING:
             w.release_tick()
         if observed is not None:

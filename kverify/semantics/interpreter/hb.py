@@ -306,7 +306,7 @@ class Shadow:
             arr.widen(k)
 
     def record_atomic(self, idx, vc, loc, op, strong, rel=None, used=False, agent=-1,
-                      lanes=None) -> tuple[bool, bool, bool]:
+                      lanes=None) -> tuple[bool, bool, bool, list]:
         """An atomic ``op`` (``strong``: its Strength; ``rel``: its release clock, if it
         releases; ``used``: its returned value is read) by ``agent`` with clock ``vc`` updated
         ``idx`` (one entry per lane and byte, ``lanes`` the lane of each); returns ``(mixed,
@@ -315,18 +315,25 @@ class Shadow:
         one -- of another agent, or of another lane of this warp (lanes are ordered only at
         warp-synchronizing points, which this test does not follow) -- or two lanes of this
         one update one byte (the two may come in either order); a byte had an earlier atomic
-        whose returned value is read."""
+        whose returned value is read; and the races: an earlier atomic of another agent that
+        does not happen before this one and is not morally strong with it (a ``.cta`` atomic and
+        one of another CTA, a ``.cluster`` one and one of another cluster, §8.7)."""
         if self.has_atom is None:
             self.has_atom = self._paged(bool, False)
         mixed = read = False
         uniq, first = np.unique(idx, return_index=True)
         unordered = len(uniq) < len(idx)
         lane_of = (lanes[first] if lanes is not None and not unordered else np.full(len(uniq), -1)).tolist()
+        races = []
         for b, lane in zip(uniq.tolist(), lane_of):
             mine = (agent, lane)
             last = self.atom_lane.get(b)
             if last is not None and last[0] == agent and last[1] != mine[1]:
                 unordered = True
+            if last is not None and last[0] != agent and not races \
+                    and not strong.morally_strong(self.atom_strength.get(b)) and not hb_after(vc, self.atom_vc[b]):
+                races.append(Conflict(self.race_rule, "atomics whose scopes do not contain each other's thread, "
+                                      "not ordered", b, last[0], last[1], self.atom_loc[b], lane))
             self.atom_lane[b] = mine
             self.atom_strength[b] = strong
             if rel is not None:  # an RMW continues the release sequences before it (§8.9): join
@@ -345,7 +352,7 @@ class Shadow:
             elif used:
                 self.atom_read.add(b)
         self.has_atom[idx] = True
-        return mixed, unordered, read
+        return mixed, unordered, read, races
 
     def _check_atomics(self, idx, vc, lanes, what, strong=None):
         if self.has_atom is None:

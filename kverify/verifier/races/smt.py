@@ -162,6 +162,12 @@ class _Checker:
                     self.loop_of_k[str(k)] = (info, who)
                     self.k_const[str(k)] = k
         self.cta_ne = mk_or(*[self.b(c) != c for c in env.ctaid])
+        # different clusters, as the interpreter lays them out (cluster id = ctaid div cluster
+        # shape); with no launch's cluster shape, any two CTAs may be in different clusters
+        shape = getattr(env.launch, "cluster", None) if env.launch is not None else None
+        self.cluster_ne = self.cta_ne if not shape else mk_or(*[
+            z3.UDiv(self.b(c), z3.BitVecVal(n, c.size())) != z3.UDiv(c, z3.BitVecVal(n, c.size()))
+            for c, n in zip(env.ctaid, shape)])
         self.tid_ne = mk_or(*[self.b(t) != t for t in env.tid])
         warp = z3.LShR(env.linear_tid(), 5)
         self.same_warp = self.b(warp) == warp  # with the same CTA: one warp
@@ -415,6 +421,8 @@ class _Checker:
             else:
                 free.append(key)
         parts = list(env.scope)
+        if getattr(self, "by_cluster", False):
+            parts.append("cluster {}x{}x{} (the launch's)".format(*env.launch.cluster))
         if given:
             parts.append(f"for {', '.join(given)} only")
         if free:
@@ -591,12 +599,16 @@ class _Checker:
         """The race condition for a by thread A and bb (B's copy b), without a.pc."""
         cta_ne = self.cta_ne
         extra = []
-        if a.strong and bb.strong:
-            sa, sb = a.instr, bb.instr
-            wide = all(_scope(x) in ("gpu", "sys") for x in (sa, sb))
-            if space == "shared" or wide:
+        if a.strong and bb.strong:  # morally strong when each scope contains the other's thread (§8.7)
+            scopes = {_scope(a.instr), _scope(bb.instr)}
+            if space == "shared" or scopes <= {"gpu", "sys"}:
                 return None
-            extra.append(cta_ne)  # strong within a CTA, weak across CTAs
+            # a .cta scope: weak across CTAs; .cluster (and wider): weak across clusters
+            if scopes <= {"cluster", "gpu", "sys"}:
+                extra.append(self.cluster_ne)
+                self.by_cluster = self.cluster_ne is not self.cta_ne  # the proof rests on the cluster shape
+            else:
+                extra.append(cta_ne)
         if is_false(b.pc):
             return None
         wa, wb = a.width, b.width
