@@ -192,6 +192,20 @@ def test_placeholders_and_bad_calls():
         kverify.triton.check(lambda: None, (1,))
 
 
+def test_arguments_that_share_memory_are_refused():
+    # (each became a buffer of its own: an in-place softmax's race between programs was proved absent)
+    x = torch.randn(6, 100)
+    with pytest.raises(KernelError, match=r"triton_kernels.py:\d+:1: softmax_kernel: arguments in_ptr and out_ptr "
+                                          r"share memory \(an in-place call or overlapping views\)"):
+        kverify.triton.compile(K.softmax_kernel, (6,), x, x, 100, 100, 100, BLOCK=128)
+    base = torch.randn(6 * 100 + 1)
+    with pytest.raises(KernelError, match="share memory"):
+        kverify.triton.compile(K.softmax_kernel, (6,), base[1:], base[:-1], 100, 100, 100, BLOCK=128)
+    # views of one storage that do not overlap are separate buffers
+    call = kverify.triton.compile(K.softmax_kernel, (3,), base[:300], base[300:600], 100, 100, 100, BLOCK=128)
+    assert set(call.launch["buffers"]) >= {"in_ptr", "out_ptr"}
+
+
 def test_triton_kernel_whose_given_flag_skips_every_barrier_is_never_verified():
     x, out = torch.randn(4, 100), torch.empty(4, 100)
     off = torch.tensor([0], dtype=torch.int32)
