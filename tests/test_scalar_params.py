@@ -51,3 +51,21 @@ def test_spec_value_that_overflows_half_is_located(tmp_path, capfd):
 ])
 def test_scalar_misfit(v, ty, ok):
     assert (scalar_misfit(v, ty) is None) == ok
+
+
+@pytest.mark.parametrize("extra, where, says", [
+    # a pointer as a number and as a buffer: the SMT proof took a=5, the run a buffer
+    ({"args": {"n": 1000, "a": 5}}, "buffers.a", "parameter a is given twice (args.a and buffers.a)"),
+    # two keys of one parameter: the first found won
+    ({"args": {"n": 1000, "vadd_param_3": 7}}, "args.vadd_param_3", "parameter n is given twice (args.n and "
+                                                                      "args.vadd_param_3)"),
+    ({"args": {"n": 1000, "3": 7}}, "args.3", "parameter n is given twice (args.n and args.3)"),
+])
+def test_a_parameter_given_twice_is_refused(tmp_path, capfd, extra, where, says):
+    spec = json.loads((ZOO / "vadd" / "launch.json").read_text())
+    spec.update(extra)
+    f = tmp_path / "launch.json"
+    f.write_text(json.dumps(spec))
+    assert main(["check", str(ZOO / "vadd" / "vadd.ptx"), "--launch", str(f)]) == 2
+    out = capfd.readouterr()
+    assert f"launch spec: {where}: {says}: give it once" in out.out + out.err

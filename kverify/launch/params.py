@@ -102,6 +102,19 @@ def _spec_key(spec: LaunchSpec, kernel, i: int) -> str:
     return param_key(kernel, i)
 
 
+def _given_once(spec: LaunchSpec, kernel, i: int, is_buffer: bool) -> None:
+    """Parameter ``i`` is given one value: under one of its keys (CUDA name, PTX name, position)
+    and in one of ``args`` / ``buffers`` / ``tensormaps`` (the first key found won, and the
+    interpreter and the SMT checker could each take another)."""
+    p = kernel.params[i]
+    keys = list(dict.fromkeys(k for k in (p.source_name, p.name, str(i)) if k is not None))
+    given = [("args", k) for k in keys if k in spec.args] + [("tensormaps", k) for k in keys if k in spec.tensormaps]
+    given += [("buffers", k) for k in keys if is_buffer and k in spec.buffers]
+    if len(given) > 1:
+        raise _err(spec, list(given[1]), f"parameter {param_key(kernel, i)} is given twice ("
+                   + " and ".join(f"{sect}.{k}" for sect, k in given) + "): give it once")
+
+
 def tensormap_spec(t: dict, buffers: dict, spec: LaunchSpec, keys) -> TensorMapSlot:
     """A tensor map's launch-spec form with element strides (innermost 1) turned into byte
     strides, after checking the buffer it names."""
@@ -202,6 +215,7 @@ def param_bytes(kernel, spec: LaunchSpec, buffers: dict) -> ParamImage:
     for i, p in enumerate(kernel.params):
         start, size = offsets[p.name]
         name = param_key(kernel, i)
+        _given_once(spec, kernel, i, name in buffers and not p.array)
         t = lookup(spec.tensormaps, kernel, i)
         v = lookup(spec.args, kernel, i)
         if t is not None:
