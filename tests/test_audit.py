@@ -130,7 +130,7 @@ def trace_of(path, args=None):
     m = load_module(os.path.join(ROOT, path))
     k = next(k for k in m.kernels if k.is_entry)
     spec = resolve(None, os.path.join(ROOT, path), k.name).spec
-    _, status, trace = run_events(m, k, spec, evidence=True)
+    _, status, trace, _ = run_events(m, k, spec, evidence=True)
     assert status == "complete" and trace["unresolved"] == 0
     return {where(loc): items for loc, items in trace["items"].items()}
 
@@ -311,3 +311,45 @@ def test_tree_reduction_matches_the_sequential_sum_only_in_part(tmp_path):
     out_row = {x["kind"]: x for x in row(doc, "reduce_smem.cu:19")["reference"]}
     assert out_row["store"]["lines"][0] == {"line": "reduce_seq.cu:16", "kinds": ["store"], "matched": 2, "all": True,
                                             "capped": False}
+
+
+def test_lines_the_run_never_executed_are_not_shown_as_bounded():
+    # (rows 8-10 said "bounded" like the lines the run checked; a proof over every path stays proved)
+    rc, out, _ = audit("tests/data/audit/untaken.ptx", "--launch", "tests/data/audit/untaken.launch.json",
+                       "--format", "json")
+    doc = json.loads(out)
+    assert {r["line"]: r["status"] for r in doc["rows"] if r["lineno"] in range(4, 11)} == {
+        "untaken.cu:4": "bounded", "untaken.cu:5": "bounded", "untaken.cu:6": "bounded", "untaken.cu:7": "bounded",
+        "untaken.cu:8": "not executed", "untaken.cu:9": "not executed", "untaken.cu:10": "not executed"}
+    assert row(doc, "untaken.cu:8")["evidence"][0]["kind"] == "not-executed"
+
+
+def test_an_equivalence_violation_is_in_its_row():
+    # (only the check report's obligations reached the rows: line 16 showed proved, the verdict violated)
+    rc, out, _ = audit("tests/zoo/saxpy_vec/saxpy_vec__missing_scale.ptx", "--ref", "tests/zoo/saxpy_vec/saxpy_scalar.ptx",
+                       "--launch", "tests/data/gate_equiv/saxpy_vec.launch.json", "--ref-launch",
+                       "tests/data/gate_equiv/saxpy_scalar.launch.json", "--fp", "bitexact", "--format", "json")
+    assert rc == 1
+    doc = json.loads(out)
+    r = row(doc, "saxpy_vec__missing_scale.cu:16")
+    assert r["status"] == "violated" and {"id": "equivalence", "status": "violated"} in r["obligations"]
+    assert doc["summary"]["counts"]["equivalence"] == {"violated": 1}
+
+
+def test_warning_tier_violations_are_counted_and_shown_as_warnings():
+    rc, out, _ = audit("tests/data/warp_mbarrier/warp_mbarrier__all_lanes_init.ptx", "--block", "32", "--arg",
+                       "in=32:f32", "--arg", "out=32:f32", "--format", "json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["summary"]["verdict"] == "verified"
+    assert doc["summary"]["counts"]["mbarrier"].get("violated", 0) == 0 and doc["summary"]["counts"]["mbarrier"]["warning"] == 2
+    assert row(doc, "warp_mbarrier.cu:8")["status"] == "warning"
+    rc, out, _ = audit("tests/data/warp_mbarrier/warp_mbarrier__all_lanes_init.ptx", "--block", "32", "--arg",
+                       "in=32:f32", "--arg", "out=32:f32")
+    assert "| checker | proved | bounded | violated | warning | unknown | vacuous |" in out
+
+
+@pytest.mark.parametrize("target, says", [("/nonexistent/x.md", "-o: no such directory"), ("{tmp}", "-o: is a directory")])
+def test_an_output_path_that_cannot_be_written_is_exit_2_before_checking(tmp_path, target, says):
+    target = target.format(tmp=tmp_path)
+    rc, out, err = audit("tests/zoo/vadd/vadd.ptx", "-o", target)
+    assert rc == 2 and err.strip() == f"{target}:0:0: {says}"

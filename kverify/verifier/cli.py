@@ -523,6 +523,10 @@ def cmd_audit(args) -> int:
     from .check import check_kernel
     from .report import exit_code
 
+    if args.output and (os.path.isdir(args.output) or not os.path.isdir(os.path.dirname(args.output) or ".")):
+        # (the whole check ran, then the write failed: "internal error", exit 3)
+        raise KernelError("-o: " + ("is a directory" if os.path.isdir(args.output) else "no such directory"),
+                          args.output, 0, 0)
     m = _load(args)
     k = _kernel(m, args.kernel, args.file)
     spec = None if args.launch else from_flags(k, args.file, args.grid, args.block, args.arg)

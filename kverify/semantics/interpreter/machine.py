@@ -108,6 +108,7 @@ class Machine(AccessMixin, MbarrierMixin):
         # instruction issued and per asynchronous operation completed, (turn, CTA, warp, kind,
         # opcode, Loc) — one ``is not None`` test per synchronization step when off
         self.events = None
+        self.ran: set = set()  # (file, line, ptx line) of the instructions run, while events are on
         # a PDL pair (``dependent``): the global footprint this grid records (its primary's run), and
         # the primary's footprint the lanes of this grid check before griddepcontrol.wait
         self.footprint = None
@@ -558,6 +559,8 @@ class Machine(AccessMixin, MbarrierMixin):
                 h = self.handlers.get(s.op)
                 if h is None or not s.supported:
                     raise Unsupported(f"unsupported instruction {s.opcode}", s)
+                if self.events is not None:  # (the audit: which lines ran)
+                    self.ran.add((s.loc.file, s.loc.line, s.loc.ptx_line))
                 self.thread_steps += int(np.count_nonzero(m))
                 if row.sync is not None or row.effect in SYNC_EFFECTS:
                     self.executed[id(s)] = s

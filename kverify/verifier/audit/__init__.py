@@ -46,7 +46,7 @@ from kverify.semantics.ir.visit import reachable_instructions
 SCHEMA = "kverify.audit/2"
 #: evidence items that name an ordered pair of conflicting accesses (``hbtrace``)
 PAIR_KINDS = ("synchronization", "program-order", "proxy-unordered", "more")
-RANK = {"violated": 4, "unknown": 3, "bounded": 2, "proved": 1}
+RANK = {"violated": 5, "unknown": 4, "warning": 3, "bounded": 2, "proved": 1}
 
 
 EVIDENCE_NOTE = ("per access line, the earlier conflicting accesses (other line, warp, proxy) the deterministic run "
@@ -66,6 +66,11 @@ VALUES_NOTE = ("loads, mma/wgmma accumulations, reductions (redux.sync, float at
                "not matched")
 STORES_NOTE = ("output stores only: the equivalence engine's candidate->reference store correspondence (the "
                "symbolic runs did not complete, so no intermediate value was matched)")
+
+
+def _status(o) -> str:
+    """An obligation's status, a violation at the warning tier as ``warning``."""
+    return "warning" if o["status"] == "violated" and o.get("severity") == "warning" else o["status"]
 
 
 def _line_key(s):
@@ -118,8 +123,9 @@ def _obligation_family(i) -> list:
 
 
 def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=False):
-    """``(events, status, evidence)`` of the deterministic run with the interpreter's event log on;
-    with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else None."""
+    """``(events, status, evidence, ran)`` of the deterministic run with the interpreter's event log
+    on; with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else
+    None; ``ran``: the row keys of the lines some thread executed (a guard true for some lane)."""
     from kverify.semantics.interpreter.hbtrace import HBTrace
     from kverify.semantics.interpreter.machine import Machine
     from kverify.semantics.interpreter.scheduler import Deterministic
@@ -129,6 +135,7 @@ def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=Fa
     m.events = []
     if evidence:
         m.trace = HBTrace(m)
+    m.ran = set()
     m.run()
     out = []
     for turn, cta, warp, kind, what, loc in m.events:
@@ -138,7 +145,8 @@ def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=Fa
     trace = None
     if evidence:
         trace = {"items": m.trace.evidence(), "unresolved": m.trace.unresolved}
-    return out, m.status, trace
+    ran = {_key(f, line) if f else f"ptx {ptx}" for f, line, ptx in m.ran}
+    return out, m.status, trace, ran
 
 
 def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=None, inputs=None) -> dict:
@@ -150,17 +158,21 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     doc = report_json([check_report] + ([equiv_report] if equiv_report else []), "audit")
     obligations = [o for kr in doc["kernels"] for o in kr["obligations"]]
     findings = [f for kr in doc["kernels"] for f in kr["findings"]]
-    by_id = {o["id"]: o for o in doc["kernels"][0]["obligations"]}
+    # every report's obligations (the equivalence report's too: its violation was in no row)
+    by_id = {}
+    for o in obligations:
+        if RANK.get(_status(o), 0) >= RANK.get(_status(by_id[o["id"]]), 0) if o["id"] in by_id else True:
+            by_id[o["id"]] = o
     sources = {os.path.basename(f): lines for f, lines in source_lines(module).items()}
     try:
         ptx_text = open(module.path, errors="replace").read().splitlines() if module.path else []
     except OSError:
         ptx_text = []
     try:
-        events, run_status, trace = run_events(module, kernel, spec, inputs, evidence=True)
+        events, run_status, trace, ran = run_events(module, kernel, spec, inputs, evidence=True)
         timeline_note = f"deterministic schedule, run {run_status}, {len(events)} events"
     except Exception as e:  # the timeline is evidence, not a verdict: say why it is missing
-        events, run_status, trace = [], "error", None
+        events, run_status, trace, ran = [], "error", None, None
         timeline_note = f"no timeline: {type(e).__name__}: {e}"
 
     rows: dict = {}
@@ -260,12 +272,16 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
                                                  "lines": [{"line": _line_key(x), "kinds": ["store"], "matched": None,
                                                             "all": True} for x in c["reference"]]})
     out_rows = []
-    for r in rows.values():
+    for k, r in rows.items():
         obs = sorted(r["obligations"])
-        sts = [by_id[o]["status"] for o in obs if o in by_id]
+        sts = [_status(by_id[o]) for o in obs if o in by_id]
         st = max(sts, key=lambda s: RANK.get(s, 0)) if sts else "none"
         if r["findings"]:
-            st = "violated"
+            st = "violated" if any(f["severity"] == "error" for f in r["findings"]) else max(
+                st, "warning", key=lambda s: RANK.get(s, 0))
+        if st in ("bounded", "none") and ran is not None and k not in ran and run_status not in ("error",):
+            # a bound is the run's: a line it never executed is not covered by it (a proof is)
+            st = "not executed"
         r["status"] = st
         r["obligations"] = [{"id": o, "status": by_id[o]["status"]} for o in obs if o in by_id]
         r["accesses"] = sorted(r["accesses"])
@@ -273,8 +289,8 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     out_rows.sort(key=lambda r: (r["file"], r["lineno"]))
     counts: dict = {}
     for o in obligations:
-        counts.setdefault(o["checker"], {}).setdefault(o["status"], 0)
-        counts[o["checker"]][o["status"]] += 1
+        counts.setdefault(o["checker"], {}).setdefault(_status(o), 0)
+        counts[o["checker"]][_status(o)] += 1
     cexs = [{"obligation": o["id"], "rule": o.get("rule"), "message": o["counterexample"].get("message", o["message"]),
              "schedule": o["counterexample"].get("schedule"), "replay": o["counterexample"].get("replay")}
             for o in obligations if o.get("counterexample")]

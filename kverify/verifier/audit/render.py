@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 import json
 
-COLOURS = {"violated": "#f4b6b6", "unknown": "#f7e3a1", "bounded": "#cfe3f7", "proved": "#c8ecc8", "none": "#ffffff"}
+COLOURS = {"violated": "#f4b6b6", "unknown": "#f7e3a1", "warning": "#fbd7b0", "bounded": "#cfe3f7", "proved": "#c8ecc8",
+           "vacuous": "#e8e8e8", "not executed": "#e8e8e8", "none": "#ffffff"}
+#: the summary table's columns: every obligation status (a violation at the warning tier as warning)
+STATUSES = ("proved", "bounded", "violated", "warning", "unknown", "vacuous")
 
 
 def _step(st) -> str:
@@ -81,10 +84,10 @@ def markdown(doc: dict) -> str:
     s = doc["summary"]
     out = [f"# kverify audit: {doc['kernel']} ({doc['candidate']}" +
            (f" vs {doc['reference']}" if doc.get("reference") else "") + ")", "",
-           f"**Verdict: {s['verdict']}**", "", "| checker | " + " | ".join(["proved", "bounded", "violated", "unknown"]) + " |",
-           "|---|---|---|---|---|"]
+           f"**Verdict: {s['verdict']}**", "", "| checker | " + " | ".join(STATUSES) + " |",
+           "|---" * (len(STATUSES) + 1) + "|"]
     for c, n in sorted(s["counts"].items()):
-        out.append(f"| {c} | " + " | ".join(str(n.get(k, 0)) for k in ("proved", "bounded", "violated", "unknown")) + " |")
+        out.append(f"| {c} | " + " | ".join(str(n.get(k, 0)) for k in STATUSES) + " |")
     if s["bounds"]:
         out += ["", "Bounds of the claims:"] + [f"- `{b['obligation']}` ({b['status']}): {_md_cell(b['bound'])}"
                                                for b in s["bounds"]]
@@ -181,11 +184,10 @@ def page(doc: dict) -> str:
            "</title><style>" + CSS + "</style></head><body>",
            f"<h1>kverify audit: {e(doc['kernel'])}</h1><p>{e(doc['candidate'])}" +
            (f" vs reference {e(doc['reference'])}" if doc.get("reference") else "") +
-           f"</p><h2 id='verdict'>Verdict: {e(s['verdict'])}</h2><table><tr><th>checker</th><th>proved</th>"
-           "<th>bounded</th><th>violated</th><th>unknown</th></tr>"]
+           f"</p><h2 id='verdict'>Verdict: {e(s['verdict'])}</h2><table><tr><th>checker</th>"
+           + "".join(f"<th>{k}</th>" for k in STATUSES) + "</tr>"]
     for c, n in sorted(s["counts"].items()):
-        out.append(f"<tr><td>{e(c)}</td>" + "".join(f"<td>{n.get(k, 0)}</td>" for k in
-                                                  ("proved", "bounded", "violated", "unknown")) + "</tr>")
+        out.append(f"<tr><td>{e(c)}</td>" + "".join(f"<td>{n.get(k, 0)}</td>" for k in STATUSES) + "</tr>")
     out.append("</table>")
     if s["bounds"]:
         out.append("<h3>Bounds</h3><ul>" + "".join(f"<li><code>{e(b['obligation'])}</code>: {e(str(b['bound']))}</li>"
