@@ -51,10 +51,12 @@ from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
+from .handlers.control import warpgroup_divergence
 from .hb import join, vget
 from .mbarriers import MbarrierMixin
 from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
+from .provenance import SHARED, pointer_bases
 from .specials import GRID_WORKSPACE, GRID_WORKSPACE_BYTES, SPECIALS, TIMING_SPECIALS, reads_grid_workspace
 from .state import CTA, U64, RunFinding, StepBudget, Wait, Warp, low_mask
 
@@ -300,6 +302,15 @@ class Machine(AccessMixin, MbarrierMixin):
             self.gmem.allocs.append((name, start, raw.size))
             if name in [a for a in spec.buffers] or True:
                 self.buffers[name] = (start, arr.dtype, arr.shape)
+        # the buffer each global access's address is derived from (``provenance``): an overflow
+        # past a red zone into the next buffer is out of bounds too
+        spans = {name: (start, size) for name, start, size in self.gmem.allocs}
+        keys = {p.name: param_key(kernel, i) for i, p in enumerate(kernel.params)
+                if not p.array and lookup(spec.buffers, kernel, i) is not None}
+        svars = [v.name for v in list(self.module.vars) + list(kernel.vars) if v.space == "shared"]
+        self.ptr_base = {iid: (keys[pn], *spans[keys[pn]]) if not pn.startswith(SHARED) else (pn[len(SHARED):],)
+                         for iid, pn in pointer_bases(kernel, svars).items() if pn.startswith(SHARED) or
+                         keys.get(pn) in spans}
         # kernel parameters (kverify.launch.params builds the bytes; tensor maps become TensorMaps here)
         image = param_bytes(kernel, spec, self.buffers)
         self.param_off = dict(image.offsets)
@@ -402,6 +413,9 @@ class Machine(AccessMixin, MbarrierMixin):
         first_agent = len(self.agents)  # the operations this run issues get agents from here on
         self.groups_run += 1
         self._run_cluster(ctas)
+        for c in ctas:
+            if c.maxnreg and self.status == "complete":
+                warpgroup_divergence(self, c, len(c.warps))
         for c in ctas:  # the mbarriers the launch used: phases each completed
             for info in c.mbars.values():
                 obj = info.name.split(" of CTA")[0]
@@ -773,8 +787,10 @@ class Machine(AccessMixin, MbarrierMixin):
             v &= 0xFFFFFFFF
         return v
 
-    def resolve(self, w, space, addrs, lanes_mask, nbytes):
-        """(region, byte offsets, per-lane) for accesses in ``space`` (``None``: generic)."""
+    def resolve(self, w, space, addrs, lanes_mask, nbytes, ins=None):
+        """(region, byte offsets, per-lane) for accesses in ``space`` (``None``: generic) by
+        ``ins`` (a global access whose address is derived from a pointer parameter must stay in
+        that parameter's buffer)."""
         addrs = np.asarray(addrs, np.int64)
         if space in (None, "generic"):
             a0 = addrs[lanes_mask]
@@ -789,14 +805,14 @@ class Machine(AccessMixin, MbarrierMixin):
                 raise Unsupported("one generic access spans several state spaces across lanes")
             k = int(kinds[0])
             if k == 1:
-                return self.resolve(w, "shared::cluster", addrs - SHARED_WINDOW, lanes_mask, nbytes)
+                return self.resolve(w, "shared::cluster", addrs - SHARED_WINDOW, lanes_mask, nbytes, ins)
             if k == 2:
                 return self.resolve(w, "local", addrs - LOCAL_WINDOW, lanes_mask, nbytes)
             if k == 3:
                 return "param", addrs - PARAM_WINDOW
             if k == 4:
                 return self.resolve(w, "const", addrs - CONST_WINDOW, lanes_mask, nbytes)
-            return self.resolve(w, "global", addrs, lanes_mask, nbytes)
+            return self.resolve(w, "global", addrs, lanes_mask, nbytes, ins)
         if space == "global":
             offs = addrs - GLOBAL_BASE
             ok = self.gmem.in_bounds(offs, nbytes) | ~lanes_mask
@@ -804,6 +820,19 @@ class Machine(AccessMixin, MbarrierMixin):
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside every "
                             f"allocation{self.gmem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
+            own = self.ptr_base.get(id(ins)) if ins is not None else None
+            if own is not None:
+                name, start, size = own
+                ok = ((offs >= start) & (offs + nbytes <= start + size)) | ~lanes_mask
+                if not ok.all():
+                    lane = int(np.flatnonzero(~ok)[0])
+                    o = int(offs[lane])
+                    raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside {name}, the "
+                                f"buffer its address is derived from ({o - start - size} bytes past its end; it "
+                                f"lands in {self.gmem.owner(o)})" if o >= start else
+                                f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside {name}, the "
+                                f"buffer its address is derived from ({start - o} bytes before it; it lands in "
+                                f"{self.gmem.owner(o)})", lane, int(addrs[lane]))
             return self.gmem, offs
         if space in ("shared", "shared::cta", "shared::cluster"):
             rank = addrs >> CTA_SHIFT
@@ -822,6 +851,15 @@ class Machine(AccessMixin, MbarrierMixin):
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside every "
                             f"shared variable{cta.smem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
+            own = self.ptr_base.get(id(ins)) if ins is not None else None
+            if own is not None:
+                span = next(((start, size) for name, start, size in cta.smem.allocs if name == own[0]), None)
+                ok = ((offs >= span[0]) & (offs + nbytes <= span[0] + span[1])) | ~lanes_mask if span else lanes_mask
+                if span is not None and not ok.all():
+                    lane = int(np.flatnonzero(~ok)[0])
+                    raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside "
+                                f"{own[0]}, the variable its address is derived from (it lands in "
+                                f"{cta.smem.owner(int(offs[lane]))})", lane, int(addrs[lane]))
             if cta is not w.cta:
                 self.remote_smem(w, cta, w.agent, w.clock(), w.last_loc, w.describe())
             return cta.smem, offs

@@ -83,6 +83,7 @@ class CTA:
     def __init__(self, m, ctaid, rank, cluster_ctas):
         self.m, self.ctaid, self.rank = m, ctaid, rank
         self.cluster_ctas = cluster_ctas
+        self.maxnreg: dict = {}  # warp index -> the setmaxnreg instructions it executed, in order
         self.named = SyncObject(NB.PROTOCOL, NB.NamedBarrierState(m.threads_per_block), f"the named barriers of {self.describe()}")
         self.bar_vc: dict[int, np.ndarray] = {}
         self.bar_locs: dict[int, dict] = {}  # barrier -> loc -> (instr, aligned) of its arrivals

@@ -12,8 +12,8 @@ from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import ParenList, Reg, where
 from kverify.semantics.ir.optable import MAX_CALL_DEPTH
 from kverify.semantics.ir.visit import prototype_of
-from kverify.semantics.memory_model.execution import (ASSERT_FAILED, BRANCH_INDEX_RANGE, BRANCH_UNIFORM,
-                                                     CALL_INVALID_TARGET, TRAP)
+from kverify.semantics.memory_model.execution import (ASSERT_FAILED, BARRIER_DIVERGENCE, BRANCH_INDEX_RANGE,
+                                                     BRANCH_UNIFORM, CALL_INVALID_TARGET, TRAP)
 
 from ..state import U64
 from .common import registry
@@ -254,7 +254,36 @@ def h_griddepcontrol(m, w, ins, mask):
         m.footprint.trigger = ins.loc
 
 
-@handler("nanosleep", "prefetch", "prefetchu", "setmaxnreg", "applypriority", "discard",
+@handler("setmaxnreg")
+def h_setmaxnreg(m, w, ins, mask):
+    """``setmaxnreg.sync.aligned``: the register budget is not modelled, its convergence is -- every
+    thread of the warp executes it (.aligned), and every warp of the warpgroup the same sequence of
+    setmaxnreg instructions (checked when the CTA's run ends, ``warpgroup_divergence``)."""
+    if (w.valid & w.live & ~mask).any():
+        m.report(BARRIER_DIVERGENCE.id, f"setmaxnreg (.sync.aligned) executed by part of {w.describe()}", [ins.loc])
+    w.cta.maxnreg.setdefault(w.index, []).append(ins)
+
+
+def warpgroup_divergence(m, cta, nwarps: int) -> None:
+    """Report the warpgroups of ``cta`` whose warps did not execute the same setmaxnreg
+    instructions (PTX ISA §9.7.19.7: all warps in the warpgroup must execute the same one)."""
+    for wg in range(0, nwarps - nwarps % 4, 4):
+        seqs = {i: [id(x) for x in cta.maxnreg.get(i, [])] for i in range(wg, wg + 4)}
+        if len({tuple(v) for v in seqs.values()}) > 1:
+            by_seq: dict = {}
+            for i in range(wg, wg + 4):
+                by_seq.setdefault(tuple(seqs[i]), []).append(i)
+            ran = [f"warp{'s' if len(ws) > 1 else ''} {', '.join(map(str, ws))} ran "
+                   + (f"{len(seq)} (line{'s' if len(seq) > 1 else ''} "
+                      f"{', '.join(str(x.loc.line or x.loc.ptx_line) for x in cta.maxnreg[ws[0]])})" if seq else "none")
+                   for seq, ws in by_seq.items()]
+            first = next(x for i in range(wg, wg + 4) for x in cta.maxnreg.get(i, []))
+            m.report(BARRIER_DIVERGENCE.id, f"the warps of warpgroup {wg // 4} of {cta.describe()} executed different "
+                     f"setmaxnreg (.sync.aligned) instructions: {'; '.join(ran)} (every warp of a warpgroup must "
+                     f"execute the same setmaxnreg)", [first.loc])
+
+
+@handler("nanosleep", "prefetch", "prefetchu", "applypriority", "discard",
          "cp.async.bulk.prefetch", "cp.async.bulk.prefetch.tensor", "pmevent",
          "fence.proxy.tensormap::generic")
 def h_nop(m, w, ins, mask):

@@ -89,7 +89,7 @@ def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC, strong=None):
     """Values (uint64 per lane) of ``nbytes`` at per-lane addresses (``strong``: the
     ``hb.Strength`` of a strong load)."""
     try:
-        region, offs = m.resolve(w, space, addrs, mask, nbytes)
+        region, offs = m.resolve(w, space, addrs, mask, nbytes, ins)
     except Fault as f:
         return fault(m, w, ins, f)
     if region is None:
@@ -132,7 +132,7 @@ def mem_read(m, w, ins, space, addrs, mask, nbytes, proxy=GENERIC, strong=None):
 
 def mem_write(m, w, ins, space, addrs, mask, nbytes, vals, strong=None):
     try:
-        region, offs = m.resolve(w, space, addrs, mask, nbytes)
+        region, offs = m.resolve(w, space, addrs, mask, nbytes, ins)
     except Fault as f:
         fault(m, w, ins, f)
         return
@@ -315,7 +315,7 @@ def h_atom(m, w, ins, mask):
     space = space_of(ins)
     addrs = m.addr_values(w, a)
     try:
-        region, offs = m.resolve(w, space, addrs, mask, nb)
+        region, offs = m.resolve(w, space, addrs, mask, nb, ins)
     except Fault as f:
         fault(m, w, ins, f)
         return
