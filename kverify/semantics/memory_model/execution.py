@@ -56,6 +56,11 @@ BOUNDS = Rule(
     "bounds", "§5.1 state spaces", "state-spaces",
     "an access outside the memory its address can reach (a buffer of the launch, a shared variable, the "
     "local frame, a parameter)")
+SHFL_UNDEFINED_SOURCE = Rule(
+    "uninitialized.shfl-source", "§9.7.9.6 shfl.sync (a source lane inactive or not in membermask: the value "
+    "is undefined)", "data-movement-and-conversion-instructions-shfl-sync",
+    "shfl.sync with its source lane in range but inactive, exited or not in the membermask: the lane reads an "
+    "undefined value")
 MISALIGNED = Rule(
     "misaligned", "§6.4 addresses as operands (alignment)", "addresses-as-operands",
     "a load or store whose address is not a multiple of its access size (a vector access: of the whole vector)")

@@ -9,7 +9,7 @@ import numpy as np
 
 from kverify.semantics.ir.nodes import PairOp, Reg, Sink
 from kverify.semantics.values.collectives import shfl_source
-from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
+from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, SHFL_UNDEFINED_SOURCE
 
 from ..state import LANES, U64, low_mask
 from .common import registry
@@ -74,6 +74,13 @@ def h_shfl(m, w, ins, mask):
     _check_members(m, w, ins, mask, ops[4] if len(ops) > 4 else None)
     mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
     j, ok = shfl_source(mode, LANES.astype(np.int64), b, c)
+    members = np.array([(mm >> i) & 1 for i in range(32)], bool) & mask
+    undefined = mask & ok.astype(bool) & ~members[j]
+    if undefined.any():
+        lane = int(np.flatnonzero(undefined)[0])
+        m.report(SHFL_UNDEFINED_SOURCE.id, f"{ins.opcode}: lane {lane} of {w.describe()} reads lane {int(j[lane])}, which "
+                 f"{'is not in the membermask' if not (mm >> int(j[lane])) & 1 else 'does not execute it'}: "
+                 f"the value is undefined", [ins.loc])
     r = a[j]
     if isinstance(dst, PairOp):
         m.write(w, dst.first, r, mask)
