@@ -317,3 +317,15 @@ def test_sanitizer_findings_fold_into_the_report_under_their_rules(monkeypatch, 
     # an internal error: the titles had no id)
     ids = {o["title"]: o["id"] for o in v.report.to_json()["obligations"] if o["title"].startswith("sanitizer-")}
     assert ids == {f"sanitizer-{t}": f"validate.sanitizer-{t}" for t in ("memcheck", "racecheck", "synccheck")}
+
+
+def test_interpreter_cli_says_no_image_and_replays_on_the_interpreter(capfd):
+    # (it named a ptxas image nothing built, and its replay line ran on a GPU: inconclusive without one)
+    from kverify.verifier.cli import main
+
+    assert main(["validate", str(ROOT / "tests" / "zoo" / "vadd" / "vadd.ptx"), "--interpreter"]) == 0
+    out = capfd.readouterr().out
+    assert "image: none (the interpreter runs the kernel's IR)" in out
+    assert f"replay: kverify validate {ROOT / 'tests' / 'zoo' / 'vadd' / 'vadd.ptx'} --ref ref:vadd --trials 4 --seed 0 --interpreter" in out
+    assert main(["validate", str(ROOT / "tests" / "zoo" / "vadd" / "vadd.ptx"), "--timeout", "0"]) == 2
+    assert "--timeout must be positive seconds, got 0" in capfd.readouterr().err

@@ -32,6 +32,7 @@ def add_parser(sub):
 
 
 def cmd_validate(args) -> int:
+    from kverify.semantics.ir import KernelError
     from kverify.semantics.ir import load_module
     from kverify.verifier.report import exit_code
 
@@ -43,6 +44,8 @@ def cmd_validate(args) -> int:
     for d in args.defines:
         k, _, v = d.partition("=")
         defines[k] = v or None
+    if not args.timeout > 0:  # (0 was accepted: every launch a hang)
+        raise KernelError(f"--timeout must be positive seconds, got {args.timeout:g}", "<command line>", 1, 1)
     runner = None
     if args.interpreter:
         opts = {"arch": args.arch, "defines": defines} if args.file.endswith((".cu", ".cuh")) else {}
@@ -53,6 +56,10 @@ def cmd_validate(args) -> int:
                  lowered=args.lowered, rtol=args.rtol, atol=args.atol, runner=runner, arch=args.arch,
                  defines=defines, allow_fast_math=args.allow_fast_math)
     rep = v.report
+    if args.interpreter:  # nothing was assembled or launched; the replay runs where this did
+        v.details["image"] = "none (the interpreter runs the kernel's IR)"
+        v.details["fp_flags"] = None
+        v.details["replay"] += " --interpreter"
     if args.format == "json":
         print(json.dumps(v.to_json(), indent=2, default=str))
     else:
