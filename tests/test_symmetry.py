@@ -168,3 +168,22 @@ def test_shared_local_addresses_and_membermasks_are_compared_between_ctas():
     assert found == {"staged__uninit_shared": [("memory safety", "uninitialized", 14)],
                      "staged__uninit_local": [("memory safety", "uninitialized", 14)],
                      "staged__shfl_mask": [("named-barrier conformance", "barrier.divergence", 15)]}
+
+
+def test_an_index_loaded_from_memory_interprets_every_cta():
+    """out[i] = in[idx[i]] with a bad index in CTA 37 only: z3's model CTA of the failed in-bounds proof
+    stands for no CTA in particular (it once did, and CTAs {0, 1, 62, 63} verified the launch)."""
+    import numpy as np
+
+    m = load_module(str(DATA / "gather.ptx"))
+    k = m.kernel("gather")
+    spec = LaunchSpec.from_dict(json.loads((DATA / "launch_gather.json").read_text()))
+    reps, why = representatives(m, k, spec)
+    assert reps is None
+    assert why.startswith("memory safety of the CTAs not interpreted is not shown (") and \
+        why.endswith("the address of the global access at gather.cu:6 depends on loaded data")
+    idx = np.arange(2048, dtype=np.int32)
+    idx[37 * 32 + 5] = 4096
+    ob = _by(check_kernel(m, k, spec, inputs={"idx": idx}))["memory safety"]
+    assert ob.status == "violated" and ob.rule == "bounds" and ob.locations[0].line == 6
+    assert "CTA (37,0,0)" in ob.message

@@ -21,7 +21,8 @@ may go another way in a CTA that was not interpreted, with the same inputs (``if
 (flags[blockIdx.x]) ...``), so such a kernel is not reduced; nor one whose shared-memory
 addresses depend on ``%ctaid`` while shared memory is not proved race-free. A global access
 guarded by data is no obstacle (races between CTAs are proved for every value; memory safety of
-the other CTAs is not claimed). Anything not established is ``None``: the caller interprets every
+the other CTAs is not claimed) -- but an access whose address depends on loaded data is, when the
+other CTAs' accesses are not proved in bounds (which CTA goes out of bounds is the data's). Anything not established is ``None``: the caller interprets every
 CTA.
 """
 
@@ -98,6 +99,11 @@ def representatives(module, kernel, spec, timeout_s: float = 10.0, prior=None):
     if len(reps) > MAX_REPS:
         return None, f"too many ctaid-dependent control paths (more than {MAX_REPS} representatives)"
     unproved, suspect = prove_in_bounds(c, spec, timeout_s)
+    data = next((a for a in ex.accesses if unproved and a.space in ("global", "shared")
+                 and any(not same(n) for n in c.symbols(a.addr))), None)
+    if data is not None:  # z3's model CTA stands for no CTA in particular: any may go out of bounds
+        return None, (f"memory safety of the CTAs not interpreted is not shown ({unproved}) and the address of "
+                      f"the {data.space} access at {where(data.instr)} depends on loaded data")
     if suspect is not None and suspect not in reps:  # a CTA z3 could not keep in bounds: the run decides
         reps = sorted({*reps, suspect})
         if len(reps) > MAX_REPS:
