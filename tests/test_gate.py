@@ -209,3 +209,52 @@ def test_a_policy_path_names_its_file_however_spelled(tmp_path, spelling):
                                            f'[[kernel]]\npath = "{spelling.format(abs=tmp_path)}"\n')
     r = gate("--policy", "kverify.toml", "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
     assert r.returncode == 1 and "1/2 kernels pass -> FAIL" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_header_any_header_includes_invalidates_the_cache(tmp_path):
+    # (only .cu/.cuh/.h/.hpp/.inc were followed: a header reached through impl.hh kept a cached pass)
+    (tmp_path / "cfg.h").write_text("#define SYNC __syncthreads();\n")
+    (tmp_path / "impl.hh").write_text('#include "cfg.h"\n__device__ void body(float* a, float* s) {\n'
+                                      "  s[threadIdx.x] = a[threadIdx.x];\n  SYNC\n"
+                                      "  a[threadIdx.x] = s[(threadIdx.x + 1) % 256];\n}\n")
+    (tmp_path / "k.cu").write_text('#include "impl.hh"\nextern "C" __global__ void k(float* a) {\n'
+                                   "  __shared__ float s[256];\n  body(a, s);\n}\n")
+    (tmp_path / "p.toml").write_text('[defaults]\nrequire = ["race", "memory"]\n[[kernel]]\npath = "*.cu"\n'
+                                     "grid = [1]\nblock = [256]\n")
+    r = gate("--policy", "p.toml", cache=tmp_path / "cache", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "cfg.h").write_text("#define SYNC\n")
+    r = gate("--policy", "p.toml", cache=tmp_path / "cache", cwd=tmp_path)
+    assert r.returncode == 1 and "(cached)" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_double_star_glob_gates_top_level_files_with_and_without_paths(tmp_path):
+    # (files were matched with fnmatch: "**/*.cu" matched no top-level file, which went ungated)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "bad.cu").write_text('extern "C" __global__ void k(float* out, int n) {\n'
+                                     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                     "  if (i < n) out[i / 2] = (float)i;\n}\n")
+    (tmp_path / "sub" / "good.cu").write_text('extern "C" __global__ void k(float* out, int n) {\n'
+                                              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                              "  if (i < n) out[i] = (float)i;\n}\n")
+    (tmp_path / "kverify.toml").write_text('[[kernel]]\npath = "**/*.cu"\ngrid = [2]\nblock = [128]\n'
+                                           'args = {n = 256}\nrequire = ["race", "memory"]\n')
+    for paths in ([], ["bad.cu", "sub/good.cu"], ["."]):
+        r = gate("--no-cache", *paths, cache=tmp_path / "c", cwd=tmp_path)
+        assert r.returncode == 1 and "1/2 kernels pass -> FAIL" in r.stdout + r.stderr, (paths, r.stdout + r.stderr)
+
+
+def test_the_cache_key_rests_on_kverify_code_and_the_working_directory(tmp_path, monkeypatch):
+    # (the version string alone kept results of code before a soundness fix; the results' paths are
+    # relative to the directory of the run that filled the cache)
+    from kverify.verifier import gate as G
+
+    (tmp_path / "k.ptx").write_text("x")
+    job = {"file": str(tmp_path / "k.ptx"), "entry": {"path": "k.ptx"}}
+    monkeypatch.chdir(tmp_path)
+    key = G.cache_key(job)
+    monkeypatch.setattr(G, "_code", lambda: "other code")
+    assert G.cache_key(job) != key
+    monkeypatch.undo()
+    monkeypatch.chdir(ROOT)
+    assert G.cache_key(job) != key

@@ -37,7 +37,7 @@ obligation violated or unknown (obligations not required are reported, never fai
 """
 from __future__ import annotations
 
-import fnmatch
+import functools
 import glob
 import hashlib
 import json
@@ -145,13 +145,16 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
                                   _line_of(Path(policy["path"]).read_text(), e["path"]), 1)
             files += hits
     jobs, seen = [], set()
+    # the files each entry names, as glob finds them (fnmatch disagreed: "**/*.cu" matched no
+    # top-level file, "*" crossed "/")
+    named = [{os.path.abspath(h) for h in glob.glob(os.path.join(root, _pattern(e["path"], root)), recursive=True)}
+             for e in policy["kernels"]]
     for f in files:
         rf = os.path.abspath(f)
         if rf in seen:
             continue
         seen.add(rf)
-        rel = os.path.relpath(rf, root)
-        matching = [e for e in policy["kernels"] if fnmatch.fnmatch(rel, _pattern(e["path"], root))]
+        matching = [e for e, hits in zip(policy["kernels"], named) if rf in hits]
         if not matching:
             continue  # a file no entry names is not gated
         # a Python file holds several @triton.jit kernels: each triton entry matching it is a job
@@ -184,6 +187,49 @@ def _version() -> str:
     return __version__
 
 
+@functools.lru_cache(maxsize=1)
+def _code() -> str:
+    """A hash of kverify's own files: a cached verdict of other code (a soundness fix since) is
+    not reused (the version string alone kept it)."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".py", ".lark", ".c", ".h") and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _imported(path: Path, seen=None) -> list:
+    """``path`` and the Python files of its directory it imports, transitively (``import x``,
+    ``from x import y``, ``from . import x``): what a Triton entry's kernel rests on (a constexpr
+    or a @triton.jit helper kept in another module)."""
+    import ast
+
+    seen = [] if seen is None else seen
+    if path in seen or not path.is_file():
+        return seen
+    seen.append(path)
+    try:
+        tree = ast.parse(path.read_text(errors="replace"))
+    except SyntaxError:
+        return seen
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names += [base] + [f"{base}.{a.name}" if base else a.name for a in node.names]
+    for n in names:
+        if not n:
+            continue
+        parts = n.split(".")
+        for cand in (path.parent.joinpath(*parts).with_suffix(".py"), path.parent.joinpath(*parts, "__init__.py")):
+            _imported(cand.resolve(), seen)
+    return seen
+
+
 def _included(path: Path, seen=None) -> list:
     """``path`` and the files its ``#include "..."`` lines name, transitively (found beside the
     including file): what a cached verdict of a .cu kernel rests on."""
@@ -191,7 +237,7 @@ def _included(path: Path, seen=None) -> list:
     if path in seen or not path.is_file():
         return seen
     seen.append(path)
-    if path.suffix in (".cu", ".cuh", ".h", ".hpp", ".inc"):
+    if path.suffix not in (".ptx", ".kvir", ".py"):  # any header, whatever its suffix (.hh, .tcc, ...)
         text = path.read_text(errors="replace")
         for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
             _included((path.parent / name).resolve(), seen)
@@ -199,18 +245,27 @@ def _included(path: Path, seen=None) -> list:
 
 
 def cache_key(job: dict) -> str:
+    """What a cached result rests on: the kernel and every file it includes (a Triton file: the
+    modules it imports), the launch, an equivalence reference and its includes, the policy
+    entry, kverify's own code, and the working directory (the result's paths are relative to it)."""
     h = hashlib.sha256()
-    for f in _included(Path(job["file"]).resolve()):  # a header the kernel includes decides the verdict too
+    files = _imported if "triton" in job["entry"] else _included
+    for f in files(Path(job["file"]).resolve()):  # a header the kernel includes decides the verdict too
         h.update(str(f).encode())
         h.update(f.read_bytes())
     launch = job["entry"].get("launch")
     if launch and Path(launch).is_file():
         h.update(Path(launch).read_bytes())
-    for extra in (job["entry"].get("equiv", {}).get("ref"), job["entry"].get("equiv", {}).get("ref_launch")):
-        if extra and Path(extra).is_file():  # the reference (and its launch) decide the verdict too
-            h.update(Path(extra).read_bytes())
+    equiv = job["entry"].get("equiv", {})
+    for f in _included(Path(equiv["ref"]).resolve()) if equiv.get("ref") else []:  # the reference and its headers
+        h.update(str(f).encode())
+        h.update(f.read_bytes())
+    if equiv.get("ref_launch") and Path(equiv["ref_launch"]).is_file():
+        h.update(Path(equiv["ref_launch"]).read_bytes())
     h.update(json.dumps(job["entry"], sort_keys=True, default=str).encode())
     h.update(_version().encode())
+    h.update(_code().encode())
+    h.update(os.getcwd().encode())
     return h.hexdigest()
 
 
