@@ -319,3 +319,23 @@ def test_ctrl_c_in_a_destructor_is_not_lost():
         """
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout, r.stderr) == (0, "remembered True\nraised at the next query\n", "")
+
+
+def test_a_reference_module_is_imported_from_the_clients_directory(tmp_path):
+    """``run --ref myref:ref`` served: myref came from the server's start directory (sys.path), not
+    the client's, as a cold ``python -m kverify`` there has it: the served report differed."""
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "srv" / "myref.py").write_text("import numpy as np\ndef ref(inputs, args):\n"
+                                               "    return {'c': np.zeros_like(inputs['c'])}\n")
+    (tmp_path / "cli" / "myref.py").write_text("def ref(inputs, args):\n    return {'c': inputs['a'] + inputs['b']}\n")
+    sock = tmp_path / "kv.sock"
+    p = _start(sock, cwd=tmp_path / "srv")
+    try:
+        args = ["run", str(ZOO / "vadd" / "vadd.ptx"), "--launch", str(ZOO / "vadd" / "launch.json"), "--ref", "myref:ref"]
+        cold, served = _kv(args, cwd=tmp_path / "cli"), _kv(args, sock, cwd=tmp_path / "cli")
+        assert cold.returncode == served.returncode == 0, served.stdout + served.stderr
+        assert served.stdout.splitlines()[-1] == cold.stdout.splitlines()[-1] == "reference myref:ref: outputs match (c)"
+    finally:
+        p.terminate()
+        p.wait(timeout=30)

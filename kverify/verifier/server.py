@@ -304,6 +304,12 @@ def _child(conn, stamp, main) -> None:
         os.dup2(fd, want)
         os.close(fd)
     os.chdir(req["cwd"])
+    # the module search path a cold ``python -m kverify`` in the client's directory has: that
+    # directory first, then the client's PYTHONPATH (a reference module imported from the
+    # server's start directory instead gave another report)
+    mine = [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x]
+    theirs = [os.path.abspath(x) for x in req["env"].get("PYTHONPATH", "").split(os.pathsep) if x]
+    sys.path[:] = [req["cwd"], *theirs, *(x for x in sys.path[1:] if x not in mine and os.path.abspath(x) not in mine)]
     env = dict(req["env"])
     env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")  # the server's, which this process has
     os.environ.clear()

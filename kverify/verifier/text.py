@@ -8,19 +8,19 @@ from __future__ import annotations
 
 def display_path(path, ptx_path=None) -> str:
     """A location's path as a user can open it: relative to the working directory when it
-    resolves to a file under it (as given, relative to the working directory, or relative
-    to the PTX file's directory, where nvcc's ``.file`` names point, or by its base name in
-    that directory), absolute when it resolves elsewhere, as given when it resolves to no
-    file."""
+    resolves to a file under it (relative to the PTX file's directory, where nvcc's ``.file``
+    names point, or by its base name in that directory, else as given), absolute when it
+    resolves elsewhere, as given when it resolves to no file."""
     import os
 
     if not path:
         return ptx_path or "<input>"
     tries = [path]
-    if ptx_path:  # next to the PTX: as named there, or by its base name (a PTX file moved with its source)
+    if ptx_path:  # next to the PTX first: as named there, or by its base name (a PTX file moved with its
+        # source); then as given (``source_lines``' order)
         here = os.path.dirname(ptx_path)
-        tries += ([] if os.path.isabs(path) else [os.path.join(here, path)]) + [
-            os.path.join(here, os.path.basename(path))]
+        tries = ([] if os.path.isabs(path) else [os.path.join(here, path)]) + [
+            os.path.join(here, os.path.basename(path))] + tries
     for t in tries:
         if os.path.isfile(t):
             full = os.path.abspath(t)

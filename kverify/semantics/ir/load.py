@@ -56,11 +56,14 @@ def _with_source_names(module: Module) -> Module:
 
 def source_lines(module: Module) -> dict:
     """``{path: lines}`` for the source files named by the module's ``.file`` table that
-    exist on disk (relative paths are tried against the module's directory)."""
+    exist on disk: a relative path against the module's directory first (as named, then by its
+    base name), then against the working directory (an unrelated ``k.cu`` there renamed the
+    parameters of ``sub/k.ptx``)."""
     out = {}
     base = Path(module.path).parent if module.path else Path(".")
     for _, f in module.files:
-        for cand in (Path(f), base / f, base / Path(f).name):
+        near = [] if Path(f).is_absolute() else [base / f, base / Path(f).name]
+        for cand in (*near, Path(f)):
             if os.path.isfile(cand):  # False, not OSError, for a name the file system cannot hold
                 try:
                     out[f] = cand.read_text(errors="replace").splitlines()
