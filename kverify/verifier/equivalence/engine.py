@@ -201,6 +201,13 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                        "nothing to compare")
         res.time_s = time.perf_counter() - t0
         return res
+    clobbered = sorted(ex_c.written_buffers() - ex_r.written_buffers() - set(out_names))
+    if clobbered:  # (only the outputs were compared: a candidate zeroing its input was proved)
+        res.verdict = "unknown"
+        res.message = (f"the candidate stores to {', '.join(clobbered)}, which the reference does not write and "
+                       f"the launch does not name as an output: its contents after the launch are not compared")
+        res.time_s = time.perf_counter() - t0
+        return res
     for name in out_names:
         if name not in oc:
             res.verdict = "unknown"

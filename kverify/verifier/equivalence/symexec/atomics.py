@@ -15,8 +15,9 @@
 * Float ``add`` (f32/f64): under ``real`` a sum, which the normal form keeps order-free;
   under ``bitexact``/``int`` rounding makes the sum depend on the order, so a second float
   atomic on one location (or one at a data-dependent address) stops the run (``unknown``).
-* ``exch``, ``cas``, ``inc``, ``dec`` and an ``atom`` whose result is read depend on the order:
-  ``unknown``, then testing, with that reason.
+* ``exch``, ``cas``, ``inc``, ``dec``, an ``atom`` whose result is read, and atomics of two
+  operations or widths on one location depend on the order: ``unknown``, then testing, with that
+  reason.
 """
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ class AtomicHandlers:
             return self._scattered(t, ins, fop, nb, space, a, av, v)
         addr = self.addr(t, a)
         store, key, kind = self._atomic_cell(t, ins, space, addr, nb)
+        self._one_operation(t, ins, kind, key, nb, fop)
         f = self._fold_at(t, store, key, kind, space, addr, nb, fop, ins)
         if t.pred is None:
             f.add(v)
@@ -105,6 +107,7 @@ class AtomicHandlers:
                                    f"of the additions; --fp real proves the sum over reals)")
         addr = self.addr(t, a)
         store, key, kind = self._atomic_cell(t, ins, space, addr, nb)
+        self._one_operation(t, ins, kind, key, nb, f"add.{ty}")
         if model != "real":
             seen = getattr(self, "_fp_atomic_cells", None)
             if seen is None:
@@ -145,6 +148,22 @@ class AtomicHandlers:
                               f"between them; the value it read depends on the order of the atomics", ins)
 
     # ------------------------------------------------------------------ helpers
+    def _one_operation(self, t, ins, kind, key, nb, op):
+        """Every atomic on a byte is one operation of one width: atomics of two operations (add
+        and max, and and or, an f32 add and an s32 add) or two widths on one location do not
+        commute, so the final value depends on their order (each was folded as if the earlier
+        ones came first: proved against one order)."""
+        cells = getattr(self, "_atomic_ops", None)
+        if cells is None:
+            cells = self._atomic_ops = {}
+        cta = t.cta.ctaid if kind == "shared" else None
+        for b in range(key, key + nb):
+            got = cells.setdefault((kind, cta, b), (op, nb, key))
+            if got != (op, nb, key):
+                raise Unsupported(f"{ins.opcode}: atomics of different operations or widths update one location "
+                                  f"(atom.{got[0]} of {got[1]} bytes before atom.{op} of {nb}): the final value "
+                                  f"depends on their order", ins)
+
     def _result_unused(self, ins):
         un = getattr(self, "_unread_atomics", None)
         if un is None:

@@ -30,6 +30,11 @@ from .tensorcore import TensorCoreHandlers, tensorcore_handler
 from .predication import Predication
 from .values import ValueHandlers
 
+#: special registers whose value the hardware chooses (PTX ISA 10: %smid, %warpid and %gridid are
+#: volatile or per launch, %nsmid is the device's)
+HARDWARE_SPECIALS = frozenset({"%smid", "%nsmid", "%warpid", "%gridid", "%clock", "%clock_hi", "%clock64",
+                               "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"})
+
 
 class Budget(Exception):
     pass
@@ -242,6 +247,9 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         base, _, comp = name.partition(".")
         if base in SPECIAL:
             return SPECIAL[base](self, t, comp)
+        if base in HARDWARE_SPECIALS:  # (%smid read as 0 proved a + %smid equal to a)
+            raise ModelUnsupported(f"{base}: which SM, warp slot or grid runs a thread is the hardware's, and "
+                                   f"may differ from run to run (not modelled)")
         # a register no instruction wrote holds an undefined value (ptxas gives it whatever the
         # physical register holds): any value, the same on every read by this thread
         w = self.reg_width(name)
