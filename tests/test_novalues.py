@@ -196,3 +196,25 @@ def test_a_full_mask_warp_collective_is_checked_like_a_warp_barrier(capsys):
     rc, k, by = _check(capsys, COLLECTIVES, "vote_active", "--grid", "1")
     assert by["barrier.named"]["status"] == "unknown"
     assert "a warp collective whose membermask is partial or in a register is not covered" in by["barrier.named"]["message"]
+
+
+ALIGNED = DATA / "aligned.ptx"
+
+
+@pytest.mark.parametrize("kernel, block, status, line, says", [
+    # (not part of the argument: named-barrier conformance and deadlock freedom were proved)
+    ("setmaxnreg_div", "256", "violated", 16, "of the same warpgroup (CTA (0,0,0)), which has not exited"),
+    ("setmaxnreg_by_warpgroup", "256", "proved", None, None),
+    ("mma_div", "64", "violated", 48, "of the same warp (CTA (0,0,0)), which has not exited"),
+    # a non-aligned barrier at two instructions is legal (it was reported as a divergence)
+    ("nonaligned_two_sites", "64", "unknown", None, "a non-aligned barrier may be reached at different instructions"),
+])
+def test_aligned_instructions_without_a_membermask_are_collectives(capsys, kernel, block, status, line, says):
+    rc, k, by = _check(capsys, ALIGNED, kernel, "--grid", "1", "--block", block)
+    o = by["barrier.named"]
+    assert o["status"] == status, o
+    if status == "violated":
+        assert o["rule"] == "barrier.divergence" and _lines(o) == {("aligned.ptx", line)}
+        assert ".sync.aligned: every thread of the" in o["message"]
+    if says:
+        assert says in o["message"]

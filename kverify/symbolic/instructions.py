@@ -17,7 +17,7 @@ from __future__ import annotations
 import z3
 
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
-from kverify.semantics.ir.optable import ATOMOP, OPS, space_of
+from kverify.semantics.ir.optable import ALIGNED_COLLECTIVE, ATOMOP, OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
 
@@ -77,6 +77,12 @@ class Instructions:
                      for op, slot in zip(ins.operands, row.operands) if slot.name == "membermask"]
             self.masks.append(SyncSite("collective", ins, ins.loc, mk_and(st.pc, guard), st.exited, TRUE,
                                        tuple(self.loop_stack), "warp", self.seq_of(ins), tuple(masks)))
+        elif row.sync in ALIGNED_COLLECTIVE:
+            # a .sync.aligned collective with no membermask (mma, ldmatrix, ...: the warp; setmaxnreg:
+            # the warpgroup): every thread of its group executes it, as a full mask says
+            self.masks.append(SyncSite("collective", ins, ins.loc, mk_and(st.pc, guard), st.exited, TRUE,
+                                       tuple(self.loop_stack), ALIGNED_COLLECTIVE[row.sync], self.seq_of(ins),
+                                       (z3.BitVecVal(0xFFFFFFFF, 32),)))
         if is_unmodelled_memory(ins):
             self.reason(f"{ins.opcode} at {where(ins)}: per-lane addresses of this collective "
                         "memory access are not modelled",

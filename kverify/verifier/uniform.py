@@ -53,7 +53,7 @@ import z3
 
 from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.nodes import Imm, where
-from kverify.semantics.ir.optable import space_of
+from kverify.semantics.ir.optable import ALIGNED_COLLECTIVE, aligned_barrier, space_of
 from kverify.semantics.ir.visit import is_indirect_call, reachable_instructions
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
 from kverify.symbolic import Executor, Unsupported, is_false, is_true, mk_and, mk_not, operand, row_of
@@ -153,7 +153,10 @@ def _barrier_blockers(ctx, chk) -> list:
                 ops = ops[1:-1]
             bid = ops[0] if ops else Imm(0)
             count = ops[1] if len(ops) > 1 else None
-            if "arrive" in i.mods:
+            if not aligned_barrier(i):  # (two sites of it were reported as a divergence)
+                out.append((f"{i.opcode} at {where(i.loc)}: a non-aligned barrier may be reached at different "
+                            "instructions by the threads of a CTA: not covered", i))
+            elif "arrive" in i.mods:
                 out.append((f"{i.opcode} at {where(i.loc)}: bar.arrive is not covered (a producer/consumer "
                             "barrier: the threads that arrive and those that wait differ)", i))
             elif not isinstance(bid, Imm):
@@ -205,7 +208,7 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
             continue
         keq = [chk.b(k) == k for _, k in s.loops]
         f = mk_and(s.pc, chk.b(s.head_pc), mk_not(chk.b(s.pc)), mk_not(chk.b(s.exited)))
-        group = [chk.same_warp] if s.scope == "warp" else []
+        group = [chk.same_warp] if s.scope == "warp" else [_same_warpgroup(chk)] if s.scope == "warpgroup" else []
         cons = chk.same_cta() + group + [chk.tid_ne] + keq
         r, m = chk.solve(cons + [f], budget, base=base)
         if r == "unsat":
@@ -241,6 +244,12 @@ def _uniformity(ctx, chk, budget, scope, head) -> Obligation:
     return Obligation(title, "mbarrier", "proved", msg, scope)
 
 
+def _same_warpgroup(chk):
+    """Threads A and B (of one CTA) are in one warpgroup: four consecutive warps (§9.7.15.1)."""
+    wg = z3.LShR(chk.env.linear_tid(), 7)
+    return chk.b(wg) == wg
+
+
 def _site(s, module) -> str:
     if s.kind in ("barrier", "collective"):
         return f"{s.instr.opcode} at {where(s.instr.loc)}"
@@ -264,8 +273,13 @@ def _divergence(ctx, chk, s, m) -> Obligation:
     grid = list(env.grid) if env.grid else [val(n) for n in env.nctaid]
     a, b = _t(ta), _t(tb)
     cta = ",".join(map(str, ta["ctaid"]))
-    scope = "warp" if s.scope == "warp" else "CTA"
-    if s.kind == "collective":
+    scope = s.scope if s.scope in ("warp", "warpgroup") else "CTA"
+    if s.kind == "collective" and row_of(s.instr).sync in ALIGNED_COLLECTIVE and \
+            not any(slot.name == "membermask" for slot in row_of(s.instr).operands):
+        msg = (f"{s.instr.opcode} at {where(s.instr.loc)} is executed by thread {a} but not by thread {b} of the same "
+               f"{scope} (CTA ({cta})), which has not exited: the condition around it differs between the threads "
+               f"(.sync.aligned: every thread of the {scope} must execute the same instruction)")
+    elif s.kind == "collective":
         msg = (f"{s.instr.opcode} at {where(s.instr.loc)} is executed by thread {a} but not by thread {b} of the same "
                f"warp (CTA ({cta})), which has not exited and which its membermask names: the condition around it "
                "differs between the threads (§9.7.9.6: every thread a membermask names must execute the instruction)")

@@ -126,6 +126,12 @@ def bulk_completion_mechanism(instr) -> str | None:
     return None
 
 
+def aligned_barrier(instr) -> bool:
+    """A CTA barrier every thread must reach at the same instruction: ``bar`` always (it is
+    ``barrier.aligned``), ``barrier`` with ``.aligned`` (§9.7.13.1)."""
+    return instr.op == "bar" or "aligned" in instr.mods
+
+
 def wgmma_aligned(instr) -> str | None:
     if not {"sync", "aligned"} <= set(instr.mods):
         return f"{instr.opcode}: wgmma instructions are .sync.aligned"
@@ -416,6 +422,11 @@ row("setmaxnreg", "use:n", f"{S_MISC}-setmaxnreg", ("inc", "dec", "sync", "align
 row("trap", "", f"{S_MISC}-trap", effect="control", flow="trap")
 row("brkpt", "", f"{S_MISC}-brkpt")
 row("pmevent", "use:a", f"{S_MISC}-pmevent", ("mask",))
+
+#: The group whose every thread must execute a ``.sync.aligned`` instruction that names no membermask,
+#: by its row's ``sync`` (§9.7.14 mma, §9.7.9.15-17 ldmatrix/stmatrix/movmatrix: the warp;
+#: §9.7.19.7 setmaxnreg: the warpgroup). A row with a membermask operand names its own group.
+ALIGNED_COLLECTIVE = {"collective": "warp", "setmaxnreg": "warpgroup"}
 
 #: Families in the table whose meaning the semantics models only as a synchronization or
 #: memory effect; listed so the interpreter can refuse anything else by name.

@@ -16,6 +16,7 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, where as _fmt_loc
+from kverify.semantics.ir.optable import aligned_barrier
 from kverify.semantics.memory_model.protocols import cluster_barrier as CB
 from kverify.semantics.memory_model.protocols import named_barrier as NB
 from kverify.semantics.memory_model.execution import BARRIER_ALIGNED_SPLIT, BARRIER_DIVERGENCE
@@ -30,16 +31,10 @@ HANDLERS, handler = registry()
 # --------------------------------------------------------------------------- named barriers
 
 
-@handler("bar")
+@handler("bar", "barrier")
 def h_bar(m, w, ins, mask):
-    """``bar{.cta}.sync/arrive/red``: ``barrier{.cta}...aligned`` (always aligned)."""
-    return _named_barrier(m, w, ins, mask, True)
-
-
-@handler("barrier")
-def h_barrier(m, w, ins, mask):
-    """``barrier{.cta}.sync/arrive/red{.aligned}``."""
-    return _named_barrier(m, w, ins, mask, "aligned" in ins.mods)
+    """``bar{.cta}.sync/arrive/red`` (``barrier{.cta}...aligned``) and ``barrier{.cta}.sync/arrive/red{.aligned}``."""
+    return _named_barrier(m, w, ins, mask, aligned_barrier(ins))
 
 
 def _named_barrier(m, w, ins, mask, aligned):
