@@ -21,7 +21,7 @@ def test_shfl_source_lane(name, code):
     if code:
         assert mem["status"] == "violated" and mem["rule"] == "uninitialized.shfl-source"
         assert mem["locations"][0]["line"] == 13
-        assert "lane 8 of warp 0 (threads 0-31) of CTA (0,0,0) reads lane 16, which is not in the membermask" \
+        assert "lane 8 of warp 0 (threads 0-31) of CTA (0,0,0) reads lane 16, which is not in its membermask" \
             in mem["message"]
     else:
         assert mem["status"] == "bounded"

@@ -74,12 +74,17 @@ def h_shfl(m, w, ins, mask):
     _check_members(m, w, ins, mask, ops[4] if len(ops) > 4 else None)
     mode = next(x for x in ins.mods if x in ("up", "down", "bfly", "idx"))
     j, ok = shfl_source(mode, LANES.astype(np.int64), b, c)
-    members = np.array([(mm >> i) & 1 for i in range(32)], bool) & mask
-    undefined = mask & ok.astype(bool) & ~members[j]
+    # each lane's own membermask (a tiled partition gives each its own); a lane outside its own
+    # mask is _check_members' divergence already
+    own = np.broadcast_to(np.asarray(m.val(w, ops[4], 32), U64), (32,)).astype(np.int64) if len(ops) > 4 \
+        else np.full(32, 0xFFFFFFFF, np.int64)
+    in_own = ((own >> LANES.astype(np.int64)) & 1).astype(bool)
+    src_named = ((own >> j) & 1).astype(bool)
+    undefined = mask & in_own & ok.astype(bool) & ~(src_named & mask[j])
     if undefined.any():
         lane = int(np.flatnonzero(undefined)[0])
         m.report(SHFL_UNDEFINED_SOURCE.id, f"{ins.opcode}: lane {lane} of {w.describe()} reads lane {int(j[lane])}, which "
-                 f"{'is not in the membermask' if not (mm >> int(j[lane])) & 1 else 'does not execute it'}: "
+                 f"{'is not in its membermask' if not src_named[lane] else 'does not execute it'}: "
                  f"the value is undefined", [ins.loc])
     r = a[j]
     if isinstance(dst, PairOp):
