@@ -437,8 +437,9 @@ class _Checker:
         free_bytes = [p.source_name or p.name for p in self.kernel.params if p.name in env.free_struct_bytes]
         if free_bytes:
             parts.append(f"all values of the other bytes of {', '.join(free_bytes)}")
-        if pointers:
-            parts.append(f"any addresses of {', '.join(pointers)}")
+        if pointers:  # (the no-alias assumption was in the message only: in == out read as covered)
+            parts.append(f"any addresses of {', '.join(pointers)}"
+                         + (" that do not overlap one another" if len(pointers) > 1 else ""))
         parts += self.extern_assumptions()
         parts.append("every schedule (two arbitrary distinct threads)")
         return "; ".join(parts)
