@@ -96,7 +96,7 @@ def test_spec_from_synthetic_records(tmp_path):
     assert [l["spec"] for l in index["launches"]] == ["launch_42_0000_k.json"]
     spec = json.loads((tmp_path / "launch_42_0000_k.json").read_text())
     assert spec == {
-        "kernel": "k", "grid": [4, 2, 1], "block": [128, 1, 1], "cluster": [2, 1, 1], "dynamic_smem": 1024,
+        "kernel": "k", "grid": [4, 2, 1], "block": [128, 1, 1], "cluster": [2, 1, 1], "dynamic_smem": 1024, "cooperative": False,
         "args": {"2": -3, "3": 1.5, "4": {"struct": {"0": {"u64": 7}, "8": {"ptr": {"buffer": "alloc1", "offset": 16}}}},
                  "5": 12345, "6": {"bytes": "00"}},
         "buffers": {"alloc0": {"dtype": "bfloat16", "shape": [2048]}, "alloc1": {"dtype": "uint8", "shape": [1024]},
@@ -242,3 +242,32 @@ def test_capture_context_manager_without_the_shim_says_how_to_run():
     with pytest.raises(kverify.capture.CaptureError, match=r"kverify capture -- python PROGRAM\.py"):
         with kverify.capture():
             pass
+
+
+@pytest.mark.parametrize("api, cooperative", [("cuLaunchKernel", False), ("cuLaunchCooperativeKernel", True),
+                                              ("cuLaunchKernelEx+cooperative", True)])
+def test_a_launch_records_whether_it_is_cooperative_and_nan_bits(tmp_path, api, cooperative):
+    # (no key: check assumed a cooperative launch where the kernel reads the grid workspace, so a
+    # grid.sync() launched with cuLaunchKernel, which traps, was verified; a NaN parameter was
+    # written as JSON NaN, losing its payload)
+    _write_records(tmp_path, bytes(range(128)).hex())
+    recs = [json.loads(x) for x in (tmp_path / "records.42.jsonl").read_text().splitlines()]
+    recs[-1]["api"] = api
+    recs[-1]["params"][3]["hex"] = "ff00c07f"
+    (tmp_path / "records.42.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    specs.write_specs(tmp_path, ["./app"])
+    spec = json.loads((tmp_path / "launch_42_0000_k.json").read_text())
+    assert spec["cooperative"] is cooperative
+    assert spec["args"]["3"] == {"bytes": "ff00c07f"}
+
+
+def test_a_block_after_a_thousand_launches_keeps_its_own(tmp_path, monkeypatch):
+    # (the block's specs were written with the command line's default limit of 1000 launches of
+    # the whole process: the launches of a block after them were dropped)
+    _write_records(tmp_path, bytes(range(128)).hex())
+    recs = [json.loads(x) for x in (tmp_path / "records.42.jsonl").read_text().splitlines()]
+    launch = recs.pop()
+    recs += [dict(launch, seq=i) for i in range(1002)]
+    (tmp_path / "records.42.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert len(specs.write_specs(tmp_path, None, limit=None)["launches"]) == 1002
+    assert len(specs.write_specs(tmp_path, None)["launches"]) == 1000

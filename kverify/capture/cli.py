@@ -74,4 +74,6 @@ def cmd_capture(args) -> int:
                 print(f"    note: {note}")
         if n > 50:
             print(f"  ... {n - 50} more in {out}/index.json")
+        for note in index["notes"]:  # (the --limit note was never printed)
+            print(f"  note: {note}")
     return 0 if index["launches"] else 3

@@ -40,7 +40,7 @@ typedef uint32_t cuuint32_t;
 #define CUDA_ERROR_NOT_FOUND 500
 #define PTDS_FLAG 2
 
-typedef struct { int id; int pad; union { char raw[64]; struct { unsigned x, y, z; } clusterDim; } value; } CUlaunchAttribute;
+typedef struct { int id; int pad; union { char raw[64]; struct { unsigned x, y, z; } clusterDim; int cooperative; } value; } CUlaunchAttribute;
 typedef struct {
   unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
   CUstream hStream;
@@ -48,6 +48,7 @@ typedef struct {
   unsigned numAttrs;
 } CUlaunchConfig;
 #define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+#define CU_LAUNCH_ATTRIBUTE_COOPERATIVE 2
 
 /* ---------------------------------------------------------------- state */
 
@@ -499,13 +500,16 @@ COOP_WRAPPER(cuLaunchCooperativeKernel_ptsz, S_COOP, 1)
 #define LAUNCHEX_WRAPPER(NAME, SLOT, PTDS)                                                                    \
   CUresult NAME(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {                         \
     unsigned cl[3] = {1, 1, 1};                                                                               \
-    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)                                                    \
+    int coop = 0;                                                                                             \
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {                                                  \
       if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {                                          \
         cl[0] = c->attrs[i].value.clusterDim.x; cl[1] = c->attrs[i].value.clusterDim.y;                       \
         cl[2] = c->attrs[i].value.clusterDim.z;                                                               \
       }                                                                                                       \
-    launch_common(#NAME, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, \
-                  cl, c->sharedMemBytes, params, extra);                                                      \
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative) coop = 1;      \
+    }                                                                                                         \
+    launch_common(coop ? #NAME "+cooperative" : #NAME, f, c->gridDimX, c->gridDimY, c->gridDimZ,            \
+                  c->blockDimX, c->blockDimY, c->blockDimZ, cl, c->sharedMemBytes, params, extra);            \
     if (nogpu) return CUDA_SUCCESS;                                                                           \
     launchex_t r = (launchex_t)real_slot(SLOT, PTDS, #NAME);                                                  \
     return r ? r(c, f, params, extra) : 999;                                                                  \

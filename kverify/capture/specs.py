@@ -144,7 +144,9 @@ def ptx_params(ptx: str) -> dict[str, list[dict]]:
 
 def _scalar(raw: bytes, ptype: str | None):
     if ptype and ptype[0] == "f" and len(raw) in (4, 8):
-        return struct.unpack("<f" if len(raw) == 4 else "<d", raw)[0]
+        v = struct.unpack("<f" if len(raw) == 4 else "<d", raw)[0]
+        # a NaN keeps its bits (JSON's NaN, not strict JSON anyway, is one NaN: a payload was lost)
+        return {"bytes": raw.hex()} if v != v else v
     v = int.from_bytes(raw, "little", signed=bool(ptype and ptype[0] == "s"))
     return v
 
@@ -156,9 +158,9 @@ def _safe(name: str) -> str:
     return s[:80]
 
 
-def write_specs(outdir: Path, command: list[str] | None = None, limit: int = 1000) -> dict:
+def write_specs(outdir: Path, command: list[str] | None = None, limit: int | None = 1000) -> dict:
     """Reads the records in ``outdir``, writes ``launch_<pid>_<seq>_<kernel>.json`` per launch
-    and ``index.json``; returns the index."""
+    (the first ``limit``; ``None``: every one) and ``index.json``; returns the index."""
     recs = read_records(outdir)
     modules, ptx_of, ptx_why, entries = {}, {}, {}, {}
     live: dict[tuple, dict[int, int]] = {}  # pid -> {base: size}
@@ -180,7 +182,7 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int = 100
         elif t == "tensormap":
             tmaps[r["map"]] = r
         elif t == "launch":
-            if len(launches) >= limit:
+            if limit is not None and len(launches) >= limit:
                 notes.append(f"launches after the first {limit} not written (--limit)")
                 break
             launches.append((r, dict(live.get(pid, {}))))
@@ -298,6 +300,9 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
             "buffers": {}, "tensormaps": {}}
     if r.get("dynamic_smem"):
         spec["dynamic_smem"] = r["dynamic_smem"]
+    # (absent, a check assumed a cooperative launch where the kernel reads the grid workspace: a
+    # grid.sync() launched with cuLaunchKernel, which traps, was verified)
+    spec["cooperative"] = "Cooperative" in r["api"] or r["api"].endswith("+cooperative")
     notes, pinfo = [], []
     if name is None:
         notes.append("the launched function's name is unknown (no cuFuncGetName and not seen at cuModuleGetFunction)")
@@ -362,6 +367,14 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
         if addr != base:
             notes.append(f"parameter {key}: points {addr - base} bytes into {alloc_names[(pid, base)]}; "
                          f"its buffer is the {base + size - addr} bytes from there to the allocation's end")
+    by_alloc: dict = {}
+    for key, base, _, _ in pointer_bufs:
+        by_alloc.setdefault(alloc_names[(pid, base)], []).append(key)
+    for name, keys in by_alloc.items():
+        if len(keys) > 1:  # the spec has no form for two pointer parameters into one buffer
+            notes.append(f"parameters {', '.join(keys)} point into one allocation ({name}); the spec gives each a "
+                         "buffer of its own (aliasing is not expressed): what the kernel does through one to the "
+                         "other's bytes (a race, an overlap) is not checked")
     seen_bases = {alloc_names[(pid, b)] for _, b, _, _ in pointer_bufs}
     shared = [n for n in spec["buffers"] if n.startswith("alloc") and n in seen_bases]
     if shared:
