@@ -185,14 +185,19 @@ def test_a_bulk_store_twin_is_not_proved(twin):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("file,verdict", [("bulk_store", "verified"), ("bulk_store__no_barrier_after_wait", "violated"),
-                                          ("bulk_store__divergent_trip", "violated")])
-def test_the_bulk_store_runs_agree(file, verdict):
+@pytest.mark.parametrize("file,verdict,status", [
+    ("bulk_store", "verified", "bounded"), ("bulk_store__no_barrier_after_wait", "violated", "violated"),
+    # its divergent loop reads in[] past its end: the read that landed in out (an async race with the
+    # bulk store) is the bounds violation it is (outside in, the buffer its address is derived from)
+    ("bulk_store__divergent_trip", "violated", "unknown")])
+def test_the_bulk_store_runs_agree(file, verdict, status):
     m = load_module(str(DATA / f"{file}.ptx"))
     rep = check_kernel(m, m.kernel("bulk_store"), STORE)
     assert rep.verdict == verdict
-    o = {o.title: o for o in rep.obligations}["race-free: async"]
-    assert o.status == ("bounded" if verdict == "verified" else "violated")
+    by = {o.title: o for o in rep.obligations}
+    assert by["race-free: async"].status == status
+    if status == "unknown":
+        assert by["memory safety"].status == "violated" and by["memory safety"].rule == "bounds"
 
 
 def test_the_correct_bulk_store_is_ordered_in_shared_memory_only():

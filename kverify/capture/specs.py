@@ -370,9 +370,9 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
     by_alloc: dict = {}
     for key, base, _, _ in pointer_bufs:
         by_alloc.setdefault(alloc_names[(pid, base)], []).append(key)
-    for name, keys in by_alloc.items():
+    for alloc, keys in by_alloc.items():
         if len(keys) > 1:  # the spec has no form for two pointer parameters into one buffer
-            notes.append(f"parameters {', '.join(keys)} point into one allocation ({name}); the spec gives each a "
+            notes.append(f"parameters {', '.join(keys)} point into one allocation ({alloc}); the spec gives each a "
                          "buffer of its own (aliasing is not expressed): what the kernel does through one to the "
                          "other's bytes (a race, an overlap) is not checked")
     seen_bases = {alloc_names[(pid, b)] for _, b, _, _ in pointer_bufs}
