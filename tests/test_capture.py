@@ -271,3 +271,17 @@ def test_a_block_after_a_thousand_launches_keeps_its_own(tmp_path, monkeypatch):
     (tmp_path / "records.42.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     assert len(specs.write_specs(tmp_path, None, limit=None)["launches"]) == 1002
     assert len(specs.write_specs(tmp_path, None)["launches"]) == 1000
+
+
+def test_a_kernel_with_its_own_cluster_shape_launched_without_one_keeps_it(tmp_path):
+    # (cuLaunchKernel of a __cluster_dims__(2,1,1) kernel was recorded as cluster 1x1x1, and check
+    # refused the spec: "the driver refuses such a launch"; the driver uses the kernel's)
+    _write_records(tmp_path, bytes(range(128)).hex())
+    (tmp_path / "module_42_0.ptx").write_text(PTX.replace(")\n{", ")\n.reqnctapercluster 2, 1, 1\n{", 1))
+    recs = [json.loads(x) for x in (tmp_path / "records.42.jsonl").read_text().splitlines()]
+    recs[-1].update(api="cuLaunchKernel", cluster=[1, 1, 1])
+    (tmp_path / "records.42.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    index = specs.write_specs(tmp_path, ["./app"])
+    spec = json.loads((tmp_path / "launch_42_0000_k.json").read_text())
+    assert spec["cluster"] == [2, 1, 1] and index["launches"][0]["cluster"] == [2, 1, 1]
+    assert "cluster 2x1x1 from the kernel's .reqnctapercluster (the launch names none)" in index["launches"][0]["notes"]

@@ -142,6 +142,17 @@ def ptx_params(ptx: str) -> dict[str, list[dict]]:
     return out
 
 
+def ptx_clusters(ptx: str) -> dict[str, list[int]]:
+    """Per ``.entry`` with a ``.reqnctapercluster`` directive: its cluster shape (x, y, z)."""
+    out = {}
+    for m in _ENTRY.finditer(ptx):
+        head = ptx[m.end():ptx.find("{", m.end())]
+        c = re.search(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", head)
+        if c:
+            out[m.group(1)] = [int(c.group(1)), int(c.group(2) or 1), int(c.group(3) or 1)]
+    return out
+
+
 def _scalar(raw: bytes, ptype: str | None):
     if ptype and ptype[0] == "f" and len(raw) in (4, 8):
         v = struct.unpack("<f" if len(raw) == 4 else "<d", raw)[0]
@@ -162,7 +173,7 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
     """Reads the records in ``outdir``, writes ``launch_<pid>_<seq>_<kernel>.json`` per launch
     (the first ``limit``; ``None``: every one) and ``index.json``; returns the index."""
     recs = read_records(outdir)
-    modules, ptx_of, ptx_why, entries = {}, {}, {}, {}
+    modules, ptx_of, ptx_why, entries, clusters = {}, {}, {}, {}, {}
     live: dict[tuple, dict[int, int]] = {}  # pid -> {base: size}
     alloc_names: dict[tuple, str] = {}
     tmaps: dict[str, dict] = {}
@@ -192,12 +203,14 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
         f, why = module_ptx(outdir, m)
         ptx_of[key], ptx_why[key] = f, why
         if f:
-            entries[key] = ptx_params((outdir / f).read_text())
+            text = (outdir / f).read_text()
+            entries[key] = ptx_params(text)
+            clusters[key] = ptx_clusters(text)
         index["modules"].append({"pid": key[0], "id": key[1], "api": m["api"], "kind": m["kind"],
                                  "image": m.get("file"), "ptx": f, "ptx_note": why})
     for r, allocs in launches:
         index["launches"].append(_launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why,
-                                              entries))
+                                              entries, clusters))
     (outdir / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
 
@@ -290,7 +303,7 @@ def _struct_value(raw: bytes, inside: list, buffers: dict, allocs, pid, alloc_na
     return {"struct": {str(k): fields[k] for k in sorted(fields)}}
 
 
-def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries) -> dict:
+def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries, clusters=None) -> dict:
     pid = r["pid"]
     name = r.get("name")
     mkey = (pid, r.get("module", -1))
@@ -304,6 +317,12 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
     # grid.sync() launched with cuLaunchKernel, which traps, was verified)
     spec["cooperative"] = "Cooperative" in r["api"] or r["api"].endswith("+cooperative")
     notes, pinfo = [], []
+    fixed = ((clusters or {}).get(mkey) or {}).get(name) if name else None
+    if fixed and r["cluster"] == [1, 1, 1] and fixed != [1, 1, 1]:
+        # (a kernel compiled with its cluster shape, launched without one: the driver uses the
+        # kernel's; recorded as 1x1x1, check refused the spec)
+        spec["cluster"] = fixed
+        notes.append(f"cluster {'x'.join(map(str, fixed))} from the kernel's .reqnctapercluster (the launch names none)")
     if name is None:
         notes.append("the launched function's name is unknown (no cuFuncGetName and not seen at cuModuleGetFunction)")
     if r.get("params") is None:
@@ -387,7 +406,7 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
     m = modules.get(mkey)
     out = {"seq": r["seq"], "pid": pid, "api": r["api"], "kernel": name, "spec": fname, "ptx": ptx,
            "ptx_note": ptx_why.get(mkey) if m else "module not recorded (loaded before capture, or by another path)",
-           "grid": r["grid"], "block": r["block"], "cluster": r["cluster"], "dynamic_smem": r.get("dynamic_smem", 0),
+           "grid": r["grid"], "block": r["block"], "cluster": spec["cluster"], "dynamic_smem": r.get("dynamic_smem", 0),
            "param_source": r.get("param_source"), "params": pinfo, "notes": notes}
     if ptx and name:
         out["check"] = f"kverify check {outdir / ptx} --kernel {name} --launch {outdir / fname}"
