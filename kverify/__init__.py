@@ -15,6 +15,17 @@ _API = {"check", "run", "equiv", "Tensor", "Report"}
 __all__ = sorted(_API | {"capture", "triton", "z3_release", "__version__"})
 
 
+def source_files(suffixes=(".py", ".lark", ".c", ".h")) -> list:
+    """kverify's own files with these suffixes (by default the capture shim's ``.c``/``.h`` too),
+    sorted, as paths relative to the package: what a server's fingerprint and a cached gate result
+    rest on."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    return sorted(f.relative_to(root) for f in root.rglob("*") if f.suffix in suffixes
+                  and "__pycache__" not in f.parts)
+
+
 def z3_release() -> None:
     """Turn off the argument checks z3's Python layer runs on every call while Python's
     ``__debug__`` is on (sort and kind asserts in Python: a sixth of a small check's time); z3's C

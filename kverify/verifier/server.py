@@ -69,14 +69,14 @@ def fresh_heap(command: str | None) -> None:
 def _fingerprint() -> tuple:
     """The kverify files this process runs (path, size, modification time): a server started
     before an edit or a reinstall would run the old code."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    import kverify
+
+    root = os.path.dirname(os.path.abspath(kverify.__file__))
     out = []
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        for f in sorted(files):
-            if f.endswith((".py", ".lark")):
-                st = os.stat(os.path.join(d, f))
-                out.append((os.path.join(d, f), st.st_size, st.st_mtime_ns))
+    for f in kverify.source_files((".py", ".lark")):
+        path = os.path.join(root, f)
+        st = os.stat(path)
+        out.append((path, st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 

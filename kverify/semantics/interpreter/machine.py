@@ -302,15 +302,6 @@ class Machine(AccessMixin, MbarrierMixin):
             self.gmem.allocs.append((name, start, raw.size))
             if name in [a for a in spec.buffers] or True:
                 self.buffers[name] = (start, arr.dtype, arr.shape)
-        # the buffer each global access's address is derived from (``provenance``): an overflow
-        # past a red zone into the next buffer is out of bounds too
-        spans = {name: (start, size) for name, start, size in self.gmem.allocs}
-        keys = {p.name: param_key(kernel, i) for i, p in enumerate(kernel.params)
-                if not p.array and lookup(spec.buffers, kernel, i) is not None}
-        svars = [v.name for v in list(self.module.vars) + list(kernel.vars) if v.space == "shared"]
-        self.ptr_base = {iid: (keys[pn], *spans[keys[pn]]) if not pn.startswith(SHARED) else (pn[len(SHARED):],)
-                         for iid, pn in pointer_bases(kernel, svars).items() if pn.startswith(SHARED) or
-                         keys.get(pn) in spans}
         # kernel parameters (kverify.launch.params builds the bytes; tensor maps become TensorMaps here)
         image = param_bytes(kernel, spec, self.buffers)
         self.param_off = dict(image.offsets)
@@ -325,6 +316,15 @@ class Machine(AccessMixin, MbarrierMixin):
             self.tensormaps[off] = (tm, bstart, slot.label)
         # shared memory layout (static variables with red zones, then dynamic shared memory)
         self.smem_vars, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem)
+        # the allocation each access's address is derived from (``provenance``), (name, start, size):
+        # an overflow past a red zone into the next buffer or variable is out of bounds too
+        spans = {name: (start, size) for name, start, size in self.gmem.allocs}
+        spans.update({SHARED + n: sz for n, sz in self.smem_vars.items()})
+        keys = {p.name: param_key(kernel, i) for i, p in enumerate(kernel.params)
+                if not p.array and lookup(spec.buffers, kernel, i) is not None}
+        keys.update({SHARED + n: SHARED + n for n in self.smem_vars})
+        self.ptr_base = {iid: (keys[b].removeprefix(SHARED), *spans[keys[b]])
+                         for iid, b in pointer_bases(kernel, list(self.smem_vars)).items() if keys.get(b) in spans}
         self.local_vars, loff = local_layout(kernel)
         self.local_size = loff
         self.const_vars = {}
@@ -787,6 +787,25 @@ class Machine(AccessMixin, MbarrierMixin):
             v &= 0xFFFFFFFF
         return v
 
+    def _derived_bounds(self, ins, region, addrs, offs, lanes_mask, nbytes) -> None:
+        """A ``Fault`` when an access of ``ins`` whose address is derived from one allocation
+        (``ptr_base``) leaves it."""
+        own = self.ptr_base.get(id(ins)) if ins is not None else None
+        if own is None:
+            return
+        name, start, size = own
+        ok = ((offs >= start) & (offs + nbytes <= start + size)) | ~lanes_mask
+        if ok.all():
+            return
+        lane = int(np.flatnonzero(~ok)[0])
+        o = int(offs[lane])
+        if region.space == "shared":
+            raise Fault(f"shared access of {nbytes} bytes at offset {o:#x} is outside {name}, the variable its "
+                        f"address is derived from (it lands in {region.owner(o)})", lane, int(addrs[lane]))
+        where = f"{o - start - size} bytes past its end" if o >= start else f"{start - o} bytes before it"
+        raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside {name}, the buffer its "
+                    f"address is derived from ({where}; it lands in {region.owner(o)})", lane, int(addrs[lane]))
+
     def resolve(self, w, space, addrs, lanes_mask, nbytes, ins=None):
         """(region, byte offsets, per-lane) for accesses in ``space`` (``None``: generic) by
         ``ins`` (a global access whose address is derived from a pointer parameter must stay in
@@ -820,19 +839,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside every "
                             f"allocation{self.gmem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
-            own = self.ptr_base.get(id(ins)) if ins is not None else None
-            if own is not None:
-                name, start, size = own
-                ok = ((offs >= start) & (offs + nbytes <= start + size)) | ~lanes_mask
-                if not ok.all():
-                    lane = int(np.flatnonzero(~ok)[0])
-                    o = int(offs[lane])
-                    raise Fault(f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside {name}, the "
-                                f"buffer its address is derived from ({o - start - size} bytes past its end; it "
-                                f"lands in {self.gmem.owner(o)})" if o >= start else
-                                f"global access of {nbytes} bytes at {int(addrs[lane]):#x} is outside {name}, the "
-                                f"buffer its address is derived from ({start - o} bytes before it; it lands in "
-                                f"{self.gmem.owner(o)})", lane, int(addrs[lane]))
+            self._derived_bounds(ins, self.gmem, addrs, offs, lanes_mask, nbytes)
             return self.gmem, offs
         if space in ("shared", "shared::cta", "shared::cluster"):
             rank = addrs >> CTA_SHIFT
@@ -851,15 +858,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 lane = int(np.flatnonzero(~ok)[0])
                 raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside every "
                             f"shared variable{cta.smem.nearest(int(offs[lane]))}", lane, int(addrs[lane]))
-            own = self.ptr_base.get(id(ins)) if ins is not None else None
-            if own is not None:
-                span = next(((start, size) for name, start, size in cta.smem.allocs if name == own[0]), None)
-                ok = ((offs >= span[0]) & (offs + nbytes <= span[0] + span[1])) | ~lanes_mask if span else lanes_mask
-                if span is not None and not ok.all():
-                    lane = int(np.flatnonzero(~ok)[0])
-                    raise Fault(f"shared access of {nbytes} bytes at offset {int(offs[lane]):#x} is outside "
-                                f"{own[0]}, the variable its address is derived from (it lands in "
-                                f"{cta.smem.owner(int(offs[lane]))})", lane, int(addrs[lane]))
+            self._derived_bounds(ins, cta.smem, addrs, offs, lanes_mask, nbytes)
             if cta is not w.cta:
                 self.remote_smem(w, cta, w.agent, w.clock(), w.last_loc, w.describe())
             return cta.smem, offs

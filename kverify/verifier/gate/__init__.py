@@ -191,12 +191,13 @@ def _version() -> str:
 def _code() -> str:
     """A hash of kverify's own files: a cached verdict of other code (a soundness fix since) is
     not reused (the version string alone kept it)."""
-    root = Path(__file__).resolve().parents[2]
+    import kverify
+
+    root = Path(kverify.__file__).resolve().parent
     h = hashlib.sha256()
-    for f in sorted(root.rglob("*")):
-        if f.suffix in (".py", ".lark", ".c", ".h") and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(root)).encode())
-            h.update(f.read_bytes())
+    for f in kverify.source_files():
+        h.update(str(f).encode())
+        h.update((root / f).read_bytes())
     return h.hexdigest()
 
 

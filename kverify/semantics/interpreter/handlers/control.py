@@ -268,11 +268,10 @@ def warpgroup_divergence(m, cta, nwarps: int) -> None:
     """Report the warpgroups of ``cta`` whose warps did not execute the same setmaxnreg
     instructions (PTX ISA §9.7.19.7: all warps in the warpgroup must execute the same one)."""
     for wg in range(0, nwarps - nwarps % 4, 4):
-        seqs = {i: [id(x) for x in cta.maxnreg.get(i, [])] for i in range(wg, wg + 4)}
-        if len({tuple(v) for v in seqs.values()}) > 1:
-            by_seq: dict = {}
-            for i in range(wg, wg + 4):
-                by_seq.setdefault(tuple(seqs[i]), []).append(i)
+        by_seq: dict = {}  # the setmaxnreg instructions a warp ran, in order -> the warps that ran them
+        for i in range(wg, wg + 4):
+            by_seq.setdefault(tuple(map(id, cta.maxnreg.get(i, []))), []).append(i)
+        if len(by_seq) > 1:
             ran = [f"warp{'s' if len(ws) > 1 else ''} {', '.join(map(str, ws))} ran "
                    + (f"{len(seq)} (line{'s' if len(seq) > 1 else ''} "
                       f"{', '.join(str(x.loc.line or x.loc.ptx_line) for x in cta.maxnreg[ws[0]])})" if seq else "none")

@@ -17,6 +17,7 @@ from kverify.semantics.ir.nodes import (Addr, Block, Break, Continue, FImm, If, 
 from kverify.semantics.ir.nodes import where as _loc
 from kverify.semantics.ir.optable import MAX_CALL_DEPTH, flow_of
 from kverify.semantics.ir.visit import RegisterWidths
+from kverify.semantics.interpreter.specials import TIMING_SPECIALS
 from kverify.semantics.values import FAMILIES
 
 from .. import folds as F
@@ -30,10 +31,9 @@ from .tensorcore import TensorCoreHandlers, tensorcore_handler
 from .predication import Predication
 from .values import ValueHandlers
 
-#: special registers whose value the hardware chooses (PTX ISA 10: %smid, %warpid and %gridid are
-#: volatile or per launch, %nsmid is the device's)
-HARDWARE_SPECIALS = frozenset({"%smid", "%nsmid", "%warpid", "%gridid", "%clock", "%clock_hi", "%clock64",
-                               "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"})
+#: special registers whose value the hardware chooses: the run's (``TIMING_SPECIALS``), and per launch
+#: or device %gridid and %nsmid (PTX ISA 10)
+HARDWARE_SPECIALS = TIMING_SPECIALS | {"%nsmid", "%gridid", "%globaltimer_lo", "%globaltimer_hi"}
 
 
 class Budget(Exception):
