@@ -22,10 +22,10 @@ Directives: ``.maxntid``/``.reqntid`` (+ ``.minnctapersm``) become ``__launch_bo
 """
 from __future__ import annotations
 
-from kverify.semantics.ir.nodes import (Block, Break, Continue, If, Instr, Kernel, Loop, Module,
+from kverify.semantics.ir.nodes import (Block, Break, Continue, GenericOf, If, Instr, Kernel, Loop, Module, Sym,
                                 VarDecl, operand_regs)
 from kverify.semantics.ir.optable import flow_of
-from kverify.semantics.ir.types import Vector
+from kverify.semantics.ir.types import Scalar, Vector
 from kverify.semantics.ir.visit import instructions, walk
 
 from .asm import Scope, SymInfo, lower_instr
@@ -334,6 +334,7 @@ def _module_vars(m: Module, names: _Names, structs: set) -> tuple[dict, list[str
     """File-scope declarations of module variables; extern shared ones are re-declared in
     each function (``extern __shared__`` at function scope)."""
     syms, decls, extern_shared = {}, [], {}
+    functions = {f.name for f in m.kernels}
     for v in m.vars:
         elem, _ = _var_ctype(v, structs)
         dims = "".join(f"[{d}]" if d is not None else "[]" for d in v.dims)
@@ -341,6 +342,13 @@ def _module_vars(m: Module, names: _Names, structs: set) -> tuple[dict, list[str
         cname = names.make(v.name)
         init = ""
         if v.init is not None:
+            named = [x.name for x in v.init if isinstance(x, Sym) and (isinstance(x, GenericOf) or
+                                                                       x.name not in functions)]
+            if named:
+                raise LoweringError(f"the initializer of {v.name} names variable {named[0]}: an address "
+                                    "in a static initializer cannot be lowered", v.loc)
+            if isinstance(v.type, Scalar) and v.type.is_float:  # the initializer holds the bits
+                elem = value_ctype(Scalar(f"b{v.type.bits}"))
             init = " = {" + ", ".join(str(x) for x in v.init) + "}" if v.dims else f" = {v.init[0]}"
         if v.space.startswith("shared"):
             if v.extern:

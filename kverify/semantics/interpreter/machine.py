@@ -39,9 +39,10 @@ from kverify.launch.params import param_bytes
 from kverify.rules import rule as registered
 from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
-from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
+from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, GenericOf, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
 from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.nodes import Addr
+from kverify.semantics.ir.types import Vector
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.execution import BOUNDS, DSMEM_AFTER_EXIT, DSMEM_BEFORE_START
@@ -270,24 +271,25 @@ class Machine(AccessMixin, MbarrierMixin):
             arr = inputs[name] if inputs and name in inputs else random_array(rng, b["dtype"], tuple(b["shape"]))
             allocs.append((name, off, np.ascontiguousarray(arr)))
             off = next_buffer(off, arr.nbytes)
-        gvars = [v for v in self.module.vars if v.space == "global"]
+        # the constant bank's layout, then the global variables' addresses, before any contents:
+        # an initializer may name another variable (``.global .u64 p = generic(c);``)
+        self.const_vars = {}
+        coff = 0
+        for v in self.module.vars:
+            if v.space == "const":
+                coff = align_up(coff, v.align or 8)
+                self.const_vars[v.name] = coff
+                coff += v.size
+        const_size = coff
+        gvars = []
         self.gvar_addr = {}
-        for v in gvars:
-            size = max(v.size, 1)
-            arr = np.zeros(size, np.uint8)
-            if v.init:
-                esz = v.type.bits // 8
-                # a function pointer's address; another variable's address is not modelled (0)
-                vals = [self.func_addr.get(x.name, 0) if isinstance(x, Sym) else x for x in v.init]
-                try:  # element values as little-endian bytes of their width (two's complement)
-                    data = np.array(vals, np.int64).astype(f"<u{esz}").view(np.uint8)
-                except (OverflowError, TypeError):  # a .u64 value past 2**63; an element of another width
-                    m = low_mask(8 * esz)
-                    data = np.frombuffer(b"".join(int(x & m).to_bytes(esz, "little") for x in vals), np.uint8)
-                arr[:len(data)] = data
-            allocs.append((v.name, off, arr))
-            self.gvar_addr[v.name] = GLOBAL_BASE + off
-            off = next_buffer(off, size)
+        for v in self.module.vars:
+            if v.space == "global":
+                gvars.append((v, off))
+                self.gvar_addr[v.name] = GLOBAL_BASE + off
+                off = next_buffer(off, max(v.size, 1))
+        for v, o in gvars:
+            allocs.append((v.name, o, self._var_bytes(v, max(v.size, 1))))
         # a cooperative launch: the zeroed grid workspace cooperative groups' grid.sync() counts
         # arrivals in, its address in %envreg1 (high half) / %envreg2 (low half)
         self.grid_workspace = 0
@@ -327,23 +329,42 @@ class Machine(AccessMixin, MbarrierMixin):
                          for iid, b in pointer_bases(kernel, list(self.smem_vars)).items() if keys.get(b) in spans}
         self.local_vars, loff = local_layout(kernel)
         self.local_size = loff
-        self.const_vars = {}
-        cdata = []
-        coff = 0
+        self.const_mem = np.zeros(max(const_size, 1), np.uint8)
         for v in self.module.vars:
-            if v.space == "const":
-                coff = align_up(coff, v.align or 8)
-                self.const_vars[v.name] = coff
-                b = np.zeros(v.size, np.uint8)
-                if v.init:
-                    esz = v.type.bits // 8
-                    for j, x in enumerate(v.init):
-                        b[j * esz:(j + 1) * esz] = np.frombuffer(int(x & low_mask(8 * esz)).to_bytes(esz, "little"), np.uint8)
-                cdata.append((coff, b))
-                coff += v.size
-        self.const_mem = np.zeros(max(coff, 1), np.uint8)
-        for o, b in cdata:
-            self.const_mem[o:o + b.size] = b
+            if v.space == "const" and v.init:
+                o = self.const_vars[v.name]
+                self.const_mem[o:o + v.size] = self._var_bytes(v, v.size)
+
+    def _var_bytes(self, v, size: int) -> np.ndarray:
+        """The initial bytes of module variable ``v``: its initializer's elements little-endian
+        in the element's width (two's complement), an address for each function or variable it
+        names (a constant variable's in the constant bank, ``generic(c)`` its generic address),
+        zeros after them and without one."""
+        arr = np.zeros(size, np.uint8)
+        if not v.init:
+            return arr
+        esz = (v.type.elem if isinstance(v.type, Vector) else v.type).bits // 8
+        mask = low_mask(8 * esz)
+        vals = []
+        for x in v.init:
+            if isinstance(x, Sym):
+                if x.name in self.func_addr:
+                    base = self.func_addr[x.name]
+                elif x.name in self.gvar_addr:
+                    base = self.gvar_addr[x.name]
+                elif x.name in self.const_vars:
+                    base = self.const_vars[x.name] + (CONST_WINDOW if isinstance(x, GenericOf) else 0)
+                else:
+                    raise KernelError(f"the initializer of {v.name} names {x.name}, which is no function, "
+                                      f"global or constant variable", v.loc.file, v.loc.line, v.loc.col)
+                x = base + x.offset
+            vals.append(int(x) & mask)
+        data = np.frombuffer(b"".join(x.to_bytes(esz, "little") for x in vals), np.uint8)
+        if data.size > size:
+            raise KernelError(f"the initializer of {v.name} has {len(vals)} elements, more than it holds",
+                              v.loc.file, v.loc.line, v.loc.col)
+        arr[:data.size] = data
+        return arr
 
     def outputs(self) -> dict:
         out = {}

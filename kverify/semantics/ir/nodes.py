@@ -110,6 +110,14 @@ class Sym:
 
 
 @dataclass(frozen=True, slots=True)
+class GenericOf(Sym):
+    """``generic(x)`` in a variable's initializer: the generic address of variable ``x``."""
+
+    def __str__(self) -> str:
+        return f"generic({Sym.__str__(self)})"
+
+
+@dataclass(frozen=True, slots=True)
 class Label:
     name: str
 
@@ -398,7 +406,8 @@ class RegDecl:
 class VarDecl:
     """A variable in a state space: ``.shared .align 8 .b8 smem[1024];``; ``extern`` for
     ``.extern .shared`` (dynamic shared memory, size 0). ``dims`` are the array
-    dimensions, ``None`` for ``[]``. ``init`` holds integer initializer values."""
+    dimensions, ``None`` for ``[]``. ``init`` holds the initializer's elements: integers (a float's
+    bits in the variable's format), ``Sym`` / ``GenericOf`` for the addresses it names."""
 
     space: str
     type: Union[Scalar, Vector]

@@ -101,7 +101,9 @@ class Printer:
         dims = "".join(f"[{d if d is not None else ''}]" for d in v.dims)
         s = " ".join(parts) + f" {v.name}{dims}"
         if v.init is not None:
-            s += " = {" + ", ".join(str(x) for x in v.init) + "}"
+            t = v.type.elem if isinstance(v.type, Vector) else v.type
+            hexf = {"f32": "0f{:08X}", "f64": "0d{:016X}"}.get(t.name)  # a float's bits as PTX writes them
+            s += " = {" + ", ".join(hexf.format(x) if hexf and isinstance(x, int) else str(x) for x in v.init) + "}"
         return s + ";"
 
     @staticmethod

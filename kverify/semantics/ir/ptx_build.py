@@ -13,7 +13,7 @@ from . import optable as _optable
 from .errors import KernelError
 from .nodes import (Addr, Block, Break, CallPrototype, Continue, FImm, Guard, If, Imm, InductionVar, Instr,
                     Kernel, Label, Loc, Loop, Module, Neg, PairOp, Param, ParenList, Reg,
-                    RegDecl, Sink, Sym, VarDecl, VecOp, operand_regs)
+                    RegDecl, Sink, Sym, GenericOf, VarDecl, VecOp, operand_regs)
 from .optable import check_instr, split_opcode
 from .ptx_raw import _CACHE_LIMIT, _Raw
 from .types import Pointer, Scalar, Vector, is_type_name
@@ -46,6 +46,50 @@ def _decl_type(attrs, path, line, col):
     if scal is None:
         raise KernelError("a declaration needs a type", path, line, col)
     return (Vector(scal, vec) if vec else scal), align, ptr
+
+
+def _init_value(x, ty, path, line, col):
+    """One initializer element as the IR keeps it (§5.4.4): an integer holding the element's bits
+    (a float literal -- ``0f``/``0d`` or decimal -- rounded to the element's format), a ``Sym``
+    for a function or variable the initializer names (its address: a function pointer table
+    ``{f, g}``, ``p = x``), a ``GenericOf`` for ``generic(x)``."""
+    elem = ty.elem if isinstance(ty, Vector) else ty
+    if isinstance(x, bool) or isinstance(x, int):
+        return int(x)
+    if isinstance(x, FImm):
+        if not elem.is_float:  # a bit pattern: ``.b32 x = 0f3F800000`` (its width must fit)
+            if x.width > elem.bits:
+                raise KernelError(f"the {x.width}-bit literal {x} does not fit .{elem.name}", path, line, col)
+            return x.bits
+        return float_bits(x, elem.name, path, line, col)
+    if isinstance(x, tuple) and x[0] == "name":
+        return Sym(x[1])
+    if isinstance(x, str) and x.startswith("generic(") and x.endswith(")"):
+        return GenericOf(x[len("generic("):-1])
+    raise KernelError(f"initializer element {x} is not supported", path, line, col)
+
+
+def float_bits(x: FImm, name: str, path=None, line=0, col=0) -> int:
+    """The bits of float literal ``x`` in format ``name`` (f16, bf16, f32, f64), rounded to
+    nearest even when the literal is wider (a decimal literal is a double)."""
+    import numpy as np
+
+    if x.width == 32:
+        v = np.array([x.bits], np.uint32).view(np.float32)
+    else:
+        v = np.array([x.bits], np.uint64).view(np.float64)
+    if name == "f32":
+        return int(v.astype(np.float32).view(np.uint32)[0])
+    if name == "f64":
+        return int(v.astype(np.float64).view(np.uint64)[0])
+    if name == "f16":
+        return int(v.astype(np.float16).view(np.uint16)[0])
+    if name == "bf16":  # round the f32 to nearest even on its upper half
+        b = int(v.astype(np.float32).view(np.uint32)[0])
+        if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
+            return (b >> 16) | 0x40
+        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+    raise KernelError(f"a float literal cannot initialize .{name}", path, line, col)
 
 
 class _Assembler:
@@ -86,10 +130,7 @@ class _Assembler:
         for name, mods, line, col in decls:
             dims = tuple(m[1] for m in mods if m[0] == "array")
             loc = Loc(self.path, line, col, line)
-            # integers, and the functions and variables an initializer names (a function
-            # pointer table: ``.global .u64 table[2] = {f, g};``)
-            vals = tuple(x if isinstance(x, int) else Sym(x[1]) for x in init
-                         if isinstance(x, int) or (isinstance(x, tuple) and x[0] == "name")) if init else None
+            vals = tuple(_init_value(x, ty, self.path, line, col) for x in init) if init else None
             out.append(VarDecl(space, ty, name, align, dims, "extern" in linkage,
                                linkage[0] if linkage else None, vals, loc))
         return out

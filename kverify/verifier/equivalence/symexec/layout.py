@@ -12,6 +12,7 @@ from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
 from kverify.launch.params import scalar_misfit
 from kverify.launch.layout import GLOBAL_BASE, align_up, local_layout, next_buffer, shared_layout
 from kverify.semantics.ir.errors import KernelError, Unsupported
+from kverify.semantics.ir.nodes import Sym
 
 
 @dataclass
@@ -92,6 +93,8 @@ class Layout:
                 if v.init:
                     esz = v.type.bits // 8
                     for j, x in enumerate(v.init):
+                        if isinstance(x, Sym):  # an address this walk does not lay out: reading it stops
+                            continue
                         for k in range(esz):
                             self.const_bytes[coff + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
                 coff += v.size
@@ -116,7 +119,10 @@ class Layout:
                     self.gvar_bytes[start + j] = 0
                 for j, x in enumerate(v.init):
                     for k in range(esz):
-                        self.gvar_bytes[start + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
+                        if isinstance(x, Sym):  # an address this walk does not lay out: reading it stops
+                            self.gvar_bytes.pop(start + j * esz + k, None)
+                        else:
+                            self.gvar_bytes[start + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
             off = next_buffer(off, size)
 
     def global_var_at(self, addr):
