@@ -132,6 +132,23 @@ def aligned_barrier(instr) -> bool:
     return instr.op == "bar" or "aligned" in instr.mods
 
 
+def cp_async_source(instr, reg_width) -> tuple:
+    """``(src_size, ignore_src)`` operands of a ``cp.async`` (§9.7.9.25.3.1: ``[dst], [src],
+    cp-size{, src-size}{, cache-policy}`` and ``... cp-size{, ignore-src}{, cache-policy}``),
+    each ``None`` when absent. With ``.L2::cache_hint`` the last operand is the cache policy; a
+    predicate register (``reg_width(name) == 1``) is ignore-src (true: zeros are copied, the
+    source is not read), any other operand src-size (the bytes read, the rest zero-filled)."""
+    ops = instr.operands[3:]
+    if "L2::cache_hint" in instr.mods and ops:
+        ops = ops[:-1]
+    if not ops:
+        return None, None
+    x = ops[0]
+    if getattr(x, "name", None) is not None and reg_width(x.name) == 1:
+        return None, x
+    return x, None
+
+
 def wgmma_aligned(instr) -> str | None:
     if not {"sync", "aligned"} <= set(instr.mods):
         return f"{instr.opcode}: wgmma instructions are .sync.aligned"

@@ -9,6 +9,7 @@ import numpy as np
 from kverify.launch import dtypes
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Reg, Sym, VecOp, where as _fmt_loc
+from kverify.semantics.ir.optable import cp_async_source
 from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
@@ -88,9 +89,12 @@ def h_cp_async(m, w, ins, mask):
     dst = m.addr_values(w, ops[0])
     src = m.addr_values(w, ops[1])
     size = np.broadcast_to(np.asarray(m.val(w, ops[2], 32), U64), (32,))
+    src_size_op, ignore_src = cp_async_source(ins, m.reg_width)
     src_size = None
-    if len(ops) > 3 and not (isinstance(ops[3], Reg) and m.reg_width(ops[3].name) == 64 and "L2::cache_hint" in ins.mods and len(ops) == 4):
-        src_size = np.broadcast_to(np.asarray(m.val(w, ops[3], 32), U64), (32,))
+    if src_size_op is not None:
+        src_size = np.broadcast_to(np.asarray(m.val(w, src_size_op, 32), U64), (32,))
+    elif ignore_src is not None:  # true: zeros copied, nothing read
+        src_size = np.where(np.broadcast_to(m.pred(w, ignore_src), (32,)), U64(0), size)
     lanes = np.flatnonzero(mask)
     if len(lanes) and (size[lanes] == size[lanes[0]]).all() and \
             (src_size is None or (src_size[lanes] == src_size[lanes[0]]).all()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kverify.launch.layout import SHARED_WINDOW
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Addr, Imm, Reg, Sink
-from kverify.semantics.ir.optable import sync_of
+from kverify.semantics.ir.optable import cp_async_source, sync_of
 from kverify.semantics.memory_model.protocols import mbarrier as MB
 
 from ..algebra import DataDependent, is_concrete
@@ -69,7 +69,13 @@ class BarrierHandlers:
         dst = self.addr(t, ops[0])
         src = self.addr(t, ops[1])
         size = self.val(t, ops[2], 32)
-        src_size = self.val(t, ops[3], 32) if len(ops) > 3 and isinstance(ops[3], (Reg, Imm)) else size
+        src_size_op, ignore_src = cp_async_source(ins, self.reg_width)
+        src_size = size if src_size_op is None else self.val(t, src_size_op, 32)
+        if ignore_src is not None:
+            ignore = self.pred(t, ignore_src)
+            if not isinstance(ignore, bool):
+                raise DataDependent("a cp.async's ignore-src depends on input data")
+            src_size = 0 if ignore else size
         if not (is_concrete(size) and is_concrete(src_size)):
             raise DataDependent("a cp.async size depends on input data")
         for j in range(0, size, 4 if size % 4 == 0 else 1):
