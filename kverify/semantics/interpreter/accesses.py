@@ -8,7 +8,8 @@ import numpy as np
 
 from kverify.semantics.ir.nodes import Sink, operand_regs
 from kverify.semantics.ir.nodes import where as _fmt_loc
-from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_GLOBAL, RACE_GLOBAL_SAME_VALUE,
+from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_GLOBAL, RACE_GLOBAL_NON_COHERENT,
+                                                     RACE_GLOBAL_SAME_VALUE,
                                                      RACE_SHARED, RACE_SHARED_SAME_VALUE, UNINITIALIZED)
 from kverify.semantics.memory_model.protocols import async_groups as AG
 
@@ -63,6 +64,8 @@ class AccessMixin:
             self._grid_footprint(w, ins, region, idx, lane_of, kind)
         if kind == "read":
             conf = sh.check_read(idx, agent, vc, self.fence_clks[proxy_space(region)], lane_of, proxy, order, strong)
+            if "nc" in ins.mods and region is self.gmem:
+                self._non_coherent(w, ins, region, sh, idx, lane_of)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
                 self.report(UNINITIALIZED.id, f"read of uninitialized {region.space} memory "
@@ -96,6 +99,19 @@ class AccessMixin:
             sh.record_write(idx, agent, clk, loc, lane_of.astype(np.int8), proxy, order, strong, rel)
             if strong is not None and strong.sem in RELEASING:
                 w.release_tick()
+
+    def _non_coherent(self, w, ins, region, sh, idx, lane_of):
+        """An ``ld.global.nc`` of bytes this launch wrote before (by any thread, ordered or not)."""
+        written = np.asarray(sh.w_agent[idx]) >= 0
+        if not written.any():
+            return
+        i = int(np.flatnonzero(written)[0])
+        wloc = self.locs[int(np.asarray(sh.w_loc[idx[i:i + 1]])[0])]
+        self.report(RACE_GLOBAL_NON_COHERENT.id,
+                    f"ld.global.nc of {region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])} reads bytes the "
+                    f"launch wrote at {_fmt_loc(wloc) if wloc is not None else 'an earlier write'}: the non-coherent "
+                    "path may return the value from before that write", [ins.loc, wloc], address=int(idx[i]),
+                    space="global", object=region.owner(int(idx[i])))
 
     def _grid_footprint(self, w, ins, region, idx, lane_of, kind):
         """A global access of a grid checked as a PDL pair (``dependent``): recorded in the

@@ -35,6 +35,12 @@ RACE_GLOBAL_DEPENDENT_GRID = Rule(
     "a grid launched as the programmatic dependent of another (PDL) accesses global-memory bytes the primary grid "
     "wrote (or writes bytes it read) before the thread's griddepcontrol.wait: the dependent may run alongside the "
     "primary, and launch_dependents orders no memory")
+RACE_GLOBAL_NON_COHERENT = Rule(
+    "race.global.non-coherent", "§9.7.9.8 ld.global.nc; §8 memory consistency model",
+    "data-movement-and-conversion-instructions-ld-global-nc",
+    "ld.global.nc (the non-coherent read-only path: __ldg, const __restrict__) reads global bytes the launch "
+    "already wrote: that cache is not kept coherent with writes, so the load may return the value from before "
+    "the write whatever orders them (CUDA: data read through it must be read-only for the kernel's lifetime)")
 RACE_ASYNC_PROXY = Rule(
     "race.async-proxy", "§8.6 proxies; §9.7.13.4 membar/fence (fence.proxy.async)",
     "parallel-synchronization-and-communication-instructions-membar",

@@ -325,6 +325,15 @@ class _Checker:
             if reasons:
                 return Obligation(oid, "races", "unknown", "; ".join(reasons) + f" ({msg})")
             return Obligation(oid, "races", "proved", msg)
+        # ld.global.nc (the non-coherent path) of a buffer the kernel writes: stale for any order,
+        # which barrier intervals do not see (race.global.non-coherent, decided by the run)
+        written = {a.region for a in writes}
+        nc = next((a for a in accs if not a.writes and "nc" in a.instr.mods
+                   and (a.region is None or None in written or a.region in written)), None)
+        if nc is not None:
+            reasons.append(f"ld.global.nc at {_where(nc.instr, self.module)} reads "
+                           f"{nc.region.split(':', 1)[-1] if nc.region else 'a buffer'}, which the kernel may write: "
+                           "a non-coherent load is not ordered by barriers (race.global.non-coherent is the run's)")
         bacc = {id(a): self._b_access(a) for a in accs}
         # 1. barrier intervals counted (the hardware's matching of the n-th barriers)
         found = self.search(space, accs, bacc, True, budget)
