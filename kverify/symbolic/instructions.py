@@ -232,6 +232,13 @@ class Instructions:
         except Exception:  # noqa: BLE001 - any form the semantics does not take
             self.havoc_dests(st, ins, guard, fam)
             return st
+        if fam in ("div", "rem") and ty[0] in "usb" and not isinstance(res, tuple):
+            # an integer division by zero yields an unspecified value (§9.7.1.8 div, §9.7.1.9 rem):
+            # any value, approximate -- not SMT-LIB's x/0 = all ones, x%0 = x, which a proof could rest on
+            b = args[1]
+            if not (z3.is_bv_value(b) and b.as_long() != 0):
+                w = res.size()
+                res = z3.If(fit(b, w) == 0, self.approx(f"{fam}0.{ins.loc.ptx_line}", w), res)
         d = ops[0]
         region = self.region_of(fam, mods, regions)
         if fam == "selp" and region == "?" and len(args) == 3 and z3.is_bool(args[2]):

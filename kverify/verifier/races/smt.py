@@ -391,7 +391,7 @@ class _Checker:
                 else:
                     why.append(f"a race between {a.mode} at {la} and {bb.mode} at {lb} is possible for "
                                "values the encoding over-approximates (loaded data, floating point, "
-                               "loop registers)")
+                               "loop registers, an integer division by zero)")
             for a, bb in undecided[:3]:
                 why.append(f"solver budget ({self.timeout_s:g} solver seconds) spent on {a.mode} at "
                            f"{_where(a.instr, self.module)} against "
