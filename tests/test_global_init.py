@@ -154,3 +154,17 @@ def test_lowering_keeps_a_float_initializer_bits_and_refuses_an_address():
     assert "a[3] = {1069547520, 1065353216, 1069547520}" in text  # the bits, in an integer declaration
     with pytest.raises(LoweringError, match="names variable a"):
         lower_module(parse_ptx(PTX_LITERALS, "lit.ptx"))
+
+
+def test_a_variables_contents_can_be_given_as_an_input():
+    """``var:NAME`` in the inputs replaces a module variable's initial bytes (what the host wrote
+    with cudaMemcpyToSymbol, as a capture records it); a size that does not match is bad input."""
+    m = load_module(str(D / "var_init.ptx"))
+    spec = LaunchSpec.from_dict({"kernel": "offset_store", "grid": [1, 1, 1], "block": [4, 1, 1],
+                                 "buffers": {"out": {"dtype": "float32", "shape": [64]}}})
+    r = run_kernel(m, m.kernel("offset_store"), spec, inputs={"var:offset": np.array([3.0], np.float32),
+                                                              "out": np.zeros(64, np.float32)})
+    assert np.asarray(r.outputs["out"]).tolist() == [0.0] * 3 + [1.0] * 4 + [0.0] * 57 and not r.findings
+    from kverify.semantics.ir import KernelError
+    with pytest.raises(KernelError, match="input var:offset has 8 bytes, the variable 4"):
+        run_kernel(m, m.kernel("offset_store"), spec, inputs={"var:offset": np.array([3.0], np.float64)})

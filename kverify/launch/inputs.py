@@ -77,4 +77,6 @@ def initial_inputs(kernel, spec: LaunchSpec, inputs: dict | None, seed: int) -> 
         if name not in names and not str(name).isdigit():
             out[name] = input_array(inputs, name, None, -1, b, rng, kernel) if inputs and name in inputs \
                 else random_array(rng, b["dtype"], tuple(b["shape"]))
+    # module variables' contents (``var:NAME``: what the host wrote, recorded by a capture)
+    out.update({k: np.asarray(v) for k, v in (inputs or {}).items() if isinstance(k, str) and k.startswith("var:")})
     return out

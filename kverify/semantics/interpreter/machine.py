@@ -250,6 +250,7 @@ class Machine(AccessMixin, MbarrierMixin):
 
     # ------------------------------------------------------------------ memory set-up
     def _setup_memory(self, inputs):
+        self._inputs = inputs
         spec, kernel = self.spec, self.kernel
         allocs = []
         off = 0
@@ -336,10 +337,17 @@ class Machine(AccessMixin, MbarrierMixin):
                 self.const_mem[o:o + v.size] = self._var_bytes(v, v.size)
 
     def _var_bytes(self, v, size: int) -> np.ndarray:
-        """The initial bytes of module variable ``v``: its initializer's elements little-endian
-        in the element's width (two's complement), an address for each function or variable it
-        names (a constant variable's in the constant bank, ``generic(c)`` its generic address),
-        zeros after them and without one."""
+        """The initial bytes of module variable ``v``: the inputs' ``var:NAME`` array when given
+        (a capture's snapshot of what the host wrote, ``cudaMemcpyToSymbol``), else its
+        initializer's elements little-endian in the element's width (two's complement), an
+        address for each function or variable it names (a constant variable's in the constant
+        bank, ``generic(c)`` its generic address), zeros after them and without one."""
+        given = (self._inputs or {}).get(f"var:{v.name}")
+        if given is not None:
+            raw = np.ascontiguousarray(given).view(np.uint8).reshape(-1)
+            if raw.size != size:
+                raise KernelError(f"input var:{v.name} has {raw.size} bytes, the variable {size}", "<inputs>", 1, 1)
+            return raw.copy()
         arr = np.zeros(size, np.uint8)
         if not v.init:
             return arr
