@@ -72,7 +72,7 @@ def test_check_claims_every_schedule_once_every_class_ran():
     assert rep.verdict == "verified"
     o = next(o for o in rep.obligations if o.title == "deadlock-free")
     assert o.status == "bounded"
-    assert o.bound == ("grid 1x1x1, block 128x1x1, its inputs; every schedule (4 classes of schedules that differ "
+    assert o.bound == ("grid 1x1x1, block 128x1x1, its inputs (seeded random contents of out); every schedule (4 classes of schedules that differ "
                        "only in the order of independent steps, one run each: dynamic partial-order reduction; the "
                        "first run alone does not stand for all: two_counters.cu:9: atom.add: its returned value is "
                        "used, so the order of atomics matters)")

@@ -54,7 +54,8 @@ def test_the_spec_key_and_the_bound(capsys):
     (ob,) = [o for o in rep["kernels"][0]["obligations"] if o["title"] == "deadlock-free"]
     assert ob["status"] == "bounded"
     assert ("grid 4x1x1, block 128x1x1, cooperative launch (every CTA co-resident, cooperative groups' grid "
-            "workspace given; assumed: the kernel reads that workspace), its inputs; every schedule (one run") in ob["bound"]
+            "workspace given; assumed: the kernel reads that workspace), its inputs (seeded random contents of in, tmp, out); "
+            "every schedule (one run") in ob["bound"]
 
 
 def test_the_grid_barrier_spin_is_one_blocking_atomic():

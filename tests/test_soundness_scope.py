@@ -88,7 +88,8 @@ def test_interpreter_bound_says_the_grid_was_assumed():
     rep = check_kernel(m, k, from_flags(k, str(SCOPE / "x.ptx"), None, "64"), budget=2, timeout_s=30, smt=False)
     ob = {o.title: o for o in rep.obligations}["deadlock-free"]
     assert ob.status == "bounded"
-    assert ob.bound.startswith("grid 1x1x1 (assumed: the launch gives no grid), block 64x1x1, its inputs;")
+    assert ob.bound.startswith("grid 1x1x1 (assumed: the launch gives no grid), block 64x1x1, its inputs (seeded "
+                               "random contents of in, slots);")
 
 
 def test_an_arg_name_the_kernel_does_not_have_is_an_error_listing_the_parameters():
@@ -194,3 +195,20 @@ def test_syncwarp_does_not_order_two_warps():
     assert {l.line for l in ob.locations} == {10, 12}
     a, b = ob.counterexample["threads"]
     assert a["tid"][0] // 32 != b["tid"][0] // 32
+
+
+@pytest.mark.parametrize("given, says", [
+    ((), "its inputs (seeded random contents of a, b, c);"),  # was "its inputs": not the program's
+    (("a", "b"), "its inputs (seeded random contents of c);"),
+    (("a", "b", "c"), "its inputs (the given contents);"),
+])
+def test_a_runs_bound_says_whose_buffer_contents_it_ran(given, says):
+    import numpy as np
+
+    m = load_module(str(ZOO / "vadd" / "vadd.ptx"))
+    k = m.kernel("vadd")
+    spec = LaunchSpec.from_dict(json.loads((ZOO / "vadd" / "manifest.json").read_text())["variants"][0]["launch"])
+    inputs = {n: np.zeros(spec.buffers[n]["shape"], np.float32) for n in given}
+    rep = check_kernel(m, k, spec, inputs=inputs or None, smt=False)
+    ob = {o.title: o for o in rep.obligations}["memory safety"]
+    assert ob.status == "bounded" and says in ob.bound, ob.bound

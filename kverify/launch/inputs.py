@@ -30,18 +30,36 @@ def random_array(rng: np.random.Generator, dtype: str, shape) -> np.ndarray:
     return rng.integers(0, 100, shape).astype(r.np)
 
 
+def given_key(inputs, name, p, i):
+    """The key of ``inputs`` that gives buffer ``name`` (parameter ``p`` at position ``i``, or
+    ``None``): its buffer name, PTX or source name, or position; ``None`` when none does."""
+    if inputs is None:
+        return None
+    for key in (name, p.name, p.source_name, str(i), i) if p is not None else (name,):
+        if key is not None and key in inputs:
+            return key
+    return None
+
+
+def drawn_buffers(kernel, spec: LaunchSpec, inputs: dict | None) -> list:
+    """The buffers ``initial_inputs`` fills with seeded random contents (``inputs`` gives no array)."""
+    out = []
+    for i, p in enumerate(kernel.params):
+        if lookup(spec.buffers, kernel, i) is not None and given_key(inputs, param_key(kernel, i), p, i) is None:
+            out.append(param_key(kernel, i))
+    names = {param_key(kernel, i) for i in range(len(kernel.params)) if lookup(spec.buffers, kernel, i) is not None}
+    out += [n for n in spec.buffers if n not in names and not str(n).isdigit() and not (inputs and n in inputs)]
+    return out
+
+
 def input_array(inputs, name, p, i, b, rng, kernel) -> np.ndarray:
     """The initial contents of buffer ``b`` (parameter ``p`` at position ``i``, or ``None``
     for a buffer named only by tensor maps): the caller's array converted to the buffer's
     dtype and shape, else random."""
     dtype = b["dtype"]
     shape = tuple(int(s) for s in b["shape"])
-    arr = None
-    if inputs is not None:
-        for key in (name, p.name, p.source_name, str(i), i) if p is not None else (name,):
-            if key is not None and key in inputs:
-                arr = inputs[key]
-                break
+    key = given_key(inputs, name, p, i)
+    arr = None if key is None else inputs[key]
     if arr is not None:
         if hasattr(arr, "detach"):  # torch tensor on the CPU
             t = arr.detach().cpu().contiguous()

@@ -322,6 +322,17 @@ def _calls(ctx):
 @register("pipeline", ("race-free: async", "race-free: shared"),
           applies=lambda ctx: ctx.smt and "async" in ctx.uses,
           claims="for every iteration and trip count")
+def _inputs_scope(kernel, spec, inputs) -> str:
+    """What a run's bound says of its buffer contents: given, or seeded random (not the program's)."""
+    from kverify.launch.inputs import drawn_buffers
+
+    drawn = drawn_buffers(kernel, spec, inputs)
+    if not drawn:
+        return "its inputs" + (" (the given contents)" if spec.buffers else "")
+    names = ", ".join(map(str, drawn[:6])) + (f", ... ({len(drawn)} in all)" if len(drawn) > 6 else "")
+    return f"its inputs (seeded random contents of {names})"
+
+
 def _pipeline_races(ctx):
     from .races.pipeline import check_pipeline_races
 
@@ -408,34 +419,35 @@ def _interpreter(ctx):
         more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""
         what = (f"the clusters starting at CTAs {{{shown}{more}}}" if clusters else f"CTAs {{{shown}{more}}}")
         launch += f" ({what} interpreted, the others are symmetric: {sym_why})"
+    launch += ", " + _inputs_scope(kernel, spec, ctx.inputs)
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
-        explored = f"{launch}, its inputs; one schedule (count-less CTA barriers only: all schedules equivalent)"
+        explored = f"{launch}; one schedule (count-less CTA barriers only: all schedules equivalent)"
     elif r.classes is not None:
         why = r.dependence[0] if r.dependence else "the first run does not fix every synchronization match"
         if r.por_complete and r.caveats:
-            explored = (f"{launch}, its inputs; every order of dependent steps ({r.classes} classes of schedules, "
+            explored = (f"{launch}; every order of dependent steps ({r.classes} classes of schedules, "
                         f"dynamic partial-order reduction), not every schedule: {r.caveats[0]}")
         elif r.por_complete and r.crossing:
-            explored = (f"{launch}, its inputs; every schedule that runs the clusters one after another "
+            explored = (f"{launch}; every schedule that runs the clusters one after another "
                         f"({r.classes} classes of schedules, dynamic partial-order reduction), not the schedules "
                         f"that interleave clusters ({why})")
         elif r.por_complete:
-            explored = (f"{launch}, its inputs; every schedule ({r.classes} classes of schedules that differ only "
+            explored = (f"{launch}; every schedule ({r.classes} classes of schedules that differ only "
                         f"in the order of independent steps, one run each: dynamic partial-order reduction; "
                         f"the first run alone does not stand for all: {why})")
         else:
-            explored = (f"{launch}, its inputs; {r.classes} classes of schedules in {r.schedules_run} runs "
+            explored = (f"{launch}; {r.classes} classes of schedules in {r.schedules_run} runs "
                         f"(dynamic partial-order reduction), not every class: "
                         + ("a run violates, and the exploration stopped there" if r.por_stopped else
                            "the budget ended the exploration") + f" ({why})")
     elif r.schedules_total is None:
-        explored = (f"{launch}, its inputs; the deterministic schedule only (it already violates "
+        explored = (f"{launch}; the deterministic schedule only (it already violates "
                     f"{', '.join(sorted(r.rules()))}: other schedules are not explored)")
     elif r.robust and r.schedules_total == 1:
-        explored = (f"{launch}, its inputs; every schedule (one run: happens-before fixes how each barrier, "
+        explored = (f"{launch}; every schedule (one run: happens-before fixes how each barrier, "
                     f"mbarrier phase and atomic is matched)")
     else:
-        explored = (f"{launch}, its inputs; {r.schedules_run} of {r.schedules_total} schedules with at most one "
+        explored = (f"{launch}; {r.schedules_run} of {r.schedules_total} schedules with at most one "
                     f"deviation from the deterministic one at a scheduling point (not every schedule: "
                     f"{r.dependence[0] if r.dependence else 'the first run does not fix every synchronization match'})")
     if chosen:
