@@ -250,3 +250,49 @@ def test_the_cache_key_rests_on_kverify_code_and_the_working_directory(tmp_path,
     monkeypatch.undo()
     monkeypatch.chdir(ROOT)
     assert G.cache_key(job) != key
+
+
+TWO = ROOT / "tests/data/gate_multikernel"  # two_kernels.ptx: good (a barrier) and bad (none: a race)
+_ENTRY = 'path = "{ptx}"\ngrid = [1]\nblock = [64]\n'
+
+
+def _two_kernels(tmp_path, *kernels):
+    """A policy of one entry per name in ``kernels`` (None: no ``kernel =``) over two_kernels.ptx."""
+    ptx = os.path.relpath(TWO / "two_kernels.ptx", tmp_path)
+    text = '[defaults]\nrequire = ["race", "memory"]\n'
+    for k in kernels:
+        text += "[[kernel]]\n" + _ENTRY.format(ptx=ptx) + (f'kernel = "{k}"\n' if k else "")
+    (tmp_path / "kverify.toml").write_text(text)
+    return gate("--policy", "kverify.toml", "--no-cache", cache=tmp_path / "c", cwd=tmp_path)
+
+
+def test_each_entry_for_one_file_gates_its_own_kernel(tmp_path):
+    # (a file took its first matching entry: the entry for the racy kernel was dropped, PASS)
+    r = _two_kernels(tmp_path, "good", "bad")
+    assert r.returncode == 1, r.stdout + r.stderr
+    ptx = os.path.relpath(TWO / "two_kernels.ptx", tmp_path)
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"{ptx}:good: pass"
+    assert lines[1] == f"{ptx}:bad: FAIL"
+    assert lines[-1] == "gate: 1/2 kernels pass -> FAIL"
+
+
+@pytest.mark.parametrize("kernels,error", [
+    # (the check's own message, "give kernel_name=", at the kernel file's line 0)
+    ((None,), "kverify.toml:3:1: {ptx} has 2 kernels (good, bad): name one with kernel = NAME in its [[kernel]] entry"),
+    (("good", "bda"), "kverify.toml:12:1: {ptx} has no kernel 'bda' (kernels: good, bad)"),
+])
+def test_an_entry_that_picks_no_kernel_of_its_file_is_a_bad_policy_at_the_entry(tmp_path, kernels, error):
+    r = _two_kernels(tmp_path, *kernels)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"  error: {error.format(ptx=os.path.relpath(TWO / 'two_kernels.ptx', tmp_path))}" in r.stdout.splitlines()
+
+
+def test_an_entry_every_file_of_which_an_earlier_entry_gates_is_a_bad_policy(tmp_path):
+    # (it was silently ignored: its settings never applied)
+    r = _two_kernels(tmp_path, "good", "good")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == ("kverify.toml:9:1: this entry gates nothing: every file its path "
+                                f"'{os.path.relpath(TWO / 'two_kernels.ptx', tmp_path)}' matches is gated for the "
+                                "same kernel by an earlier entry")
+

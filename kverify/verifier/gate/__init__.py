@@ -28,7 +28,12 @@ A policy (``kverify.toml``)::
     grid = [4]
     args = {x_ptr = "1000:fp32", y_ptr = "1000:fp32", out_ptr = "1000:fp32", n = 1000, BLOCK = 256}
 
-Each kernel file takes the first ``[[kernel]]`` entry whose glob matches it. An obligation is
+Every entry gates the kernel it names (``kernel =``; a Triton entry: ``triton =``; neither: the
+file's only kernel) in each file its glob matches: one job per file and kernel, the first entry
+for a file and kernel taking it (a later entry for the same file and kernel, say a broader glob,
+does not gate it again). Without PATHS an entry that gates nothing because earlier entries take
+every file it matches is a bad policy, as is an entry whose kernel is not in its file or whose
+file has several kernels and the entry names none. An obligation is
 required when its id equals or starts with ``PREFIX.`` for a required prefix; a required prefix
 that no obligation answers is ``unknown`` (not checked). ``gpu`` (GPU validation) cannot run
 without a GPU: it is ``unknown`` unless ``allow_skip`` names it. Exit: 0 pass, 1 a required
@@ -122,7 +127,23 @@ def load_policy(path: str) -> dict:
             if "grid" not in e or "launch" in e or "equiv" in e:
                 raise KernelError("a triton entry needs grid and args (no launch, no equiv)", path,
                                   _line_of(text, "triton"), 1)
-    return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p)}
+    heads = [i for i, line in enumerate(text.splitlines(), 1) if re.match(r"\s*\[\[\s*kernel\s*\]\]", line)]
+    return {"defaults": defaults, "kernels": entries, "root": str(p.parent.resolve()), "path": str(p),
+            "text": text, "heads": heads if len(heads) == len(entries) else None}
+
+
+def _entry_error(policy: dict, index: int, message: str, key: str | None = None) -> KernelError:
+    """``message`` at the ``[[kernel]]`` entry ``index`` of the policy: the line of its ``key``
+    (else of its header); where the headers cannot be told apart (an inline array of tables), at
+    line 1 naming the entry by its number."""
+    heads = policy.get("heads")
+    if not heads:
+        return KernelError(f"[[kernel]] entry {index + 1}: {message}", policy["path"], 1, 1)
+    lines = policy["text"].splitlines()
+    end = heads[index + 1] - 1 if index + 1 < len(heads) else len(lines)
+    line = next((i for i in range(heads[index], end + 1) if key and re.match(rf"\s*{key}\s*=", lines[i - 1])),
+                heads[index])
+    return KernelError(message, policy["path"], line, 1)
 
 
 #: the kernel files a directory given on the command line contributes
@@ -130,7 +151,9 @@ KERNEL_SUFFIXES = (".ptx", ".cu", ".kvir")
 
 
 def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
-    """One job per kernel file: the file, its policy entry (defaults merged) and the launch."""
+    """One job per kernel file and kernel an entry names there (see the module docstring): the
+    file, its policy entry (defaults merged, the launch's path resolved) and ``at``: where a
+    kernel the entry does not pick is reported (``_unpicked``)."""
     root = Path(policy["root"])
     files = []
     if paths:
@@ -138,28 +161,24 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
             ap = Path(a)
             files += sorted(str(f) for f in ap.rglob("*") if f.suffix in KERNEL_SUFFIXES) if ap.is_dir() else [a]
     else:
-        for e in policy["kernels"]:
+        for i, e in enumerate(policy["kernels"]):
             hits = sorted(glob.glob(os.path.join(root, e["path"]), recursive=True))
             if not hits and not glob.has_magic(e["path"]):  # a file the policy names that is not there
-                raise KernelError(f"policy path {e['path']!r} names no file", policy["path"],
-                                  _line_of(Path(policy["path"]).read_text(), e["path"]), 1)
+                raise _entry_error(policy, i, f"policy path {e['path']!r} names no file", "path")
             files += hits
-    jobs, seen = [], set()
     # the files each entry names, as glob finds them (fnmatch disagreed: "**/*.cu" matched no
     # top-level file, "*" crossed "/")
     named = [{os.path.abspath(h) for h in glob.glob(os.path.join(root, _pattern(e["path"], root)), recursive=True)}
              for e in policy["kernels"]]
-    for f in files:
-        rf = os.path.abspath(f)
-        if rf in seen:
-            continue
-        seen.add(rf)
-        matching = [e for e, hits in zip(policy["kernels"], named) if rf in hits]
-        if not matching:
-            continue  # a file no entry names is not gated
-        # a Python file holds several @triton.jit kernels: each triton entry matching it is a job
-        chosen = [m for m in matching if "triton" in m] if "triton" in matching[0] else matching[:1]
-        for entry in chosen:
+    jobs, taken, used = [], set(), set()
+    for f in dict.fromkeys(os.path.abspath(f) for f in files):
+        for i, (entry, hits) in enumerate(zip(policy["kernels"], named)):
+            # a file no entry names is not gated; a file and kernel an earlier entry took is not gated again
+            which = ("triton", entry["triton"]) if "triton" in entry else ("kernel", entry.get("kernel"))
+            if f not in hits or (f, which) in taken:
+                continue
+            taken.add((f, which))
+            used.add(i)
             e = {**policy["defaults"], **entry}
             if "launch" in e:
                 e["launch"] = str(root / e["launch"])
@@ -167,8 +186,15 @@ def jobs_for(policy: dict, paths: list[str]) -> list[dict]:
                 e["equiv"] = {**e["equiv"], "ref": str(root / e["equiv"]["ref"])}
                 if "ref_launch" in e["equiv"]:
                     e["equiv"]["ref_launch"] = str(root / e["equiv"]["ref_launch"])
-            display = os.path.relpath(rf) + (f":{e['triton']}" if "triton" in e else "")
-            jobs.append({"file": rf, "display": display, "entry": e})
+            display = os.path.relpath(f) + (f":{e['triton']}" if "triton" in e else
+                                            f":{e['kernel']}" if e.get("kernel") else "")
+            at = _entry_error(policy, i, "", "kernel")  # where a kernel the entry does not pick is reported
+            jobs.append({"file": f, "display": display, "entry": e, "at": [at.file, at.line, at.col, at.message]})
+    if not paths:
+        for i, e in enumerate(policy["kernels"]):
+            if i not in used and named[i]:  # (a glob that matches no file gates nothing, as before)
+                raise _entry_error(policy, i, f"this entry gates nothing: every file its path {e['path']!r} "
+                                   "matches is gated for the same kernel by an earlier entry", "path")
     return jobs
 
 
@@ -248,7 +274,7 @@ def _included(path: Path, seen=None) -> list:
 def cache_key(job: dict) -> str:
     """What a cached result rests on: the kernel and every file it includes (a Triton file: the
     modules it imports), the launch, an equivalence reference and its includes, the policy
-    entry, kverify's own code, and the working directory (the result's paths are relative to it)."""
+    entry and its place in the policy, kverify's own code, and the working directory (the result's paths are relative to it)."""
     h = hashlib.sha256()
     files = _imported if "triton" in job["entry"] else _included
     for f in files(Path(job["file"]).resolve()):  # a header the kernel includes decides the verdict too
@@ -263,7 +289,7 @@ def cache_key(job: dict) -> str:
         h.update(f.read_bytes())
     if equiv.get("ref_launch") and Path(equiv["ref_launch"]).is_file():
         h.update(Path(equiv["ref_launch"]).read_bytes())
-    h.update(json.dumps(job["entry"], sort_keys=True, default=str).encode())
+    h.update(json.dumps([job["entry"], job.get("at")], sort_keys=True, default=str).encode())
     h.update(_version().encode())
     h.update(_code().encode())
     h.update(os.getcwd().encode())
@@ -284,7 +310,7 @@ def run_job(job: dict) -> dict:
     from kverify import api
 
     e = job["entry"]
-    res = {"file": job["display"], "obligations": [], "error": None}
+    res = {"file": job["display"], "path": os.path.relpath(job["file"]), "obligations": [], "error": None}
     try:
         kw = {"budget": None if e["budget"] is None else int(e["budget"]), "timeout": float(e["timeout"])}
         if "triton" in e:
@@ -308,7 +334,7 @@ def run_job(job: dict) -> dict:
         if "equiv" in e:
             obs = obs + _equivalence(job["file"], e, kw)
     except KernelError as err:  # bad input (kernel, launch): exit 2
-        res["error"], res["bad_input"] = str(err), True
+        res["error"], res["bad_input"] = str(_unpicked(job) or err), True
         obs = []
     except Exception as err:  # a bug: no verdict, never clean
         res["error"] = f"{job['display']}:0:0: internal error: {type(err).__name__}: {err}"
@@ -336,6 +362,31 @@ def run_job(job: dict) -> dict:
                                        "message": reason})
     res["passed"] = not any(o["required"] and _failing(o) for o in res["obligations"]) and res["error"] is None
     return res
+
+
+def _unpicked(job: dict) -> KernelError | None:
+    """The error, at the policy entry, of an entry that picks no kernel of its file: it names one
+    the file does not have, or none of several (the check said "give kernel_name=", at the
+    kernel file's line 0); None when the entry picks one (the check failed for another reason)."""
+    from kverify.semantics.ir import load_module
+
+    e = job["entry"]
+    if "triton" in e:
+        return None
+    try:
+        m = load_module(job["file"])
+        m.kernel(e.get("kernel"))
+        return None
+    except KernelError:
+        return None
+    except KeyError:
+        names = [k.name for k in m.kernels if k.is_entry]
+    path, line, col, prefix = job["at"]
+    rel = os.path.relpath(job["file"])
+    msg = (f"{rel} has no kernel {e['kernel']!r} (kernels: {', '.join(names) or 'none'})" if e.get("kernel") else
+           f"{rel} has {len(names)} kernels" + (f" ({', '.join(names)}): name one with kernel = NAME in its "
+                                                "[[kernel]] entry" if names else ""))
+    return KernelError(prefix + msg, path, line, col)
 
 
 def _check_triton(path: str, e: dict, kw: dict):
@@ -465,7 +516,7 @@ def to_sarif(results) -> dict:
                                   "defaultConfiguration": {"level": "error"}})
                 out.append({"ruleId": rid, "ruleIndex": seen[rid], "level": "error",
                             "message": {"text": f"required obligation {o['id']} unknown: {o['message'] or 'no reason'}"},
-                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r["file"]},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r["path"]},
                                                                 "region": {"startLine": max(int(o["line"] or 1), 1)}}}]})
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "kverify", "version": _version(), "rules": rules}},
