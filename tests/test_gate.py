@@ -296,3 +296,15 @@ def test_an_entry_every_file_of_which_an_earlier_entry_gates_is_a_bad_policy(tmp
                                 f"'{os.path.relpath(TWO / 'two_kernels.ptx', tmp_path)}' matches is gated for the "
                                 "same kernel by an earlier entry")
 
+
+def test_an_unknown_obligation_is_reported_at_its_own_file(tmp_path):
+    # scatter.ptx, compiled from scatter.cu with line info: the store out[idx[t]] is scatter.cu:5
+    # (the gate's SARIF result and text line put line 5 on scatter.ptx, a comment of nvcc's header)
+    r = gate("--policy", "tests/data/gate_sarif/kverify.toml", "--no-cache", "--sarif", str(tmp_path / "g.sarif"),
+             cache=tmp_path / "c")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "  memory: unknown (required) at tests/data/gate_sarif/scatter.cu:5" in r.stdout.splitlines()
+    (res,) = [x for x in json.loads((tmp_path / "g.sarif").read_text())["runs"][0]["results"]
+              if x["ruleId"] == "gate.unknown.memory"]
+    assert res["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "tests/data/gate_sarif/scatter.cu"},
+                                                      "region": {"startLine": 5}}}]

@@ -308,6 +308,7 @@ def _required(oid: str, prefixes) -> bool:
 def run_job(job: dict) -> dict:
     """Check one kernel and judge its obligations against the entry: a JSON-able result."""
     from kverify import api
+    from kverify.verifier.text import display_path
 
     e = job["entry"]
     res = {"file": job["display"], "path": os.path.relpath(job["file"]), "obligations": [], "error": None}
@@ -342,10 +343,11 @@ def run_job(job: dict) -> dict:
     answered = set()
     for o in obs:
         req = _required(o.id, e["require"])
-        line = o.locations[0].line if o.locations else None
+        loc = o.locations[0] if o.locations else None  # its own file: a .cu line is no line of the .ptx
         res["obligations"].append({"id": o.id, "status": o.status, "required": req, "rule": o.rule,
-                                   "severity": o.severity(bool(e.get("strict", False))), "line": line,
-                                   "message": o.message})
+                                   "severity": o.severity(bool(e.get("strict", False))),
+                                   "path": display_path(loc.path or job["file"], job["file"]) if loc else None,
+                                   "line": loc.line if loc else None, "message": o.message})
         answered.add(o.id)
     for p in e["require"]:
         if any(_required(i, [p]) for i in answered):
@@ -353,13 +355,13 @@ def run_job(job: dict) -> dict:
         if p == "gpu":
             skip = "gpu" in e.get("allow_skip", [])
             res["obligations"].append({"id": "gpu", "status": "skipped" if skip else "unknown", "required": not skip,
-                                       "rule": None, "line": None,
-                                       "message": "GPU validation needs a GPU; none here" +
+                                       "rule": None, "path": None,
+                                       "line": None, "message": "GPU validation needs a GPU; none here" +
                                        (" (policy allows skipping it)" if skip else "")})
         else:
             reason = res["error"] or "no checker answered this obligation"
-            res["obligations"].append({"id": p, "status": "unknown", "required": True, "rule": None, "line": None,
-                                       "message": reason})
+            res["obligations"].append({"id": p, "status": "unknown", "required": True, "rule": None, "path": None,
+                                       "line": None, "message": reason})
     res["passed"] = not any(o["required"] and _failing(o) for o in res["obligations"]) and res["error"] is None
     return res
 
@@ -489,8 +491,10 @@ def to_json(results) -> dict:
 
 def to_sarif(results) -> dict:
     """One SARIF 2.1.0 log: the checks' own results (``Report.to_sarif``) merged into one run,
-    plus a ``gate.unknown.<id>`` error for each required obligation the check left unknown (the
-    checks' own results of obligations not required stay in the log at their own level)."""
+    plus a ``gate.unknown.<id>`` error for each required obligation the check left unknown, at
+    the obligation's own location (the file of its line, a ``.cu`` for a ``.ptx`` compiled with
+    line info; else the kernel file, line 1) (the checks' own results of obligations not required
+    stay in the log at their own level)."""
     from kverify.verifier.sarif import SCHEMA_URI
 
     rules, seen, out = [], {}, []
@@ -516,7 +520,7 @@ def to_sarif(results) -> dict:
                                   "defaultConfiguration": {"level": "error"}})
                 out.append({"ruleId": rid, "ruleIndex": seen[rid], "level": "error",
                             "message": {"text": f"required obligation {o['id']} unknown: {o['message'] or 'no reason'}"},
-                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r["path"]},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": o["path"] or r["path"]},
                                                                 "region": {"startLine": max(int(o["line"] or 1), 1)}}}]})
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "kverify", "version": _version(), "rules": rules}},
@@ -533,7 +537,7 @@ def to_text(results) -> str:
             if o["status"] in ("violated", "unknown", "skipped"):
                 tag = ("required" if o["required"] else "not required") + \
                     (", warning" if o.get("severity") == "warning" else "")
-                at = f" line {o['line']}" if o["line"] else ""
+                at = f" at {o['path']}:{o['line']}" if o["line"] else ""
                 lines.append(f"  {o['id']}: {o['status']} ({tag}){at}" + (f" [{o['rule']}]" if o["rule"] else ""))
     n_pass = sum(r["passed"] for r in results)
     lines.append(f"gate: {n_pass}/{len(results)} kernels pass -> {'PASS' if n_pass == len(results) else 'FAIL'}")
