@@ -2,6 +2,7 @@
 per-kernel verdicts, SARIF, Markdown, JSON, the cache, and bad policies (file:line:col, exit 2)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -153,6 +154,10 @@ _BODY = ("__device__ void body(float* a, float* s) {\n  s[threadIdx.x] = a[threa
     # only .cu/.cuh/.h/.hpp/.inc were followed: a header reached through impl.hh kept a cached pass
     ({"cfg.h": "#define SYNC __syncthreads();\n", "impl.hh": '#include "cfg.h"\n' + _BODY,
       "k.cu": '#include "impl.hh"\n'}, "cfg.h"),
+    # only literal #include "..." lines were followed: a computed include kept a cached pass
+    pytest.param({"impl.h": _BODY.replace("SYNC", "__syncthreads();"), "k.cu": '#define IMPL "impl.h"\n#include IMPL\n'},
+                 "impl.h", marks=pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc -MM lists a computed "
+                                                    "include; the literal scan without nvcc cannot")),
 ])
 def test_a_cached_verdict_is_not_reused_when_an_included_header_changed(tmp_path, files, edit):
     for name, text in files.items():
@@ -234,6 +239,19 @@ def test_a_double_star_glob_gates_top_level_files_with_and_without_paths(tmp_pat
     for paths in ([], ["bad.cu", "sub/good.cu"], ["."]):
         r = gate("--no-cache", *paths, cache=tmp_path / "c", cwd=tmp_path)
         assert r.returncode == 1 and "1/2 kernels pass -> FAIL" in r.stdout + r.stderr, (paths, r.stdout + r.stderr)
+
+
+def test_the_cache_key_of_cuda_source_rests_on_the_compiler(tmp_path, monkeypatch):
+    # (a cached verdict of a .cu kernel outlived a change of nvcc, which compiles it)
+    from kverify.verifier import gate as G
+
+    for name in ("k.cu", "k.ptx"):
+        (tmp_path / name).write_text("x")
+    monkeypatch.chdir(tmp_path)
+    cu, ptx = ({"file": str(tmp_path / n), "entry": {"path": n}} for n in ("k.cu", "k.ptx"))
+    keys = G.cache_key(cu), G.cache_key(ptx)
+    monkeypatch.setattr(G, "_compiler", lambda: "Cuda compilation tools, release 99.9")
+    assert G.cache_key(cu) != keys[0] and G.cache_key(ptx) == keys[1]
 
 
 def test_the_cache_key_rests_on_kverify_code_and_the_working_directory(tmp_path, monkeypatch):

@@ -48,6 +48,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
@@ -259,7 +261,7 @@ def _imported(path: Path, seen=None) -> list:
 
 def _included(path: Path, seen=None) -> list:
     """``path`` and the files its ``#include "..."`` lines name, transitively (found beside the
-    including file): what a cached verdict of a .cu kernel rests on."""
+    including file): what a cached verdict of a .cu kernel rests on where nvcc cannot say."""
     seen = [] if seen is None else seen
     if path in seen or not path.is_file():
         return seen
@@ -271,22 +273,82 @@ def _included(path: Path, seen=None) -> list:
     return seen
 
 
+def _dependencies(path: Path) -> list:
+    """``path`` and the files a verdict of it rests on: for CUDA source, the files ``nvcc -MM``
+    lists when nvcc is on PATH (``_nvcc_dependencies``: a computed ``#include NAME`` too), else the
+    ``#include "..."`` lines (``_included``); for PTX and kvir, the file."""
+    from kverify.semantics.ir.load import SUFFIXES
+
+    if SUFFIXES.get(path.suffix) == "cuda" and shutil.which("nvcc"):
+        found = _nvcc_dependencies(path)
+        if found is not None:
+            return found
+    return _included(path)
+
+
+def _nvcc_dependencies(path: Path) -> list | None:
+    """The files ``nvcc -MM`` lists for ``path`` (headers of system directories left out: the
+    compiler's identity stands for them), compiled as ``load_cuda`` compiles it (in its directory,
+    the GPUVerify header and definitions of a GPUVerify test); None when nvcc cannot list them (a
+    file that does not preprocess: the check reports it)."""
+    from kverify.semantics.ir import gpuverify
+    from kverify.semantics.ir.cuda import DEFAULT_ARCH
+
+    pre, defines = [], {}
+    try:
+        if gpuverify.is_test(str(path)):
+            pre, defines = gpuverify.compile_options(str(path), path.read_text(errors="replace"))
+        r = subprocess.run(["nvcc", f"-arch={DEFAULT_ARCH}", "-MM",
+                            *[f"-D{k}" + (f"={v}" if v is not None else "") for k, v in defines.items()],
+                            *[x for h in pre for x in ("-include", str(h))], path.name],
+                           cwd=path.parent, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError, KernelError):
+        return None
+    if r.returncode != 0:
+        return None
+    rule = r.stdout.replace("\\\n", " ").partition(":")[2]  # "k.o : k.cu a.h \\\n b.h": what follows the target
+    names = [n.replace("\\ ", " ") for n in re.findall(r"(?:\\ |\S)+", rule)]
+    return [path] + [f for f in dict.fromkeys((path.parent / n).resolve() for n in names) if f != path and f.is_file()]
+
+
+@functools.lru_cache(maxsize=1)
+def _compiler() -> str:
+    """Which CUDA compiler turns a .cu kernel into the PTX that is checked: ``nvcc --version``
+    when nvcc is on PATH (as ``compile_cuda`` chooses), else the NVRTC version."""
+    if shutil.which("nvcc"):
+        try:
+            return subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            return "nvcc: no version"
+    try:
+        from cuda.bindings import nvrtc
+
+        return f"nvrtc {nvrtc.nvrtcVersion()[1:]}"
+    except Exception:  # no NVRTC: such a check fails, and says why
+        return "no CUDA compiler"
+
+
 def cache_key(job: dict) -> str:
-    """What a cached result rests on: the kernel and every file it includes (a Triton file: the
-    modules it imports), the launch, an equivalence reference and its includes, the policy
-    entry and its place in the policy, kverify's own code, and the working directory (the result's paths are relative to it)."""
+    """What a cached result rests on: the kernel and every file it includes (``_dependencies``; a
+    Triton file: the modules it imports), the CUDA compiler when CUDA source is compiled, the
+    launch, an equivalence reference and its includes, the policy entry and its place in the
+    policy, kverify's own code, and the working directory (the result's paths are relative to
+    it)."""
+    from kverify.semantics.ir.load import SUFFIXES
+
     h = hashlib.sha256()
-    files = _imported if "triton" in job["entry"] else _included
-    for f in files(Path(job["file"]).resolve()):  # a header the kernel includes decides the verdict too
+    files = _imported if "triton" in job["entry"] else _dependencies
+    equiv = job["entry"].get("equiv", {})
+    sources = files(Path(job["file"]).resolve()) + (_dependencies(Path(equiv["ref"]).resolve())
+                                                    if equiv.get("ref") else [])
+    for f in sources:  # the kernel, the headers it includes, the reference and its headers
         h.update(str(f).encode())
         h.update(f.read_bytes())
+    if any(SUFFIXES.get(f.suffix) == "cuda" for f in sources):
+        h.update(_compiler().encode())
     launch = job["entry"].get("launch")
     if launch and Path(launch).is_file():
         h.update(Path(launch).read_bytes())
-    equiv = job["entry"].get("equiv", {})
-    for f in _included(Path(equiv["ref"]).resolve()) if equiv.get("ref") else []:  # the reference and its headers
-        h.update(str(f).encode())
-        h.update(f.read_bytes())
     if equiv.get("ref_launch") and Path(equiv["ref_launch"]).is_file():
         h.update(Path(equiv["ref_launch"]).read_bytes())
     h.update(json.dumps([job["entry"], job.get("at")], sort_keys=True, default=str).encode())
