@@ -353,3 +353,24 @@ def test_an_output_path_that_cannot_be_written_is_exit_2_before_checking(tmp_pat
     target = target.format(tmp=tmp_path)
     rc, out, err = audit("tests/zoo/vadd/vadd.ptx", "-o", target)
     assert rc == 2 and err.strip() == f"{target}:0:0: {says}"
+
+
+def test_two_headers_of_one_name_are_rows_of_their_own():
+    # a/util.h:3 writes s[t], b/util.h:3 reads s[t + 1] with no barrier: rows keyed by the base
+    # name merged them into one util.h:3 row with b's text and each finding twice
+    rc, out, _ = audit("tests/data/audit_samebase/two_headers.ptx", "--grid", "1", "--block", "64",
+                       "--arg", "in=64:f32", "--arg", "out=64:f32", "--format", "json")
+    assert rc == 1
+    doc = json.loads(out)
+    assert [r["line"] for r in doc["rows"] if "util.h" in r["line"]] == [
+        "a/util.h:2", "a/util.h:3", "a/util.h:4", "b/util.h:2", "b/util.h:3"]
+    write, read = row(doc, "a/util.h:3"), row(doc, "b/util.h:3")
+    assert (write["file"], write["source"], write["accesses"]) == ("a/util.h", "  s[t] = in[t];",
+                                                                   ["load global", "store shared::cta"])
+    assert (read["file"], read["source"], read["accesses"]) == (
+        "b/util.h", "  return s[(t + 1) % 64];   // racy read, no barrier before it", ["load shared::cta"])
+    assert [f["rule"] for f in write["findings"]] == ["race.shared", "race.shared"]
+    assert [f["rule"] for f in read["findings"]] == ["uninitialized", "race.shared", "race.shared"]
+    ev = read["evidence"][0]
+    assert (ev["kind"], ev["other"]["line"], ev["other"]["access"]) == ("program-order", "a/util.h:3",
+                                                                        "write (st.shared.f32)")

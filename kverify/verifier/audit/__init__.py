@@ -37,6 +37,7 @@ engine's output-store correspondence is given (the summary says which).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from kverify.rules import is_rule, rule
 from kverify.semantics.interpreter.hbtrace import RESOLVE_PER_AGENTS, SITE_PAIRS
@@ -73,15 +74,41 @@ def _status(o) -> str:
     return "warning" if o["status"] == "violated" and o.get("severity") == "warning" else o["status"]
 
 
-def _line_key(s):
-    """A row key (``file.cu:12``) from a ``where`` string (``path/file.cu:12``)."""
-    if s.startswith("ptx line "):
-        return "ptx " + s[len("ptx line "):]
-    return _key(*s.rsplit(":", 1)) if ":" in s and not s.startswith("ptx") else s
+class LineKeys:
+    """The row keys of a kernel's lines: ``file:line``, the file named by the shortest trailing
+    part of its path that no other source file of the kernel ends with (``util.h:3``; ``a/util.h:3``
+    and ``b/util.h:3`` for two headers of one name, which keying by the base name merged into one
+    row), and ``ptx N`` for a line with no source position."""
 
+    def __init__(self, module):
+        paths = {f: Path(os.path.normpath(f)).parts for _, f in module.files}
+        self.names = {}
+        for f, parts in paths.items():
+            n = 1
+            while n < len(parts) and any(g != f and other[-n:] == parts[-n:] for g, other in paths.items()):
+                n += 1
+            self.names[f] = "/".join(parts[-n:])
 
-def _key(path, line):
-    return f"{os.path.basename(path or '')}:{line}"
+    def name(self, path) -> str:
+        """The name rows give ``path`` (a path of the ``.file`` table; another path by its base name)."""
+        return self.names.get(path) or os.path.basename(path or "")
+
+    def of(self, loc) -> str:
+        """The key of an IR ``Loc``."""
+        return f"{self.name(loc.file)}:{loc.line}" if loc.file else f"ptx {loc.ptx_line}"
+
+    def location(self, L: dict) -> str:
+        """The key of a report location (``report_json``: ``file`` the path its ``Loc`` names)."""
+        return f"{self.name(L['file'])}:{L['line']}"
+
+    def where(self, s: str) -> str:
+        """The key of a ``where`` string (``path/file.cu:12``, ``ptx line 83``)."""
+        if s.startswith("ptx line "):
+            return "ptx " + s[len("ptx line "):]
+        if ":" in s and not s.startswith("ptx"):
+            path, line = s.rsplit(":", 1)
+            return f"{self.name(path)}:{line}"
+        return s
 
 
 def _space_obligation(i) -> str | None:
@@ -125,7 +152,8 @@ def _obligation_family(i) -> list:
 def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=False):
     """``(events, status, evidence, ran)`` of the deterministic run with the interpreter's event log
     on; with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else
-    None; ``ran``: the row keys of the lines some thread executed (a guard true for some lane)."""
+    None; ``ran``: the row keys (``LineKeys``) of the lines some thread executed (a guard true for
+    some lane)."""
     from kverify.semantics.interpreter.hbtrace import HBTrace
     from kverify.semantics.interpreter.machine import Machine
     from kverify.semantics.interpreter.scheduler import Deterministic
@@ -137,15 +165,15 @@ def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=Fa
         m.trace = HBTrace(m)
     m.ran = set()
     m.run()
+    keys = LineKeys(module)
     out = []
     for turn, cta, warp, kind, what, loc in m.events:
         out.append({"turn": turn, "cta": list(cta) if cta is not None else None, "warp": warp, "kind": kind,
-                    "op": what, "line": _key(loc.file, loc.line) if loc is not None and loc.file else
-                    (f"ptx {loc.ptx_line}" if loc is not None else None)})
+                    "op": what, "line": keys.of(loc) if loc is not None else None})
     trace = None
     if evidence:
         trace = {"items": m.trace.evidence(), "unresolved": m.trace.unresolved}
-    ran = {_key(f, line) if f else f"ptx {ptx}" for f, line, ptx in m.ran}
+    ran = {f"{keys.name(f)}:{line}" if f else f"ptx {ptx}" for f, line, ptx in m.ran}
     return out, m.status, trace, ran
 
 
@@ -163,7 +191,8 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     for o in obligations:
         if RANK.get(_status(o), 0) >= RANK.get(_status(by_id[o["id"]]), 0) if o["id"] in by_id else True:
             by_id[o["id"]] = o
-    sources = {os.path.basename(f): lines for f, lines in source_lines(module).items()}
+    keys = LineKeys(module)
+    sources = source_lines(module)
     try:
         ptx_text = open(module.path, errors="replace").read().splitlines() if module.path else []
     except OSError:
@@ -178,12 +207,12 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     rows: dict = {}
     for i in reachable_instructions(module, kernel):
         loc = i.loc
-        k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
+        k = keys.of(loc)
         r = rows.get(k)
         if r is None:
-            src = sources.get(os.path.basename(loc.file or ""))
+            src = sources.get(loc.file)
             text = src[loc.line - 1] if src and 0 < loc.line <= len(src) else ""
-            r = rows[k] = {"line": k, "file": os.path.basename(loc.file or module.path or ""), "lineno": loc.line,
+            r = rows[k] = {"line": k, "file": keys.name(loc.file or module.path), "lineno": loc.line,
                            "source": text.rstrip(), "ptx": [], "obligations": set(), "findings": [], "evidence": [],
                            "reference": [], "accesses": set(), "status": "none"}
         r["ptx"].append({"ptx_line": loc.ptx_line, "text": str(i)})
@@ -196,27 +225,27 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
         r["obligations"].update(_obligation_family(i))
     for o in obligations:
         for L in o.get("locations") or []:
-            k = _key(L["path"], L["line"])
+            k = keys.location(L)
             if k in rows:
                 rows[k]["obligations"].add(o["id"])
     for f in findings:
         sev = rule(f["rule"]).severity if f.get("rule") and is_rule(f["rule"]) else "error"
         for L in f.get("locations") or []:
-            k = _key(L["path"], L["line"])
+            k = keys.location(L)
             if k in rows:
                 rows[k]["findings"].append({"rule": f["rule"], "severity": sev, "message": f["message"]})
     # evidence 1: the ordered pairs of the run (hbtrace): the earlier conflicting access and the edge
     executed = set()
     for loc, items in ((trace or {}).get("items") or {}).items():
-        k = _key(loc.file, loc.line) if loc.file else f"ptx {loc.ptx_line}"
+        k = keys.of(loc)
         if k in rows:
             executed.add(k)
-            for x in items:  # lines as the rows name them (file name, no directory)
+            for x in items:  # lines as the rows name them
                 if "other" in x:
-                    x["other"]["line"] = _line_key(x["other"]["line"])
+                    x["other"]["line"] = keys.where(x["other"]["line"])
                 for st in x.get("via", ()):
                     if st.get("line"):
-                        st["line"] = _line_key(st["line"])
+                        st["line"] = keys.where(st["line"])
             rows[k]["evidence"] += items
     # evidence 2, for a line with findings and no ordered pair (or with no trace): the
     # synchronization each warp issued before its first execution of the line
@@ -260,16 +289,16 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
             if getattr(o, "values", None) is not None:
                 value_matched = True
             for c in getattr(o, "values", None) or []:
-                k = _line_key(c["candidate"])
+                k = keys.where(c["candidate"])
                 if k in rows:
                     rows[k]["reference"].append({"kind": c["kind"], "values": c["values"], "capped": c["capped"],
-                                                 "lines": [{**x, "line": _line_key(x["line"])}
+                                                 "lines": [{**x, "line": keys.where(x["line"])}
                                                            for x in c["reference"]]})
             for c in getattr(o, "correspondence", None) or []:
-                k = _line_key(c["candidate"])
+                k = keys.where(c["candidate"])
                 if k in rows and not any(x["kind"] == "store" for x in rows[k]["reference"]):
                     rows[k]["reference"].append({"kind": "output store", "values": None, "capped": False,
-                                                 "lines": [{"line": _line_key(x), "kinds": ["store"], "matched": None,
+                                                 "lines": [{"line": keys.where(x), "kinds": ["store"], "matched": None,
                                                             "all": True} for x in c["reference"]]})
     out_rows = []
     for k, r in rows.items():
