@@ -374,3 +374,19 @@ def test_two_headers_of_one_name_are_rows_of_their_own():
     ev = read["evidence"][0]
     assert (ev["kind"], ev["other"]["line"], ev["other"]["access"]) == ("program-order", "a/util.h:3",
                                                                         "write (st.shared.f32)")
+
+
+def test_findings_of_a_kernel_without_line_info_are_in_their_ptx_rows():
+    # nolineinfo.ptx: nvcc -ptx without -lineinfo; rows are keyed "ptx N" and the findings are
+    # located in the PTX file itself (nolineinfo.ptx:83): no row showed its findings
+    rc, out, _ = audit("tests/data/audit_nolineinfo/nolineinfo.ptx", "--grid", "1", "--block", "256",
+                       "--arg", "0=256:f32", "--arg", "1=1:f32", "--arg", "2=256", "--format", "json")
+    assert rc == 1
+    doc = json.loads(out)
+    r = row(doc, "ptx 83")
+    assert r["ptx"] == [{"ptx_line": 83, "text": "ld.shared.f32 %f14, [%r4+64];"}]
+    assert [f["rule"] for f in r["findings"]] == ["race.shared"] and r["status"] == "violated"
+    assert [f["rule"] for f in row(doc, "ptx 58")["findings"]] == ["race.shared", "race.shared"]
+    assert [r["line"] for r in doc["rows"] if r["findings"]] == [
+        "ptx 58", "ptx 65", "ptx 74", "ptx 76", "ptx 83", "ptx 85", "ptx 92", "ptx 94", "ptx 101", "ptx 103",
+        "ptx 110", "ptx 112", "ptx 118"]

@@ -78,9 +78,11 @@ class LineKeys:
     """The row keys of a kernel's lines: ``file:line``, the file named by the shortest trailing
     part of its path that no other source file of the kernel ends with (``util.h:3``; ``a/util.h:3``
     and ``b/util.h:3`` for two headers of one name, which keying by the base name merged into one
-    row), and ``ptx N`` for a line with no source position."""
+    row), and ``ptx N`` for a line with no source position (a report locates it in the PTX file
+    itself: ``k.ptx:N``)."""
 
     def __init__(self, module):
+        self.ptx = os.path.abspath(module.path) if module.path else None
         paths = {f: Path(os.path.normpath(f)).parts for _, f in module.files}
         self.names = {}
         for f, parts in paths.items():
@@ -98,7 +100,10 @@ class LineKeys:
         return f"{self.name(loc.file)}:{loc.line}" if loc.file else f"ptx {loc.ptx_line}"
 
     def location(self, L: dict) -> str:
-        """The key of a report location (``report_json``: ``file`` the path its ``Loc`` names)."""
+        """The key of a report location (``report_json``: ``file`` the path its ``Loc`` names, or
+        the PTX file's own path for a line with no source position)."""
+        if L["file"] and os.path.abspath(L["file"]) == self.ptx:
+            return f"ptx {L['ptx_line']}"
         return f"{self.name(L['file'])}:{L['line']}"
 
     def where(self, s: str) -> str:
