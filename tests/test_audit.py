@@ -390,3 +390,15 @@ def test_findings_of_a_kernel_without_line_info_are_in_their_ptx_rows():
     assert [r["line"] for r in doc["rows"] if r["findings"]] == [
         "ptx 58", "ptx 65", "ptx 74", "ptx 76", "ptx 83", "ptx 85", "ptx 92", "ptx 94", "ptx 101", "ptx 103",
         "ptx 110", "ptx 112", "ptx 118"]
+
+
+def test_the_audit_run_sizes_the_buffers_the_launch_leaves_out_as_the_check_does():
+    # --grid/--block without --arg: check sized in and out from the accesses, the audit's own run
+    # had no values for them ("no timeline") and every row lost its evidence
+    rc, out, _ = audit("tests/data/gate_multikernel/two_kernels.ptx", "--kernel", "bad", "--grid", "1",
+                       "--block", "64", "--format", "json")
+    assert rc == 1
+    doc = json.loads(out)
+    assert doc["timeline"]["note"] == "deterministic schedule, run complete, 12 events"
+    ev = row(doc, "two_kernels.cu:12")["evidence"][0]
+    assert (ev["kind"], ev["conflict"], ev["other"]["line"]) == ("program-order", "read-after-write", "two_kernels.cu:11")

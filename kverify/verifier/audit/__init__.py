@@ -154,6 +154,17 @@ def _obligation_family(i) -> list:
     return list(SYNC_OBLIGATIONS.get((sync_of(i) or "").split(".")[0], ()))
 
 
+def run_spec(module, kernel, spec, timeout_s: float = 10.0):
+    """The launch the check's interpreter ran (``check._interpreter``): ``spec`` with a buffer,
+    sized to the kernel's accesses, for each pointer parameter (and pointer field of a by-value
+    struct) it gives none (``--grid``/``--block`` without ``--arg``: the run had no values and
+    every row lost its evidence)."""
+    from kverify.verifier.check import _sized_buffers, _struct_pointers
+
+    spec = _struct_pointers(module, kernel, spec.for_kernel(kernel), timeout_s)
+    return _sized_buffers(module, kernel, spec, timeout_s)[0]
+
+
 def run_events(module, kernel, spec, inputs=None, max_steps=500_000, evidence=False):
     """``(events, status, evidence, ran)`` of the deterministic run with the interpreter's event log
     on; with ``evidence``, the happens-before trace too (``hbtrace``: {Loc: evidence items}), else
@@ -203,7 +214,8 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
     except OSError:
         ptx_text = []
     try:
-        events, run_status, trace, ran = run_events(module, kernel, spec, inputs, evidence=True)
+        events, run_status, trace, ran = run_events(module, kernel, run_spec(module, kernel, spec), inputs,
+                                                    evidence=True)
         timeline_note = f"deterministic schedule, run {run_status}, {len(events)} events"
     except Exception as e:  # the timeline is evidence, not a verdict: say why it is missing
         events, run_status, trace, ran = [], "error", None, None
