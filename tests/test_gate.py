@@ -326,3 +326,17 @@ def test_an_unknown_obligation_is_reported_at_its_own_file(tmp_path):
               if x["ruleId"] == "gate.unknown.memory"]
     assert res["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "tests/data/gate_sarif/scatter.cu"},
                                                       "region": {"startLine": 5}}}]
+
+
+@pytest.mark.parametrize("out,code,memory", [("64:f32", 0, "bounded"), ("32:f32", 1, "violated")])
+def test_a_grid_block_entry_gives_buffers_as_shape_and_dtype(tmp_path, out, code, memory):
+    # (args = {out = "64:f32"} failed: "argument out: cannot pass a str"); good writes out[t], t < 64
+    ptx = os.path.relpath(TWO / "two_kernels.ptx", tmp_path)
+    (tmp_path / "kverify.toml").write_text(f'[defaults]\nrequire = ["race", "memory"]\n[[kernel]]\n'
+                                           f'{_ENTRY.format(ptx=ptx)}kernel = "good"\n'
+                                           f'args = {{in = "64:f32", out = "{out}"}}\n')
+    r = gate("--policy", "kverify.toml", "--no-cache", "--format", "json", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == code, r.stdout + r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert k["error"] is None
+    assert {o["id"]: o["status"] for o in k["obligations"]}["memory"] == memory

@@ -13,7 +13,7 @@ A policy (``kverify.toml``)::
     [[kernel]]
     path = "kernels/*.ptx"                  # a glob, relative to the policy file
     launch = "kernels/manifest.json"        # a launch spec or zoo manifest; or grid/block/args:
-    # grid = [1]; block = [128]; args = {n = 3000}
+    # grid = [1]; block = [128]; args = {n = 3000, out = "3000:f32"}   (a buffer: "SHAPE:DTYPE", as --arg)
     require = ["race", "memory"]            # overrides the default
 
     [[kernel]]                              # equivalence against a reference kernel
@@ -382,7 +382,7 @@ def run_job(job: dict) -> dict:
             if "launch" in e:
                 kw["launch"] = e["launch"]
             else:
-                kw.update(grid=e.get("grid"), block=e.get("block"), args=e.get("args", {}), cluster=e.get("cluster"))
+                kw.update(grid=e.get("grid"), block=e.get("block"), args=_args(e), cluster=e.get("cluster"))
             if e.get("kernel"):  # which kernel of a file with several (a KNOWN_KEYS key the check ignored)
                 kw["kernel_name"] = e["kernel"]
             if job.get("export_smt"):
@@ -453,14 +453,23 @@ def _unpicked(job: dict) -> KernelError | None:
     return KernelError(prefix + msg, path, line, col)
 
 
+def _args(e: dict) -> dict:
+    """The entry's ``args`` by parameter name: numbers, and a ``"SHAPE:DTYPE"`` string
+    (``"64:f32"``, ``"4x100:fp32"``: a buffer of that shape, as ``--arg`` reads it) as a
+    ``kverify.Tensor``."""
+    from kverify.triton_cli import _value
+
+    return {k: (_value(k, v) if isinstance(v, str) else v) for k, v in (e.get("args") or {}).items()}
+
+
 def _check_triton(path: str, e: dict, kw: dict):
     """``kverify.triton.check`` of the entry's ``@triton.jit`` function in ``path``, its
-    parameters given by name in ``args`` (numbers, or "SHAPE:DTYPE" tensors as ``--arg``)."""
+    parameters given by name in ``args`` (``_args``)."""
     import kverify.triton as kt
-    from kverify.triton_cli import _value, load_kernel
+    from kverify.triton_cli import load_kernel
 
     fn = load_kernel(f"{path}:{e['triton']}")
-    given = {k: (_value(k, v) if isinstance(v, str) else v) for k, v in (e.get("args") or {}).items()}
+    given = _args(e)
     missing = [p.name for p in fn.params if p.name not in given and not p.has_default]
     if missing:
         raise KernelError(f"{e['triton']}: the policy's args give no {', '.join(missing)}", path, 0, 0)
