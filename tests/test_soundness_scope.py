@@ -212,3 +212,21 @@ def test_a_runs_bound_says_whose_buffer_contents_it_ran(given, says):
     rep = check_kernel(m, k, spec, inputs=inputs or None, smt=False)
     ob = {o.title: o for o in rep.obligations}["memory safety"]
     assert ob.status == "bounded" and says in ob.bound, ob.bound
+
+
+def test_the_bound_says_why_every_cta_was_interpreted():
+    """A grid large enough for CTA symmetry, whose CTAs communicate (global atomics): the bound
+    says every CTA ran and why (it said nothing: a reader could not tell whether the cost was
+    the grid's or a missed symmetry)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    r = subprocess.run([sys.executable, "-m", "kverify", "check", str(ZOO / "histogram" / "histogram.ptx"), "--grid",
+                        "64", "--block", "256", "--arg", "data=16384:u32", "--arg", "bins=256:u32", "--arg", "n=16384",
+                        "--format", "json"], cwd=ROOT, capture_output=True, text=True)
+    (k,) = json.loads(r.stdout)["kernels"]
+    ob = {o["title"]: o for o in k["obligations"]}["memory safety"]
+    assert ob["bound"].startswith("grid 64x1x1, block 256x1x1 (every CTA interpreted: global atomics or strong "
+                                  "accesses (counted as inter-CTA communication)), its inputs"), ob["bound"]

@@ -419,6 +419,8 @@ def _interpreter(ctx):
         more = f", ... ({len(reps)} in all)" if len(reps) > 12 else ""
         what = (f"the clusters starting at CTAs {{{shown}{more}}}" if clusters else f"CTAs {{{shown}{more}}}")
         launch += f" ({what} interpreted, the others are symmetric: {sym_why})"
+    elif sym_why and sym_why not in ("small grid", "few clusters"):  # why no fewer CTAs stand for the others
+        launch += f" (every CTA interpreted: {sym_why})"
     launch += ", " + _inputs_scope(kernel, spec, ctx.inputs)
     if not r.dependence and r.status in ("complete", "deadlock") and schedule_independent(module, kernel):
         explored = f"{launch}; one schedule (count-less CTA barriers only: all schedules equivalent)"
