@@ -20,6 +20,9 @@ def add_parser(sub):
                    help="answer the program's driver calls without a GPU (kernels are recorded, not run)")
     s.add_argument("--rebuild", action="store_true", help="rebuild the shim even if the cache has it")
     s.add_argument("--limit", type=int, default=1000, help="write specs for at most N launches (default 1000)")
+    s.add_argument("--contents-limit", default="256M", metavar="BYTES",
+                   help="per launch, copy at most this many bytes of the memory it reaches (its allocations and "
+                        "module variables; K, M, G suffixes; default 256M; 0: record no contents)")
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.add_argument("--print-libdir", action="store_true",
                    help="build the shim, print the directory where it is libcuda.so (to link a program against "
@@ -49,8 +52,13 @@ def cmd_capture(args) -> int:
         print("kverify capture: error: no program given (kverify capture [-o DIR] -- ./app args...)", file=sys.stderr)
         return 2
     out = Path(args.output)
+    contents_limit = _size(args.contents_limit)
+    if contents_limit is None:
+        print(f"<command line>:1:1: --contents-limit {args.contents_limit}: not a byte count", file=sys.stderr)
+        return 2
     try:
-        rc = run(argv, out, nogpu=args.no_gpu, rebuild=args.rebuild)
+        rc = run(argv, out, nogpu=args.no_gpu, rebuild=args.rebuild, contents_limit=contents_limit,
+                 contents_launches=args.limit)
     except (BuildError, FileNotFoundError) as e:
         print(f"kverify capture: error: {e}", file=sys.stderr)
         return 2
@@ -77,3 +85,11 @@ def cmd_capture(args) -> int:
         for note in index["notes"]:  # (the --limit note was never printed)
             print(f"  note: {note}")
     return 0 if index["launches"] else 3
+
+
+def _size(text: str) -> int | None:
+    """``N``, ``NK``, ``NM`` or ``NG`` (binary units) as bytes; None when it is not one."""
+    text = str(text).strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    return int(digits) * scale if digits.isdigit() else None

@@ -58,14 +58,21 @@ class CapturedLaunch:
     ptx: Path | None                # the module's PTX, when the shim saw it
     notes: list[str] = field(default_factory=list)
     entry: dict = field(default_factory=dict, repr=False)  # the whole index entry
+    inputs: Path | None = None      # the buffers' and module variables' recorded contents (.npz)
 
     def check(self, **options):
-        """``kverify.check`` on the recorded module and spec (options as ``kverify.check``'s)."""
+        """``kverify.check`` on the recorded module and spec, from the recorded contents (options
+        as ``kverify.check``'s; ``inputs=`` replaces the recorded ones)."""
         if self.ptx is None or self.kernel is None:
             raise CaptureError(f"launch {self.spec.name}: no PTX for it ({self.entry.get('ptx_note')}), "
                                "nothing to check")
         from kverify.api import check
 
+        if self.inputs is not None and "inputs" not in options:
+            import numpy as np
+
+            with np.load(self.inputs) as z:
+                options["inputs"] = {k: z[k] for k in z.files}
         return check(str(self.ptx), kernel_name=self.kernel, launch=str(self.spec), **options)
 
 
@@ -108,7 +115,8 @@ class Capture:
             self.launches.append(CapturedLaunch(
                 kernel=entry["kernel"], grid=entry["grid"], block=entry["block"], cluster=entry["cluster"],
                 dynamic_smem=entry["dynamic_smem"], spec=self.directory / entry["spec"],
-                ptx=self.directory / entry["ptx"] if entry.get("ptx") else None, notes=entry["notes"], entry=entry))
+                ptx=self.directory / entry["ptx"] if entry.get("ptx") else None, notes=entry["notes"], entry=entry,
+                inputs=self.directory / entry["inputs"] if entry.get("inputs") else None))
         return False
 
 

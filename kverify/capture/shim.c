@@ -3,9 +3,13 @@
  * It interposes the CUDA driver entry points kernels are launched through (cuLaunchKernel,
  * cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz forms), the calls that name
  * the launched function (cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction), load
- * modules (cuModuleLoadData[Ex], cuModuleLoadFatBinary, cuLibraryLoadData), allocate device
- * memory (cuMemAlloc_v2, cuMemAllocAsync, cuMemAllocManaged, cuMemFree_v2) and encode tensor
- * maps (cuTensorMapEncodeTiled/Im2col).  The CUDA runtime reaches the driver through
+ * modules (cuModuleLoadData[Ex], cuModuleLoadFatBinary, cuLibraryLoadData), allocate and free
+ * device and page-locked host memory (cuMemAlloc_v2, cuMemAllocAsync, cuMemAllocPitch_v2,
+ * cuMemHostAlloc, cuMemFree_v2, cuMemFreeAsync, cuMemFreeHost, ...), look up module variables
+ * (cuModuleGetGlobal_v2, cuLibraryGetGlobal), set function attributes (cuFuncSetAttribute),
+ * launch graphs (cuGraphLaunch) and encode tensor maps (cuTensorMapEncodeTiled/Im2col).  Before
+ * each launch the memory it reaches is copied to contents_<pid>_<seq>.bin (the snapshot); the
+ * launch's record follows the driver's call, with its result.  The CUDA runtime reaches the driver through
  * cuGetProcAddress, which it finds with dlsym on its own handle of libcuda.so.1: both are
  * interposed, and hand out the wrappers for the symbols above.
  *
@@ -59,6 +63,8 @@ static char outdir[4096] = ".";
 static FILE *logf = NULL;
 static int module_count = 0;
 static int launch_count = 0;
+static long long contents_limit = 256LL << 20; /* bytes copied per launch; 0: none */
+static long long contents_launches = -1;        /* launches snapshotted; -1: every one */
 static void *libcuda = NULL;
 
 #define MAXMOD 4096
@@ -85,6 +91,10 @@ __attribute__((constructor)) static void kv_init(void) {
   const char *g = getenv("KVERIFY_CAPTURE_DEBUG");
   debug = g && g[0] == '1';
   if (d && *d) snprintf(outdir, sizeof outdir, "%s", d);
+  const char *cl = getenv("KVERIFY_CAPTURE_CONTENTS_LIMIT");
+  if (cl && *cl) contents_limit = atoll(cl);
+  const char *cn = getenv("KVERIFY_CAPTURE_CONTENTS_LAUNCHES");
+  if (cn && *cn) contents_launches = atoll(cn);
 }
 
 /* Found with dlsym(RTLD_DEFAULT) by kverify.capture() (the Python context manager): the shim is
@@ -273,13 +283,192 @@ static int ptx_params(const char *ptx, const char *name, size_t *off, size_t *si
   return -1;
 }
 
+/* ---------------------------------------------------------------- allocations, maps, variables */
+
+/* What the shim saw allocated (newest last), the tensor maps it encoded and the module variables
+ * the program looked up: a launch's snapshot copies the allocations its parameters reach and the
+ * variables of its module. */
+#define MAXALLOC 65536
+static struct { CUdeviceptr ptr; size_t size; int live; } allocs[MAXALLOC];
+static int nallocs = 0;
+#define MAXTMAP 4096
+static struct { unsigned char map[128]; CUdeviceptr addr; } tmaps[MAXTMAP];
+static int ntmaps = 0;
+#define MAXGLOBAL 4096
+static struct { int module; char *name; CUdeviceptr ptr; size_t size; int uninit; } globals[MAXGLOBAL];
+static int nglobals = 0;
+
+/* the newest live allocation holding address a, or -1; called with mu held */
+static int alloc_at(CUdeviceptr a) {
+  for (int i = nallocs - 1; i >= 0; i--)
+    if (allocs[i].live && allocs[i].ptr <= a && a < allocs[i].ptr + (allocs[i].size ? allocs[i].size : 1)) return i;
+  return -1;
+}
+
+static void record_alloc(const char *api, CUdeviceptr p, size_t n) {
+  pthread_mutex_lock(&mu);
+  if (nallocs < MAXALLOC) { allocs[nallocs].ptr = p; allocs[nallocs].size = n; allocs[nallocs].live = 1; nallocs++; }
+  FILE *f = logfile();
+  if (f) { fprintf(f, "{\"type\": \"alloc\", \"api\": \"%s\", \"ptr\": %llu, \"size\": %zu}\n", api, p, n); fflush(f); }
+  pthread_mutex_unlock(&mu);
+}
+
+static void record_free(const char *api, CUdeviceptr p) {
+  pthread_mutex_lock(&mu);
+  for (int i = nallocs - 1; i >= 0; i--)
+    if (allocs[i].live && allocs[i].ptr == p) { allocs[i].live = 0; break; }
+  FILE *f = logfile();
+  if (f) { fprintf(f, "{\"type\": \"free\", \"api\": \"%s\", \"ptr\": %llu}\n", api, p); fflush(f); }
+  pthread_mutex_unlock(&mu);
+}
+
+static void record_global(const char *api, void *module, const char *name, CUdeviceptr p, size_t n, int uninit) {
+  pthread_mutex_lock(&mu);
+  int mi = module_index(module), id = mi >= 0 ? modules[mi].id : -1, seen = 0;
+  for (int i = 0; i < nglobals; i++)
+    if (globals[i].module == id && !strcmp(globals[i].name, name)) seen = 1;
+  if (!seen && nglobals < MAXGLOBAL) {
+    globals[nglobals].module = id; globals[nglobals].name = strdup(name); globals[nglobals].ptr = p;
+    globals[nglobals].size = n; globals[nglobals].uninit = uninit; nglobals++;
+    FILE *f = logfile();
+    if (f) {
+      fprintf(f, "{\"type\": \"global\", \"api\": \"%s\", \"module\": %d, \"name\": ", api, id);
+      put_str(f, name);
+      fprintf(f, ", \"ptr\": %llu, \"size\": %zu}\n", p, n);
+      fflush(f);
+    }
+  }
+  pthread_mutex_unlock(&mu);
+}
+
 /* ---------------------------------------------------------------- launch records */
 
 #define MAXPARAM 512
+#define MAXBLOCK 512
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
-static void record_launch(const char *api, CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          const unsigned cluster[3], unsigned smem, void **params, void **extra) {
+
+/* one launch, from before the driver's call (name, parameters, the snapshot) to its record */
+typedef struct {
+  int seq, mid, np, capturing, snapped, nblock;
+  const char *api, *name, *source;
+  CUfunction f;
+  unsigned grid[3], block[3], cluster[3], smem;
+  size_t off[MAXPARAM], size[MAXPARAM];
+  const unsigned char *bytes[MAXPARAM];
+  char file[256];
+  struct { CUdeviceptr ptr; size_t size, at; const char *var, *skipped; } blk[MAXBLOCK];
+} launch_rec;
+
+/* the streams a no-GPU program is capturing into a graph */
+#define MAXCAPT 64
+static CUstream capturing[MAXCAPT];
+static int ncapturing = 0;
+
+static int stream_capturing(CUstream s) {
+  if (nogpu) {
+    for (int i = 0; i < ncapturing; i++)
+      if (capturing[i] == s) return 1;
+    return 0;
+  }
+  int st = 0;
+  CUresult (*isc)(CUstream, int *) = (CUresult(*)(CUstream, int *))real("cuStreamIsCapturing");
+  return isc && isc(s, &st) == CUDA_SUCCESS && st != 0;
+}
+
+/* copies n bytes at device address p to f; 0 or the driver's error */
+static CUresult copy_out(FILE *f, CUdeviceptr p, size_t n) {
+  if (nogpu) return fwrite((const void *)(uintptr_t)p, 1, n, f) == n ? CUDA_SUCCESS : 2;
+  static unsigned char *buf = NULL;
+  const size_t chunk = (size_t)16 << 20;
+  CUresult (*cp)(CUdeviceptr, CUdeviceptr, size_t) = (CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))real("cuMemcpy");
+  if (!cp) return 999;
+  if (!buf && !(buf = malloc(chunk))) return 2;
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < chunk ? n - done : chunk;
+    CUresult r = cp((CUdeviceptr)(uintptr_t)buf, p + done, k);
+    if (r != CUDA_SUCCESS) return r;
+    if (fwrite(buf, 1, k, f) != k) return 2;
+    done += k;
+  }
+  return CUDA_SUCCESS;
+}
+
+static void add_block(launch_rec *L, CUdeviceptr p, size_t n, const char *var) {
+  for (int i = 0; i < L->nblock; i++)
+    if (L->blk[i].ptr == p && L->blk[i].var == var) return;
+  if (L->nblock >= MAXBLOCK) return;
+  L->blk[L->nblock].ptr = p; L->blk[L->nblock].size = n; L->blk[L->nblock].var = var;
+  L->blk[L->nblock].at = 0; L->blk[L->nblock].skipped = NULL;
+  L->nblock++;
+}
+
+/* The bytes the launch starts from: its stream synchronized (earlier work on it done), every
+ * allocation its parameters reach (8-byte aligned words inside one, 64-byte aligned runs equal
+ * to an encoded tensor map) and its module's variables, copied to contents_<pid>_<seq>.bin up to
+ * contents_limit bytes. Called with mu held. */
+static void snapshot(launch_rec *L, CUstream stream) {
+  if (contents_limit == 0 || (contents_launches >= 0 && L->seq >= contents_launches)) return;
+  if (stream_capturing(stream)) { L->capturing = 1; return; }
+  L->snapped = 1;
+  for (int i = 0; i < L->np; i++) {
+    const unsigned char *b = L->bytes[i];
+    if (!b) continue;
+    for (size_t o = 0; o + 8 <= L->size[i]; o += 8) {
+      CUdeviceptr v;
+      memcpy(&v, b + o, 8);
+      int a = v ? alloc_at(v) : -1;
+      if (a >= 0) add_block(L, allocs[a].ptr, allocs[a].size, NULL);
+    }
+    for (size_t o = 0; o + 128 <= L->size[i]; o += 64)
+      for (int t = ntmaps - 1; t >= 0; t--)
+        if (!memcmp(tmaps[t].map, b + o, 128)) {
+          int a = alloc_at(tmaps[t].addr);
+          if (a >= 0) add_block(L, allocs[a].ptr, allocs[a].size, NULL);
+          break;
+        }
+  }
+  for (int g = 0; g < nglobals; g++)
+    if (globals[g].module == L->mid && L->mid >= 0) {
+      add_block(L, globals[g].ptr, globals[g].size, globals[g].name);
+      if (globals[g].uninit) L->blk[L->nblock - 1].skipped = "the no-GPU driver does not apply a variable's initializer";
+    }
+  if (!L->nblock) return;
+  if (!nogpu) {
+    CUresult (*sync)(CUstream) = (CUresult(*)(CUstream))real("cuStreamSynchronize");
+    if (sync) sync(stream);
+  }
+  snprintf(L->file, sizeof L->file, "contents_%d_%d.bin", (int)getpid(), L->seq);
+  char p[4400];
+  snprintf(p, sizeof p, "%s/%s", outdir, L->file);
+  FILE *f = fopen(p, "wb");
+  size_t at = 0;
+  for (int i = 0; i < L->nblock; i++) {
+    if (L->blk[i].skipped) continue;
+    if (!f) { L->blk[i].skipped = "the contents file could not be written"; continue; }
+    if ((long long)(at + L->blk[i].size) > contents_limit) { L->blk[i].skipped = "over the --contents-limit"; continue; }
+    CUresult r = copy_out(f, L->blk[i].ptr, L->blk[i].size);
+    if (r != CUDA_SUCCESS) {
+      L->blk[i].skipped = "copying it failed";
+      fseek(f, (long)at, SEEK_SET);
+      continue;
+    }
+    L->blk[i].at = at;
+    at += L->blk[i].size;
+  }
+  if (f) fclose(f);
+}
+
+/* Before the driver's call: the function's name and module, its parameters' sizes and bytes, and
+ * the snapshot of what the launch reads. */
+static launch_rec *launch_begin(const char *api, CUfunction f, const unsigned grid[3], const unsigned block[3],
+                                const unsigned cluster[3], unsigned smem, CUstream stream, void **params, void **extra) {
+  launch_rec *L = calloc(1, sizeof *L);
+  if (!L) return NULL;
   pthread_mutex_lock(&mu);
+  L->seq = launch_count++;
+  L->api = api; L->f = f; L->smem = smem;
+  memcpy(L->grid, grid, sizeof L->grid); memcpy(L->block, block, sizeof L->block); memcpy(L->cluster, cluster, sizeof L->cluster);
   int fi = function_index(f);
   const char *name = fi >= 0 ? fns[fi].name : NULL;
   int mid = fi >= 0 ? fns[fi].module : -1;
@@ -290,7 +479,7 @@ static void record_launch(const char *api, CUfunction f, const unsigned grid[3],
       if (!fgn || fgn(&name, f) != CUDA_SUCCESS) name = NULL;
     }
   }
-  static size_t off[MAXPARAM], size[MAXPARAM];
+  size_t *off = L->off, *size = L->size;
   int np = -1, zero_ok = 0;
   const char *source = "unknown";
   if (!nogpu) {
@@ -319,42 +508,69 @@ static void record_launch(const char *api, CUfunction f, const unsigned grid[3],
     }
   }
   if (np < 0 && zero_ok) { np = 0; source = "cuFuncGetParamInfo"; }
+  L->name = name; L->mid = mid; L->np = np; L->source = np < 0 ? "unknown" : source;
+  /* extra = {CU_LAUNCH_PARAM_BUFFER_POINTER (1), buf, CU_LAUNCH_PARAM_BUFFER_SIZE (2), &size, END (0)} */
+  const unsigned char *buf = NULL;
+  size_t bufsize = 0;
+  for (void **e = extra; e && *e; e += 2) {
+    if (*e == (void *)1) buf = (const unsigned char *)e[1];
+    else if (*e == (void *)2) bufsize = *(size_t *)e[1];
+  }
+  for (int i = 0; i < np; i++)
+    L->bytes[i] = params ? (const unsigned char *)params[i]
+                         : buf && off[i] + size[i] <= bufsize ? buf + off[i] : NULL;
+  snapshot(L, stream);
+  pthread_mutex_unlock(&mu);
+  return L;
+}
+
+/* After the driver's call: the launch's record, with the driver's answer (a launch it refused
+ * did not run). */
+static void launch_end(launch_rec *L, CUresult result) {
+  if (!L) return;
+  pthread_mutex_lock(&mu);
   FILE *lf = logfile();
   if (lf) {
-    fprintf(lf, "{\"type\": \"launch\", \"seq\": %d, \"api\": \"%s\", \"function\": \"%p\", \"name\": ", launch_count++, api, f);
-    if (name) put_str(lf, name); else fputs("null", lf);
+    fprintf(lf, "{\"type\": \"launch\", \"seq\": %d, \"api\": \"%s\", \"function\": \"%p\", \"name\": ", L->seq, L->api, L->f);
+    if (L->name) put_str(lf, L->name); else fputs("null", lf);
     fprintf(lf, ", \"module\": %d, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"cluster\": [%u, %u, %u], "
-                "\"dynamic_smem\": %u, \"param_source\": \"%s\", \"params\": ",
-            mid, grid[0], grid[1], grid[2], block[0], block[1], block[2], cluster[0], cluster[1], cluster[2], smem,
-            np < 0 ? "unknown" : source);
-    if (np < 0) {
+                "\"dynamic_smem\": %u, \"result\": %d, \"capturing\": %d, \"param_source\": \"%s\", \"params\": ",
+            L->mid, L->grid[0], L->grid[1], L->grid[2], L->block[0], L->block[1], L->block[2], L->cluster[0],
+            L->cluster[1], L->cluster[2], L->smem, result, L->capturing, L->source);
+    if (L->np < 0) {
       fputs("null", lf);
     } else {
-      /* extra = {CU_LAUNCH_PARAM_BUFFER_POINTER (1), buf, CU_LAUNCH_PARAM_BUFFER_SIZE (2), &size, END (0)} */
-      const unsigned char *buf = NULL;
-      size_t bufsize = 0;
-      for (void **e = extra; e && *e; e += 2) {
-        if (*e == (void *)1) buf = (const unsigned char *)e[1];
-        else if (*e == (void *)2) bufsize = *(size_t *)e[1];
-      }
       fputc('[', lf);
-      for (int i = 0; i < np; i++) {
-        fprintf(lf, "%s{\"offset\": %zu, \"size\": %zu, \"hex\": ", i ? ", " : "", off[i], size[i]);
-        if (params) put_hex(lf, params[i], size[i]);
-        else if (buf && off[i] + size[i] <= bufsize) put_hex(lf, buf + off[i], size[i]);
-        else fputs("null", lf);
+      for (int i = 0; i < L->np; i++) {
+        fprintf(lf, "%s{\"offset\": %zu, \"size\": %zu, \"hex\": ", i ? ", " : "", L->off[i], L->size[i]);
+        if (L->bytes[i]) put_hex(lf, L->bytes[i], L->size[i]); else fputs("null", lf);
         fputc('}', lf);
       }
       fputc(']', lf);
+    }
+    if (L->snapped) {
+      fputs(", \"contents\": {\"file\": ", lf);
+      put_str(lf, L->file);
+      fputs(", \"blocks\": [", lf);
+      for (int i = 0; i < L->nblock; i++) {
+        fprintf(lf, "%s{\"ptr\": %llu, \"size\": %zu", i ? ", " : "", L->blk[i].ptr, L->blk[i].size);
+        if (L->blk[i].var) { fputs(", \"var\": ", lf); put_str(lf, L->blk[i].var); }
+        if (L->blk[i].skipped) { fputs(", \"skipped\": ", lf); put_str(lf, L->blk[i].skipped); }
+        else fprintf(lf, ", \"at\": %zu", L->blk[i].at);
+        fputc('}', lf);
+      }
+      fputs("]}", lf);
     }
     fputs("}\n", lf);
     fflush(lf);
   }
   pthread_mutex_unlock(&mu);
+  free(L);
 }
 
 /* ---------------------------------------------------------------- the no-GPU driver */
 
+static void *fake_handle(void);
 static CUresult fake_ok(void) { return CUDA_SUCCESS; }
 static int fake_ctx_dummy;
 
@@ -432,10 +648,31 @@ FAKE(0, cuMemsetD32_v2, (CUdeviceptr d, unsigned v, size_t n), (d, v, n), {
   for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v;
   return CUDA_SUCCESS;
 })
-FAKE(0, cuStreamCreate, (CUstream *s, unsigned f), (s, f), { (void)f; *s = NULL; return CUDA_SUCCESS; })
+FAKE(0, cuStreamCreate, (CUstream *s, unsigned f), (s, f), { (void)f; *s = fake_handle(); return CUDA_SUCCESS; })
+FAKE(0, cuStreamBeginCapture_v2, (CUstream s, int mode), (s, mode), {
+  (void)mode;
+  pthread_mutex_lock(&mu);
+  if (ncapturing < MAXCAPT) capturing[ncapturing++] = s;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+})
+FAKE(0, cuStreamEndCapture, (CUstream s, void **graph), (s, graph), {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < ncapturing; i++)
+    if (capturing[i] == s) capturing[i--] = capturing[--ncapturing];
+  pthread_mutex_unlock(&mu);
+  *graph = fake_handle();
+  return CUDA_SUCCESS;
+})
+FAKE(0, cuStreamIsCapturing, (CUstream s, int *st), (s, st), { *st = stream_capturing(s); return CUDA_SUCCESS; })
+FAKE(0, cuGraphInstantiateWithFlags, (void **exec, void *g, cuuint64_t fl), (exec, g, fl),
+     { (void)g; (void)fl; *exec = fake_handle(); return CUDA_SUCCESS; })
+FAKE(0, cuGraphExecDestroy, (void *e), (e), { (void)e; return CUDA_SUCCESS; })
+FAKE(0, cuGraphDestroy, (void *g), (g), { (void)g; return CUDA_SUCCESS; })
+FAKE(0, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n),
+     { memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n); return CUDA_SUCCESS; })
 FAKE(0, cuStreamSynchronize, (CUstream s), (s), { (void)s; return CUDA_SUCCESS; })
 FAKE(0, cuStreamDestroy_v2, (CUstream s), (s), { (void)s; return CUDA_SUCCESS; })
-FAKE(0, cuFuncSetAttribute, (CUfunction f, int a, int v), (f, a, v), { (void)f; (void)a; (void)v; return CUDA_SUCCESS; })
 FAKE(0, cuFuncGetAttribute, (int *v, int a, CUfunction f), (v, a, f), { (void)f; (void)a; *v = 0; return CUDA_SUCCESS; })
 FAKE(0, cuGetErrorString, (CUresult e, const char **s), (e, s),
      { *s = e ? "error (kverify capture, no GPU)" : "no error"; return CUDA_SUCCESS; })
@@ -459,7 +696,9 @@ typedef CUresult (*coop_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, u
 
 /* one slot of real entry points per interposed symbol: [0] default stream, [1] per-thread */
 enum { S_LAUNCH, S_LAUNCHEX, S_COOP, S_MODLOAD, S_MODLOADEX, S_MODFAT, S_LIBLOAD, S_MODGETFN, S_LIBGETK,
-       S_KGETFN, S_MALLOC, S_MALLOCASYNC, S_MALLOCMANAGED, S_FREE, S_TMTILED, S_TMIM2COL, S_GETPROC, S_N };
+       S_KGETFN, S_MALLOC, S_MALLOCASYNC, S_MALLOCMANAGED, S_FREE, S_TMTILED, S_TMIM2COL, S_GETPROC,
+       S_FREEASYNC, S_MALLOCPOOL, S_MALLOCPITCH, S_HOSTALLOC, S_MALLOCHOST, S_FREEHOST, S_HOSTREG, S_HOSTUNREG,
+       S_GETGLOBAL, S_LIBGETGLOBAL, S_FUNCSETATTR, S_KSETATTR, S_GRAPHLAUNCH, S_N };
 static void *reals[S_N][2];
 
 static void *real_slot(int s, int ptds, const char *name) {
@@ -467,10 +706,12 @@ static void *real_slot(int s, int ptds, const char *name) {
   return reals[s][ptds];
 }
 
-static void launch_common(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, const unsigned cl[3], unsigned smem, void **params, void **extra) {
-  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
-  record_launch(api, f, g, b, cl, smem, params, extra);
+/* the no-GPU driver refuses a launch whose shape the hardware has no room for, as the driver does */
+static CUresult fake_launch(const unsigned g[3], const unsigned b[3], unsigned smem) {
+  if (!g[0] || !g[1] || !g[2] || !b[0] || !b[1] || !b[2] || g[1] > 65535 || g[2] > 65535 || b[2] > 64 ||
+      (unsigned long long)b[0] * b[1] * b[2] > 1024 || smem > 232448)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
 }
 
 static const unsigned one3[3] = {1, 1, 1};
@@ -478,10 +719,17 @@ static const unsigned one3[3] = {1, 1, 1};
 #define LAUNCH_WRAPPER(NAME, SLOT, PTDS)                                                                      \
   CUresult NAME(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
                 unsigned smem, CUstream st, void **params, void **extra) {                                    \
-    launch_common(#NAME, f, gx, gy, gz, bx, by, bz, one3, smem, params, extra);                               \
-    if (nogpu) return CUDA_SUCCESS;                                                                           \
-    launch_t r = (launch_t)real_slot(SLOT, PTDS, #NAME);                                                      \
-    return r ? r(f, gx, gy, gz, bx, by, bz, smem, st, params, extra) : 999;                                   \
+    unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};                                                        \
+    launch_rec *L = launch_begin(#NAME, f, g, b, one3, smem, PTDS && !st ? CU_STREAM_PER_THREAD : st,         \
+                                 params, extra);                                                              \
+    CUresult r;                                                                                               \
+    if (nogpu) r = fake_launch(g, b, smem);                                                                   \
+    else {                                                                                                    \
+      launch_t fn = (launch_t)real_slot(SLOT, PTDS, #NAME);                                                   \
+      r = fn ? fn(f, gx, gy, gz, bx, by, bz, smem, st, params, extra) : 999;                                  \
+    }                                                                                                         \
+    launch_end(L, r);                                                                                         \
+    return r;                                                                                                 \
   }
 LAUNCH_WRAPPER(cuLaunchKernel, S_LAUNCH, 0)
 LAUNCH_WRAPPER(cuLaunchKernel_ptsz, S_LAUNCH, 1)
@@ -489,10 +737,17 @@ LAUNCH_WRAPPER(cuLaunchKernel_ptsz, S_LAUNCH, 1)
 #define COOP_WRAPPER(NAME, SLOT, PTDS)                                                                        \
   CUresult NAME(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
                 unsigned smem, CUstream st, void **params) {                                                  \
-    launch_common(#NAME, f, gx, gy, gz, bx, by, bz, one3, smem, params, NULL);                                \
-    if (nogpu) return CUDA_SUCCESS;                                                                           \
-    coop_t r = (coop_t)real_slot(SLOT, PTDS, #NAME);                                                          \
-    return r ? r(f, gx, gy, gz, bx, by, bz, smem, st, params) : 999;                                          \
+    unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};                                                        \
+    launch_rec *L = launch_begin(#NAME, f, g, b, one3, smem, PTDS && !st ? CU_STREAM_PER_THREAD : st,         \
+                                 params, NULL);                                                               \
+    CUresult r;                                                                                               \
+    if (nogpu) r = fake_launch(g, b, smem);                                                                   \
+    else {                                                                                                    \
+      coop_t fn = (coop_t)real_slot(SLOT, PTDS, #NAME);                                                       \
+      r = fn ? fn(f, gx, gy, gz, bx, by, bz, smem, st, params) : 999;                                         \
+    }                                                                                                         \
+    launch_end(L, r);                                                                                         \
+    return r;                                                                                                 \
   }
 COOP_WRAPPER(cuLaunchCooperativeKernel, S_COOP, 0)
 COOP_WRAPPER(cuLaunchCooperativeKernel_ptsz, S_COOP, 1)
@@ -508,11 +763,17 @@ COOP_WRAPPER(cuLaunchCooperativeKernel_ptsz, S_COOP, 1)
       }                                                                                                       \
       if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative) coop = 1;      \
     }                                                                                                         \
-    launch_common(coop ? #NAME "+cooperative" : #NAME, f, c->gridDimX, c->gridDimY, c->gridDimZ,            \
-                  c->blockDimX, c->blockDimY, c->blockDimZ, cl, c->sharedMemBytes, params, extra);            \
-    if (nogpu) return CUDA_SUCCESS;                                                                           \
-    launchex_t r = (launchex_t)real_slot(SLOT, PTDS, #NAME);                                                  \
-    return r ? r(c, f, params, extra) : 999;                                                                  \
+    unsigned g[3] = {c->gridDimX, c->gridDimY, c->gridDimZ}, b[3] = {c->blockDimX, c->blockDimY, c->blockDimZ}; \
+    launch_rec *L = launch_begin(coop ? #NAME "+cooperative" : #NAME, f, g, b, cl, c->sharedMemBytes,        \
+                                 PTDS && !c->hStream ? CU_STREAM_PER_THREAD : c->hStream, params, extra);     \
+    CUresult r;                                                                                               \
+    if (nogpu) r = fake_launch(g, b, c->sharedMemBytes);                                                      \
+    else {                                                                                                    \
+      launchex_t fn = (launchex_t)real_slot(SLOT, PTDS, #NAME);                                               \
+      r = fn ? fn(c, f, params, extra) : 999;                                                                 \
+    }                                                                                                         \
+    launch_end(L, r);                                                                                         \
+    return r;                                                                                                 \
   }
 LAUNCHEX_WRAPPER(cuLaunchKernelEx, S_LAUNCHEX, 0)
 LAUNCHEX_WRAPPER(cuLaunchKernelEx_ptsz, S_LAUNCHEX, 1)
@@ -642,13 +903,6 @@ CUresult cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *off, size_t *si
   return res;
 }
 
-static void record_alloc(const char *api, CUdeviceptr p, size_t n) {
-  pthread_mutex_lock(&mu);
-  FILE *f = logfile();
-  if (f) { fprintf(f, "{\"type\": \"alloc\", \"api\": \"%s\", \"ptr\": %llu, \"size\": %zu}\n", api, p, n); fflush(f); }
-  pthread_mutex_unlock(&mu);
-}
-
 static CUresult fake_alloc(CUdeviceptr *p, size_t n) {
   void *m = NULL;
   if (posix_memalign(&m, 256, n ? n : 1)) return 2;
@@ -701,14 +955,240 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     CUresult (*f)(CUdeviceptr) = (CUresult(*)(CUdeviceptr))real_slot(S_FREE, 0, "cuMemFree_v2");
     r = f ? f(p) : 999;
   } /* no-GPU: the host block is kept, so a recorded address is never reused */
+  if (r == CUDA_SUCCESS) record_free("cuMemFree", p);
+  return r;
+}
+
+#define FREEASYNC_WRAPPER(NAME, PTDS)                                                                   \
+  CUresult NAME(CUdeviceptr p, CUstream s) {                                                            \
+    CUresult r = CUDA_SUCCESS;                                                                          \
+    if (!nogpu) {                                                                                       \
+      CUresult (*f)(CUdeviceptr, CUstream) = (CUresult(*)(CUdeviceptr, CUstream))real_slot(S_FREEASYNC, PTDS, #NAME); \
+      r = f ? f(p, s) : 999;                                                                            \
+    }                                                                                                   \
+    if (r == CUDA_SUCCESS) record_free("cuMemFreeAsync", p);                                            \
+    return r;                                                                                           \
+  }
+FREEASYNC_WRAPPER(cuMemFreeAsync, 0)
+FREEASYNC_WRAPPER(cuMemFreeAsync_ptsz, 1)
+
+#define ALLOCPOOL_WRAPPER(NAME, PTDS)                                                                   \
+  CUresult NAME(CUdeviceptr *p, size_t n, void *pool, CUstream s) {                                     \
+    CUresult r;                                                                                         \
+    if (nogpu) r = fake_alloc(p, n);                                                                    \
+    else {                                                                                              \
+      CUresult (*f)(CUdeviceptr *, size_t, void *, CUstream) =                                          \
+          (CUresult(*)(CUdeviceptr *, size_t, void *, CUstream))real_slot(S_MALLOCPOOL, PTDS, #NAME);   \
+      r = f ? f(p, n, pool, s) : 999;                                                                   \
+    }                                                                                                   \
+    if (r == CUDA_SUCCESS) record_alloc("cuMemAllocFromPoolAsync", *p, n);                              \
+    return r;                                                                                           \
+  }
+ALLOCPOOL_WRAPPER(cuMemAllocFromPoolAsync, 0)
+ALLOCPOOL_WRAPPER(cuMemAllocFromPoolAsync_ptsz, 1)
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned esize) {
+  CUresult r;
+  if (nogpu) {
+    *pitch = (width + 511) / 512 * 512;
+    r = fake_alloc(p, *pitch * height);
+  } else {
+    CUresult (*f)(CUdeviceptr *, size_t *, size_t, size_t, unsigned) =
+        (CUresult(*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))real_slot(S_MALLOCPITCH, 0, "cuMemAllocPitch_v2");
+    r = f ? f(p, pitch, width, height, esize) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_alloc("cuMemAllocPitch", *p, *pitch * height);
+  return r;
+}
+
+/* page-locked host memory: a kernel reaches it at the same address (unified addressing) */
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned fl) {
+  CUresult r;
+  if (nogpu) { CUdeviceptr d; r = fake_alloc(&d, n); if (r == CUDA_SUCCESS) *p = (void *)(uintptr_t)d; }
+  else {
+    CUresult (*f)(void **, size_t, unsigned) = (CUresult(*)(void **, size_t, unsigned))real_slot(S_HOSTALLOC, 0, "cuMemHostAlloc");
+    r = f ? f(p, n, fl) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_alloc("cuMemHostAlloc", (CUdeviceptr)(uintptr_t)*p, n);
+  return r;
+}
+
+CUresult cuMemAllocHost_v2(void **p, size_t n) {
+  CUresult r;
+  if (nogpu) { CUdeviceptr d; r = fake_alloc(&d, n); if (r == CUDA_SUCCESS) *p = (void *)(uintptr_t)d; }
+  else {
+    CUresult (*f)(void **, size_t) = (CUresult(*)(void **, size_t))real_slot(S_MALLOCHOST, 0, "cuMemAllocHost_v2");
+    r = f ? f(p, n) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_alloc("cuMemAllocHost", (CUdeviceptr)(uintptr_t)*p, n);
+  return r;
+}
+
+CUresult cuMemFreeHost(void *p) {
+  CUresult r = CUDA_SUCCESS;
+  if (!nogpu) {
+    CUresult (*f)(void *) = (CUresult(*)(void *))real_slot(S_FREEHOST, 0, "cuMemFreeHost");
+    r = f ? f(p) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_free("cuMemFreeHost", (CUdeviceptr)(uintptr_t)p);
+  return r;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned fl) {
+  CUresult r = CUDA_SUCCESS;
+  if (!nogpu) {
+    CUresult (*f)(void *, size_t, unsigned) = (CUresult(*)(void *, size_t, unsigned))real_slot(S_HOSTREG, 0, "cuMemHostRegister_v2");
+    r = f ? f(p, n, fl) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_alloc("cuMemHostRegister", (CUdeviceptr)(uintptr_t)p, n);
+  return r;
+}
+
+CUresult cuMemHostUnregister(void *p) {
+  CUresult r = CUDA_SUCCESS;
+  if (!nogpu) {
+    CUresult (*f)(void *) = (CUresult(*)(void *))real_slot(S_HOSTUNREG, 0, "cuMemHostUnregister");
+    r = f ? f(p) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_free("cuMemHostUnregister", (CUdeviceptr)(uintptr_t)p);
+  return r;
+}
+
+/* Bytes of the .global or .const variable `name` declared in `ptx` (0 if not found); *init: it
+ * has an initializer. The no-GPU driver's cuModuleGetGlobal. */
+static size_t ptx_var_size(const char *ptx, const char *name, int *init) {
+  size_t ln = strlen(name);
+  for (const char *p = ptx ? strstr(ptx, name) : NULL; p; p = strstr(p + 1, name)) {
+    char c = p[ln];
+    if (p == ptx || !(p[-1] == ' ' || p[-1] == '\t') || !(c == '[' || c == ';' || c == ' ' || c == '=' || c == '\t')) continue;
+    const char *ls = p;
+    while (ls > ptx && ls[-1] != '\n') ls--;
+    char head[512];
+    size_t hn = (size_t)(p - ls) < sizeof head - 1 ? (size_t)(p - ls) : sizeof head - 1;
+    memcpy(head, ls, hn);
+    head[hn] = 0;
+    if ((!strstr(head, ".global") && !strstr(head, ".const")) || strstr(head, ".entry") || strstr(head, ".func")) continue;
+    size_t esize = 0, vec = 1, count = 1;
+    for (const char *t = head; (t = strchr(t, '.')); t++) {
+      if (t[1] == 'v' && t[2] >= '2' && t[2] <= '8') vec = (size_t)(t[2] - '0');
+      else if (t[1] && strchr("busf", t[1]) && t[2] >= '0' && t[2] <= '9' && atoi(t + 2) >= 8) esize = (size_t)atoi(t + 2) / 8;
+    }
+    const char *q = p + ln;
+    while (*q == '[') {
+      char *e;
+      count *= strtoul(q + 1, &e, 10);
+      q = strchr(q, ']');
+      if (!q) break;
+      q++;
+    }
+    const char *le = strchr(p, ';');
+    const char *eq = strchr(p, '=');
+    *init = eq && (!le || eq < le);
+    return esize * vec * count;
+  }
+  return 0;
+}
+
+static CUresult fake_global(CUdeviceptr *dptr, size_t *bytes, void *module, const char *name, const char *api) {
+  pthread_mutex_lock(&mu);
+  int mi = module_index(module), id = mi >= 0 ? modules[mi].id : -1;
+  for (int i = 0; i < nglobals; i++)
+    if (globals[i].module == id && !strcmp(globals[i].name, name)) {
+      if (dptr) *dptr = globals[i].ptr;
+      if (bytes) *bytes = globals[i].size;
+      pthread_mutex_unlock(&mu);
+      return CUDA_SUCCESS;
+    }
+  int init = 0;
+  size_t n = mi >= 0 ? ptx_var_size(modules[mi].ptx, name, &init) : 0;
+  pthread_mutex_unlock(&mu);
+  CUdeviceptr p;
+  if (!n || fake_alloc(&p, n) != CUDA_SUCCESS) return CUDA_ERROR_NOT_FOUND;
+  record_global(api, module, name, p, n, init);
+  if (dptr) *dptr = p;
+  if (bytes) *bytes = n;
+  return CUDA_SUCCESS;
+}
+
+/* a module variable's address (cudaMemcpyToSymbol and cudaGetSymbolAddress come here) */
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
+  if (nogpu) return fake_global(dptr, bytes, m, name, "cuModuleGetGlobal");
+  CUresult (*f)(CUdeviceptr *, size_t *, CUmodule, const char *) =
+      (CUresult(*)(CUdeviceptr *, size_t *, CUmodule, const char *))real_slot(S_GETGLOBAL, 0, "cuModuleGetGlobal_v2");
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  CUresult r = f ? f(&p, &n, m, name) : 999;
   if (r == CUDA_SUCCESS) {
-    pthread_mutex_lock(&mu);
-    FILE *f = logfile();
-    if (f) { fprintf(f, "{\"type\": \"free\", \"ptr\": %llu}\n", p); fflush(f); }
-    pthread_mutex_unlock(&mu);
+    record_global("cuModuleGetGlobal", m, name, p, n, 0);
+    if (dptr) *dptr = p;
+    if (bytes) *bytes = n;
   }
   return r;
 }
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name) {
+  if (nogpu) return fake_global(dptr, bytes, l, name, "cuLibraryGetGlobal");
+  CUresult (*f)(CUdeviceptr *, size_t *, CUlibrary, const char *) =
+      (CUresult(*)(CUdeviceptr *, size_t *, CUlibrary, const char *))real_slot(S_LIBGETGLOBAL, 0, "cuLibraryGetGlobal");
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  CUresult r = f ? f(&p, &n, l, name) : 999;
+  if (r == CUDA_SUCCESS) {
+    record_global("cuLibraryGetGlobal", l, name, p, n, 0);
+    if (dptr) *dptr = p;
+    if (bytes) *bytes = n;
+  }
+  return r;
+}
+
+static void record_attribute(const char *api, void *f, int attr, int value) {
+  pthread_mutex_lock(&mu);
+  FILE *lf = logfile();
+  if (lf) {
+    fprintf(lf, "{\"type\": \"func_attribute\", \"api\": \"%s\", \"function\": \"%p\", \"attribute\": %d, \"value\": %d}\n",
+            api, f, attr, value);
+    fflush(lf);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+/* function attributes (cudaFuncSetAttribute comes here): the required cluster shape is one */
+CUresult cuFuncSetAttribute(CUfunction fn, int attr, int value) {
+  CUresult r = CUDA_SUCCESS;
+  if (!nogpu) {
+    CUresult (*f)(CUfunction, int, int) = (CUresult(*)(CUfunction, int, int))real_slot(S_FUNCSETATTR, 0, "cuFuncSetAttribute");
+    r = f ? f(fn, attr, value) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_attribute("cuFuncSetAttribute", fn, attr, value);
+  return r;
+}
+
+CUresult cuKernelSetAttribute(int attr, int value, CUkernel k, CUdevice dev) {
+  CUresult r = CUDA_SUCCESS;
+  if (!nogpu) {
+    CUresult (*f)(int, int, CUkernel, CUdevice) = (CUresult(*)(int, int, CUkernel, CUdevice))real_slot(S_KSETATTR, 0, "cuKernelSetAttribute");
+    r = f ? f(attr, value, k, dev) : 999;
+  }
+  if (r == CUDA_SUCCESS) record_attribute("cuKernelSetAttribute", k, attr, value);
+  return r;
+}
+
+/* graphs: the kernels a graph launch runs are not recorded; each launch is counted */
+#define GRAPHLAUNCH_WRAPPER(NAME, PTDS)                                                                 \
+  CUresult NAME(void *exec, CUstream s) {                                                               \
+    CUresult r = CUDA_SUCCESS;                                                                          \
+    if (!nogpu) {                                                                                       \
+      CUresult (*f)(void *, CUstream) = (CUresult(*)(void *, CUstream))real_slot(S_GRAPHLAUNCH, PTDS, #NAME); \
+      r = f ? f(exec, s) : 999;                                                                         \
+    }                                                                                                   \
+    pthread_mutex_lock(&mu);                                                                            \
+    FILE *lf = logfile();                                                                               \
+    if (lf) { fprintf(lf, "{\"type\": \"graph_launch\", \"api\": \"%s\", \"result\": %d}\n", #NAME, r); fflush(lf); } \
+    pthread_mutex_unlock(&mu);                                                                          \
+    return r;                                                                                           \
+  }
+GRAPHLAUNCH_WRAPPER(cuGraphLaunch, 0)
+GRAPHLAUNCH_WRAPPER(cuGraphLaunch_ptsz, 1)
 
 static void put_u64s(FILE *f, const cuuint64_t *v, unsigned n) {
   fputc('[', f);
@@ -750,6 +1230,7 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, cuuint32_t rank, void *add
   }
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&mu);
+    if (ntmaps < MAXTMAP) { memcpy(tmaps[ntmaps].map, map, 128); tmaps[ntmaps].addr = (CUdeviceptr)(uintptr_t)addr; ntmaps++; }
     FILE *f = logfile();
     if (f) {
       fprintf(f, "{\"type\": \"tensormap\", \"api\": \"cuTensorMapEncodeTiled\", \"map\": ");
@@ -786,6 +1267,7 @@ CUresult cuTensorMapEncodeIm2col(void *map, int dtype, cuuint32_t rank, void *ad
   }
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&mu);
+    if (ntmaps < MAXTMAP) { memcpy(tmaps[ntmaps].map, map, 128); tmaps[ntmaps].addr = (CUdeviceptr)(uintptr_t)addr; ntmaps++; }
     FILE *f = logfile();
     if (f) {
       fprintf(f, "{\"type\": \"tensormap\", \"api\": \"cuTensorMapEncodeIm2col\", \"map\": ");
@@ -843,6 +1325,19 @@ static const struct { const char *name; int slot; int min_version; void *wrap[2]
     {"cuMemFree", S_FREE, 3020, {(void *)cuMemFree_v2, (void *)cuMemFree_v2}},
     {"cuTensorMapEncodeTiled", S_TMTILED, 12000, {(void *)cuTensorMapEncodeTiled, (void *)cuTensorMapEncodeTiled}},
     {"cuTensorMapEncodeIm2col", S_TMIM2COL, 12000, {(void *)cuTensorMapEncodeIm2col, (void *)cuTensorMapEncodeIm2col}},
+    {"cuMemFreeAsync", S_FREEASYNC, 11020, {(void *)cuMemFreeAsync, (void *)cuMemFreeAsync_ptsz}},
+    {"cuMemAllocFromPoolAsync", S_MALLOCPOOL, 11020, {(void *)cuMemAllocFromPoolAsync, (void *)cuMemAllocFromPoolAsync_ptsz}},
+    {"cuMemAllocPitch", S_MALLOCPITCH, 3020, {(void *)cuMemAllocPitch_v2, (void *)cuMemAllocPitch_v2}},
+    {"cuMemHostAlloc", S_HOSTALLOC, 2020, {(void *)cuMemHostAlloc, (void *)cuMemHostAlloc}},
+    {"cuMemAllocHost", S_MALLOCHOST, 3020, {(void *)cuMemAllocHost_v2, (void *)cuMemAllocHost_v2}},
+    {"cuMemFreeHost", S_FREEHOST, 2000, {(void *)cuMemFreeHost, (void *)cuMemFreeHost}},
+    {"cuMemHostRegister", S_HOSTREG, 6050, {(void *)cuMemHostRegister_v2, (void *)cuMemHostRegister_v2}},
+    {"cuMemHostUnregister", S_HOSTUNREG, 4000, {(void *)cuMemHostUnregister, (void *)cuMemHostUnregister}},
+    {"cuModuleGetGlobal", S_GETGLOBAL, 3020, {(void *)cuModuleGetGlobal_v2, (void *)cuModuleGetGlobal_v2}},
+    {"cuLibraryGetGlobal", S_LIBGETGLOBAL, 12000, {(void *)cuLibraryGetGlobal, (void *)cuLibraryGetGlobal}},
+    {"cuFuncSetAttribute", S_FUNCSETATTR, 9000, {(void *)cuFuncSetAttribute, (void *)cuFuncSetAttribute}},
+    {"cuKernelSetAttribute", S_KSETATTR, 12000, {(void *)cuKernelSetAttribute, (void *)cuKernelSetAttribute}},
+    {"cuGraphLaunch", S_GRAPHLAUNCH, 10000, {(void *)cuGraphLaunch, (void *)cuGraphLaunch_ptsz}},
 };
 #define NTABLE (sizeof table / sizeof table[0])
 
@@ -917,6 +1412,14 @@ void *dlsym(void *handle, const char *symbol) {
       {"cuMemAllocAsync", S_MALLOCASYNC, 0}, {"cuMemAllocAsync_ptsz", S_MALLOCASYNC, 1},
       {"cuMemAllocManaged", S_MALLOCMANAGED, 0}, {"cuMemFree_v2", S_FREE, 0},
       {"cuTensorMapEncodeTiled", S_TMTILED, 0}, {"cuTensorMapEncodeIm2col", S_TMIM2COL, 0},
+      {"cuMemFreeAsync", S_FREEASYNC, 0}, {"cuMemFreeAsync_ptsz", S_FREEASYNC, 1},
+      {"cuMemAllocFromPoolAsync", S_MALLOCPOOL, 0}, {"cuMemAllocFromPoolAsync_ptsz", S_MALLOCPOOL, 1},
+      {"cuMemAllocPitch_v2", S_MALLOCPITCH, 0}, {"cuMemHostAlloc", S_HOSTALLOC, 0},
+      {"cuMemAllocHost_v2", S_MALLOCHOST, 0}, {"cuMemFreeHost", S_FREEHOST, 0},
+      {"cuMemHostRegister_v2", S_HOSTREG, 0}, {"cuMemHostUnregister", S_HOSTUNREG, 0},
+      {"cuModuleGetGlobal_v2", S_GETGLOBAL, 0}, {"cuLibraryGetGlobal", S_LIBGETGLOBAL, 0},
+      {"cuFuncSetAttribute", S_FUNCSETATTR, 0}, {"cuKernelSetAttribute", S_KSETATTR, 0},
+      {"cuGraphLaunch", S_GRAPHLAUNCH, 0}, {"cuGraphLaunch_ptsz", S_GRAPHLAUNCH, 1},
   };
   for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
     if (!strcmp(symbol, direct[i].name)) {

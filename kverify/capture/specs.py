@@ -14,6 +14,10 @@ Standard library only (see build.py). Per launch, each parameter becomes:
   point into allocations or 64-byte aligned runs equal recorded tensor maps, the typed form
   ``{"struct": {offset: field}}`` with those pointers (into buffers ``allocN``) and tensor maps
   and the remaining bytes as unsigned fields; the index lists what was found.
+
+The launch's snapshot (the bytes of what it reaches, when the shim recorded them) becomes
+``launch_..._<kernel>.npz``: the spec's buffers by name in their dtypes and ``var:NAME`` per module
+variable, what ``kverify check --inputs`` takes.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import re
 import shutil
 import struct
 import subprocess
+import zipfile
 from pathlib import Path
 
 SCHEMA = "kverify.capture/1"
@@ -31,6 +36,8 @@ TMAP_DTYPES = {0: "uint8", 1: "uint16", 2: "uint32", 3: "int32", 4: "uint64", 5:
                7: "float32", 8: "float64", 9: "bfloat16", 10: "float32", 11: "float32", 12: "float32"}
 SWIZZLE = {0: "none", 1: "32B", 2: "64B", 3: "128B"}
 OOB = {0: "zero", 1: "nan"}
+#: CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, _HEIGHT, _DEPTH (cuFuncSetAttribute)
+REQUIRED_CLUSTER = (11, 12, 13)
 ITEMSIZE = {"uint8": 1, "uint16": 2, "uint32": 4, "int32": 4, "uint64": 8, "int64": 8, "float16": 2,
             "float32": 4, "float64": 8, "bfloat16": 2}
 
@@ -174,40 +181,55 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
     (the first ``limit``; ``None``: every one) and ``index.json``; returns the index."""
     recs = read_records(outdir)
     modules, ptx_of, ptx_why, entries, clusters = {}, {}, {}, {}, {}
-    live: dict[tuple, dict[int, int]] = {}  # pid -> {base: size}
+    live: dict[tuple, dict[int, int]] = {}  # pid -> {base: size}, oldest first
     alloc_names: dict[tuple, str] = {}
     tmaps: dict[str, dict] = {}
+    attrs: dict[tuple, dict[int, int]] = {}  # (pid, function) -> {attribute: value}
     launches, notes = [], []
-    nalloc = 0
+    nalloc = graph_launches = 0
     for r in recs:
         pid = r["pid"]
         t = r.get("type")
         if t == "module":
             modules[(pid, r["id"])] = r
         elif t == "alloc":
-            live.setdefault(pid, {})[r["ptr"]] = r["size"]
+            mine = live.setdefault(pid, {})
+            mine.pop(r["ptr"], None)  # (a reused address is the newest allocation)
+            mine[r["ptr"]] = r["size"]
             alloc_names[(pid, r["ptr"])] = f"alloc{nalloc}"
             nalloc += 1
         elif t == "free":
             live.get(pid, {}).pop(r["ptr"], None)
         elif t == "tensormap":
             tmaps[r["map"]] = r
+        elif t == "func_attribute":
+            attrs.setdefault((pid, r["function"]), {})[r["attribute"]] = r["value"]
+        elif t == "graph_launch":
+            graph_launches += r.get("result", 0) == 0
         elif t == "launch":
+            if r.get("result", 0) != 0:
+                notes.append(f"launch {r['seq']} ({r.get('name') or 'unnamed'}, pid {pid}): the driver refused it "
+                             f"(CUresult {r['result']}); it did not run, no spec written")
+                continue
             if limit is not None and len(launches) >= limit:
                 notes.append(f"launches after the first {limit} not written (--limit)")
-                break
-            launches.append((r, dict(live.get(pid, {}))))
+                continue
+            req = [attrs.get((pid, r["function"]), {}).get(a, 0) for a in REQUIRED_CLUSTER]
+            launches.append((dict(r, required_cluster=req), dict(live.get(pid, {}))))
+    if graph_launches:
+        notes.append(f"{graph_launches} graph launch(es): their kernels are not recorded")
     index = {"schema": SCHEMA, "command": command, "directory": str(outdir), "launches": [],
-             "modules": [], "tensormaps": len(tmaps), "allocations": nalloc, "notes": sorted(set(notes))}
+             "modules": [], "tensormaps": len(tmaps), "allocations": nalloc, "notes": list(dict.fromkeys(notes))}
     for key, m in sorted(modules.items()):
         f, why = module_ptx(outdir, m)
         ptx_of[key], ptx_why[key] = f, why
+        entry = {"pid": key[0], "id": key[1], "api": m["api"], "kind": m["kind"], "image": m.get("file"), "ptx": f,
+                 "ptx_note": why}
         if f:
             text = (outdir / f).read_text()
             entries[key] = ptx_params(text)
             clusters[key] = ptx_clusters(text)
-        index["modules"].append({"pid": key[0], "id": key[1], "api": m["api"], "kind": m["kind"],
-                                 "image": m.get("file"), "ptx": f, "ptx_note": why})
+        index["modules"].append(entry)
     for r, allocs in launches:
         index["launches"].append(_launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why,
                                               entries, clusters))
@@ -216,7 +238,8 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
 
 
 def _find_alloc(allocs: dict[int, int], addr: int):
-    for base, size in allocs.items():
+    """The newest live allocation holding ``addr`` (a pool hands out memory inside a freed one)."""
+    for base, size in reversed(allocs.items()):
         if base <= addr < base + max(size, 1):
             return base, size
     return None
@@ -323,6 +346,16 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
         # kernel's; recorded as 1x1x1, check refused the spec)
         spec["cluster"] = fixed
         notes.append(f"cluster {'x'.join(map(str, fixed))} from the kernel's .reqnctapercluster (the launch names none)")
+    req = [v or 1 for v in r.get("required_cluster") or [0, 0, 0]]
+    if not fixed and r["cluster"] == [1, 1, 1] and req != [1, 1, 1]:
+        # (set with cuFuncSetAttribute / cudaFuncSetAttribute: the driver launches clusters of that
+        # shape; recorded as 1x1x1, a race between the CTAs of a cluster was verified away)
+        spec["cluster"] = req
+        notes.append(f"cluster {'x'.join(map(str, req))} from the function's required cluster attribute "
+                     "(cuFuncSetAttribute; the launch names none)")
+    if r.get("capturing"):
+        notes.append("made during stream capture: the launch did not run then (it runs when the graph is launched, "
+                     "on the contents of that time, which are not recorded)")
     if name is None:
         notes.append("the launched function's name is unknown (no cuFuncGetName and not seen at cuModuleGetFunction)")
     if r.get("params") is None:
@@ -356,8 +389,12 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
         elif len(raw) <= 8 and not (pparams and i < len(pparams) and pparams[i].get("array")):
             info["kind"] = "scalar"
             spec["args"][key] = _scalar(raw, ptype)
-            if ptype is None and len(raw) == 8 and int.from_bytes(raw, "little"):
-                notes.append(f"parameter {i}: 8 bytes in no recorded allocation, taken as an integer")
+            v = int.from_bytes(raw, "little")
+            if (ptype is None or ptype in ("u64", "b64", "s64")) and len(raw) == 8 and v:
+                # (a pointer into memory the shim did not see allocated becomes a plain integer)
+                end = [alloc_names[(pid, b)] for b, n in allocs.items() if b + n == v]
+                notes.append(f"parameter {i}: 8 bytes in no recorded allocation, taken as an integer"
+                             + (f" (the address just past the end of {end[-1]})" if end else ""))
         else:
             info["kind"] = "struct"
             inside, in_map = [], set()
@@ -403,11 +440,80 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
         del spec["tensormaps"]
     fname = f"launch_{pid}_{r['seq']:04d}_{_safe(name)}.json"
     (outdir / fname).write_text(json.dumps(spec, indent=1) + "\n")
+    starts = {key: addr for key, _, _, addr in pointer_bufs}
+    starts.update({n: b for (p, b), n in alloc_names.items() if p == pid and n in spec["buffers"]})
+    inputs = _write_inputs(outdir, r, spec, starts, notes, Path(fname).with_suffix(".npz").name)
     m = modules.get(mkey)
     out = {"seq": r["seq"], "pid": pid, "api": r["api"], "kernel": name, "spec": fname, "ptx": ptx,
            "ptx_note": ptx_why.get(mkey) if m else "module not recorded (loaded before capture, or by another path)",
            "grid": r["grid"], "block": r["block"], "cluster": spec["cluster"], "dynamic_smem": r.get("dynamic_smem", 0),
-           "param_source": r.get("param_source"), "params": pinfo, "notes": notes}
+           "param_source": r.get("param_source"), "params": pinfo, "inputs": inputs, "notes": notes}
     if ptx and name:
-        out["check"] = f"kverify check {outdir / ptx} --kernel {name} --launch {outdir / fname}"
+        out["check"] = f"kverify check {outdir / ptx} --kernel {name} --launch {outdir / fname}" + \
+            (f" --inputs {outdir / inputs}" if inputs else "")
     return out
+
+
+# ---------------------------------------------------------------- buffer contents
+
+#: a launch spec dtype -> the .npy descr ``kverify check --inputs`` takes for it (bfloat16 as its bits)
+NPY_DESCR = {"uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "int32": "<i4", "uint64": "<u8", "int64": "<i8",
+             "float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "<u2"}
+
+
+def _npy(descr: str, raw: bytes) -> bytes:
+    """``raw`` as a one-dimensional .npy array (format 1.0) of ``descr`` elements."""
+    n = len(raw) // int(descr[2:])
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, n)
+    head += " " * (-(len(head) + 11) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode("latin1") + raw
+
+
+def _snapshot_bytes(outdir: Path, contents: dict, start: int, n: int, var: str | None = None):
+    """Bytes [start, start + n) of the launch's snapshot (or variable ``var``'s), or (None, why not)."""
+    for b in contents.get("blocks", []):
+        if b.get("var") == var and b["ptr"] <= start and start + n <= b["ptr"] + b["size"]:
+            if "skipped" in b:
+                return None, b["skipped"]
+            try:
+                with open(outdir / contents["file"], "rb") as f:
+                    f.seek(b["at"] + start - b["ptr"])
+                    data = f.read(n)
+            except OSError as e:
+                return None, f"the contents file cannot be read ({e.strerror})"
+            return (data, None) if len(data) == n else (None, "the contents file is short")
+    return None, "its memory was not in the snapshot"
+
+
+def _write_inputs(outdir: Path, r: dict, spec: dict, starts: dict, notes: list, fname: str) -> str | None:
+    """The launch's snapshot as ``fname`` (.npz: the spec's buffers by name, in their dtypes, and
+    ``var:NAME`` per module variable, as bytes), for ``kverify check --inputs``; notes on what it
+    lacks. None when nothing was recorded."""
+    contents = r.get("contents")
+    if contents is None:
+        if spec["buffers"] and not r.get("capturing"):
+            notes.append("buffer contents not recorded: check runs on generated values")
+        return None
+    arrays = {}
+    for name, b in spec["buffers"].items():
+        descr = NPY_DESCR.get(b["dtype"])
+        n = ITEMSIZE.get(b["dtype"], 1) * b["shape"][0]
+        data, why = _snapshot_bytes(outdir, contents, starts[name], n) if descr and name in starts else \
+            (None, "no address for it")
+        if data is None:
+            notes.append(f"buffer {name}: contents not recorded ({why}); check runs on generated values for it")
+        else:
+            arrays[name] = _npy(descr, data)
+    for b in contents.get("blocks", []):
+        if b.get("var") is not None:
+            data, why = _snapshot_bytes(outdir, contents, b["ptr"], b["size"], b["var"])
+            if data is None:
+                notes.append(f"variable {b['var']}: contents not recorded ({why}); check starts it from its initializer")
+            else:
+                arrays["var:" + b["var"]] = _npy("|u1", data)
+    if not arrays:
+        return None
+    with zipfile.ZipFile(outdir / fname, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for key, data in arrays.items():
+            z.writestr(key + ".npy", data)
+    return fname
