@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,31 @@ def test_a_pointer_into_reused_pool_memory_is_matched_to_the_newest_allocation(t
     (l,) = specs.write_specs(tmp_path, ["./app"])["launches"]
     assert l["params"][0]["allocation"] == "alloc3" and l["params"][0]["byte_offset"] == 0
     assert json.loads((tmp_path / l["spec"]).read_text())["buffers"] == {"0": {"dtype": "uint8", "shape": [256]}}
+
+
+def _fatbin(entries: list[tuple[int, int, bytes]]) -> bytes:
+    body = b""
+    for kind, arch, payload in entries:
+        payload += b"\0" * (-len(payload) % 8)
+        head = struct.pack("<HHIQ", kind, 0x101, 64, len(payload)) + bytes(12) + struct.pack("<I", arch) + bytes(32)
+        body += head + payload
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def test_fatbin_ptx_for_a_lower_arch_than_its_cubin_is_noted(tmp_path):
+    # (a fatbin with compute_80 PTX and an sm_90a cubin: a Hopper device runs the cubin, and the
+    # PTX checked, from other __CUDA_ARCH__ branches, verified without a word)
+    ptx = SCALE_PTX.replace("sm_90a", "sm_80").encode()
+    (tmp_path / "module_9_0.fatbin").write_bytes(_fatbin([(1, 80, ptx), (2, 90, b"\x7fELF" + bytes(60))]))
+    _records(tmp_path, [
+        {"type": "module", "id": 0, "api": "cuLibraryLoadData", "kind": "fatbin", "size": 0, "file": "module_9_0.fatbin"},
+        {"type": "alloc", "api": "cuMemAlloc", "ptr": 0x1000, "size": 1024}, _launch(0x1000)])
+    index = specs.write_specs(tmp_path, ["./app"])
+    note = ("the checked PTX is .target sm_80, but the fatbin also holds a cubin for sm_90: a device of that "
+            "architecture runs the cubin, not this PTX (the checked code may not be the code that ran)")
+    assert index["modules"][0]["note"] == note
+    assert note in index["launches"][0]["notes"]
+    # the same PTX alone, or beside a cubin for its own arch, says nothing
+    (tmp_path / "module_9_0.fatbin").write_bytes(_fatbin([(1, 80, ptx), (2, 80, b"\x7fELF" + bytes(60))]))
+    index = specs.write_specs(tmp_path, ["./app"])
+    assert "note" not in index["modules"][0] and not any("cubin" in n for n in index["launches"][0]["notes"])

@@ -93,6 +93,31 @@ def _fatbin_ptx(data: bytes) -> tuple[str | None, str]:
     return None, f"fatbin holds {', '.join(kinds) or 'nothing readable'}"
 
 
+def _fatbin_arch_note(data: bytes, ptx: str) -> str | None:
+    """When the fatbin holds a cubin for a higher architecture than the PTX's ``.target``: a device
+    of that architecture runs the cubin (compiled on its own, ``__CUDA_ARCH__`` branches
+    included), not the PTX that is checked; the note saying so, else None."""
+    t = re.search(r"\.target\s+sm_(\d+)(a?)", ptx)
+    if len(data) < 16 or not t or struct.unpack_from("<I", data, 0)[0] != 0xBA55ED50:
+        return None
+    hsize = struct.unpack_from("<H", data, 6)[0]
+    end = min(hsize + struct.unpack_from("<Q", data, 8)[0], len(data))
+    pos, cubins = hsize, []
+    while pos + 32 <= end:
+        kind, _ver, ehsize, padded = struct.unpack_from("<HHII", data, pos)
+        if ehsize == 0:
+            break
+        if kind == 2:  # an ELF cubin; its SM number is at byte 28 of the entry's header
+            cubins.append(struct.unpack_from("<I", data, pos + 28)[0])
+        pos += ehsize + padded
+    higher = sorted({a for a in cubins if a > int(t.group(1))})
+    if not higher:
+        return None
+    return (f"the checked PTX is .target sm_{t.group(1)}{t.group(2)}, but the fatbin also holds a cubin for "
+            f"{', '.join(f'sm_{a}' for a in higher)}: a device of that architecture runs the cubin, not this PTX "
+            "(the checked code may not be the code that ran)")
+
+
 def _cuobjdump_ptx(path: Path) -> str | None:
     exe = shutil.which("cuobjdump")
     if not exe:
@@ -220,6 +245,7 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
         notes.append(f"{graph_launches} graph launch(es): their kernels are not recorded")
     index = {"schema": SCHEMA, "command": command, "directory": str(outdir), "launches": [],
              "modules": [], "tensormaps": len(tmaps), "allocations": nalloc, "notes": list(dict.fromkeys(notes))}
+    arch_notes = {}
     for key, m in sorted(modules.items()):
         f, why = module_ptx(outdir, m)
         ptx_of[key], ptx_why[key] = f, why
@@ -229,10 +255,14 @@ def write_specs(outdir: Path, command: list[str] | None = None, limit: int | Non
             text = (outdir / f).read_text()
             entries[key] = ptx_params(text)
             clusters[key] = ptx_clusters(text)
+            if m["kind"] == "fatbin" and (outdir / m["file"]).exists():
+                arch = _fatbin_arch_note((outdir / m["file"]).read_bytes(), text)
+                if arch:
+                    arch_notes[key] = entry["note"] = arch
         index["modules"].append(entry)
     for r, allocs in launches:
         index["launches"].append(_launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why,
-                                              entries, clusters))
+                                              entries, clusters, arch_notes))
     (outdir / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
 
@@ -326,7 +356,8 @@ def _struct_value(raw: bytes, inside: list, buffers: dict, allocs, pid, alloc_na
     return {"struct": {str(k): fields[k] for k in sorted(fields)}}
 
 
-def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries, clusters=None) -> dict:
+def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why, entries, clusters=None,
+                 arch_notes=None) -> dict:
     pid = r["pid"]
     name = r.get("name")
     mkey = (pid, r.get("module", -1))
@@ -356,6 +387,8 @@ def _launch_spec(outdir, r, allocs, alloc_names, tmaps, modules, ptx_of, ptx_why
     if r.get("capturing"):
         notes.append("made during stream capture: the launch did not run then (it runs when the graph is launched, "
                      "on the contents of that time, which are not recorded)")
+    if (arch_notes or {}).get(mkey):
+        notes.append(arch_notes[mkey])
     if name is None:
         notes.append("the launched function's name is unknown (no cuFuncGetName and not seen at cuModuleGetFunction)")
     if r.get("params") is None:
