@@ -207,3 +207,19 @@ def test_fatbin_ptx_for_a_lower_arch_than_its_cubin_is_noted(tmp_path):
     (tmp_path / "module_9_0.fatbin").write_bytes(_fatbin([(1, 80, ptx), (2, 80, b"\x7fELF" + bytes(60))]))
     index = specs.write_specs(tmp_path, ["./app"])
     assert "note" not in index["modules"][0] and not any("cubin" in n for n in index["launches"][0]["notes"])
+
+
+@pytest.mark.parametrize("options, message", [
+    (["-o", "{file}"], "-o {file}: not a directory"),
+    (["--limit", "-1"], "--limit -1: not a count of launches"),
+    (["--contents-limit", "lots"], "--contents-limit lots: not a byte count"),
+])
+def test_capture_usage_errors(tmp_path, options, message):
+    # (-o naming a file was an internal error, exit 3; --limit -1 was accepted)
+    f = tmp_path / "afile"
+    f.write_text("")
+    opts = [o.format(file=f) for o in options]
+    r = subprocess.run([sys.executable, "-m", "kverify", "capture", "--no-gpu", *opts, "--", "true"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == f"<command line>:1:1: {message.format(file=f)}\n"

@@ -53,9 +53,12 @@ def cmd_capture(args) -> int:
         return 2
     out = Path(args.output)
     contents_limit = _size(args.contents_limit)
-    if contents_limit is None:
-        print(f"<command line>:1:1: --contents-limit {args.contents_limit}: not a byte count", file=sys.stderr)
-        return 2
+    for bad, what in ((out.exists() and not out.is_dir(), f"-o {out}: not a directory"),
+                      (args.limit < 0, f"--limit {args.limit}: not a count of launches"),
+                      (contents_limit is None, f"--contents-limit {args.contents_limit}: not a byte count")):
+        if bad:
+            print(f"<command line>:1:1: {what}", file=sys.stderr)
+            return 2
     try:
         rc = run(argv, out, nogpu=args.no_gpu, rebuild=args.rebuild, contents_limit=contents_limit,
                  contents_launches=args.limit)
