@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numpy import count_nonzero
 
 from kverify.launch import LaunchSpec, input_array, lookup, param_key, random_array, spec_seed
 from kverify.launch.layout import function_addresses, local_layout, next_buffer, shared_layout
@@ -576,7 +577,7 @@ class Machine(AccessMixin, MbarrierMixin):
 
     def exec_stmts(self, w, stmts, mask):
         for s in stmts:
-            if not mask.any():
+            if not count_nonzero(mask):
                 return mask
             t = type(s)
             if t is Instr:
@@ -597,7 +598,7 @@ class Machine(AccessMixin, MbarrierMixin):
                     raise StepBudget(self.deadline)
                 if w.wgmma_regs:
                     self._check_wgmma_regs(w, s)
-                if guarded and not m.any():  # unguarded: ``mask`` has a lane (checked above)
+                if guarded and not count_nonzero(m):  # unguarded: ``mask`` has a lane (checked above)
                     continue
                 h = self.handlers.get(s.op)
                 if h is None or not s.supported:
@@ -630,9 +631,9 @@ class Machine(AccessMixin, MbarrierMixin):
                     c = ~c
                 mt, me = mask & c, mask & ~c
                 out = np.zeros(32, bool)
-                if mt.any():
+                if count_nonzero(mt):
                     out |= yield from self.exec_stmts(w, s.then, mt)
-                if me.any():
+                if count_nonzero(me):
                     out |= (yield from self.exec_stmts(w, s.orelse, me)) if s.orelse else me
                 mask = out & w.live
             elif t is Loop:
@@ -640,14 +641,14 @@ class Machine(AccessMixin, MbarrierMixin):
                 cur = mask
                 w.iters.append([s.loc, 0])
                 before = None
-                while cur.any():
+                while count_nonzero(cur):
                     w.cont[s.label] = np.zeros(32, bool)
                     w.brk[s.label] = np.zeros(32, bool)
                     fall = yield from self.exec_stmts(w, s.body, cur)
                     out |= fall | w.brk.pop(s.label)
                     cur = w.cont.pop(s.label) & w.live
                     w.iters[-1][1] += 1
-                    if cur.any():
+                    if count_nonzero(cur):
                         now = _progress(w, cur, out)
                         if now == before:
                             yield self._spin(w, s)
@@ -797,11 +798,13 @@ class Machine(AccessMixin, MbarrierMixin):
                 w.regs[dst.name] = np.where(m, value, old)
             else:
                 bits = self.reg_width(dst.name)
+                if value.dtype != U64:
+                    value = value.astype(U64)
                 if bits < 64:
-                    value = value.astype(U64) & U64(low_mask(bits))
+                    value = value & U64(low_mask(bits))
                 if old is None:
                     old = np.zeros(32, U64)
-                w.regs[dst.name] = np.where(m, value, old).astype(U64)
+                w.regs[dst.name] = np.where(m, value, old)
             return
         raise Unsupported(f"destination {dst} is not a register")
 
