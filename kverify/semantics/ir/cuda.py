@@ -88,8 +88,7 @@ def compile_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = Non
     src = Path(path)
     if not src.is_file():
         raise KernelError("no such file", str(path), 0, 0)
-    flags = [f"-D{k}" + (f"={v}" if v is not None else "") for k, v in (defines or {}).items()]
-    flags += [f"-I{d}" for d in include_dirs]
+    flags = _flags(defines, include_dirs)
     use = compiler or ("nvcc" if shutil.which("nvcc") else "nvrtc")
     if use == "nvcc":
         with tempfile.TemporaryDirectory() as tmp:
@@ -217,17 +216,49 @@ def attach_source_names(module: Module, source: str) -> Module:
     return replace(module, kernels=tuple(kernels))
 
 
-def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
-              compiler: str | None = None) -> Module:
-    """Compile and parse ``path``. A GPUVerify test (``gpuverify.is_test``) gets GPUVerify's
-    annotation intrinsics from ``gpuverify.h`` (``gpuverify.compile_options``)."""
+def _flags(defines: dict | None, include_dirs: tuple = ()) -> list:
+    return ([f"-D{k}" + (f"={v}" if v is not None else "") for k, v in (defines or {}).items()]
+            + [f"-I{d}" for d in include_dirs])
+
+
+def _test_options(path: str, defines: dict | None) -> tuple[tuple, dict | None]:
+    """``(pre_includes, defines)`` ``load_cuda`` compiles ``path`` with: a GPUVerify test
+    (``gpuverify.is_test``) gets GPUVerify's annotation intrinsics from ``gpuverify.h`` and the
+    definitions of its header (``gpuverify.compile_options``)."""
     from . import gpuverify
 
-    pre = ()
     if gpuverify.is_test(path) and Path(path).is_file():
         pre, extra = gpuverify.compile_options(path, Path(path).read_text(errors="replace"))
-        defines = {**extra, **(defines or {})}
-    ptx, _ = compile_cuda(path, arch, defines, compiler=compiler, pre_includes=tuple(pre))
+        return tuple(pre), {**extra, **(defines or {})}
+    return (), defines
+
+
+def dependencies(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None) -> list | None:
+    """The files ``nvcc -MM`` lists for ``path`` compiled as ``load_cuda`` compiles it (in its
+    directory, with the same definitions and pre-included headers), ``path`` first, headers of
+    the system's directories left out; ``None`` when nvcc is missing or cannot list them."""
+    src = Path(path)
+    try:
+        pre, defines = _test_options(path, defines)
+    except KernelError:  # a test header that does not read: the check reports it
+        return None
+    cmd = ["nvcc", f"-arch={arch}", "-MM", *_flags(defines), *[x for h in pre for x in ("-include", str(h))], src.name]
+    try:
+        r = subprocess.run(cmd, cwd=src.parent.resolve(), capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if r.returncode != 0:
+        return None
+    rule = r.stdout.replace("\\\n", " ").partition(":")[2]  # "k.o : k.cu a.h \\\n b.h": what follows the target
+    names = [n.replace("\\ ", " ") for n in re.findall(r"(?:\\ |\S)+", rule)]
+    return [src] + [f for f in dict.fromkeys((src.parent / n).resolve() for n in names) if f != src and f.is_file()]
+
+
+def load_cuda(path: str, arch: str = DEFAULT_ARCH, defines: dict | None = None,
+              compiler: str | None = None) -> Module:
+    """Compile and parse ``path`` (with ``_test_options``: a GPUVerify test's header)."""
+    pre, defines = _test_options(path, defines)
+    ptx, _ = compile_cuda(path, arch, defines, compiler=compiler, pre_includes=pre)
     m = parse_ptx(ptx, str(path) + ".ptx")
     return attach_source_names(m, Path(path).read_text())
 

@@ -56,6 +56,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from kverify.semantics.ir import KernelError
+from kverify.semantics.ir.cuda import dependencies
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 KNOWN_KEYS = {"path", "launch", "grid", "block", "args", "cluster", "require", "budget", "timeout", "allow_skip", "strict",
@@ -275,40 +276,15 @@ def _included(path: Path, seen=None) -> list:
 
 def _dependencies(path: Path) -> list:
     """``path`` and the files a verdict of it rests on: for CUDA source, the files ``nvcc -MM``
-    lists when nvcc is on PATH (``_nvcc_dependencies``: a computed ``#include NAME`` too), else the
+    lists when nvcc is on PATH (``cuda.dependencies``: a computed ``#include NAME`` too), else the
     ``#include "..."`` lines (``_included``); for PTX and kvir, the file."""
     from kverify.semantics.ir.load import SUFFIXES
 
     if SUFFIXES.get(path.suffix) == "cuda" and shutil.which("nvcc"):
-        found = _nvcc_dependencies(path)
+        found = dependencies(str(path))
         if found is not None:
             return found
     return _included(path)
-
-
-def _nvcc_dependencies(path: Path) -> list | None:
-    """The files ``nvcc -MM`` lists for ``path`` (headers of system directories left out: the
-    compiler's identity stands for them), compiled as ``load_cuda`` compiles it (in its directory,
-    the GPUVerify header and definitions of a GPUVerify test); None when nvcc cannot list them (a
-    file that does not preprocess: the check reports it)."""
-    from kverify.semantics.ir import gpuverify
-    from kverify.semantics.ir.cuda import DEFAULT_ARCH
-
-    pre, defines = [], {}
-    try:
-        if gpuverify.is_test(str(path)):
-            pre, defines = gpuverify.compile_options(str(path), path.read_text(errors="replace"))
-        r = subprocess.run(["nvcc", f"-arch={DEFAULT_ARCH}", "-MM",
-                            *[f"-D{k}" + (f"={v}" if v is not None else "") for k, v in defines.items()],
-                            *[x for h in pre for x in ("-include", str(h))], path.name],
-                           cwd=path.parent, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError, KernelError):
-        return None
-    if r.returncode != 0:
-        return None
-    rule = r.stdout.replace("\\\n", " ").partition(":")[2]  # "k.o : k.cu a.h \\\n b.h": what follows the target
-    names = [n.replace("\\ ", " ") for n in re.findall(r"(?:\\ |\S)+", rule)]
-    return [path] + [f for f in dict.fromkeys((path.parent / n).resolve() for n in names) if f != path and f.is_file()]
 
 
 @functools.lru_cache(maxsize=1)
