@@ -26,6 +26,11 @@ loads of exactly one stored value return it, other loads are assembled from byte
 Unwritten global memory holds the input variables ``<buffer>[<index>]``; unwritten
 shared/local memory a fresh variable per kernel (so reading it never proves anything).
 
+A global access must lie inside the buffer its address is derived from (the interpreter's
+``provenance`` rule), else inside the buffer it lands in; the walk places buffers far apart
+(``layout.SPACING``), so an overflow lands in no buffer and stops the run instead of reading
+or writing a neighbour.
+
 Control flow and addresses must be concrete. A branch, guard or address that depends on
 symbolic data stops the run with :class:`DataDependent`; an instruction outside the
 supported set with :class:`Unsupported`. Both become ``unknown`` with the reas

@@ -175,8 +175,8 @@ class AtomicHandlers:
         store, key, kind = self._region(t, space, addr)
         if kind not in ("global", "shared"):
             raise Unsupported(f"{ins.opcode}: atomics on {kind} memory", ins)
-        if kind == "global" and self.buffer_at(key) is None:
-            raise Unsupported(f"{ins.opcode}: global atomic at {key:#x} outside every buffer (out of bounds)", ins)
+        if kind == "global":
+            self.global_buffer(key, nb, ins, "atomic")
         return store, key, kind
 
     def _fold_at(self, t, store, key, kind, space, addr, nb, fop, ins):
@@ -286,9 +286,9 @@ class AtomicHandlers:
                 raise Unsupported(f"{ins.opcode}: atomics on local or param memory", ins)
             sp = "global"
         if sp == "global":
-            buf = self.buffer_at(a0)
+            buf = self.global_buffer(a0, 1, ins, "atomic")
             if buf is None:
-                raise Unsupported(f"{ins.opcode}: its data-dependent address can fall outside every buffer", ins)
+                raise Unsupported(f"{ins.opcode}: atomics on a module-scope .global variable", ins)
             return "global", buf.start, buf.start, buf.nbytes, f"buffer {buf.name}"
         if sp.startswith("shared"):
             return self._shared_var(ins, a0, 0)

@@ -1,6 +1,7 @@
 """The layout of one launch in the equivalence walk: the input/output buffers in global
-memory (``kverify.launch.layout``) and the module-scope ``.global`` variables after them,
-the parameter bytes (by-value arguments and buffer
+memory and the module-scope ``.global`` variables after them, ``SPACING`` bytes apart, the
+buffer each global access's address is derived from (``ptr_base``, the interpreter's
+``provenance`` rule), the parameter bytes (by-value arguments and buffer
 addresses), the offsets of ``.shared``/``.local``/``.const`` variables, and the values of
 the special registers (PTX ISA 10, special registers) for a thread of the launch.
 """
@@ -10,9 +11,16 @@ from dataclasses import dataclass
 
 from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
 from kverify.launch.params import scalar_misfit
-from kverify.launch.layout import GLOBAL_BASE, align_up, local_layout, next_buffer, shared_layout
+from kverify.launch.layout import GLOBAL_BASE, SHARED_WINDOW, align_up, local_layout, shared_layout
+from kverify.semantics.interpreter.provenance import pointer_bases
 from kverify.semantics.ir.errors import KernelError, Unsupported
 from kverify.semantics.ir.nodes import Sym
+
+#: distance between the starts of two global buffers (and module-scope variables) of the walk:
+#: an address computed from one with a 32-bit index (|index * element size| < 2**35) stays out
+#: of every other buffer smaller than 2**35 bytes, so an overflow lands in no buffer (Memory
+#: .global_buffer stops there) instead of reading or writing a neighbour's bytes
+SPACING = 1 << 36
 
 
 @dataclass
@@ -53,8 +61,11 @@ class Layout:
             buf = Buffer(names.get(key, key), key, b["dtype"], shape, GLOBAL_BASE + off,
                          dtypes.itemsize(b["dtype"]))
             self.buffers.append(buf)
-            off = next_buffer(off, buf.nbytes)
+            off = self._next_start(off, buf.nbytes)
         by_key = {b.param: b for b in self.buffers}
+        keys = {p.name: param_key(kernel, i) for i, p in enumerate(kernel.params)}
+        self.ptr_base = {iid: by_key[keys[name]] for iid, name in pointer_bases(kernel).items()
+                         if keys.get(name) in by_key}
         self.param_bytes = {}
         offsets, _ = param_offsets(kernel)
         self.param_off = {name: o for name, (o, _) in offsets.items()}
@@ -79,7 +90,7 @@ class Layout:
             value &= (1 << (8 * size)) - 1
             for j in range(size):
                 self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
-        # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check bounds
+        # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check shared bounds
         smem, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem, red_zone=0)
         self.smem_vars = {name: off for name, (off, _) in smem.items()}
         self.local_vars = {name: off for name, (off, _) in local_layout(kernel)[0].items()}
@@ -123,7 +134,14 @@ class Layout:
                             self.gvar_bytes.pop(start + j * esz + k, None)
                         else:
                             self.gvar_bytes[start + j * esz + k] = (int(x) >> (8 * k)) & 0xFF
-            off = next_buffer(off, size)
+            off = self._next_start(off, size)
+
+    @staticmethod
+    def _next_start(off, nbytes):
+        if nbytes >= SPACING // 2 or GLOBAL_BASE + off + SPACING >= SHARED_WINDOW:
+            raise Unsupported(f"global buffers and variables of more than {SPACING // 2} bytes, or too many of them "
+                              f"for the walk's layout ({SPACING} bytes apart)")
+        return off + SPACING
 
     def global_var_at(self, addr):
         for lo, hi, v in self.gvar_ranges:

@@ -60,8 +60,42 @@ class Memory:
             return None, addr, "const"
         raise Unsupported(f"state space {space}")
 
+    def global_buffer(self, a, n, ins=None, what="access"):
+        """The buffer that a global access of ``n`` bytes at ``a`` by ``ins`` reads or writes,
+        ``None`` for one inside a module-scope ``.global`` variable. The access must lie inside
+        the buffer its address is derived from (``ptr_base``), else inside the buffer it lands
+        in; one that does not stops the run, whichever buffer's bytes it would reach."""
+        own = self.ptr_base.get(id(ins)) if ins is not None else None
+        buf = own or self.buffer_at(a)
+        if buf is None:
+            gv = self.global_var_at(a)
+            if gv is not None and self.global_var_at(a + n - 1) is gv:
+                return None
+            raise Unsupported(f"a global {what} of {n} bytes at {a:#x} is outside every buffer{self._nearest(a)}",
+                              ins)
+        if buf.start <= a and a + n <= buf.start + buf.nbytes:
+            return buf
+        if own is None:
+            raise Unsupported(f"a global {what} of {n} bytes at {a:#x} runs past the end of {buf.param}", ins)
+        end = own.start + own.nbytes
+        where = f"{a - end} bytes past its end" if a >= end else f"{own.start - a} bytes before it" \
+            if a < own.start else "across its end"
+        lands = self.buffer_at(a)
+        into = f"; it lands in {lands.param}" if lands is not None and lands is not own else ""
+        raise Unsupported(f"a global {what} of {n} bytes at {a:#x} is outside {own.param}, the buffer its address is "
+                          f"derived from ({where}{into})", ins)
+
+    def _nearest(self, a):
+        below = [b for b in self.buffers if b.start <= a]
+        if not below:
+            return ""
+        b = max(below, key=lambda b: b.start)
+        return f" ({a - b.start - b.nbytes} bytes past the end of {b.param})"
+
     def load(self, t, space, addr, n, ins=None):
         store, a, kind = self._region(t, space, addr)
+        if kind == "global":
+            self.global_buffer(a, n, ins, "load")
         if kind in ("param", "const"):
             src = self.param_bytes if kind == "param" else self.const_bytes
             v = 0
@@ -129,15 +163,13 @@ class Memory:
     def initial(self, buf, idx):
         return self.alg.input_value(f"{buf.name}[{idx}]", buf.dtype, 8 * buf.esize)
 
-    def store(self, t, space, addr, n, value, loc):
+    def store(self, t, space, addr, n, value, loc, ins=None):
         store, a, kind = self._region(t, space, addr)
         if kind in ("param", "const"):
             raise Unsupported(f"store to {kind} space")
-        if kind == "global" and self.buffer_at(a) is None and self.global_var_at(a) is not None:
+        if kind == "global" and self.global_buffer(a, n, ins, "store") is None:
             raise Unsupported(f"a store to module-scope .global variable {self.global_var_at(a).name} "
                               f"(writable global state)")
-        if kind == "global" and self.buffer_at(a) is None:
-            raise Unsupported(f"global store at {a:#x} outside every buffer (out of bounds)")
         if t is not None and t.pred is not None:
             value = self.predicated_store(t, space, addr, n, value)
         self._clear(store, a, n, kind, t)
@@ -277,6 +309,6 @@ class Memory:
             if slot:
                 t.params.setdefault(slot[0], {})[base + j * nb] = (nb, v)
                 continue
-            self.store(t, space, base + j * nb, nb, v, ins.loc)
+            self.store(t, space, base + j * nb, nb, v, ins.loc, ins)
             if self.terms is not None:
                 self.terms.note(ins.loc, "store", v)
