@@ -1,9 +1,10 @@
 """kverify equiv fails closed on what its symbolic walk cannot see: an access outside the buffer
-its address comes from."""
+its address comes from, a non-coherent load (``ld.global.nc``) of a buffer the kernel writes."""
 from pathlib import Path
 
 import pytest
 
+from kverify.verifier.cli import main
 from kverify.verifier.equivalence import check_pair, load_side
 
 DATA = Path(__file__).resolve().parent / "data" / "equiv_fail_closed"
@@ -17,6 +18,7 @@ def _pair(name, cand, model):
 
 def test_the_reference_pairs_are_proved():
     assert _pair("oob_alias", "ref", "real").verdict == "proved"
+    assert _pair("ldg_written", "ref", "bitexact").verdict == "proved"
 
 
 @pytest.mark.parametrize("model", ["real", "bitexact"])
@@ -38,3 +40,23 @@ def test_a_load_past_a_buffer_chosen_at_run_time_lands_in_no_buffer():
     assert r.verdict == "unknown"
     assert r.message == ("symbolic execution stopped (unsupported): a global load of 4 bytes at 0x10000800 is "
                          "outside every buffer (1024 bytes past the end of a) at oob_alias.cu:17")
+
+
+def test_a_non_coherent_load_of_a_buffer_the_kernel_writes_is_unknown():
+    r = _pair("ldg_written", "ldg_written", "bitexact")
+    assert r.verdict == "unknown"
+    assert r.message == ("symbolic execution stopped (unsupported): ld.global.nc.f32 reads c through the "
+                         "non-coherent path, and this kernel also writes c (the path is for data read-only for the "
+                         "whole kernel: the load may return stale values) at ldg_written.cu:14")
+
+
+def test_a_non_coherent_load_of_a_read_only_buffer_is_proved():
+    assert _pair("ldg_written", "ldg_read_only", "bitexact").verdict == "proved"
+
+
+def test_a_non_coherent_load_of_a_written_buffer_is_inconclusive_on_the_command_line(capsys, tmp_path):
+    ptx = str(DATA / "ldg_written.ptx")
+    rc = main(["equiv", ptx, ptx, "--kernel", "ldg_written", "--ref-kernel", "ref", "--launch",
+               str(DATA / "ldg_written.json"), "--fp", "bitexact", "--tests", "1", "--cex-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 3 and "INCONCLUSIVE" in out and "through the non-coherent path" in out

@@ -29,7 +29,8 @@ shared/local memory a fresh variable per kernel (so reading it never proves anyt
 A global access must lie inside the buffer its address is derived from (the interpreter's
 ``provenance`` rule), else inside the buffer it lands in; the walk places buffers far apart
 (``layout.SPACING``), so an overflow lands in no buffer and stops the run instead of reading
-or writing a neighbour.
+or writing a neighbour. An ``ld.global.nc``/``ldu`` of a buffer the kernel also writes stops
+the run: the non-coherent path may return stale data, which one coherent memory does not model.
 
 Control flow and addresses must be concrete. A branch, guard or address that depends on
 symbolic data stops the run with :class:`DataDependent`; an instruction outside the

@@ -80,6 +80,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
         self.on_cta = None  # called with (k, n) before CTA k of n runs (progress)
         self.terms = None  # a terms.TermLog: the values produced per source line (kverify audit --ref)
         self.gmem: dict = {}
+        self.read_only_loads: dict = {}  # buffer name -> (Buffer, first ld.global.nc/ldu of it)
         self.reg_width = RegisterWidths(module)
         self.funcs = {k.name: k for k in module.kernels}
         # .param storage of calls: call-site variables and device functions' parameters and returns
@@ -106,6 +107,7 @@ class Executor(Layout, Memory, ValueHandlers, BarrierHandlers, CollectiveHandler
                     if self.on_cta is not None:
                         self.on_cta(k, n)
                     self._run_cta(CTAState((x, y, z)))
+        self.check_read_only_loads()
         return self
 
     def _run_cta(self, cta):

@@ -95,7 +95,9 @@ class Memory:
     def load(self, t, space, addr, n, ins=None):
         store, a, kind = self._region(t, space, addr)
         if kind == "global":
-            self.global_buffer(a, n, ins, "load")
+            buf = self.global_buffer(a, n, ins, "load")
+            if buf is not None and ins is not None and (ins.op == "ldu" or "nc" in ins.mods):
+                self.read_only_loads.setdefault(buf.name, (buf, ins))
         if kind in ("param", "const"):
             src = self.param_bytes if kind == "param" else self.const_bytes
             v = 0
@@ -196,6 +198,18 @@ class Memory:
             if j + sz > n:
                 for q in range(n - j, sz):
                     store[a + j + q] = (1, self.alg.extract_bytes(v, q, 1, sz), lc)
+
+    def check_read_only_loads(self):
+        """``ld.global.nc`` and ``ldu`` read through the non-coherent path, which PTX allows only
+        for data read-only for the whole kernel (PTX ISA 9.7.9, ld.global.nc and ldu): such
+        a load of a buffer the launch also writes may return stale bytes, which this walk (one
+        coherent memory) does not model."""
+        written = self.written_buffers()
+        for name, (buf, ins) in self.read_only_loads.items():
+            if name in written:
+                raise Unsupported(f"{ins.opcode} reads {buf.param} through the non-coherent path, and this kernel "
+                                  f"also writes {buf.param} (the path is for data read-only for the whole kernel: "
+                                  f"the load may return stale values)", ins)
 
     def written_buffers(self) -> set:
         """Names of the buffers this launch stored to (any byte of global memory)."""
