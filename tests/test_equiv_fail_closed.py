@@ -1,13 +1,16 @@
 """kverify equiv fails closed on what its symbolic walk cannot see: an access outside the buffer
-its address comes from, a non-coherent load (``ld.global.nc``) of a buffer the kernel writes."""
+its address comes from, a non-coherent load (``ld.global.nc``) of a buffer the kernel writes; and
+a ``--shapes`` that does not name launch args is bad input (exit 2)."""
 from pathlib import Path
 
 import pytest
 
+from conftest import ZOO
 from kverify.verifier.cli import main
 from kverify.verifier.equivalence import check_pair, load_side
 
 DATA = Path(__file__).resolve().parent / "data" / "equiv_fail_closed"
+VADD = str(ZOO / "vadd" / "vadd.ptx")
 
 
 def _pair(name, cand, model):
@@ -60,3 +63,23 @@ def test_a_non_coherent_load_of_a_written_buffer_is_inconclusive_on_the_command_
                str(DATA / "ldg_written.json"), "--fp", "bitexact", "--tests", "1", "--cex-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 3 and "INCONCLUSIVE" in out and "through the non-coherent path" in out
+
+
+@pytest.mark.parametrize("shapes, message", [
+    ("N=256,768", "--shapes N: the launch {t} has no arg or symbol N (it has n)"),
+    ("n=768;n=256", "--shapes n: given twice (give each name once: n=V1,V2,...)"),
+    ("=3", "--shapes expects NAME=V1,V2,...[;NAME=...], got '=3'"),
+])
+def test_shapes_that_do_not_name_one_launch_arg_each_are_usage_errors(capsys, shapes, message):
+    t = str(DATA / "vadd_template.json")
+    rc = main(["equiv", VADD, VADD, "--launch", t, "--fp", "bitexact", "--shapes", shapes])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == ""
+    assert cap.err.strip() == "<command line>:1:1: " + message.format(t=t)
+
+
+def test_shapes_naming_the_launch_arg_run_every_shape(capsys):
+    rc = main(["equiv", VADD, VADD, "--launch", str(DATA / "vadd_template.json"), "--fp", "bitexact",
+               "--shapes", "n=256,768"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "equivalence[n=256]" in out and "equivalence[n=768]" in out

@@ -39,8 +39,11 @@ def parse_shapes(text: str | None) -> list[dict]:
         if not part:
             continue
         k, eq, vs = part.partition("=")
-        if not eq or not vs:
+        if not k or not eq or not vs:
             raise KernelError(f"--shapes expects NAME=V1,V2,...[;NAME=...], got {part!r}", "<command line>", 1, 1)
+        if k in names:
+            raise KernelError(f"--shapes {k}: given twice (give each name once: {k}=V1,V2,...)", "<command line>",
+                              1, 1)
         try:
             values.append([int(v, 0) for v in vs.split(",")])
         except ValueError:
@@ -52,10 +55,17 @@ def parse_shapes(text: str | None) -> list[dict]:
 
 def load_side(file: str, launch: str | None, overrides: dict, kernel: str | None = None, module=None) -> Side:
     """One side of the comparison: ``launch`` (see ``kverify.launch.load``; default the zoo
-    manifest next to ``file``) instantiated with the ``--shapes`` values ``overrides``."""
+    manifest next to ``file``) instantiated with the ``--shapes`` values ``overrides``, each
+    of which must name an arg or symbol of the launch."""
     m = module or load_module(file)
     src = load(launch, file, kernel, required=REQUIRED)
     lpath = src.path
+    if isinstance(src.data, dict):  # (the schema rejects any other)
+        known = [k for key in ("args", "symbols") if isinstance(src.data.get(key), dict) for k in src.data[key]]
+        for name in overrides:
+            if name not in known:
+                raise KernelError(f"--shapes {name}: the launch{' ' + lpath if lpath else ''} has no arg or symbol "
+                                  f"{name} (it has {', '.join(known) or 'none'})", "<command line>", 1, 1)
     d = instantiate(src.data, overrides, lpath)
     name = kernel or d.get("kernel")
     try:
