@@ -1,6 +1,6 @@
 """kverify equiv fails closed on what its symbolic walk cannot see: an access outside the buffer
 its address comes from, a non-coherent load (``ld.global.nc``) of a buffer the kernel writes; and
-a ``--shapes`` that does not name launch args is bad input (exit 2)."""
+a ``--shapes`` or launch spec that does not bind what it names is bad input (exit 2)."""
 from pathlib import Path
 
 import pytest
@@ -83,3 +83,13 @@ def test_shapes_naming_the_launch_arg_run_every_shape(capsys):
                "--shapes", "n=256,768"])
     out = capsys.readouterr().out
     assert rc == 0 and "equivalence[n=256]" in out and "equivalence[n=768]" in out
+
+
+@pytest.mark.parametrize("model", ["real", "bitexact"])
+def test_a_launch_spec_without_a_parameter_value_is_bad_input(capsys, model):
+    spec = str(DATA / "vadd_no_n.json")
+    rc = main(["equiv", VADD, VADD, "--launch", spec, "--fp", model])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == ""
+    assert cap.err.strip() == (f"{spec}:1:1: launch spec: no value for parameter(s) n of vadd (give them in "
+                               f"\"args\", \"buffers\" or \"tensormaps\")")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kverify.launch import arg_bits, dtypes, lookup, param_key, param_offsets
-from kverify.launch.params import scalar_misfit
+from kverify.launch import dtypes, lookup, param_key
+from kverify.launch.params import param_bytes
 from kverify.launch.layout import GLOBAL_BASE, SHARED_WINDOW, align_up, local_layout, shared_layout
 from kverify.semantics.interpreter.provenance import pointer_bases
-from kverify.semantics.ir.errors import KernelError, Unsupported
+from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Sym
 
 #: distance between the starts of two global buffers (and module-scope variables) of the walk:
@@ -66,30 +66,16 @@ class Layout:
         keys = {p.name: param_key(kernel, i) for i, p in enumerate(kernel.params)}
         self.ptr_base = {iid: by_key[keys[name]] for iid, name in pointer_bases(kernel).items()
                          if keys.get(name) in by_key}
-        self.param_bytes = {}
-        offsets, _ = param_offsets(kernel)
-        self.param_off = {name: o for name, (o, _) in offsets.items()}
         for i, p in enumerate(kernel.params):
-            poff = self.param_off[p.name]
             key = param_key(kernel, i)
             if p.array:
                 raise Unsupported(f"by-value array parameter {key} (tensor maps are not supported)")
-            if key in by_key:
-                value = by_key[key].start
-            else:
-                v = lookup(spec.args, kernel, i)
-                if v is None:
-                    raise Unsupported(f"launch spec: no value for parameter {key}")
-                if isinstance(v, dict):
-                    raise Unsupported(f"by-value parameter {key} given as bytes or struct fields")
-                why = scalar_misfit(v, p.type.name)
-                if why:
-                    raise KernelError(f"launch spec: args.{key}: parameter {key} is .{p.type.name}: {why}", spec.path, 1, 1)
-                value = arg_bits(v, p.type.name)
-            size = p.size
-            value &= (1 << (8 * size)) - 1
-            for j in range(size):
-                self.param_bytes[poff + j] = (value >> (8 * j)) & 0xFF
+            if key not in by_key and isinstance(lookup(spec.args, kernel, i), dict):
+                raise Unsupported(f"by-value parameter {key} given as bytes or struct fields")
+        # the parameter bytes as the interpreter builds them (a missing or misfit value is bad input)
+        image = param_bytes(kernel, spec, {b.param: (b.start - GLOBAL_BASE, b.dtype, b.shape) for b in self.buffers})
+        self.param_off = {name: o for name, (o, _) in image.offsets.items()}
+        self.param_bytes = {o + j: int(image.data[o + j]) for o, size in image.offsets.values() for j in range(size)}
         # the interpreter's layout (kverify.launch.layout); no red zones: this walk does not check shared bounds
         smem, self.smem_size = shared_layout(self.module, kernel, spec.dynamic_smem, red_zone=0)
         self.smem_vars = {name: off for name, (off, _) in smem.items()}
