@@ -89,3 +89,17 @@ def test_obligation_ids_are_dotted_and_registered():
     with pytest.raises(KeyError):
         obligation_id("something nobody registered")
     assert kernel_verdict([Obligation(t, "x", "vacuous") for t in ("race-free: async",)]) == "verified"
+
+
+def test_every_registered_checker_runs_on_the_context(capfd):
+    """Each checker is the function its decorator names (a helper placed between the pipeline
+    checker's decorator and its function took its place: 'race-free: async' was an internal
+    error without a launch and silently the run's with one)."""
+    from kverify.verifier.cli import main
+
+    assert [c.run.__name__ for c in C.CHECKERS] == ["_races", "_assertions", "_calls", "_pipeline_races",
+                                                     "_mbarrier_static", "_interpreter", "_without_values"]
+    rc = main(["check", str(ZOO / "bulk_pipeline" / "bulk_pipeline.ptx"), "--format", "json"])
+    (k,) = json.loads(capfd.readouterr().out)["kernels"]
+    ob = {o["title"]: o for o in k["obligations"]}["race-free: async"]
+    assert (rc, ob["status"]) == (0, "proved") and "every loop iteration and trip count" in ob["scope"], ob
