@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.nodes import Sink, operand_regs
+from kverify.semantics.ir.optable import non_coherent
 from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.memory_model.execution import (RACE_ASYNC_PENDING, RACE_GLOBAL, RACE_GLOBAL_NON_COHERENT,
                                                      RACE_GLOBAL_SAME_VALUE,
@@ -64,7 +65,7 @@ class AccessMixin:
             self._grid_footprint(w, ins, region, idx, lane_of, kind)
         if kind == "read":
             conf = sh.check_read(idx, agent, vc, self.fence_clks[proxy_space(region)], lane_of, proxy, order, strong)
-            if "nc" in ins.mods and region is self.gmem:
+            if region is self.gmem and non_coherent(ins):
                 self._non_coherent(w, ins, region, sh, idx, lane_of)
             if sh.uninit is not None and sh.uninit[idx].any():
                 i = int(np.flatnonzero(sh.uninit[idx])[0])
@@ -101,14 +102,14 @@ class AccessMixin:
                 w.release_tick()
 
     def _non_coherent(self, w, ins, region, sh, idx, lane_of):
-        """An ``ld.global.nc`` of bytes this launch wrote before (by any thread, ordered or not)."""
+        """An ``ld.global.nc`` / ``ldu`` of bytes this launch wrote before (by any thread, ordered or not)."""
         written = np.asarray(sh.w_agent[idx]) >= 0
         if not written.any():
             return
         i = int(np.flatnonzero(written)[0])
         wloc = self.locs[int(np.asarray(sh.w_loc[idx[i:i + 1]])[0])]
         self.report(RACE_GLOBAL_NON_COHERENT.id,
-                    f"ld.global.nc of {region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])} reads bytes the "
+                    f"{ins.opcode} of {region.owner(int(idx[i]))} by {self._thread(w, lane_of[i])} reads bytes the "
                     f"launch wrote at {_fmt_loc(wloc) if wloc is not None else 'an earlier write'}: the non-coherent "
                     "path may return the value from before that write", [ins.loc, wloc], address=int(idx[i]),
                     space="global", object=region.owner(int(idx[i])))

@@ -132,6 +132,12 @@ def aligned_barrier(instr) -> bool:
     return instr.op == "bar" or "aligned" in instr.mods
 
 
+def non_coherent(instr) -> bool:
+    """A load through the non-coherent read-only path: ``ld.global.nc`` (§9.7.9.9) and ``ldu``
+    (§9.7.9.10), valid only for data the kernel does not write."""
+    return instr.op == "ldu" or (instr.op == "ld" and "nc" in instr.mods)
+
+
 def cp_async_source(instr, reg_width) -> tuple:
     """``(src_size, ignore_src)`` operands of a ``cp.async`` (§9.7.9.25.3.1: ``[dst], [src],
     cp-size{, src-size}{, cache-policy}`` and ``... cp-size{, ignore-src}{, cache-policy}``),

@@ -36,9 +36,9 @@ RACE_GLOBAL_DEPENDENT_GRID = Rule(
     "wrote (or writes bytes it read) before the thread's griddepcontrol.wait: the dependent may run alongside the "
     "primary, and launch_dependents orders no memory")
 RACE_GLOBAL_NON_COHERENT = Rule(
-    "race.global.non-coherent", "§9.7.9.8 ld.global.nc; §8 memory consistency model",
+    "race.global.non-coherent", "§9.7.9.9 ld.global.nc, §9.7.9.10 ldu; §8 memory consistency model",
     "data-movement-and-conversion-instructions-ld-global-nc",
-    "ld.global.nc (the non-coherent read-only path: __ldg, const __restrict__) reads global bytes the launch "
+    "ld.global.nc or ldu (the non-coherent read-only path: __ldg, const __restrict__) reads global bytes the launch "
     "already wrote: that cache is not kept coherent with writes, so the load may return the value from before "
     "the write whatever orders them (CUDA: data read through it must be read-only for the kernel's lifetime)")
 RACE_ASYNC_PROXY = Rule(

@@ -54,6 +54,7 @@ import z3
 from kverify.semantics.memory_model.execution import (RACE_GLOBAL, RACE_GLOBAL_SAME_VALUE, RACE_SHARED,
                                                      RACE_SHARED_SAME_VALUE)
 
+from kverify.semantics.ir.optable import non_coherent
 from kverify.verifier.report import Location, Obligation
 
 from . import atomics
@@ -328,7 +329,7 @@ class _Checker:
         # ld.global.nc (the non-coherent path) of a buffer the kernel writes: stale for any order,
         # which barrier intervals do not see (race.global.non-coherent, decided by the run)
         written = {a.region for a in writes}
-        nc = next((a for a in accs if not a.writes and "nc" in a.instr.mods
+        nc = next((a for a in accs if not a.writes and non_coherent(a.instr)
                    and (a.region is None or None in written or a.region in written)), None)
         if nc is not None:
             reasons.append(f"ld.global.nc at {_where(nc.instr, self.module)} reads "

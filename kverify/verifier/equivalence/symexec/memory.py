@@ -9,6 +9,7 @@ from __future__ import annotations
 from kverify.launch.layout import CTA_MASK, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Reg, VecOp
+from kverify.semantics.ir.optable import non_coherent
 from kverify.semantics.ir.types import SCALAR_BITS
 
 from ..algebra import DataDependent, is_concrete
@@ -96,7 +97,7 @@ class Memory:
         store, a, kind = self._region(t, space, addr)
         if kind == "global":
             buf = self.global_buffer(a, n, ins, "load")
-            if buf is not None and ins is not None and (ins.op == "ldu" or "nc" in ins.mods):
+            if buf is not None and ins is not None and non_coherent(ins):
                 self.read_only_loads.setdefault(buf.name, (buf, ins))
         if kind in ("param", "const"):
             src = self.param_bytes if kind == "param" else self.const_bytes
