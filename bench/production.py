@@ -291,6 +291,16 @@ def first_findings(res: dict, n: int = 3) -> list:
     return out
 
 
+def _device(root: Path) -> str:
+    """The GPU the capture ran on (``capture_demo.sh record`` writes ``device.txt``)."""
+    try:
+        lines = (root / "device.txt").read_text().splitlines()
+        gpu = lines[0].split(":", 1)[1].split("(UUID")[0].strip()
+        return gpu + (f" ({lines[2].strip()})" if len(lines) > 2 else "")
+    except (OSError, IndexError):
+        return "a GPU (device.txt missing)"
+
+
 def _cpu() -> str:
     try:
         return next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
@@ -324,7 +334,7 @@ def main() -> int:
             continue
         shape = f"grid {'x'.join(map(str, grid))}, block {block[0]}, cluster {'x'.join(map(str, cluster))}"
         res = measured([str(ptx), "--kernel", kern, "--launch", str(spec)])
-        rows.append({**summarize(label, res, f"captured on the H200; {shape}"), "seeded": None})
+        rows.append({**summarize(label, res, f"captured on {_device(a.captured)}; {shape}"), "seeded": None})
         if a.no_mutants or not any(label.startswith(p) for p in a.mutants_of.split(";") if p):
             continue
         for mname, (_, what) in MUTANTS.items():
