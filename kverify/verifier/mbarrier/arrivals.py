@@ -69,6 +69,10 @@ def check(chk: Facts) -> Obligation:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: whether its threads arrive depends on values "
                        f"the encoding approximates ({', '.join(sorted(data)[:3])}): a phase may get none of its "
                        "arrivals", t0, [chk.loc(a.instr)])
+        why = chk.residue_varies(a, res)
+        if why:
+            return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: {why}: a phase may miss its "
+                       "arrivals", t0, [chk.loc(a.instr)])
         counted[id(a)] = n
     # a barrier's phases are numbered by its sites' iterations (the waits' uses, the ring's forms):
     # an arrive after a loop, outside it, on a barrier an arrive in that loop uses (a tail release
@@ -351,6 +355,10 @@ def _remote(chk: Facts, a, arrs, inits, t0):
             if res_q is not None and not res.eq(res_q) and not same_paths(res, res_q):
                 return _ob("arrivals", "unknown", f"{L(a.instr)}: the arrivals on cluster rank {rank_q} may come "
                            "in different iterations or paths of its peers", t0, [L(a.instr)])
+            why = chk.residue_varies(a, res)
+            if why:
+                return _ob("arrivals", "unknown", f"{L(a.instr)}: {why}: a phase of the barrier on "
+                           f"cluster rank {rank_q} may miss its arrivals", t0, [L(a.instr)])
             res_q = res if res_q is None else res_q
             n_q += n
         if not n_q:

@@ -529,6 +529,29 @@ class Facts:
         why = self.iterations_uniform(s)
         return (None, why) if why else self.count_threads(mk_and(s.pc, self.ranges(s.loops)))
 
+    def residue_varies(self, s, res) -> str:
+        """Why the residue ``res`` of site ``s``'s thread count (``count_threads``: what remains of
+        its condition once the thread index is fixed) may hold in some iterations of the site's
+        loops and not in others ("" when it holds in all of them or in none). A count taken under
+        its residue holds only in the iterations where the residue does: ``if (lane == 0 && it != 3)
+        arrive(&empty[s])`` counts 1 arrival per warp, but iteration 3's phase gets none, so an
+        obligation about every phase cannot assume it."""
+        if not s.loops or res is None or z3.is_true(z3.simplify(res)):
+            return ""
+        (other,), rng = self.renamed(s, res)
+        r, m = self.prove(mk_and(self.ranges(s.loops), rng, res), other)
+        if r == "proved":
+            return ""
+        if r == "unknown":
+            return "the solver cannot show that its threads run it in every iteration alike"
+
+        def its(f):
+            vs = [str(m.eval(z3.BitVec(f(k), 64), model_completion=True).as_long()) for _, k in s.loops]
+            return vs[0] if len(vs) == 1 else f"({', '.join(vs)})"
+        loops = ", ".join(info.name for info, _ in s.loops)
+        return (f"its threads run it in iteration {its(str)} and not in iteration {its(lambda k: f'{k}~other')} "
+                f"of loop{'s' if len(s.loops) > 1 else ''} {loops}")
+
     def iterations_uniform(self, s) -> str:
         """Why the threads running site ``s`` may run different iterations of a loop of ``s``
         whose trip count the summary does not know ("" when they cannot): the site's count of

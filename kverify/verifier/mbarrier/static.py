@@ -24,8 +24,9 @@ Then, with z3:
   announced bytes times the announcing threads;
 * arrivals (rule ``mbarrier.arrival-overflow``, §9.7.13.15.13 arrive-on, §9.7.13.15.9 init):
   per phase the arrive sites bring (one per warp under ``elect.sync``, one under a
-  lane/thread guard, whole warps otherwise; counted over the launch's block) as many
-  arrivals as the init count of their barrier, and every barrier waited on can be arrived on.
+  lane/thread guard, whole warps otherwise; counted over the launch's block, alike in every
+  iteration) as many arrivals as the init count of their barrier, and every barrier waited
+  on can be arrived on.
 
 Verdicts follow DESIGN.md decision 6: proved only for what was checked, violated with a
 counterexample (iterations, barrier address, source line), unknown with the reason.

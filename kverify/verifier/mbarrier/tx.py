@@ -81,6 +81,10 @@ def check(chk: Facts) -> Obligation:
         got, e_addr = got
         total = total + got
         mine = mine + [c for c in mcast if id(c) in used and c not in mine]
+        # under the group's residue only: every expect-tx and copy counted above runs under that one
+        # condition (proved equal), so where it is false (``if (it != 3)`` around both) the phase
+        # gets neither -- 0 bytes announced, 0 delivered -- and the equation holds there too (whether
+        # such a phase still completes is the arrivals obligation's: ``Facts.residue_varies``)
         hyp2 = mk_and(hyp, re_ if re_ is not None else z3.BoolVal(True))
         r, m = chk.prove(hyp2, want == total)
         if r == "proved":
