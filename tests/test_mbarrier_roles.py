@@ -54,3 +54,28 @@ def test_the_correct_ring_keeps_its_proofs():
     obs = _check("../pipeline_races/ring2")
     assert _status(obs) == {"parity": "proved", "tx bytes": "proved", "arrivals": "proved"}
 
+
+def test_two_releases_hitting_one_barrier_from_different_iterations_leave_arrivals_unknown():
+    """ring2__release_both_stages: lane 0 of each consumer warp arrives on empty[s] and on
+    empty[s ^ 1]. Each site alone brings 4 arrivals (the count) and in one iteration the two name
+    different barriers, so no per-iteration sum saw them together; but empty[1] gets both sites'
+    arrivals (iteration 1 of the first, iterations 0 and 2 of the second): 8 per phase."""
+    arr = _check("ring2__release_both_stages")["arrivals"]
+    assert arr.status == "unknown"
+    m = re.fullmatch(
+        r"arrive sites ring2__release_both_stages\.cu:120:9 \(ptx 236\) and ring2__release_both_stages\.cu:121:9 "
+        r"\(ptx 246\) may arrive on one barrier in different iterations \(the first in iteration (\d+), the second in "
+        r"iteration (\d+) of loop \$L__BB0_5 \(line 108\)\): the arrivals of sites are added up only within an "
+        r"iteration, and a phase of that barrier may get those of both", arr.message)
+    assert m and (int(m[1]) - int(m[2])) % 2 == 1  # empty[k % 2] of the first is empty[(k' + 1) % 2] of the second
+    assert [l.line for l in arr.locations] == [120, 121]
+
+
+def test_an_extra_release_in_the_first_iteration_leaves_arrivals_unknown():
+    """ring2__early_release: ``if (it == 0 && lane == 0) arrive(&empty[s ^ 1])`` -- an extra
+    arrival on empty[1] in iteration 0 only (its count of 4 holds where ``it == 0``)."""
+    arr = _check("ring2__early_release")["arrivals"]
+    assert arr.status == "unknown"
+    assert re.fullmatch(r"ring2__early_release\.cu:123:9 \(ptx 255\): its threads run it in iteration 0 and not in "
+                        r"iteration [1-9]\d* of loop \$L__BB0_5 \(line 108\): a phase may miss its arrivals", arr.message)
+

@@ -10,7 +10,7 @@ from kverify.semantics.memory_model.protocols import mbarrier as MB
 from kverify.symbolic import mk_and
 from kverify.verifier.report import Obligation
 
-from .facts import Facts, ob as _ob, unseparated
+from .facts import ALIAS_UNITS, Facts, ob as _ob, unseparated
 from .sites import MAPA
 
 
@@ -86,6 +86,9 @@ def check(chk: Facts) -> Obligation:
                 return _ob("arrivals", "unknown", f"{chk.loc(a.instr)} arrives after the loop of {chk.loc(b.instr)} "
                            "on a barrier that loop's arrivals use: the phases it completes are not counted against "
                            "the waits' uses", t0, [chk.loc(a.instr), chk.loc(b.instr)])
+    apart = _apart(chk, [a for a in arrs if id(a) in counted], t0)
+    if apart is not None:
+        return apart
     for a in arrs:
         if id(a) not in counted or id(a) in grouped:
             continue
@@ -169,6 +172,37 @@ def check(chk: Facts) -> Obligation:
                "sites of one iteration with no wait on the barrier between them form one phase): "
                + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done),
                t0, [chk.loc(a.instr) for a, _ in done])
+
+def _apart(chk, arrs, t0):
+    """None when no two arrive sites of ``arrs`` (of one loop nest) name one barrier in different
+    iterations unless they name it together in each (then they are phase mates, counted together,
+    and each iteration's instance is the ring's use of that barrier); else the obligation,
+    ``unknown``. The obligation counts each site's arrivals per iteration, adding up only sites
+    of the same iteration: ``arrive(&empty[s]); arrive(&empty[s ^ 1])`` hits empty[0] in every
+    iteration, once from each site, and its phases get twice the arrivals of one site while
+    each site alone matches the count."""
+    for i, a in enumerate(arrs):
+        for b in arrs[i + 1:]:
+            if not a.loops or not chk.same_iteration(a, b) or not chk.may_alias(a, b):
+                continue
+            (other,), rng = chk.renamed(b, b.addr)
+            with chk.budget.capped(ALIAS_UNITS):
+                r, m = chk.solve([chk.ranges(a.loops), rng, a.addr == other, a.addr != b.addr])
+            if r == "unsat":
+                continue
+            L = chk.loc
+            why = "one barrier in different iterations"
+            if r == "sat":
+                def its(f):
+                    vs = [str(m.eval(z3.BitVec(f(k), 64), model_completion=True).as_long()) for _, k in a.loops]
+                    return vs[0] if len(vs) == 1 else f"({', '.join(vs)})"
+                why += (f" (the first in iteration {its(str)}, the second in iteration {its(lambda k: f'{k}~other')} "
+                        f"of loop{'s' if len(a.loops) > 1 else ''} {', '.join(info.name for info, _ in a.loops)})")
+            return _ob("arrivals", "unknown", f"arrive sites {L(a.instr)} and {L(b.instr)} may arrive on {why}: the "
+                       "arrivals of sites are added up only within an iteration, and a phase of that barrier may get "
+                       "those of both", t0, [L(a.instr), L(b.instr)])
+    return None
+
 
 def _uninitialized(chk, sites, inits, t0):
     """None when every arrive, copy and wait of ``sites`` names a barrier an ``mbarrier.init`` of the
