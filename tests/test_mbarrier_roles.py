@@ -79,3 +79,27 @@ def test_an_extra_release_in_the_first_iteration_leaves_arrivals_unknown():
     assert re.fullmatch(r"ring2__early_release\.cu:123:9 \(ptx 255\): its threads run it in iteration 0 and not in "
                         r"iteration [1-9]\d* of loop \$L__BB0_5 \(line 108\): a phase may miss its arrivals", arr.message)
 
+
+def test_a_warp_wide_producer_wait_is_the_rings_pass_through():
+    """ring2_warp_wait (correct): the whole producer warp waits on empty[s], lane 0 posts the
+    expect-tx and issues the copy. The consumers' release of empty[s] first waits on full[s],
+    which the producer's copy fills: the producer's wait passes through (parity 1 first). It was
+    taken for a consumer (parity violated) because not every waiting lane fills."""
+    par = _check("ring2_warp_wait")["parity"]
+    assert par.status == "proved"
+
+
+def test_roles_of_a_ring_released_by_arrivals_alone_follow_the_data_handed_over():
+    """ring_all and gen_ring (correct): neither barrier is filled, both roles write shared memory
+    (the producer the stage, the consumers their acc[] slot) and arrive on the other's barrier.
+    The producer passes through: it writes the stage the consumers read after their wait, and
+    they write nothing it reads. The twins whose consumers name parity 1 first (reading the stage
+    before the write) are violated there; the wrong role was proved before (and the correct
+    kernels violated)."""
+    for name, line in (("ring_all", 49), ("gen_ring", 48)):
+        assert _check(name)["parity"].status == "proved"
+        par = _check(f"{name}__consumer_parity_flipped")["parity"]
+        assert par.status == "violated" and par.rule == "mbarrier.parity"
+        assert [l.line for l in par.locations] == [line]
+        assert "names parity 1, but it must wait on parity 0 (consumer: it reads shared memory the releasing role " \
+               "writes at " in par.message

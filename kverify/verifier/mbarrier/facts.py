@@ -230,12 +230,14 @@ class Facts:
         r, _ = self.prove(mk_and(self.ranges(w.loops), w.pc), s.pc)
         return r == "proved"
 
-    def role(self, w):
+    def role(self, w, base=False):
         """(phase offset, why) of the parity wait ``w``: its n-th use (0-based) of a barrier must
         wait for the completion of phase ``n - offset`` -- offset 0 when the phase it waits for is
         completed by its own round (the consumer of a fill), 1 for the producer's pass-through
         (its first wait names the phase before phase 0, which a fresh barrier counts as
-        complete); (None, reason) when the role is not recognized."""
+        complete); (None, reason) when the role is not recognized. A barrier whose phases another
+        role's arrivals complete takes its role from the ring (``_released_role``); ``base``:
+        only the roles its own barrier gives (a fill, or the waiting threads' own arrivals)."""
         L = self.loc
         signals = [s for s in self.sites if s is not w and s.kind in ("arrive", "expect_tx", "copy")]
         tx = None
@@ -268,29 +270,82 @@ class Facts:
         if mixed:
             return None, (f"the waiting threads may also arrive on the barrier at {L(mixed[0].instr)} (neither "
                           "an own arrival before the wait nor another role's)")
-        after = [s for s in signals if self.same_iteration(s, w) and self.seq(s) > self.seq(w)
-                 and not self.may_alias(w, s) and self.every_waiter_runs(w, s)]
-        fill = [s for s in after if s.kind == "copy" or s.tx is not None]
-        if fill:
-            return 1, (f"producer's pass-through: the waiting thread fills the partner barrier at "
-                       f"{L(fill[0].instr)} after the wait, and the phases it waits for are released by "
-                       f"another role ({L(arrs[0].instr)})")
-        rel = [s for s in after if s.kind == "arrive"]
-        if rel:
-            first = min(self.seq(s) for s in rel)
-            ks = tuple(str(k) for _, k in w.loops)
-            writes = [a for a in self.ex.accesses if a.space == "shared" and a.writes
-                      and tuple(str(k) for _, k in a.loops) == ks and self.seq(w) < a.seq < first
-                      and self.prove(mk_and(self.ranges(w.loops), w.pc), a.pc)[0] == "proved"]
-            if writes:
-                return 1, (f"producer's pass-through: the waiting threads write shared memory at "
-                           f"{L(writes[0].instr)} and then arrive on the partner barrier at {L(rel[0].instr)}, "
-                           f"and the phases they wait for are released by another role ({L(arrs[0].instr)})")
-            return 0, (f"consumer: the waiting threads write no shared memory before they arrive on the partner "
-                       f"barrier at {L(rel[0].instr)}; the phases they wait for come from another role "
-                       f"({L(arrs[0].instr)})")
-        return 0, (f"consumer: the phases it waits for come from another role ({L(arrs[0].instr)}) and the "
-                   "waiting threads release nothing after the wait")
+        if not base:
+            return self._released_role(w, arrs)
+        return None, "its barrier's phases are released by another role"
+
+    def _released_role(self, w, arrs):
+        """``role`` of a wait ``w`` whose barrier's phases only another role's arrivals (``arrs``)
+        complete, from the protocol: each releasing site is either gated -- its threads first
+        wait, in the same iteration, on a barrier that the waiting threads signal after ``w``
+        (the partner barrier of a full/empty ring) -- or free. Free releasers complete phase 0
+        without this role's round: ``w`` waits for it (offset 0). Gated ones wait for this role:
+        the two waits of the cycle cannot both wait for a phase 0 (neither round could start)
+        nor both pass through (both would start on one stage), so ``w`` passes through (offset 1)
+        exactly when the partner wait ``v`` waits for phase 0 -- known when ``v``'s own barrier is
+        filled (copies / expect-tx) or arrived on by its own threads first (``role(v, base=True)``);
+        when ``v``'s barrier too is released by arrivals alone, the role that writes shared memory
+        the other reads goes first (the data each round hands over); else the role is unknown."""
+        L = self.loc
+        signals = [s for s in self.sites if s.kind in ("arrive", "expect_tx", "copy") and self.same_iteration(s, w)
+                   and self.seq(s) > self.seq(w) and not self.may_alias(w, s)
+                   and self.prove(mk_and(self.ranges(w.loops), s.pc), w.pc)[0] == "proved"]
+        gates = []
+        for a in arrs:
+            vs = [v for v in self.sites if v.kind == "wait" and v is not w and self.same_iteration(v, a)
+                  and self.seq(v) < self.seq(a) and any(self.may_alias(v, s) for s in signals)
+                  and self.prove(mk_and(self.ranges(a.loops), a.pc), v.pc)[0] == "proved"]
+            gates.append(vs[-1] if vs else None)
+        if not any(gates):
+            return 0, (f"consumer: the phases it waits for are released by another role ({L(arrs[0].instr)}) "
+                       "whose arrivals wait for no signal of the waiting threads")
+        if not all(gates):
+            a = arrs[gates.index(None)]
+            return None, (f"the barrier is released both by a role that waits for the waiting threads' signals and "
+                          f"by one that does not ({L(a.instr)})")
+        v = gates[0]
+        s = next(s for s in signals if self.may_alias(v, s))
+        based = {id(g): (g, self.role(g, base=True)) for g in gates}
+        if all(off == 0 for _, (off, _) in based.values()):
+            if any(id(g) in self.guessed_roles for g, _ in based.values()):
+                self.guessed_roles.add(id(w))
+            return 1, (f"producer's pass-through: its releasers ({L(arrs[0].instr)}) first wait at {L(v.instr)} for the "
+                       f"phase the waiting threads' signal at {L(s.instr)} completes, a wait for phase 0 "
+                       f"({based[id(v)][1][1]}), so this role goes first")
+        if len(based) > 1:
+            return None, (f"its releasers wait at {L(v.instr)} and at {L(next(g for g in gates if g is not v).instr)} "
+                          "before they release it, not all of them for a filled barrier")
+        mine, theirs = self._hands_over(w, s, v, arrs[0]), self._hands_over(v, arrs[0], w, s)
+        if mine and not theirs:
+            return 1, (f"producer's pass-through: the waiting threads write shared memory at {L(mine.instr)} before "
+                       f"their signal at {L(s.instr)}, which the releasing role reads after its wait at {L(v.instr)} "
+                       f"(and it writes none that they read): this role goes first")
+        if theirs and not mine:
+            return 0, (f"consumer: it reads shared memory the releasing role writes at {L(theirs.instr)} after its wait "
+                       f"at {L(v.instr)} (and it writes none that role reads): that role goes first")
+        return None, (f"its releasers ({L(arrs[0].instr)}) wait at {L(v.instr)} for the waiting threads' signal at "
+                      f"{L(s.instr)}, that barrier too is released by arrivals alone, and "
+                      + ("each role writes shared memory the other reads" if mine else
+                         "neither writes shared memory the other reads")
+                      + ": which of the two waits passes first is not determined")
+
+    def _hands_over(self, w, s, v, a):
+        """The first shared-memory write of ``w``'s threads after the wait ``w`` and before their
+        signal ``s`` (same iteration) to a variable that the threads of ``v`` read after their wait
+        ``v`` and before their release ``a``; None without one. Variables are compared by name
+        (``Access.region``): an access whose region is not a named variable meets every one."""
+        def between(x, lo, hi, mode):
+            ks = tuple(str(k) for _, k in lo.loops)
+            return [acc for acc in self.ex.accesses if acc.space == "shared" and mode(acc)
+                    and tuple(str(k) for _, k in acc.loops) == ks and self.seq(lo) < acc.seq < self.seq(hi)
+                    and self.solve([self.ranges(lo.loops), x.pc, acc.pc])[0] != "unsat"]
+
+        def meets(p, q):
+            named = [r for r in (p.region, q.region) if r and r.startswith("var:")]
+            return len(named) < 2 or named[0] == named[1]
+
+        reads = between(a, v, a, lambda acc: acc.mode != "write")
+        return next((x for x in between(s, w, s, lambda acc: acc.writes) if any(meets(x, r) for r in reads)), None)
 
     def earlier_uses(self, w, counted=()):
         """(number of uses of ``w``'s barrier by its threads before ``w``, None) or (None, reason);

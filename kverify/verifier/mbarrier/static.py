@@ -10,9 +10,10 @@ Then, with z3:
 * parity (rule ``mbarrier.parity``, §9.7.13.15.4 phase, §9.7.13.15.16 test_wait/try_wait):
   the n-th use of a barrier by a wait site names phase ``n - offset``, the offset given by
   the waiting role (0: its round completes the phase -- copies / expect-tx on it, or the
-  waiting threads arrive on it first, or another role releases it to a reader; 1: the
-  producer's pass-through on a fresh barrier, its threads filling a partner barrier after the
-  wait). Straight-line waits count the earlier ones; in a loop, with the reuse distance
+  waiting threads arrive on it first, or another role's arrivals that do not wait for this
+  role; 1: the producer's pass-through on a fresh barrier, its releasers first waiting for
+  the phase 0 its signal on a partner barrier completes; from the ring, ``Facts.role``).
+  Straight-line waits count the earlier ones; in a loop, with the reuse distance
   ``d`` (smallest ``d`` in 1..64 with ``a(k+d) == a(k)`` and ``a(k+d') != a(k)`` for
   ``d' < d``), iterations ``0 .. d-1`` name parity ``offset`` and ``p(k+d) != p(k)``; in two
   nested loops (a persistent tile loop around a k loop, the ring state carried across both),
