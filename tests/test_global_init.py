@@ -168,3 +168,28 @@ def test_a_variables_contents_can_be_given_as_an_input():
     from kverify.semantics.ir import KernelError
     with pytest.raises(KernelError, match="input var:offset has 8 bytes, the variable 4"):
         run_kernel(m, m.kernel("offset_store"), spec, inputs={"var:offset": np.array([3.0], np.float64)})
+
+
+def test_a_constant_without_initializer_takes_its_given_contents():
+    """A ``__constant__`` the host writes with cudaMemcpyToSymbol has no initializer: its
+    ``var:NAME`` input is its contents (it was skipped: the constant read as 0)."""
+    ptx = """
+.version 8.0
+.target sm_90
+.address_size 64
+.const .align 4 .u32 c_off;
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.const.u32 %r1, [c_off];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+"""
+    m = parse_ptx(ptx, "c.ptx")
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
+                                 "buffers": {"out": {"dtype": "uint32", "shape": [1]}}})
+    r = run_kernel(m, m.kernel("k"), spec, inputs={"var:c_off": np.array([7], np.uint32)})
+    assert np.asarray(r.outputs["out"]).tolist() == [7]

@@ -333,7 +333,7 @@ class Machine(AccessMixin, MbarrierMixin):
         self.local_size = loff
         self.const_mem = np.zeros(max(const_size, 1), np.uint8)
         for v in self.module.vars:
-            if v.space == "const" and v.init:
+            if v.space == "const":
                 o = self.const_vars[v.name]
                 self.const_mem[o:o + v.size] = self._var_bytes(v, v.size)
 
