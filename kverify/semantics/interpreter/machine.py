@@ -251,7 +251,6 @@ class Machine(AccessMixin, MbarrierMixin):
 
     # ------------------------------------------------------------------ memory set-up
     def _setup_memory(self, inputs):
-        self._inputs = inputs
         spec, kernel = self.spec, self.kernel
         allocs = []
         off = 0
@@ -291,7 +290,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 self.gvar_addr[v.name] = GLOBAL_BASE + off
                 off = next_buffer(off, max(v.size, 1))
         for v, o in gvars:
-            allocs.append((v.name, o, self._var_bytes(v, max(v.size, 1))))
+            allocs.append((v.name, o, self._var_bytes(v, max(v.size, 1), inputs)))
         # a cooperative launch: the zeroed grid workspace cooperative groups' grid.sync() counts
         # arrivals in, its address in %envreg1 (high half) / %envreg2 (low half)
         self.grid_workspace = 0
@@ -304,8 +303,7 @@ class Machine(AccessMixin, MbarrierMixin):
             raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
             self.gmem.data[start:start + raw.size] = raw
             self.gmem.allocs.append((name, start, raw.size))
-            if name in [a for a in spec.buffers] or True:
-                self.buffers[name] = (start, arr.dtype, arr.shape)
+            self.buffers[name] = (start, arr.dtype, arr.shape)
         # kernel parameters (kverify.launch.params builds the bytes; tensor maps become TensorMaps here)
         image = param_bytes(kernel, spec, self.buffers)
         self.param_off = dict(image.offsets)
@@ -335,15 +333,15 @@ class Machine(AccessMixin, MbarrierMixin):
         for v in self.module.vars:
             if v.space == "const":
                 o = self.const_vars[v.name]
-                self.const_mem[o:o + v.size] = self._var_bytes(v, v.size)
+                self.const_mem[o:o + v.size] = self._var_bytes(v, v.size, inputs)
 
-    def _var_bytes(self, v, size: int) -> np.ndarray:
+    def _var_bytes(self, v, size: int, inputs) -> np.ndarray:
         """The initial bytes of module variable ``v``: the inputs' ``var:NAME`` array when given
         (a capture's snapshot of what the host wrote, ``cudaMemcpyToSymbol``), else its
         initializer's elements little-endian in the element's width (two's complement), an
         address for each function or variable it names (a constant variable's in the constant
         bank, ``generic(c)`` its generic address), zeros after them and without one."""
-        given = (self._inputs or {}).get(f"var:{v.name}")
+        given = (inputs or {}).get(f"var:{v.name}")
         if given is not None:
             raw = np.ascontiguousarray(given).view(np.uint8).reshape(-1)
             if raw.size != size:
