@@ -59,6 +59,7 @@ from .mbarriers import MbarrierMixin
 from .memory import (CONST_WINDOW, CTA_MASK, CTA_SHIFT, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
                      WINDOW_SIZE, Fault, Region, align_up)
 from .provenance import SHARED, pointer_bases
+from .scheduler import Deterministic, warp_key
 from .specials import GRID_WORKSPACE, GRID_WORKSPACE_BYTES, SPECIALS, TIMING_SPECIALS, reads_grid_workspace
 from .state import CTA, U64, RunFinding, StepBudget, Wait, Warp, low_mask
 
@@ -479,7 +480,17 @@ class Machine(AccessMixin, MbarrierMixin):
             w.gen = self._warp_main(w)
         current = None
         active = list(warps)  # the warps not done, in order
+        # the deterministic schedule's choice needs no list of the options while a warp can run
+        # (scheduler.Deterministic: the current warp, else the next runnable one in index order)
+        quick = type(self.sched) is Deterministic
         while True:
+            if quick:
+                w = self._next_runnable(active, current)
+                if w is not None:
+                    self.turns += 1
+                    current = w
+                    self._resume(w, active)
+                    continue
             runnable = [w for w in active if w.wait is None or w.wait.ready()]
             ops = [op for op in self.inflight if op.enabled()]
             if not runnable and not ops:  # a warp that yielded for fairness runs when none else can
@@ -497,21 +508,41 @@ class Machine(AccessMixin, MbarrierMixin):
             choice = self.sched.choose(runnable, ops, current)
             self.turns += 1
             if isinstance(choice, Warp):
-                w = choice
-                current = w
-                w.wait = None
-                try:
-                    w.wait = next(w.gen)
-                except StopIteration:
-                    w.done = True
-                    active.remove(w)
-                    self._warp_exited(w)
+                current = choice
+                self._resume(choice, active)
             else:
                 self.inflight.remove(choice)
                 choice.complete()
                 if self.events is not None:
                     self.events.append((self.turns, choice.warp.cta.ctaid, choice.warp.index, "complete",
                                         choice.instr.opcode, choice.instr.loc))
+
+    @staticmethod
+    def _next_runnable(active, current):
+        """The deterministic schedule's warp (``scheduler._ordered``'s first option): ``current``
+        while it can run, else the first runnable warp after it in index order, else the first
+        runnable one; None when no warp can run."""
+        if current is not None and not current.done and (current.wait is None or current.wait.ready()):
+            return current
+        at = warp_key(current) if current is not None else None
+        first = None
+        for w in active:
+            if w.wait is None or w.wait.ready():
+                if at is None or warp_key(w) > at:
+                    return w
+                if first is None:
+                    first = w
+        return first
+
+    def _resume(self, w, active):
+        """Run warp ``w`` to its next scheduling point."""
+        w.wait = None
+        try:
+            w.wait = next(w.gen)
+        except StopIteration:
+            w.done = True
+            active.remove(w)
+            self._warp_exited(w)
 
     def _warp_exited(self, w):
         w.live[:] = False

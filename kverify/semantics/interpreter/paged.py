@@ -94,9 +94,14 @@ class PagedArray:
     def _storage(self) -> np.ndarray:
         need = self.pages.count * PAGE
         if len(self.store) < need:
-            cap = min(max(need, 2 * len(self.store)), len(self.pages.table) * PAGE + PAGE)
-            new = np.full((cap,) + self.store.shape[1:], self.fill, self.store.dtype)
-            new[:len(self.store)] = self.store
+            old = len(self.store)
+            cap = min(max(need, 4 * old), len(self.pages.table) * PAGE + PAGE)
+            # zeros: the system's zeroed pages, touched only where written; another fill is
+            # written past the copied rows only
+            new = (np.zeros if self.fill == 0 else np.empty)((cap,) + self.store.shape[1:], self.store.dtype)
+            new[:old] = self.store
+            if self.fill != 0:
+                new[old:] = self.fill
             self.store = new
         return self.store
 

@@ -27,14 +27,15 @@ def _ordered(runnable, ops, current):
         if current in runnable:
             first = current
         else:
-            after = [w for w in runnable if current is None or _key(w) > _key(current)]
+            after = [w for w in runnable if current is None or warp_key(w) > warp_key(current)]
             first = after[0] if after else runnable[0]
         rest = [w for w in runnable if w is not first]
         return [first] + rest + list(ops)
     return list(ops)
 
 
-def _key(w):
+def warp_key(w):
+    """A warp's place in the deterministic order: its CTA's rank in the cluster, then its index."""
     return (w.cta.rank, w.index)
 
 
