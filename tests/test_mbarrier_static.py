@@ -356,3 +356,28 @@ def test_threads_that_leave_a_loop_early_are_not_counted_in_its_later_phases():
     assert o.message == ("bulk_pipeline__warp_leaves_early.cu:130:9 (ptx 264): cannot count the arriving threads "
                          "(the threads running it may leave loop $L__BB0_5 (line 118) after different iterations "
                          "(its trip count depends on the thread))")
+
+
+def test_a_proof_states_the_block_grid_and_scalars_it_assumed():
+    """A proved obligation's scope names what it rests on: the launch's block and scalar
+    arguments, or, with no launch (below), every scalar value and the block of ``.maxntid`` --
+    the largest the kernel allows, so smaller launches are not covered."""
+    obs, v, _ = _check("bulk_pipeline", "bulk_pipeline.cu")
+    assert obs["tx bytes"].status == "proved"
+    assert obs["tx bytes"].bound == ("every loop iteration, the launch's scalar arguments (iters=8); "
+                                     "block 160x1x1 (the launch's); grid 1x1x1 only (the launch's)")
+
+
+@pytest.mark.slow
+def test_a_proof_without_a_launch_states_the_maxntid_block_it_assumed(tmp_path, capfd):
+    from kverify.verifier.cli import main
+
+    ptx = tmp_path / "bulk_pipeline.ptx"  # no manifest next to it: the block is the kernel's .maxntid
+    ptx.write_text((ZOO / "bulk_pipeline" / "bulk_pipeline.ptx").read_text())
+    main(["check", str(ptx), "--format", "json", "--timeout", "20"])
+    k = json.loads(capfd.readouterr().out)["kernels"][0]
+    tx = next(o for o in k["obligations"] if o["title"] == "mbarrier conformance: tx bytes (per phase)")
+    assert tx["status"] == "proved"
+    assert tx["bound"] == ("every loop iteration and trip count, every value of the scalar parameters; block "
+                           "160x1x1 (from .maxntid, the largest the kernel allows: smaller blocks not covered); "
+                           "every grid (no dimension read by the kernel, the others 1)")

@@ -24,7 +24,7 @@ import ast
 import copy
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import os
 from pathlib import Path
 
@@ -326,8 +326,9 @@ def from_flags(kernel, file: str, grid: str | None = None, block: str | None = N
         if kernel.block_dim is None:
             raise KernelError(f"no block size for {kernel.name}: give --launch SPEC or --block X[,Y,Z] "
                               f"(or .reqntid / __launch_bounds__ in the kernel)", file, *_entry_at(kernel, file))
-        return LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim),
-                                     "cluster": _kernel_cluster(kernel)}, "<command line>")
+        return replace(LaunchSpec.from_dict({"kernel": kernel.name, "block": list(kernel.block_dim),
+                                             "cluster": _kernel_cluster(kernel)}, "<command line>"),
+                       block_from=".reqntid" if kernel.directive("reqntid") else ".maxntid")
     b = dims(block, "--block", file) if block else (hdr[0] if hdr else list(kernel.block_dim or []))
     if not b:
         raise KernelError(f"no block size for {kernel.name}: give --block X[,Y,Z]", file, *_entry_at(kernel, file))

@@ -86,6 +86,9 @@ class LaunchSpec:
     # ``args`` entry holds those pointer fields; the buffers are sized from the accesses
     struct_pointers: dict = field(default_factory=dict)
     cluster_given: bool = field(default=True, compare=False)  # False: a spec without "cluster" (``for_kernel``)
+    # where the block size came from when no launch gave one: ".reqntid" or ".maxntid" (the
+    # largest block the kernel allows: a proof over it does not cover smaller launches)
+    block_from: str | None = field(default=None, compare=False)
 
     @property
     def threads_per_block(self) -> int:

@@ -42,7 +42,9 @@ class Env:
         if launch is not None:
             self.ntid = tuple(z3.BitVecVal(v, 32) for v in launch.block)
             self.block = tuple(launch.block)
-            self.scope.append(f"block {_dims(launch.block)} (the launch's)")
+            self.scope.append(f"block {_dims(launch.block)} " + (
+                "(the launch's)" if launch.block_from is None else "(from .reqntid)" if launch.block_from == ".reqntid"
+                else "(from .maxntid, the largest the kernel allows: smaller blocks not covered)"))
         else:
             bd = kernel.block_dim
             if bd is not None:

@@ -77,6 +77,15 @@ def uses_mbarrier(module, kernel) -> bool:
                for i in reachable_instructions(module, kernel))
 
 
+def scope(env) -> str:
+    """What a static proof over ``env`` covers: every iteration and trip count, the scalar
+    parameters (every value, or the launch's), the block and grid it assumed."""
+    given = ", ".join(f"{k}={v}" for k, v in env.param_values.items())
+    claim = (f"every loop iteration, the launch's scalar arguments ({given})" if given else
+             "every loop iteration and trip count, every value of the scalar parameters")
+    return "; ".join([claim, *env.scope])
+
+
 def run_obligations(chk: Facts) -> list:
     """The three obligations over the facts of one symbolic run (each with its own solver
     budget); :mod:`kverify.verifier.races.pipeline` runs them on its own run as its premises."""
@@ -88,6 +97,8 @@ def run_obligations(chk: Facts) -> list:
         o = fn(chk)
         if o.status == "proved" and chk.assumptions:
             o.message += "; assuming " + "; ".join(sorted(chk.assumptions))
+        if o.status == "proved" and o.bound is None:
+            o.bound = scope(chk.env)
         o.time_s = time.perf_counter() - t
         out.append(o)
     out[0].time_s += (time.perf_counter() - chk.t0) - sum(o.time_s for o in out)
