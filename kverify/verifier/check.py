@@ -56,8 +56,10 @@ memory-safety finding.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -729,6 +731,8 @@ def check_kernel(module, kernel, spec, budget: int | None = None, timeout_s: flo
             why = f"memory budget exhausted in checker {c.name} (kverify check --max-memory sets it)"
             got = [Obligation(t, c.name, "unknown", why, None, [], None, time.perf_counter() - t0) for t in titles]
         except Exception as e:  # noqa: BLE001 - fail closed: a crash is unknown, never a missing obligation
+            if os.environ.get("KVERIFY_DEBUG"):
+                traceback.print_exc()
             why = f"internal error in checker {c.name} ({type(e).__name__}: {e})"
             got = [Obligation(t, c.name, "unknown", why, None, [], None, time.perf_counter() - t0) for t in titles]
         for o in got:
