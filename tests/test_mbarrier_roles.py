@@ -103,3 +103,20 @@ def test_roles_of_a_ring_released_by_arrivals_alone_follow_the_data_handed_over(
         assert [l.line for l in par.locations] == [line]
         assert "names parity 1, but it must wait on parity 0 (consumer: it reads shared memory the releasing role " \
                "writes at " in par.message
+
+
+def test_an_arrive_on_a_barrier_no_wait_names_is_not_counted():
+    """gen_ring_order: the producer's lane 0 arrives once, in iteration 0, on an "order" barrier
+    (CUTLASS's load-order barrier) that no thread waits on. Its phases block nobody and order
+    nothing: arrivals proved, and the message names the arrive it did not count. With a wait on
+    that barrier (gen_ring_order__waited) the arrive counts again, and it runs in iteration 0 only:
+    unknown."""
+    obs = _check("gen_ring_order")
+    assert _status(obs) == {"parity": "proved", "tx bytes": "proved", "arrivals": "proved"}
+    assert obs["arrivals"].message.endswith(
+        "gen_ring_order.cu:50:7 (ptx 180) x1, gen_ring_order.cu:60:7 (ptx 268) x4; not counted: the arrive at "
+        "gen_ring_order.cu:51:7 (ptx 193), on a barrier no wait names (its phases order nothing and block no thread)")
+    obs = _check("gen_ring_order__waited")
+    assert obs["arrivals"].status == "unknown"
+    assert re.fullmatch(r"gen_ring_order\.cu:51:7 \(ptx 197\): its threads run it in iteration 0 and not in iteration "
+                        r"\d+ of loop \$L__BB0_15 \(line 45\): a phase may miss its arrivals", obs["arrivals"].message)

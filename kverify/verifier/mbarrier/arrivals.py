@@ -39,6 +39,13 @@ def check(chk: Facts) -> Obligation:
     done, grouped = [], set()
     counted = {}
     arrs = [_in_ring(chk, a) for a in arrs]
+    # an arrive on a barrier no wait names (CUTLASS's load-order barrier when no warp waits on it):
+    # its phases order nothing and block no thread, so how many arrivals a phase gets does not
+    # matter (whether the barrier was initialized is checked below with the others)
+    waits = [_in_ring(chk, s) for s in chk.sites if s.kind == "wait"]
+    unwaited = [a for a in arrs if a.rank is None and a.addr is not None and all(w.addr is not None for w in waits)
+                and not any(chk.may_alias(w, a) for w in waits)]
+    skip = {id(a) for a in unwaited}
     remote = [a for a in arrs if a.rank is not None]
     for a in remote:
         res = _remote(chk, a, arrs, inits, t0)
@@ -47,7 +54,7 @@ def check(chk: Facts) -> Obligation:
         done.append((a, res))
         grouped.add(id(a))
     for a in arrs:
-        if a.rank is not None:
+        if a.rank is not None or id(a) in skip:
             continue
         if a.note:
             return _ob("arrivals", "unknown", f"{chk.loc(a.instr)}: {a.note} (other CTAs' arrivals are "
@@ -168,9 +175,12 @@ def check(chk: Facts) -> Obligation:
             return _ob("arrivals", "unknown", f"{chk.loc(w.instr)} waits on a barrier no arrive instruction or "
                        "copy of the kernel can complete a phase of (its waits pass only a fresh barrier's "
                        "phase before phase 0)", t0, [chk.loc(w.instr)])
+    inert = (f"; not counted: the arrive{'s' if len(unwaited) > 1 else ''} at "
+             f"{', '.join(str(chk.loc(a.instr)) for a in unwaited)}, on a barrier no wait names (its phases order "
+             "nothing and block no thread)") if unwaited else ""
     return _ob("arrivals", "proved", "in each phase the arrivals on a barrier equal its init count (the arrive "
                "sites of one iteration with no wait on the barrier between them form one phase): "
-               + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done),
+               + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done) + inert,
                t0, [chk.loc(a.instr) for a, _ in done])
 
 def _apart(chk, arrs, t0):
