@@ -67,6 +67,8 @@ class AsyncOp:
 
 
 _NO_CLOCK = np.zeros(0, np.int64)
+_ZERO_LANES = np.zeros(32, U64)  # a register never written (read only)
+_ZERO_LANES.flags.writeable = False
 
 #: an async operation's agent clock once its source reads completed (``CopyOp.complete``)
 READ_DONE = 1
@@ -165,7 +167,7 @@ class WgmmaOp(AsyncOp):
         dvals = np.zeros((128, n // 2), np.float32)
         for wi in range(4):  # the accumulator as it is now (an earlier mma_async may have written it),
             w, *_, names = self.parts[wi]  # one warp's registers as a (32 lanes, registers) array
-            dregs = [w.regs.get(nm, np.zeros(32, U64)) for nm in names]
+            dregs = [w.regs.get(nm, _ZERO_LANES) for nm in names]  # (stacked: a copy)
             if not dregs:
                 continue
             regs = np.stack(dregs, axis=1)
