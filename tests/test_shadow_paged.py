@@ -73,7 +73,24 @@ def test_shadow_of_a_large_region_holds_only_the_pages_accessed():
     assert (sh.r_agent[far] == [1, 2]).all() and (sh.w_agent[far - 128] == -1).all()
     assert sh.pages.count == 2  # one page written (block 0 is the fill block)
     assert sh.pages.table.nbytes == 4 << 20  # 4 bytes per 1 KiB page
-    assert sh.footprint() - sh.pages.table.nbytes < 1 << 20  # two blocks of each record
+    # three page tables (writers, asynchronous readers, generic readers), two blocks of each record
+    assert sh.footprint() - 3 * (4 << 20) < 1 << 20
+
+
+def test_each_group_of_records_stores_only_the_pages_it_wrote():
+    """A tile only asynchronous copies read (a GEMM's A) stores no writer or generic-reader
+    records; an output only threads write no asynchronous-reader slots."""
+    sh = Shadow(1 << 24, "global")
+    tile, out = np.arange(0, 4096), np.arange(1 << 20, (1 << 20) + 4096)
+    vc = np.array([0, 1], np.int64)
+    sh.set_pending_read(tile, 0, 3)
+    sh.record_async_read(tile, 0, vc, 3)
+    sh.record_write(out, 1, 1, 4)
+    assert (sh.pend_r.pages.count, sh.pages.count, sh.r_agent.pages.count) == (5, 5, 1)  # 4 pages each + block 0
+    assert (sh.ra_agent[tile][:, 0] == 0).all() and (sh.w_agent[tile] == -1).all()
+    assert (sh.w_agent[out] == 1).all() and (sh.ra_agent[out] == -1).all()
+    conf = sh.check_write(tile, 1, np.zeros(2, np.int64), vc)  # agent 1 has not seen the copy's read
+    assert [(c.rule, c.byte, c.other_agent) for c in conf][:1] == [("race.async-pending", 0, 0)]
 
 
 def _vadd(grid):

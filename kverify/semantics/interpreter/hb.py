@@ -239,7 +239,13 @@ class Shadow:
         # launch's shadow follows the bytes its interpreted CTAs access, not the region size;
         # ``whole``: stored whole from the start (a CTA's shared memory, which a run touches
         # almost whole, when the CTAs run together are one cluster)
+        # three groups of records, each stored by the pages its own group wrote: the last writes
+        # (and marks), the asynchronous readers, the generic readers -- a tile only copies read
+        # (a GEMM's A and B) stores no writer or generic-reader records, an output only threads
+        # write (its C and D) no asynchronous-reader slots
         self.pages = PageTable(n, dense=whole)
+        async_pages = PageTable(n, dense=whole)
+        self._tables = [self.pages, async_pages]
         self._arrays: list[PagedArray] = []
         self.w_agent = self._paged(np.int32, -1)
         self.w_clk = self._paged(np.int64)
@@ -248,11 +254,11 @@ class Shadow:
         self.w_proxy = self._paged(np.int8)
         self.w_wsync = self._paged(np.int64)  # the writer warp's LaneOrder.now at the write
         self.pend_w = self._paged(np.int32, -1)
-        self.pend_r = self._paged(np.int32, -1, READER_SLOTS)
-        self.pend_r_loc = self._paged(np.int32, 0, READER_SLOTS)
         self.pend_w_loc = self._paged(np.int32)
-        self.ra_agent = self._paged(np.int32, -1, READER_SLOTS)
-        self.ra_loc = self._paged(np.int32, 0, READER_SLOTS)
+        self.pend_r = self._paged(np.int32, -1, READER_SLOTS, async_pages)
+        self.pend_r_loc = self._paged(np.int32, 0, READER_SLOTS, async_pages)
+        self.ra_agent = self._paged(np.int32, -1, READER_SLOTS, async_pages)
+        self.ra_loc = self._paged(np.int32, 0, READER_SLOTS, async_pages)
         self.dense = dense_agents is not None
         if self.dense:  # shared memory: one column per warp of the CTA
             self.agents = np.asarray(dense_agents, np.int64)  # agent of each column
@@ -265,12 +271,14 @@ class Shadow:
             self.r_lanes = PagedArray(reads, np.uint32, 0, w)  # reader lanes of the column
             self.r_wsync = PagedArray(reads, np.int64, 0, w)  # LaneOrder.now at the latest
         else:
-            self.r_agent = self._paged(np.int32, -1, 1)
-            self.r_clk1 = self._paged(np.int64, 0, 1)
-            self.r_lane = self._paged(np.int8, 0, 1)
-            self.r_loc1 = self._paged(np.int32, 0, 1)
-            self.r_lanes1 = self._paged(np.uint32, 0, 1)  # lanes of the slot's warp that read
-            self.r_wsync1 = self._paged(np.int64, 0, 1)  # its LaneOrder.now at the latest
+            reads = PageTable(n, dense=whole)
+            self._tables.append(reads)
+            self.r_agent = self._paged(np.int32, -1, 1, reads)
+            self.r_clk1 = self._paged(np.int64, 0, 1, reads)
+            self.r_lane = self._paged(np.int8, 0, 1, reads)
+            self.r_loc1 = self._paged(np.int32, 0, 1, reads)
+            self.r_lanes1 = self._paged(np.uint32, 0, 1, reads)  # lanes of the slot's warp that read
+            self.r_wsync1 = self._paged(np.int64, 0, 1, reads)  # its LaneOrder.now at the latest
         self.uninit = self._paged(bool, True) if space in ("shared", "local") else None
         self.lost = None
         # atomics since the last plain write, per byte: the join of their clocks, their
@@ -289,8 +297,8 @@ class Shadow:
         self.atom_read: set = set()  # bytes with an atomic whose returned value is read
         self.atom_lane: dict = {}  # the last atomic's (agent, lane) per byte
 
-    def _paged(self, dtype, fill=0, width=None) -> PagedArray:
-        arr = PagedArray(self.pages, dtype, fill, width)
+    def _paged(self, dtype, fill=0, width=None, pages=None) -> PagedArray:
+        arr = PagedArray(self.pages if pages is None else pages, dtype, fill, width)
         self._arrays.append(arr)
         return arr
 
@@ -298,7 +306,7 @@ class Shadow:
         """Bytes the shadow's per-byte records hold now."""
         dense = sum(a.nbytes for a in (getattr(self, k, None) for k in ("r_clk", "r_loc", "r_lanes", "r_wsync"))
                     if a is not None)
-        return sum(a.nbytes for a in self._arrays) + self.pages.table.nbytes + dense
+        return sum(a.nbytes for a in self._arrays) + sum(t.table.nbytes for t in self._tables) + dense
 
     def _reader_slots(self, k):
         """Grow the global reader slots to ``k`` per byte, keeping the ones there are."""
@@ -708,13 +716,13 @@ class Shadow:
         self.w_proxy[idx] = proxy
         if lanes is not None:
             self.w_lane[idx] = lanes
-        self.ra_agent[idx] = -1
+        self.ra_agent.clear(idx)  # (back to the fill: no page of another group is stored for it)
         if self.dense:
             self.r_clk.clear(idx)
             self.r_lanes.clear(idx)
         else:
-            self.r_agent[idx] = -1
-            self.r_lanes1[idx] = 0
+            self.r_agent.clear(idx)
+            self.r_lanes1.clear(idx)
         if self.uninit is not None:
             self.uninit[idx] = False
         if self.lost is not None:
