@@ -135,26 +135,17 @@ def h_wgmma(m, w, ins, mask):
     if idx.max() >= smem.size:
         m.report(BOUNDS.id, f"wgmma operand reaches shared offset {int(idx.max())} beyond {smem.size} bytes", [ins.loc])
         raise Unsupported("wgmma operand out of bounds", ins)
-    if fresh:
-        smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
-        op.reads = [(smem, idx)]
-        m.inflight.append(op)
-    if m.check and len(op.parts) == 4:
-        # the warpgroup's last issue: the tensor core reads the operands (those the first
-        # issue named, which the product uses) after all four warps issued, so the read follows
-        # what each of them observed (the operation's clock joins theirs); a write after an
-        # earlier warp's issue meets the pending read set above
-        _, idx = op.reads[0]
-        fences = [p[0].proxy_fence_vc.get("shared") for p in op.parts.values()]
-        fences = [f for f in fences if f is not None]
-        fence = None
-        for f in fences:
-            fence = f if fence is None else join(fence, f)
-        for c in smem.shadow.check_read(idx, op.agent, op.vc, m.fence_clks["shared"], None, ASYNC,
-                                        issuer_fence=fence):
+    if m.check:
+        for c in smem.shadow.check_read(idx, op.agent, w.vc, m.fence_clks["shared"], None, ASYNC,
+                                        issuer_fence=w.proxy_fence_vc.get("shared")):
             m._race(w, ins, smem, c, "wgmma operand read")
         if m.trace is not None:
-            m.trace.access(smem.shadow, idx, op.agent, op.vc, m.loc_id(ins.loc), ins, "read", ASYNC, w)
+            m.trace.access(smem.shadow, idx, op.agent, w.vc, m.loc_id(ins.loc), ins, "read", ASYNC, w)
+    if fresh:
+        smem.shadow.set_pending_read(idx, op.agent, m.loc_id(ins.loc), {o.agent for o in op.earlier})
+    if fresh:
+        op.reads = [(smem, idx)]
+        m.inflight.append(op)
     regs = frozenset(dregs_names) | (frozenset(e.name for e in a_op.elems) if a_regs is not None else frozenset())
     m.step(w.wgmma, AG.MmaAsync(op.agent, regs), ins, w.describe())
     w.wgmma_regs[op.agent] = set(regs)
