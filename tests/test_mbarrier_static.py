@@ -366,6 +366,10 @@ def test_a_proof_states_the_block_grid_and_scalars_it_assumed():
     assert obs["tx bytes"].status == "proved"
     assert obs["tx bytes"].bound == ("every loop iteration, the launch's scalar arguments (iters=8); "
                                      "block 160x1x1 (the launch's); grid 1x1x1 only (the launch's)")
+    obs, _, _ = _check("tma_tensor_load", "tma_tensor_load.cu")  # copies sized by the launch's tensor maps
+    assert obs["tx bytes"].bound == ("every loop iteration and trip count, every value of the scalar parameters; the "
+                                     "launch's tensor maps (their boxes size the copies); block 128x1x1 (the launch's); "
+                                     "grid 2x2x1 only (the launch's)")
 
 
 @pytest.mark.slow

@@ -83,7 +83,13 @@ def scope(env) -> str:
     given = ", ".join(f"{k}={v}" for k, v in env.param_values.items())
     claim = (f"every loop iteration, the launch's scalar arguments ({given})" if given else
              "every loop iteration and trip count, every value of the scalar parameters")
-    return "; ".join([claim, *env.scope])
+    launch = env.launch
+    structs = [a["struct"] for a in (launch.args or {}).values() if isinstance(a, dict)
+               and isinstance(a.get("struct"), dict)] if launch is not None else []
+    maps = (["the launch's tensor maps (their boxes size the copies)"]
+            if launch is not None and (launch.tensormaps or any(isinstance(f, dict) and "tensormap" in f
+                                                                for st in structs for f in st.values())) else [])
+    return "; ".join([claim, *maps, *env.scope])
 
 
 def run_obligations(chk: Facts) -> list:
