@@ -39,12 +39,22 @@ def check(chk: Facts) -> Obligation:
     done, grouped = [], set()
     counted = {}
     arrs = [_in_ring(chk, a) for a in arrs]
-    # an arrive on a barrier no wait names (CUTLASS's load-order barrier when no warp waits on it):
-    # its phases order nothing and block no thread, so how many arrivals a phase gets does not
-    # matter (whether the barrier was initialized is checked below with the others)
+    # an arrive of count 1 on a barrier no wait names and no byte count tracks (CUTLASS's
+    # load-order barrier when no warp waits on it): its phases order nothing and block no thread,
+    # and with no tx-count a phase completes at the arrival that brings its pending count to 0,
+    # so no arrival can drive that count below 0 (§9.7.13.15.2) -- how many arrivals a phase gets
+    # does not matter (whether the barrier was initialized is checked below with the others). A
+    # barrier with expect-tx or copies is counted: an arrival while its bytes are pending would.
     waits = [_in_ring(chk, s) for s in chk.sites if s.kind == "wait"]
-    unwaited = [a for a in arrs if a.rank is None and a.addr is not None and all(w.addr is not None for w in waits)
-                and not any(chk.may_alias(w, a) for w in waits)]
+    tracked = [_in_ring(chk, s) for s in chk.sites if s.kind not in ("init", "inval", "wait", "arrive") or s.tx is not None]
+
+    def inert(a):
+        one = a.count is not None and z3.is_bv_value(z3.simplify(a.count)) and z3.simplify(a.count).as_long() == 1
+        return (a.rank is None and a.addr is not None and a.tx is None and one
+                and all(x.addr is not None for x in waits + tracked)
+                and not any(chk.may_alias(x, a) for x in waits + tracked))
+
+    unwaited = [a for a in arrs if inert(a)]
     skip = {id(a) for a in unwaited}
     remote = [a for a in arrs if a.rank is not None]
     for a in remote:
@@ -175,12 +185,12 @@ def check(chk: Facts) -> Obligation:
             return _ob("arrivals", "unknown", f"{chk.loc(w.instr)} waits on a barrier no arrive instruction or "
                        "copy of the kernel can complete a phase of (its waits pass only a fresh barrier's "
                        "phase before phase 0)", t0, [chk.loc(w.instr)])
-    inert = (f"; not counted: the arrive{'s' if len(unwaited) > 1 else ''} at "
-             f"{', '.join(str(chk.loc(a.instr)) for a in unwaited)}, on a barrier no wait names (its phases order "
-             "nothing and block no thread)") if unwaited else ""
+    skipped = (f"; not counted: the arrive{'s' if len(unwaited) > 1 else ''} at "
+               f"{', '.join(str(chk.loc(a.instr)) for a in unwaited)}, on a barrier no wait names and no byte count "
+               "tracks (its phases order nothing and block no thread)") if unwaited else ""
     return _ob("arrivals", "proved", "in each phase the arrivals on a barrier equal its init count (the arrive "
                "sites of one iteration with no wait on the barrier between them form one phase): "
-               + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done) + inert,
+               + ", ".join(f"{chk.loc(a.instr)} x{n}" for a, n in done) + skipped,
                t0, [chk.loc(a.instr) for a, _ in done])
 
 def _apart(chk, arrs, t0):
