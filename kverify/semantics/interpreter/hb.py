@@ -236,13 +236,13 @@ class Shadow:
         self.space = space
         self.race_rule = RACE_SHARED.id if space == "shared" else RACE_GLOBAL.id
         # per-byte records, stored by the pages written so far (``paged``): the cost of a
-        # launch's shadow follows the bytes its interpreted CTAs access, not the region size;
-        # ``whole``: stored whole from the start (a CTA's shared memory, which a run touches
-        # almost whole, when the CTAs run together are one cluster)
-        # three groups of records, each stored by the pages its own group wrote: the last writes
-        # (and marks), the asynchronous readers, the generic readers -- a tile only copies read
-        # (a GEMM's A and B) stores no writer or generic-reader records, an output only threads
-        # write (its C and D) no asynchronous-reader slots
+        # launch's shadow follows the bytes its interpreted CTAs access, not the region size.
+        # Three groups, each stored by the pages its own group wrote: the last writes (and
+        # marks), the asynchronous readers, the generic readers -- a tile only copies read (a
+        # GEMM's A and B) stores no writer or generic-reader records, an output only threads
+        # write (its C and D) no asynchronous-reader slots. ``whole``: stored whole from the
+        # start (a CTA's shared memory, which a run touches almost whole, when the CTAs run
+        # together are one cluster)
         self.pages = PageTable(n, dense=whole)
         async_pages = PageTable(n, dense=whole)
         self._tables = [self.pages, async_pages]

@@ -48,13 +48,14 @@ def check(chk: Facts) -> Obligation:
     waits = [_in_ring(chk, s) for s in chk.sites if s.kind == "wait"]
     tracked = [_in_ring(chk, s) for s in chk.sites if s.kind not in ("init", "inval", "wait", "arrive") or s.tx is not None]
 
-    def inert(a):
-        one = a.count is not None and z3.is_bv_value(z3.simplify(a.count)) and z3.simplify(a.count).as_long() == 1
-        return (a.rank is None and a.addr is not None and a.tx is None and one
-                and all(x.addr is not None for x in waits + tracked)
-                and not any(chk.may_alias(x, a) for x in waits + tracked))
+    others = waits + tracked
 
-    unwaited = [a for a in arrs if inert(a)]
+    def inert(a):
+        count = z3.simplify(a.count) if a.count is not None else None
+        return (a.rank is None and a.addr is not None and a.tx is None and z3.is_bv_value(count)
+                and count.as_long() == 1 and not any(chk.may_alias(x, a) for x in others))
+
+    unwaited = [a for a in arrs if inert(a)] if all(x.addr is not None for x in others) else []
     skip = {id(a) for a in unwaited}
     remote = [a for a in arrs if a.rank is not None]
     for a in remote:

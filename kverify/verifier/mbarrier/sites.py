@@ -55,6 +55,7 @@ class MbarExecutor(Executor):
     def __init__(self, env, check, launch=None):
         super().__init__(env, check)
         self.launch = launch
+        self.maps_used = False  # a copy's size came from a tensor map of the launch (the proofs rest on it)
         self.sites: list = []
         self.loop_syms: dict = {}  # id(LoopInfo) -> names of symbols created inside its body
         self._defs = None
@@ -371,6 +372,7 @@ class MbarExecutor(Executor):
                 return None, f"the launch spec gives no tensor map at offset {poff + src.offset} of struct {pname}"
         if tm is None:
             return None, f"the launch spec gives no tensor map for parameter {pname}"
+        self.maps_used = True
         return tm, ""
 
     def _tensor_bytes(self, ins: Instr):

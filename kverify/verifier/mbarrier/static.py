@@ -77,25 +77,22 @@ def uses_mbarrier(module, kernel) -> bool:
                for i in reachable_instructions(module, kernel))
 
 
-def scope(env) -> str:
-    """What a static proof over ``env`` covers: every iteration and trip count, the scalar
-    parameters (every value, or the launch's), the block and grid it assumed."""
+def scope(chk: Facts) -> str:
+    """What a static proof over ``chk``'s run covers: every iteration and trip count, the scalar
+    parameters (every value, or the launch's), the launch's tensor maps when a copy's size came
+    from one, the block and grid it assumed."""
+    env = chk.env
     given = ", ".join(f"{k}={v}" for k, v in env.param_values.items())
     claim = (f"every loop iteration, the launch's scalar arguments ({given})" if given else
              "every loop iteration and trip count, every value of the scalar parameters")
-    launch = env.launch
-    structs = [a["struct"] for a in (launch.args or {}).values() if isinstance(a, dict)
-               and isinstance(a.get("struct"), dict)] if launch is not None else []
-    maps = (["the launch's tensor maps (their boxes size the copies)"]
-            if launch is not None and (launch.tensormaps or any(isinstance(f, dict) and "tensormap" in f
-                                                                for st in structs for f in st.values())) else [])
+    maps = ["the launch's tensor maps (their boxes size the copies)"] if chk.ex.maps_used else []
     return "; ".join([claim, *maps, *env.scope])
 
 
 def run_obligations(chk: Facts) -> list:
     """The three obligations over the facts of one symbolic run (each with its own solver
     budget); :mod:`kverify.verifier.races.pipeline` runs them on its own run as its premises."""
-    out = []
+    out, covers = [], scope(chk)
     for what, fn in OBLIGATIONS:
         t = time.perf_counter()
         chk.budget.restart()  # each obligation has its own solver budget
@@ -104,7 +101,7 @@ def run_obligations(chk: Facts) -> list:
         if o.status == "proved" and chk.assumptions:
             o.message += "; assuming " + "; ".join(sorted(chk.assumptions))
         if o.status == "proved" and o.bound is None:
-            o.bound = scope(chk.env)
+            o.bound = covers
         o.time_s = time.perf_counter() - t
         out.append(o)
     out[0].time_s += (time.perf_counter() - chk.t0) - sum(o.time_s for o in out)
