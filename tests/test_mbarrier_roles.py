@@ -114,13 +114,23 @@ def test_an_arrive_on_a_barrier_no_wait_names_is_not_counted():
     obs = _check("gen_ring_order")
     assert _status(obs) == {"parity": "proved", "tx bytes": "proved", "arrivals": "proved"}
     assert obs["arrivals"].message.endswith(
-        "gen_ring_order.cu:50:7 (ptx 180) x1, gen_ring_order.cu:60:7 (ptx 268) x4; not counted: the arrive at "
-        "gen_ring_order.cu:51:7 (ptx 193), on a barrier no wait names and no byte count tracks (its phases order "
+        "gen_ring_order.cu:55:7 (ptx 180) x1, gen_ring_order.cu:70:7 (ptx 268) x4; not counted: the arrive at "
+        "gen_ring_order.cu:60:7 (ptx 193), on a barrier no wait names and no byte count tracks (its phases order "
         "nothing and block no thread)")
     obs = _check("gen_ring_order__waited")
     assert obs["arrivals"].status == "unknown"
-    assert re.fullmatch(r"gen_ring_order\.cu:51:7 \(ptx 197\): its threads run it in iteration 0 and not in iteration "
-                        r"\d+ of loop \$L__BB0_15 \(line 45\): a phase may miss its arrivals", obs["arrivals"].message)
+    assert re.fullmatch(r"gen_ring_order\.cu:60:7 \(ptx 197\): its threads run it in iteration 0 and not in iteration "
+                        r"\d+ of loop \$L__BB0_15 \(line 50\): a phase may miss its arrivals", obs["arrivals"].message)
+    # the arrive brings 2 arrivals on count 1 (the pending count would go below 0): counted, not skipped
+    obs = _check("gen_ring_order__count2")
+    assert obs["arrivals"].status == "unknown"
+    assert obs["arrivals"].message.startswith("gen_ring_order.cu:58:9 (ptx 193): its threads run it in iteration 0")
+    # no mbarrier.init of the unwaited barrier: still an arrive on an uninitialized barrier
+    obs = _check("gen_ring_order__uninit")
+    assert (obs["arrivals"].status, obs["arrivals"].rule) == ("violated", "mbarrier.uninitialized")
+    assert obs["arrivals"].message.startswith("gen_ring_order.cu:60:7 (ptx 187): the arrive names the barrier at "
+                                              "shared address 0x620 in iterations {'$L__BB0_13 (line 50)': 0}, which no "
+                                              "mbarrier.init of the kernel initializes")
 
 
 def test_an_unwaited_barrier_that_copies_signal_is_still_counted():

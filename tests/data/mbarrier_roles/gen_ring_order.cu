@@ -4,6 +4,9 @@
 // order nothing, so the arrivals obligation does not count them. Built with -DWAIT_ORDER
 // (gen_ring_order__waited.ptx) consumer warp 0 waits for its phase 0 after the loop: the
 // arrive then counts, and the site runs in iteration 0 only (not proved for every phase).
+// -DORDER_COUNT=2 (gen_ring_order__count2.ptx): the arrive brings 2 arrivals on count 1 and drives the
+// pending count below 0 -- counted, not skipped. -DNO_ORDER_INIT (gen_ring_order__uninit.ptx): no
+// mbarrier.init of that barrier -- the arrive is on an uninitialized barrier (violated).
 // gen_ring: generic-store producer warp -> consumer warps, full/empty mbarrier ring (sm_90).
 // Warp 4 (all 32 lanes) waits empty[s], writes stage s with st.shared, __syncwarp, lane 0
 // arrives on full[s] (count 1). Warps 0-3 wait full[s] (parity (it/STAGES)&1), read the stage,
@@ -35,7 +38,9 @@ extern "C" __global__ void __launch_bounds__(160) gen_ring_order(const float* __
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], 4); }
+#ifndef NO_ORDER_INIT
     mbar_init(&order, 1);
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   if (threadIdx.x < 128) acc[threadIdx.x] = 0.f;
@@ -48,7 +53,12 @@ extern "C" __global__ void __launch_bounds__(160) gen_ring_order(const float* __
       for (int j = lane; j < TILE; j += 32) stage[s][j] = in[it * TILE + j];
       __syncwarp();
       if (lane == 0) mbar_arrive(&full[s]);
+#ifdef ORDER_COUNT
+      if (lane == 0 && it == 0)
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&order)), "r"(ORDER_COUNT) : "memory");
+#else
       if (lane == 0 && it == 0) mbar_arrive(&order);
+#endif
     }
   } else {
 #pragma unroll 1
