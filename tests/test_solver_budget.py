@@ -1,7 +1,7 @@
-"""Solver limits are z3 resource units, not seconds: the same query spends (about) the same
-units every time — what z3 already holds from earlier queries moves the count by a few
-percent, the machine's load does not — and the SMT checks give the same verdicts while other
-processes keep the CPU busy."""
+"""Solver limits are z3 resource units, not seconds: the same query spends the same units every
+time -- each budget's queries run in a z3 context of its own, so neither the machine's load nor
+what the process solved before moves the count -- and the SMT checks give the same verdicts
+while other processes keep the CPU busy."""
 import json
 import subprocess
 import sys
@@ -27,16 +27,25 @@ def _query():
     return s
 
 
-def test_a_query_spends_about_the_same_units_every_time_and_a_small_budget_stops_it():
+def _prime_factors():
+    x, y = z3.BitVecs("x y", 16)
+    # 65521 is prime: unsat, about 0.5 million units (z3 checks its count every few thousand
+    # units: a query that must run out of a small budget is far larger than that budget)
+    return [z3.ZeroExt(16, x) * z3.ZeroExt(16, y) == 65521, z3.UGT(x, 1), z3.UGT(y, 1)]
+
+
+def test_a_query_spends_the_same_units_every_time_and_a_small_budget_stops_it():
     spent = []
     for _ in range(3):
         b = SolverBudget(10)
-        assert b.check(_query()) == z3.unsat
+        s = z3.Solver()
+        s.add(*_prime_factors())
+        assert b.check(s) == z3.unsat
         spent.append(b.spent)
-    assert 0 < min(spent) and max(spent) < 1.1 * min(spent) < 10 * RLIMIT_PER_SECOND
+    assert 100_000 < min(spent) and max(spent) == min(spent) < 10 * RLIMIT_PER_SECOND
     tiny = SolverBudget(spent[0] / 4 / RLIMIT_PER_SECOND)
-    assert tiny.check(_query()) == z3.unknown and tiny.exhausted() and not tiny.backstop_hit
-    assert tiny.check(_query()) == z3.unknown  # nothing left
+    assert tiny.check(s) == z3.unknown and tiny.exhausted() and not tiny.backstop_hit
+    assert tiny.check(s) == z3.unknown  # nothing left
 
 
 def _verdicts():
@@ -80,17 +89,52 @@ def test_restart_restores_a_capped_budget():
     assert b.units == full and b.spent == 0 and not b.exhausted()
 
 
-def test_reading_the_count_costs_no_units_and_a_query_is_charged_what_it_spent():
-    """``_count`` reads the context's count off one probe solver's statistics: reading it spends
-    nothing, and a query's charge is the count's growth across it, the same as z3 reports."""
+def test_reading_the_count_costs_no_units():
+    """``_count`` reads the shared context's count off one probe solver's statistics: reading it
+    spends nothing."""
     from kverify.symbolic.budget import _count
 
-    s = _query()
     a = _count()
     assert _count() == a == _count()  # a read is no query
+
+
+def test_a_query_runs_in_the_budgets_own_context_and_is_charged_what_it_spent_there():
+    """A budget copies its queries into a z3 context of its own: the shared context does (almost)
+    none of the work, the charge is what the budget's context counted, and a model comes back in
+    the shared context."""
+    from kverify.symbolic.budget import _count
+
+    a = _count()
     b = SolverBudget(10)
-    assert b.check(s) == z3.unsat
-    assert b.spent == _count() - a == s.statistics().get_key_value("rlimit count") - a > 1000
+    assert b.check(_query()) == z3.unsat
+    assert _count() - a < 1000 < b.spent and b.model is None
+    x = z3.BitVec("x", 32)
+    r, m = b.solve(x * 3 == 21, z3.ULT(x, 100))
+    assert r == z3.sat and m.eval(x).as_long() == 7 and m.eval(x).ctx == z3.main_ctx()
+    s = z3.Solver()
+    s.add(x + 1 == 5)
+    assert b.check(s) == z3.sat and b.model.eval(x).as_long() == 4
+    assert b.check(s, x == 3) == z3.unsat and b.model is None  # assumptions are copied too
+
+
+def test_what_the_shared_context_holds_does_not_move_a_budgets_count():
+    """The units a query spends are the same before and after the process made and solved other
+    terms in the shared context (they moved by 10x on the same may-alias query before queries
+    had a context of their own: a verdict near a cap then hung on what ran earlier)."""
+    def spend():
+        b = SolverBudget(10)
+        assert b.check(_query()) == z3.unsat
+        r, _ = b.solve(*_query().assertions())
+        assert r == z3.unsat
+        return b.spent
+
+    first = spend()
+    junk = [z3.BitVec(f"junk{i}", 64) for i in range(500)]
+    s = z3.Solver()
+    s.add(z3.Or(*[j * j == 7 + i for i, j in enumerate(junk[:50])]))
+    s.set("rlimit", 100_000)
+    s.check()
+    assert spend() == first
 
 
 def test_z3_release_turns_off_the_python_asserts_and_the_c_api_still_rejects_a_bad_argument():
@@ -125,8 +169,8 @@ def test_solve_answers_a_small_query_in_the_smt_core_alone():
     r, s = b.solve(*_squares())
     assert r == z3.unsat and 0 < b.spent < budget_mod.FAST_UNITS
     x = z3.BitVec("x", 16)
-    r, s = SolverBudget(10).solve(x * 3 == 21, z3.ULT(x, 100))
-    assert r == z3.sat and s.model().eval(x).as_long() == 7
+    r, m = SolverBudget(10).solve(x * 3 == 21, z3.ULT(x, 100))
+    assert r == z3.sat and m.eval(x).as_long() == 7
 
 
 def test_solve_goes_on_with_the_default_solver_when_the_first_attempt_runs_out(monkeypatch, tmp_path):
@@ -139,9 +183,10 @@ def test_solve_goes_on_with_the_default_solver_when_the_first_attempt_runs_out(m
         r, s = b.solve(*_squares())
     assert r == z3.unsat and b.spent > 1000
     assert [p.name for p in tmp_path.iterdir()] == ["k.query.0001.unsat.smt2"]
-    small = SolverBudget(60 / RLIMIT_PER_SECOND)  # the first attempt's 50 units and 10 more
-    assert small.solve(*_squares())[0] == z3.unknown and small.exhausted()
-    assert small.solve(*_squares())[0] == z3.unknown  # nothing left: no attempt at all
+    # the first attempt's 50 units and 10 more, for a query of about half a million
+    small = SolverBudget(60 / RLIMIT_PER_SECOND)
+    assert small.solve(*_prime_factors())[0] == z3.unknown and small.exhausted()
+    assert small.solve(*_prime_factors())[0] == z3.unknown  # nothing left: no attempt at all
 
 
 @pytest.mark.parametrize("units", [0, 50], ids=["skipped", "runs-out"])

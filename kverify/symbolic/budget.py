@@ -5,6 +5,18 @@ for users in *solver seconds* — ``--timeout S`` is ``S * RLIMIT_PER_SECOND`` u
 seconds of z3 on the 2-core x86 machine the benchmarks name. A budget is spent across the
 queries of one obligation (``restart`` gives the next obligation its own).
 
+A verdict should also come out the same whatever ran before it in the process (a test suite, a
+check server's earlier requests): z3's work on a query depends on the numbering of its terms,
+and in the shared context that numbering is the process's history -- the same may-alias query
+took 0.1 million units in one process and hit a 2 million cap in another. So a budget's
+queries run in a context of its own (made afresh by ``restart``, one per obligation), into
+which each query is copied: the numbering is the obligation's own. That removes most of the
+dependence, not all of it (z3 keeps some state per process: on one obligation's 60 queries,
+processes that had solved different things before spent the same units on each, but for one
+that had solved nothing), so a query whose answer matters is kept far from its cap rather
+than trusted to land on the same side of it. A model comes back in the shared context
+(``model`` / ``solve``). ``z3.Optimize`` queries, which z3 cannot copy, run in the shared one.
+
 A wall-clock backstop of ``BACKSTOP`` times the budget's seconds (at least ``BACKSTOP_FLOOR_S``,
 so a small budget on a loaded machine runs out of units, not of time) guards against work z3
 does not meter; a query stopped by it is the only answer that can depend on load, and
@@ -104,10 +116,20 @@ def interrupted() -> bool:
     return _INTERRUPTED[0]
 
 
+class _Context(z3.Context):
+    """A z3 context whose construction a Ctrl-C may cut short: z3's destructor reads ``owner``,
+    which ``__init__`` sets only once the context exists (an ``AttributeError`` printed on the way
+    out of an interrupted command, where one line is all it may print)."""
+
+    owner = False
+
+
 class SolverBudget:
     """``seconds`` of solver work in resource units; ``check(s)`` runs one query within what is
     left and charges what it used; ``solve(*fs)`` builds the solver for it (the SMT core first).
-    ``label`` names the obligation its queries belong to (the file names ``export_smt`` writes)."""
+    ``label`` names the obligation its queries belong to (the file names ``export_smt`` writes).
+    Queries run in the budget's own z3 context (module docstring); ``model`` is the last
+    satisfying one's model, in the shared context."""
 
     def __init__(self, seconds: float, label: str = "query"):
         self.label = label
@@ -119,6 +141,9 @@ class SolverBudget:
         self.spent = 0
         self.backstop_hit = False
         self._t0 = time.perf_counter()
+        self._ctx = None  # this obligation's z3 context, made by its first query
+        self._ctx_units = 0  # its resource count after the last query
+        self.model = None
         return self
 
     @contextmanager
@@ -139,12 +164,20 @@ class SolverBudget:
     def exhausted(self) -> bool:
         return self.left <= 0 or self.backstop_hit
 
+    def context(self) -> z3.Context:
+        if self._ctx is None:
+            self._ctx = _Context()
+        return self._ctx
+
     def solve(self, *fs):
-        """``(answer, solver)`` for the conjunction of ``fs``: first z3's SMT core run as a
-        tactic, within ``FAST_UNITS`` of what is left, then, when that ends ``unknown``, z3's
-        default solver with the rest. Both attempts charge this budget, so the answer stays a
-        function of the query and the units, not of the machine."""
-        s = z3.Tactic("smt").solver()
+        """``(answer, model)`` for the conjunction of ``fs`` (the model, in the shared context,
+        when the answer is sat): first z3's SMT core run as a tactic, within ``FAST_UNITS`` of
+        what is left, then, when that ends ``unknown``, z3's default solver with the rest. Both
+        attempts charge this budget, so the answer stays a function of the query and the units,
+        not of the machine."""
+        ctx = self.context()
+        fs = [f.translate(ctx) for f in fs]
+        s = z3.Tactic("smt", ctx).solver()
         # z3 does not take Ctrl-C here: the attempt is short, and a tactic solver can take the
         # signal after its answer is made, leaving no trace of it; Python raises it right after
         s.set("ctrl_c", False)
@@ -152,16 +185,18 @@ class SolverBudget:
         with self.capped(FAST_UNITS):
             r = self.check(s, export=False)
         if r == z3.unknown and not self.exhausted():
-            s = z3.Solver()
+            s = z3.Solver(ctx=ctx)
             s.add(*fs)
             r = self.check(s, export=False)
         if _EXPORT is not None:
             _export(s, self.label, r, ())
-        return r, s
+        return r, self.model
 
     def check(self, s, *assumptions, export=True):
         """``s.check(*assumptions)`` for a ``z3.Solver`` or ``z3.Optimize``, limited to the units
-        left; ``z3.unknown`` at once when none are."""
+        left; ``z3.unknown`` at once when none are. A solver of the shared context is copied into
+        the budget's own first; on sat, ``model`` is the model."""
+        self.model = None
         if _INTERRUPTED[0]:  # a Ctrl-C that a destructor swallowed (``watch_interrupts``)
             raise KeyboardInterrupt
         if self.exhausted():
@@ -170,14 +205,24 @@ class SolverBudget:
         if wall_left <= 0:
             self.backstop_hit = True
             return z3.unknown
+        own = isinstance(s, z3.Solver)
+        if own and s.ctx is not self.context():
+            s = s.translate(self._ctx)
+        if own:
+            assumptions = [a.translate(self._ctx) for a in assumptions]
         s.set("rlimit", max(1, self.left))
         s.set("timeout", max(1, int(wall_left * 1000)))
-        before = _count()
+        before = self._ctx_units if own else _count()
         r = s.check(*assumptions)
-        self.spent += _count() - before
+        after = s.statistics().get_key_value("rlimit count") if own else _count()
+        self.spent += after - before
+        if own:
+            self._ctx_units = after
         if export and _EXPORT is not None:
             _export(s, self.label, r, assumptions)
-        if r == z3.unknown:
+        if r == z3.sat:
+            self.model = s.model().translate(z3.main_ctx()) if own else s.model()
+        elif r == z3.unknown:
             why = s.reason_unknown()
             if "interrupted from keyboard" in why:  # z3 takes Ctrl-C as the end of this query only
                 _INTERRUPTED[0] = True

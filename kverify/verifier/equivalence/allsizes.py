@@ -103,7 +103,8 @@ class Solver:
         s.add(*fs)
         self.queries += 1
         t0 = time.perf_counter()
-        r = SolverBudget(self.timeout_ms / 1000, label="equiv.allsizes").check(s)
+        b = SolverBudget(self.timeout_ms / 1000, label="equiv.allsizes")
+        r = b.check(s)
         dt = time.perf_counter() - t0
         self.log.append((dt, r))
         if _DEBUG:
@@ -111,7 +112,7 @@ class Solver:
             import traceback
             caller = [f.name for f in traceback.extract_stack(limit=6)[:-2]]
             print(f"  z3 {dt:.2f}s {r} {'/'.join(caller)}", file=sys.stderr, flush=True)
-        return r, (s.model() if r == z3.sat else None)
+        return r, b.model
 
     def valid(self, hyps, goal, full=True):
         """True when ``hyps => goal`` for all values; else False. ``full=False``: without the

@@ -301,7 +301,7 @@ def check_pair(cand: Side, ref: Side, model: str = "real", timeout_s: float = 60
                 corr.setdefault(_loc_key(cl), set()).add(_loc_key(rl))
             continue
         if st == z3.sat:
-            model_ = solver.model()
+            model_ = budget.model
             solver.pop()
             assign = {d.name(): model_[d].as_long() for d in model_.decls()
                       if z3.is_bv_value(model_[d])}

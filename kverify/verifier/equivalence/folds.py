@@ -397,8 +397,9 @@ def _search(za, zb, cand):
             continue
         s = z3.Solver()
         s.add(ea != eb)
-        if SolverBudget(2.0, label="equiv.folds").check(s) == z3.sat:
-            m = s.model()
+        b = SolverBudget(2.0, label="equiv.folds")
+        if b.check(s) == z3.sat:
+            m = b.model
             out = {n: 0 for n in allv}
             for d in m.decls():
                 if z3.is_bv_value(m[d]):

@@ -19,6 +19,9 @@ MAX_REUSE = 64
 #: solver units one may-alias query of two barrier sites may spend (``Facts.alias``): decided
 #: ones take ~150k on CUTLASS's GEMMs; an undecided one would otherwise eat the obligation's budget
 ALIAS_UNITS = 2_000_000
+#: the iterations of each loop a may-alias witness tries before the query over all of them: a
+#: ring of up to this many stages, entered at any position (``Facts._first_iterations_witness``)
+WITNESS_ITERATIONS = 16
 #: obligation -> what its title says it proves (``mbarrier conformance: <that>``)
 TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx bytes (per phase)",
           "arrivals": "arrivals (per phase)"}
@@ -63,6 +66,22 @@ def unseparated(chk, what, t0):
               [chk.loc(w.instr)])
 
 
+def _bv_constants(fs):
+    """The bit-vector constants the formulas ``fs`` are made of."""
+    seen, out, todo = set(), [], list(fs)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if z3.is_bv(e):
+                out.append(e)
+        else:
+            todo.extend(e.children())
+    return sorted(out, key=str)
+
+
 class Facts:
     """One kernel's mbarrier sites (from a symbolic run of one thread) and the relations
     the obligations ask about; every solver query goes through ``solve`` and its budget."""
@@ -93,9 +112,9 @@ class Facts:
                 if not keep[j] and keys & names:
                     keep[j] = changed = True
                     names |= self.syms(c)
-        r, s = self.budget.solve(*fs, *[c for (c, _), kp in zip(base, keep) if kp])
+        r, m = self.budget.solve(*fs, *[c for (c, _), kp in zip(base, keep) if kp])
         if r == z3.sat:
-            return "sat", s.model()
+            return "sat", m
         return ("unsat", None) if r == z3.unsat else ("unknown", None)
 
     def prove(self, hyp, goal):
@@ -188,17 +207,23 @@ class Facts:
 
     def _first_iterations_witness(self, q, loops, other_loops):
         """'sat' when query ``q`` (over the counters of ``loops`` and the renamed ones of
-        ``other_loops``, as :meth:`renamed` names them) holds with every
-        loop of both in its first iteration, within a tenth of ``ALIAS_UNITS``; else None. A
-        barrier a fill and a wait share is most often shared from the start: this witness is a
-        small query, where one over all iterations of two nested rings can take most of
-        ``ALIAS_UNITS`` and end unknown on a different numbering of the same terms."""
-        zero = z3.BitVecVal(0, 64)
-        first = [k == zero for _, k in loops] + [z3.BitVec(f"{k}~other", 64) == zero for _, k in other_loops]
-        if not first:
+        ``other_loops``, as :meth:`renamed` names them) holds with every loop of both in its first
+        iteration, or else with every loop in one of its first ``WITNESS_ITERATIONS``, each try
+        within a tenth of ``ALIAS_UNITS``; else None. A barrier a fill and a wait share is most
+        often shared from the start, or a few ring positions on (a consumer whose first wait of
+        a tile is hoisted out of its k loop); these witnesses are small queries, where one over
+        all iterations of two nested rings can take most of ``ALIAS_UNITS``, and how much of it
+        depends on the numbering of the terms (what the process solved before). Either witness
+        is a model of ``q`` itself: a 'sat' from one is a 'sat' of ``q``."""
+        ks = [k for _, k in loops] + [z3.BitVec(f"{k}~other", 64) for _, k in other_loops]
+        if not ks:
             return None
-        with self.budget.capped(ALIAS_UNITS // 10):
-            return "sat" if self.solve(q + first)[0] == "sat" else None
+        small = [z3.ULT(v, WITNESS_ITERATIONS) for v in _bv_constants(q) if v.size() > 4]
+        for bound in ([k == 0 for k in ks], small):
+            with self.budget.capped(ALIAS_UNITS // 10):
+                if self.solve(q + bound)[0] == "sat":
+                    return "sat"
+        return None
 
     def _capped_solve(self, q):
         with self.budget.capped(ALIAS_UNITS):

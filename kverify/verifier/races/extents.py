@@ -82,9 +82,9 @@ def _thread_a_check(env, timeout_s: float):
     """The executor's satisfiability query on thread A: ``f`` with the launch's and thread A's
     constraints, each query within its own budget of ``timeout_s`` solver seconds."""
     def check_a(f):
-        r, s = SolverBudget(timeout_s).solve(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
+        r, m = SolverBudget(timeout_s).solve(f, *[c for c, _ in env.shared_constraints + env.constraints_a])
         if r == z3.sat:
-            return "sat", s.model()
+            return "sat", m
         return ("unsat" if r == z3.unsat else "unknown"), None
 
     return check_a

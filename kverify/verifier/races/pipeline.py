@@ -817,9 +817,9 @@ class _Proof:
         named = named | self.chk.syms(*cons) if cons else named
         for t in tags:
             cons += self.tag_constraints(t, named)
-        r, s = self.chk.budget.solve(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
+        r, m = self.chk.budget.solve(*fs, *cons, *[c for c, _ in self.env.shared_constraints])
         if r == z3.sat:
-            return "sat", s.model()
+            return "sat", m
         return ("unsat", None) if r == z3.unsat else ("unknown", None)
 
     # ------------------------------------------------------------------ barrier sites

@@ -129,9 +129,9 @@ class _Checker:
         if budget.exhausted():
             return "unknown", None
         self.queries += 1
-        r, s = budget.solve(*constraints, *(self.relevant(base, constraints) if base else ()))
+        r, m = budget.solve(*constraints, *(self.relevant(base, constraints) if base else ()))
         if r == z3.sat:
-            return "sat", (s.model() if want_model else None)
+            return "sat", (m if want_model else None)
         if r == z3.unsat:
             return "unsat", None
         return "unknown", None

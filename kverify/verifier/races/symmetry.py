@@ -226,12 +226,11 @@ def _cover(c, env, conds, reps, same, budget, cluster=(1, 1, 1), per_cta=frozens
 
             parts.append(z3.And(*[ren(t) for t, _ in own], *[mine(t) for t in pinned], *[theirs(t) for t in pinned],
                                 z3.Or(*[differ(mine(f), theirs(f)) for f in conds])))
-        res, s = budget.solve(*base, *parts)
+        res, m = budget.solve(*base, *parts)
         if res == z3.unsat:
             return reps
         if res != z3.sat:
             return None
-        m = s.model()
         reps.add(tuple(m.eval(x, model_completion=True).as_long() // cl for x, cl in zip(env.ctaid, cluster)))
     return reps
 
