@@ -89,19 +89,41 @@ def _export(s, label: str, r, assumptions) -> None:
 
 
 _INTERRUPTED = [False]
+_RUNNING: list = [None]  # the z3 context whose query runs now (``watch_interrupts`` interrupts it)
 
 
 def watch_interrupts() -> None:
-    """Ctrl-C (SIGINT) stops the command even where Python cannot raise it: a
-    ``KeyboardInterrupt`` raised while an object is being freed (a z3 term's ``__del__``, which
-    runs anywhere with the collector off) is printed and dropped. The handler also remembers
-    it; the next solver query raises it again, and ``interrupted()`` tells the command line at
-    the end. For the ``kverify`` command (cold or a check server's child), not a library caller."""
+    """Ctrl-C (SIGINT) stops the command, wherever it comes. z3 does not take the signal itself
+    (``ctrl_c`` off on every query): its handler, installed for the length of a query, cancels the
+    query only if the solver looks again before its answer is made, and a signal that came in the
+    last moments was gone, the check running on to a verdict. Python's handler records it
+    instead, and, since Python runs a handler only between its own steps, a thread woken by the
+    signal (``signal.set_wakeup_fd``) interrupts the query z3 is solving. The handler raises
+    ``KeyboardInterrupt``; one raised while an object is being freed (a z3 term's ``__del__``,
+    which runs anywhere with the collector off) is printed and dropped by Python, so it is also
+    remembered: the next solver query raises it again, and ``interrupted()`` tells the command
+    line at the end. For the ``kverify`` command (cold or a check server's child), not a library
+    caller."""
+    import threading
+
     def on_sigint(signum, frame):
         _INTERRUPTED[0] = True
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+
+    def wake():
+        while True:
+            if signal.SIGINT in os.read(r, 64):
+                _INTERRUPTED[0] = True
+                ctx = _RUNNING[0]
+                if ctx is not None:
+                    ctx.interrupt()
+
+    threading.Thread(target=wake, name="kverify-ctrl-c", daemon=True).start()
     default = sys.unraisablehook
 
     def unraisable(u):  # the dropped interrupt is remembered, not printed
@@ -178,9 +200,6 @@ class SolverBudget:
         ctx = self.context()
         fs = [f.translate(ctx) for f in fs]
         s = z3.Tactic("smt", ctx).solver()
-        # z3 does not take Ctrl-C here: the attempt is short, and a tactic solver can take the
-        # signal after its answer is made, leaving no trace of it; Python raises it right after
-        s.set("ctrl_c", False)
         s.add(*fs)
         with self.capped(FAST_UNITS):
             r = self.check(s, export=False)
@@ -212,8 +231,15 @@ class SolverBudget:
             assumptions = [a.translate(self._ctx) for a in assumptions]
         s.set("rlimit", max(1, self.left))
         s.set("timeout", max(1, int(wall_left * 1000)))
+        s.set("ctrl_c", False)  # Ctrl-C is Python's (``watch_interrupts``)
         before = self._ctx_units if own else _count()
-        r = s.check(*assumptions)
+        _RUNNING[0] = s.ctx
+        try:
+            r = s.check(*assumptions)
+        finally:
+            _RUNNING[0] = None
+        if _INTERRUPTED[0]:
+            raise KeyboardInterrupt
         after = s.statistics().get_key_value("rlimit count") if own else _count()
         self.spent += after - before
         if own:
@@ -222,11 +248,6 @@ class SolverBudget:
             _export(s, self.label, r, assumptions)
         if r == z3.sat:
             self.model = s.model().translate(z3.main_ctx()) if own else s.model()
-        elif r == z3.unknown:
-            why = s.reason_unknown()
-            if "interrupted from keyboard" in why:  # z3 takes Ctrl-C as the end of this query only
-                _INTERRUPTED[0] = True
-                raise KeyboardInterrupt
-            if "timeout" in why and self.left > 0:
-                self.backstop_hit = True
+        elif r == z3.unknown and "timeout" in s.reason_unknown() and self.left > 0:
+            self.backstop_hit = True
         return r
