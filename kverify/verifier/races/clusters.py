@@ -5,10 +5,12 @@ memory and clusters, which the classic CTA symmetry (:mod:`.symmetry`) does not 
 The argument (docs/verdicts.md, "When a few clusters stand for the grid"):
 
 1. **No cluster reads or writes what another writes.** No global atomic or strong access, no
-   write whose buffer is unknown, no asynchronous write to global memory (a TMA store or bulk
-   reduction: its footprint is not encoded), no cooperative launch; every buffer an
-   asynchronous copy reads (a tensor map's, a bulk copy's source) is written by no access; and
-   z3 proves over two symbolic threads that no global byte one thread writes is accessed by
+   write whose buffer is unknown, no asynchronous write to global memory but tile-mode TMA
+   stores (a bulk store or reduction, an im2col or scatter store: their footprint is not
+   encoded), no cooperative launch; every buffer an asynchronous copy reads (a tensor map's, a
+   bulk copy's source) is written by no access; a buffer TMA stores write is accessed by
+   nothing else and its stores' boxes never overlap between two threads (``_boxes_overlap``);
+   and z3 proves over two symbolic threads that no global byte one thread writes is accessed by
    another thread at all (any two distinct threads of the grid, every loop iteration). Then the
    only channels between CTAs are distributed shared memory, multicast copies, cluster barriers
    and remote mbarrier operations, which reach the CTAs of one cluster only (§9.7.9.27,
@@ -75,6 +77,7 @@ class _EffectExecutor(MbarExecutor):
         super().__init__(env, check, launch)
         self.effects: list = []  # (instr, pc, [terms])
         self.global_async: list = []  # (instr, "read" | "write", region or None)
+        self.tensor_stores: list = []  # (instr, pc, tensor map, [coordinate terms], region): TMA stores
         self.derived: dict = {}  # approximate symbol (thread A) of a warp collective -> its operand terms
 
     def plain_instr(self, ins, st, guard):
@@ -137,6 +140,13 @@ class _EffectExecutor(MbarExecutor):
             if isinstance(op, Addr):
                 t, region = (self.read(st, op.base, None) if op.base is not None else (z3.BitVecVal(0, 64), None))
                 if space == "global" or (region or "").startswith(("param:", "var:")) or op.coords:
+                    if slot.access == "store" and _tensor_store(ins, op):
+                        tm, _ = self.tensor_map(ins)
+                        if tm is not None:
+                            coords = [self.read(st, r, None)[0] if isinstance(r, Reg) else
+                                      z3.BitVecVal(r.value, 32) if isinstance(r, Imm) else None for r in op.coords]
+                            self.tensor_stores.append((ins, pc, tm, coords, self._global_region(ins, op, region)))
+                            continue
                     if slot.access in _ACCESS:
                         self.global_async.append((ins, "read" if slot.access == "load" else "write",
                                                   self._global_region(ins, op, region)))
@@ -259,9 +269,18 @@ def _static_communication(module, kernel) -> str:
         if is_atomic(ins) and space_of(ins) == "global":
             return f"a global atomic at {where(ins)} (inter-CTA communication)"
         if row.effect == "async" and any(space == "global" and slot.access in _ACCESS and slot.access != "load"
-                                         for _, slot, space in _operand_slots(ins, row)):
+                                         and not (slot.access == "store" and _tensor_store(ins, op))
+                                         for op, slot, space in _operand_slots(ins, row)):
             return f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint is not encoded)"
     return ""
+
+
+def _tensor_store(ins, op) -> bool:
+    """``op``, a global destination of ``ins``, is a tensor store's ``[tmap, {coords}]`` in tile
+    mode: it writes the in-bounds elements of one box of the map at those coordinates
+    (§9.7.9.25.5.1: ``.tile`` mode; im2col and scatter modes are not encoded)."""
+    return isinstance(op, Addr) and bool(op.coords) and not any(
+        m.startswith(("im2col", "tile::scatter4", "tile::gather4")) for m in ins.mods)
 
 
 def _operand_slots(ins, row):
@@ -292,13 +311,28 @@ def _communication(c, timeout_s) -> str:
         if a.region is None:
             return f"the buffer of the global access at {where(a.instr)} is unknown"
     written = {a.region for a in accs if a.writes}
+    stored = {}  # buffer -> the tensor stores into it
+    for st in ex.tensor_stores:
+        ins, region = st[0], st[4]
+        if region is None:
+            return f"the global buffer {ins.opcode} at {where(ins)} writes is unknown"
+        stored.setdefault(region, []).append(st)
     for ins, mode, region in ex.global_async:
         if mode == "write":
             return f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint is not encoded)"
         if region is None:
             return f"the global buffer {ins.opcode} at {where(ins)} reads is unknown"
-        if region in written:
+        if region in written or region in stored:
             return f"{ins.opcode} at {where(ins)} reads {region.split(':', 1)[1]}, which the kernel writes"
+    for region, sts in stored.items():  # (a buffer is one region: a pointer parameter's or a named one)
+        a = next((a for a in accs if a.region == region), None)
+        if a is not None:
+            return (f"{where(a.instr)} accesses {region.split(':', 1)[1]}, which the tensor store at "
+                    f"{where(sts[0][0])} writes (a tensor store's footprint is compared with other tensor stores "
+                    "only)")
+        why = _boxes_overlap(c, sts, SolverBudget(timeout_s, label="symmetry.tensor-store"))
+        if why:
+            return why
     if not written:
         return ""
     accs.sort(key=lambda a: a.seq)
@@ -310,6 +344,65 @@ def _communication(c, timeout_s) -> str:
         return (f"two threads may access the same global bytes, one writing (at {where(a.instr)} and "
                 f"{where(b.instr)})")
     return f"the solver did not decide whether {where(a.instr)} and {where(b.instr)} touch the same global bytes"
+
+
+def _boxes_overlap(c, sts, budget) -> str:
+    """"" when no two distinct threads store overlapping boxes with the tensor stores ``sts`` (of
+    one buffer), else why not. A box's footprint is the in-bounds elements of
+    ``[c_i, c_i + box_i)`` in each dimension i of the map (tile mode, traversal strides only
+    thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
+    dimension's byte stride is at least the span of the ones inside it (checked: every map the
+    launch gives, the same for all stores of the buffer). Two boxes of one map share a byte only
+    if they overlap in every dimension: ``c_i < c'_i + box_i`` and ``c'_i < c_i + box_i``
+    (coordinates are signed 32-bit, compared without wrapping) -- the query, over two symbolic
+    threads, every loop iteration."""
+    from kverify.launch.params import tensormap_spec
+    from kverify.semantics.memory_model.tma import TensorMap, map_from_spec
+
+    maps = []
+    for ins, _, tm, coords, _ in sts:
+        try:  # as the interpreter reads it (kverify.launch.params, Machine): with its buffer's shape
+            name = tm["buffer"]
+            buf = c.launch.buffers[name]
+            shape = tuple(int(x) for x in buf["shape"])
+            m = map_from_spec(tensormap_spec(tm, {name: (0, buf["dtype"], shape)}, c.launch, ["tensormaps"]).spec,
+                              shape)
+        except Exception as e:  # noqa: BLE001 - a map this cannot read is no proof
+            return f"the tensor map of the store at {where(ins)} is not understood ({e})"
+        if not isinstance(m, TensorMap):
+            return f"the tensor store at {where(ins)} is not in tile mode"
+        maps.append(m)
+        if any(x is None for x in coords) or len(coords) != len(m.box):
+            return f"the coordinates of the tensor store at {where(ins)} are not followed"
+        span = m.element_size
+        for d, stride in zip(m.shape, m.strides):  # innermost first: stride of dim i+1 vs span of 0..i
+            span *= d
+            if stride < span:
+                return (f"the tensor map of the store at {where(ins)} has a byte stride ({stride}) below the span "
+                        f"of the dimensions inside it ({span}): two coordinates may name one byte")
+            span = stride
+    first = maps[0]
+    if any((m.dtype, m.shape, m.strides) != (first.dtype, first.shape, first.strides) for m in maps[1:]):
+        return f"the tensor stores at {where(sts[0][0])} and others write one buffer through different tensor maps"
+    base = c.base()
+    distinct = c.distinct_threads("global")
+
+    def wide(t):
+        return z3.SignExt(64 - t.size(), t) if t.size() < 64 else t
+
+    for i, (ia, pa, _, ca, _) in enumerate(sts):
+        for j in range(i, len(sts)):
+            ib, pb, _, cb, _ = sts[j]
+            near = [mk_and(wide(x) < wide(c.b(y)) + box_b, wide(c.b(y)) < wide(x) + box_a)
+                    for x, y, box_a, box_b in zip(ca, cb, maps[i].box, maps[j].box)]
+            r, _ = c.solve(distinct + [pa, c.b(pb)] + near, budget, base=base)
+            if r == "unsat":
+                continue
+            if r == "sat":
+                return (f"two threads may store overlapping boxes (the tensor stores at {where(ia)} and "
+                        f"{where(ib)})")
+            return f"the solver did not decide whether the tensor stores at {where(ia)} and {where(ib)} overlap"
+    return ""
 
 
 def _overlap(c, accs, budget):

@@ -286,7 +286,8 @@ def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None
         b = lookup(spec.buffers or {}, kernel, i)
         if b is not None:
             sizes[p.source_name or p.name] = sizes[p.name] = _nbytes(b)
-    for ins, _mode, region in getattr(ex, "global_async", ()):
+    for ins, _mode, region in [*getattr(ex, "global_async", ()), *[(st[0], "write", st[4]) for st in
+                                                                   getattr(ex, "tensor_stores", ())]]:
         tensor = any(isinstance(o, Addr) and o.coords for o in ins.operands)
         tm = ex.tensor_map(ins)[0] if tensor else None
         if tm is None:
