@@ -35,7 +35,7 @@ def test_tiles_whose_rows_overlap_are_not_reduced_and_the_run_finds_the_race():
     ptx = DATA / "tma_matmul__rows_overlap.ptx"
     reps, why = _reps(ptx)
     assert reps is None
-    assert why == ("independence not established (two threads may store overlapping boxes (the tensor stores at "
+    assert why == ("independence not established (two stores may write overlapping boxes (the tensor stores at "
                    "tests/zoo/triton/generate.py:104 and tests/zoo/triton/generate.py:104))")
     spec = LaunchSpec.from_dict(json.loads((DATA / "launch.json").read_text()))
     module = load_module(str(ptx))
@@ -80,10 +80,10 @@ def test_our_tile_store_one_box_per_cta_is_reduced_to_the_first_and_last():
 
 def test_our_tile_store_with_half_overlapping_boxes_is_not_reduced_and_violated():
     (reps, why), rep = _tile("__overlap")
-    assert (reps, why) == (None, "independence not established (two threads may store overlapping boxes (the tensor "
-                                 "stores at tile_store.cu:33 and tile_store.cu:33))")
+    assert (reps, why) == (None, "independence not established (two stores may write overlapping boxes (the tensor "
+                                 "stores at tile_store.cu:46 and tile_store.cu:46))")
     ob = next(o for o in rep.obligations if o.title == "race-free: async")
-    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and ob.locations[0].line == 33
+    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and ob.locations[0].line == 46
     assert "write-after-write" in ob.message and "CTA (1,0,0)" in ob.message
 
 
@@ -91,8 +91,8 @@ def test_our_tile_store_with_a_plain_load_of_the_stored_buffer_is_not_reduced_an
     """Another CTA's tile read through the pointer parameter whose buffer the tensor map
     describes: the footprints of plain accesses are not compared with a box, so no reduction."""
     (reps, why), rep = _tile("__peek")
-    assert (reps, why) == (None, "independence not established (tile_store.cu:37 accesses out_ptr, which the tensor "
-                                 "store at tile_store.cu:33 writes (a tensor store's footprint is compared with other "
+    assert (reps, why) == (None, "independence not established (tile_store.cu:50 accesses out_ptr, which the tensor "
+                                 "store at tile_store.cu:46 writes (a tensor store's footprint is compared with other "
                                  "tensor stores only))")
     assert rep.verdict == "violated"
     assert {o.rule for o in rep.obligations if o.status == "violated"} >= {"race.global"}
@@ -115,6 +115,23 @@ def test_a_stored_map_reaching_past_its_buffer_is_not_shown_in_bounds(monkeypatc
     launch["buffers"]["out_ptr"]["shape"] = [128, 32]
     module = load_module(str(DATA / "tile_store.ptx"))
     reps, why = cluster_representatives(module, module.kernel("tile_store"), LaunchSpec.from_dict(launch))
-    assert seen == [("the tensor map of cp.async.bulk.tensor.2d.global.shared::cta.bulk_group at tile_store.cu:33 "
+    assert seen == [("the tensor map of cp.async.bulk.tensor.2d.global.shared::cta.bulk_group at tile_store.cu:46 "
                      "describes 32768 bytes, past the 16384 bytes of its buffer out_ptr", None)]
     assert (7, 0, 0) in reps and "memory safety and outputs of the other clusters are not checked" in why
+
+
+def test_one_threads_two_stores_of_overlapping_boxes_in_one_cta_are_not_reduced():
+    """Each CTA stores two boxes of its own 64 rows before it waits; CTA 3 puts its second box over
+    half of its first (both in flight). No two CTAs' boxes meet, and where a box lands is no
+    condition the CTAs are compared on: a rule over two threads alone reduced the grid to CTAs
+    {0, 7} and never ran CTA 3. Two stores of one thread count: not reduced, and the run finds it."""
+    ptx = DATA / "tile_store__twice.ptx"
+    spec = LaunchSpec.from_dict(json.loads((DATA / "tile_store_twice.json").read_text()))
+    module = load_module(str(ptx))
+    k = module.kernel("tile_store")
+    assert cluster_representatives(module, k, spec) == (
+        None, "independence not established (two stores may write overlapping boxes (the tensor stores at "
+              "tile_store.cu:34 and tile_store.cu:34))")
+    rep = check_kernel(module, k, spec)
+    ob = next(o for o in rep.obligations if o.title == "race-free: async")
+    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and "CTA (3,0,0)" in ob.message

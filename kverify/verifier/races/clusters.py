@@ -59,7 +59,8 @@ TITLE_GLOBAL = "race-free: global"
 #: what the independence proof (module docstring, 1.) says of global memory
 INDEPENDENT = ("no global byte one thread writes is read or written by another thread of the grid, in any loop "
                "iteration (z3, over two symbolic threads); no global atomic, no asynchronous write to global "
-               "memory, and every buffer an asynchronous copy reads is written by no access")
+               "memory but tile-mode TMA stores of boxes no two stores share into buffers nothing else accesses, "
+               "and every buffer an asynchronous copy reads is written by no access")
 #: solver seconds one query over two families of global accesses may take: CUTLASS ex48's
 #: epilogue stores (128 sites a family) take 6.9-10.6 million units (1.4-2.1 s) from 2048x1024 to
 #: 4096x4096 problems, and how many depends on z3's numbering of the terms: 2 s decided them in
@@ -77,7 +78,7 @@ class _EffectExecutor(MbarExecutor):
         super().__init__(env, check, launch)
         self.effects: list = []  # (instr, pc, [terms])
         self.global_async: list = []  # (instr, "read" | "write", region or None)
-        self.tensor_stores: list = []  # (instr, pc, tensor map, [coordinate terms], region): TMA stores
+        self.tensor_stores: list = []  # (instr, pc, tensor map, [coordinate terms], region, loops): TMA stores
         self.derived: dict = {}  # approximate symbol (thread A) of a warp collective -> its operand terms
 
     def plain_instr(self, ins, st, guard):
@@ -145,7 +146,8 @@ class _EffectExecutor(MbarExecutor):
                         if tm is not None:
                             coords = [self.read(st, r, None)[0] if isinstance(r, Reg) else
                                       z3.BitVecVal(r.value, 32) if isinstance(r, Imm) else None for r in op.coords]
-                            self.tensor_stores.append((ins, pc, tm, coords, self._global_region(ins, op, region)))
+                            self.tensor_stores.append((ins, pc, tm, coords, self._global_region(ins, op, region),
+                                                       tuple(self.loop_stack)))
                             continue
                     if slot.access in _ACCESS:
                         self.global_async.append((ins, "read" if slot.access == "load" else "write",
@@ -347,20 +349,21 @@ def _communication(c, timeout_s) -> str:
 
 
 def _boxes_overlap(c, sts, budget) -> str:
-    """"" when no two distinct threads store overlapping boxes with the tensor stores ``sts`` (of
-    one buffer), else why not. A box's footprint is the in-bounds elements of
+    """"" when no two instances of the tensor stores ``sts`` (of one buffer) write overlapping
+    boxes -- two threads', or one thread's at two sites or in two iterations -- else why not. A box's footprint is the in-bounds elements of
     ``[c_i, c_i + box_i)`` in each dimension i of the map (tile mode, traversal strides only
     thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
     dimension's byte stride is at least the span of the ones inside it (checked: every map the
     launch gives, the same for all stores of the buffer). Two boxes of one map share a byte only
     if they overlap in every dimension: ``c_i < c'_i + box_i`` and ``c'_i < c_i + box_i``
     (coordinates are signed 32-bit, compared without wrapping) -- the query, over two symbolic
-    threads, every loop iteration."""
+    threads, every loop iteration. One thread's stores count too: where they overlap, what orders
+    them (a wait_group) is the run's to see, and a CTA not interpreted is not run."""
     from kverify.launch.params import tensormap_spec
     from kverify.semantics.memory_model.tma import TensorMap, map_from_spec
 
     maps = []
-    for ins, _, tm, coords, _ in sts:
+    for ins, _, tm, coords, _, _ in sts:
         try:  # as the interpreter reads it (kverify.launch.params, Machine): with its buffer's shape
             name = tm["buffer"]
             buf = c.launch.buffers[name]
@@ -385,21 +388,24 @@ def _boxes_overlap(c, sts, budget) -> str:
     if any((m.dtype, m.shape, m.strides) != (first.dtype, first.shape, first.strides) for m in maps[1:]):
         return f"the tensor stores at {where(sts[0][0])} and others write one buffer through different tensor maps"
     base = c.base()
-    distinct = c.distinct_threads("global")
+    threads = c.distinct_threads("global")
 
     def wide(t):
         return z3.SignExt(64 - t.size(), t) if t.size() < 64 else t
 
-    for i, (ia, pa, _, ca, _) in enumerate(sts):
+    for i, (ia, pa, _, ca, _, loops) in enumerate(sts):
         for j in range(i, len(sts)):
-            ib, pb, _, cb, _ = sts[j]
+            ib, pb, _, cb, _, _ = sts[j]
+            # two instances of one store: another thread's, or the same thread's in another iteration
+            # (its stores may be in flight together: a write-after-write the cover would not compare)
+            distinct = [mk_or(*threads, *[k != c.b(k) for _, k in loops])] if i == j else []
             near = [mk_and(wide(x) < wide(c.b(y)) + box_b, wide(c.b(y)) < wide(x) + box_a)
                     for x, y, box_a, box_b in zip(ca, cb, maps[i].box, maps[j].box)]
             r, _ = c.solve(distinct + [pa, c.b(pb)] + near, budget, base=base)
             if r == "unsat":
                 continue
             if r == "sat":
-                return (f"two threads may store overlapping boxes (the tensor stores at {where(ia)} and "
+                return (f"two stores may write overlapping boxes (the tensor stores at {where(ia)} and "
                         f"{where(ib)})")
             return f"the solver did not decide whether the tensor stores at {where(ia)} and {where(ib)} overlap"
     return ""

@@ -7,6 +7,9 @@
 // -DOVERLAP: the row coordinate is 16*blockIdx.x, so CTA b+1's box covers half of CTA b's.
 // -DPEEK:    thread 0 also reads the first element of the next CTA's tile with a plain load
 //            through the pointer `out_ptr` to the same buffer (not ordered with that store).
+// -DTWICE:   each CTA owns 64 rows and stores two boxes, 32 rows apart, before it waits; CTA 3
+//            puts its second box 16 rows down, over half of its first (both in flight: only
+//            CTA 3 races, and where its boxes land is no condition the CTAs are compared on).
 #include <cstdint>
 #include <cuda.h>
 
@@ -24,6 +27,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS)
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   if (threadIdx.x == 0) {
+#ifdef TWICE
+    for (int it = 0; it < 2; ++it) {
+      const int row = 64 * blockIdx.x + (blockIdx.x == 3 ? 16 : 32) * it;
+      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                   ::"l"(&tmap), "r"(0), "r"(row), "r"(smem_u32(tile)) : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    return;
+#endif
 #ifdef OVERLAP
     const int row = 16 * blockIdx.x;
 #else
