@@ -81,9 +81,9 @@ def test_our_tile_store_one_box_per_cta_is_reduced_to_the_first_and_last():
 def test_our_tile_store_with_half_overlapping_boxes_is_not_reduced_and_violated():
     (reps, why), rep = _tile("__overlap")
     assert (reps, why) == (None, "independence not established (two stores may write overlapping boxes (the tensor "
-                                 "stores at tile_store.cu:46 and tile_store.cu:46))")
+                                 "stores at tile_store.cu:64 and tile_store.cu:64))")
     ob = next(o for o in rep.obligations if o.title == "race-free: async")
-    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and ob.locations[0].line == 46
+    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and ob.locations[0].line == 64
     assert "write-after-write" in ob.message and "CTA (1,0,0)" in ob.message
 
 
@@ -91,8 +91,8 @@ def test_our_tile_store_with_a_plain_load_of_the_stored_buffer_is_not_reduced_an
     """Another CTA's tile read through the pointer parameter whose buffer the tensor map
     describes: the footprints of plain accesses are not compared with a box, so no reduction."""
     (reps, why), rep = _tile("__peek")
-    assert (reps, why) == (None, "independence not established (tile_store.cu:50 accesses out_ptr, which the tensor "
-                                 "store at tile_store.cu:46 writes (a tensor store's footprint is compared with other "
+    assert (reps, why) == (None, "independence not established (tile_store.cu:68 accesses out_ptr, which the tensor "
+                                 "store at tile_store.cu:64 writes (a tensor store's footprint is compared with other "
                                  "tensor stores only))")
     assert rep.verdict == "violated"
     assert {o.rule for o in rep.obligations if o.status == "violated"} >= {"race.global"}
@@ -115,7 +115,7 @@ def test_a_stored_map_reaching_past_its_buffer_is_not_shown_in_bounds(monkeypatc
     launch["buffers"]["out_ptr"]["shape"] = [128, 32]
     module = load_module(str(DATA / "tile_store.ptx"))
     reps, why = cluster_representatives(module, module.kernel("tile_store"), LaunchSpec.from_dict(launch))
-    assert seen == [("the tensor map of cp.async.bulk.tensor.2d.global.shared::cta.bulk_group at tile_store.cu:46 "
+    assert seen == [("the tensor map of cp.async.bulk.tensor.2d.global.shared::cta.bulk_group at tile_store.cu:64 "
                      "describes 32768 bytes, past the 16384 bytes of its buffer out_ptr", None)]
     assert (7, 0, 0) in reps and "memory safety and outputs of the other clusters are not checked" in why
 
@@ -131,7 +131,25 @@ def test_one_threads_two_stores_of_overlapping_boxes_in_one_cta_are_not_reduced(
     k = module.kernel("tile_store")
     assert cluster_representatives(module, k, spec) == (
         None, "independence not established (two stores may write overlapping boxes (the tensor stores at "
-              "tile_store.cu:34 and tile_store.cu:34))")
+              "tile_store.cu:52 and tile_store.cu:52))")
     rep = check_kernel(module, k, spec)
     ob = next(o for o in rep.obligations if o.title == "race-free: async")
     assert rep.verdict == "violated" and ob.rule == "race.async-pending" and "CTA (3,0,0)" in ob.message
+
+
+def test_a_warp_wide_store_of_one_box_is_one_copy_and_reduced():
+    """All 32 lanes of warp 0 issue the store with the same coordinates and source (CUTLASS's
+    warp-wide TMA store): one copy of the same bytes, as the interpreter performs it."""
+    (reps, why), rep = _tile("__warp")
+    assert reps == [(0, 0, 0), (7, 0, 0)], why
+    assert rep.verdict == "verified"
+
+
+def test_lanes_storing_other_bytes_to_one_box_are_not_one_copy():
+    """The odd lanes store the tile from 128 bytes further on: two copies of different bytes to
+    one box, in flight together. Not reduced; the run finds the write-after-write."""
+    (reps, why), rep = _tile("__warp_src")
+    assert (reps, why) == (None, "independence not established (two stores may write overlapping boxes (the tensor "
+                                 "stores at tile_store.cu:41 and tile_store.cu:41))")
+    ob = next(o for o in rep.obligations if o.title == "race-free: async")
+    assert rep.verdict == "violated" and ob.rule == "race.async-pending" and ob.locations[0].line == 41

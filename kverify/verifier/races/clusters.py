@@ -44,7 +44,7 @@ import z3
 from kverify.semantics.ir.errors import KernelError
 from kverify.semantics.ir.nodes import Addr, Imm, Reg, VecOp, where
 from kverify.semantics.ir.optable import SPACES, space_of
-from kverify.symbolic import Substitution, Unsupported, is_false, mk_and, mk_or, row_of
+from kverify.symbolic import Substitution, Unsupported, is_false, mk_and, mk_not, mk_or, row_of
 from kverify.symbolic.families import deref, is_atomic
 from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MAPA, MbarExecutor
@@ -78,7 +78,8 @@ class _EffectExecutor(MbarExecutor):
         super().__init__(env, check, launch)
         self.effects: list = []  # (instr, pc, [terms])
         self.global_async: list = []  # (instr, "read" | "write", region or None)
-        self.tensor_stores: list = []  # (instr, pc, tensor map, [coordinate terms], region, loops): TMA stores
+        # TMA stores: (instr, pc, tensor map, [coordinate terms], region, loops, shared source address)
+        self.tensor_stores: list = []
         self.derived: dict = {}  # approximate symbol (thread A) of a warp collective -> its operand terms
 
     def plain_instr(self, ins, st, guard):
@@ -146,8 +147,12 @@ class _EffectExecutor(MbarExecutor):
                         if tm is not None:
                             coords = [self.read(st, r, None)[0] if isinstance(r, Reg) else
                                       z3.BitVecVal(r.value, 32) if isinstance(r, Imm) else None for r in op.coords]
+                            src = ins.operands[1]  # ``load:src``, the shared tile
+                            s_t = (self.read(st, src.base, None)[0] if isinstance(src, Addr) and src.base is not None
+                                   else None)
+                            s_t = z3.simplify(s_t + src.offset) if s_t is not None and not z3.is_bool(s_t) else None
                             self.tensor_stores.append((ins, pc, tm, coords, self._global_region(ins, op, region),
-                                                       tuple(self.loop_stack)))
+                                                       tuple(self.loop_stack), s_t))
                             continue
                     if slot.access in _ACCESS:
                         self.global_async.append((ins, "read" if slot.access == "load" else "write",
@@ -350,7 +355,8 @@ def _communication(c, timeout_s) -> str:
 
 def _boxes_overlap(c, sts, budget) -> str:
     """"" when no two instances of the tensor stores ``sts`` (of one buffer) write overlapping
-    boxes -- two threads', or one thread's at two sites or in two iterations -- else why not. A box's footprint is the in-bounds elements of
+    boxes -- two warps', one thread's at two sites or in two iterations, or two lanes' of one warp
+    unless they copy the same bytes to the same box (one copy) -- else why not. A box's footprint is the in-bounds elements of
     ``[c_i, c_i + box_i)`` in each dimension i of the map (tile mode, traversal strides only
     thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
     dimension's byte stride is at least the span of the ones inside it (checked: every map the
@@ -363,7 +369,7 @@ def _boxes_overlap(c, sts, budget) -> str:
     from kverify.semantics.memory_model.tma import TensorMap, map_from_spec
 
     maps = []
-    for ins, _, tm, coords, _, _ in sts:
+    for ins, _, tm, coords, _, _, _ in sts:
         try:  # as the interpreter reads it (kverify.launch.params, Machine): with its buffer's shape
             name = tm["buffer"]
             buf = c.launch.buffers[name]
@@ -388,17 +394,21 @@ def _boxes_overlap(c, sts, budget) -> str:
     if any((m.dtype, m.shape, m.strides) != (first.dtype, first.shape, first.strides) for m in maps[1:]):
         return f"the tensor stores at {where(sts[0][0])} and others write one buffer through different tensor maps"
     base = c.base()
-    threads = c.distinct_threads("global")
+    one_warp = mk_and(*c.same_cta(), c.same_warp)
 
     def wide(t):
         return z3.SignExt(64 - t.size(), t) if t.size() < 64 else t
 
-    for i, (ia, pa, _, ca, _, loops) in enumerate(sts):
+    for i, (ia, pa, _, ca, _, loops, src) in enumerate(sts):
         for j in range(i, len(sts)):
-            ib, pb, _, cb, _, _ = sts[j]
-            # two instances of one store: another thread's, or the same thread's in another iteration
-            # (its stores may be in flight together: a write-after-write the cover would not compare)
-            distinct = [mk_or(*threads, *[k != c.b(k) for _, k in loops])] if i == j else []
+            ib, pb, _, cb, _, _, _ = sts[j]
+            # two instances of one store: another warp's, the same warp's in another iteration (one
+            # thread's stores may be in flight together: a write-after-write the cover would not
+            # compare), or another lane's copy of other bytes. The lanes of one warp that issue it
+            # with the same coordinates and shared source make one copy of the same bytes
+            # (CUTLASS's warp-wide TMA store; the interpreter performs it once).
+            same_copy = mk_and(*[c.b(x) == x for x in ca], c.b(src) == src) if src is not None else z3.BoolVal(False)
+            distinct = [mk_or(mk_not(one_warp), *[k != c.b(k) for _, k in loops], mk_not(same_copy))] if i == j else []
             near = [mk_and(wide(x) < wide(c.b(y)) + box_b, wide(c.b(y)) < wide(x) + box_a)
                     for x, y, box_a, box_b in zip(ca, cb, maps[i].box, maps[j].box)]
             r, _ = c.solve(distinct + [pa, c.b(pb)] + near, budget, base=base)

@@ -3,7 +3,7 @@
 # with its tile row offset shifted by 6 instead of 7 (each tile's 128 rows start 64 apart).
 set -e
 cd "$(dirname "$0")"
-for v in "" OVERLAP PEEK TWICE; do
+for v in "" OVERLAP PEEK TWICE WARP WARP_SRC; do
   out=tile_store${v:+__$(echo "$v" | tr A-Z a-z)}.ptx
   nvcc -arch=sm_90a -lineinfo -ptx ${v:+-D$v} tile_store.cu -o "$out"
   sed -i -E 's#^(\s*\.file\s+[0-9]+\s+")[^"]*/([^"/]+\.cu)"#\1\2"#' "$out"
