@@ -214,7 +214,8 @@ def test_ctrl_c_stops_the_check(server, served):
     c.send_signal(signal.SIGINT)
     out, err = c.communicate(timeout=60)
     assert time.monotonic() - t < 10
-    assert c.returncode == 130 and err == "kverify: interrupted (no verdict)\n" and out == "", (workers, [_cpu_seconds(w) for w in workers], out[-3000:], err[-3000:])
+    assert c.returncode == 130 and err == "kverify: interrupted (no verdict)\n" and out == "", \
+        (workers, [_cpu_seconds(w) for w in workers], out[-3000:], err[-3000:])
 
 
 def test_swallowed_ctrl_c_prints_no_verdict():

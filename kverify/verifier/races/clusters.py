@@ -356,9 +356,9 @@ def _communication(c, timeout_s) -> str:
 def _boxes_overlap(c, sts, budget) -> str:
     """"" when no two instances of the tensor stores ``sts`` (of one buffer) write overlapping
     boxes -- two warps', one thread's at two sites or in two iterations, or two lanes' of one warp
-    unless they copy the same bytes to the same box (one copy) -- else why not. A box's footprint is the in-bounds elements of
-    ``[c_i, c_i + box_i)`` in each dimension i of the map (tile mode, traversal strides only
-    thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
+    unless they copy the same bytes to the same box (one copy) -- else why not. A box's
+    footprint is the in-bounds elements of ``[c_i, c_i + box_i)`` in each dimension i of the map
+    (tile mode, traversal strides only thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
     dimension's byte stride is at least the span of the ones inside it (checked: every map the
     launch gives, the same for all stores of the buffer). Two boxes of one map share a byte only
     if they overlap in every dimension: ``c_i < c'_i + box_i`` and ``c'_i < c_i + box_i``
