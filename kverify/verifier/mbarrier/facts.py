@@ -19,8 +19,9 @@ MAX_REUSE = 64
 #: solver units one may-alias query of two barrier sites may spend (``Facts.alias``): decided
 #: ones take ~150k on CUTLASS's GEMMs; an undecided one would otherwise eat the obligation's budget
 ALIAS_UNITS = 2_000_000
-#: the iterations of each loop a may-alias witness tries before the query over all of them: a
-#: ring of up to this many stages, entered at any position (``Facts._first_iterations_witness``)
+#: the bound below which a may-alias witness takes every value of its query (loop counters, the
+#: registers loop heads over-approximate) before the query over all of them: a ring of up to this
+#: many stages, entered at any position (``Facts._first_iterations_witness``)
 WITNESS_ITERATIONS = 16
 #: obligation -> what its title says it proves (``mbarrier conformance: <that>``)
 TITLES = {"parity": "parity (initial phase and alternation)", "tx bytes": "tx bytes (per phase)",
@@ -208,8 +209,9 @@ class Facts:
     def _first_iterations_witness(self, q, loops, other_loops):
         """'sat' when query ``q`` (over the counters of ``loops`` and the renamed ones of
         ``other_loops``, as :meth:`renamed` names them) holds with every loop of both in its first
-        iteration, or else with every loop in one of its first ``WITNESS_ITERATIONS``, each try
-        within a tenth of ``ALIAS_UNITS``; else None. A barrier a fill and a wait share is most
+        iteration, or else with every bit-vector value the query is made of (loop counters, the
+        registers loop heads over-approximate) below ``WITNESS_ITERATIONS``, each try within a
+        tenth of ``ALIAS_UNITS``; else None. A barrier a fill and a wait share is most
         often shared from the start, or a few ring positions on (a consumer whose first wait of
         a tile is hoisted out of its k loop); these witnesses are small queries, where one over
         all iterations of two nested rings can take most of ``ALIAS_UNITS``, and how much of it
