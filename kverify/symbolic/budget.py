@@ -225,10 +225,10 @@ class SolverBudget:
             self.backstop_hit = True
             return z3.unknown
         own = isinstance(s, z3.Solver)
-        if own and s.ctx is not self.context():
-            s = s.translate(self._ctx)
         if own:
-            assumptions = [a.translate(self._ctx) for a in assumptions]
+            ctx = self.context()
+            s = s if s.ctx is ctx else s.translate(ctx)
+            assumptions = [a.translate(ctx) for a in assumptions]
         s.set("rlimit", max(1, self.left))
         s.set("timeout", max(1, int(wall_left * 1000)))
         s.set("ctrl_c", False)  # Ctrl-C is Python's (``watch_interrupts``)

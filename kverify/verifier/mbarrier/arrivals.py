@@ -45,10 +45,8 @@ def check(chk: Facts) -> Obligation:
     # so no arrival can drive that count below 0 (§9.7.13.15.2) -- how many arrivals a phase gets
     # does not matter (whether the barrier was initialized is checked below with the others). A
     # barrier with expect-tx or copies is counted: an arrival while its bytes are pending would.
-    waits = [_in_ring(chk, s) for s in chk.sites if s.kind == "wait"]
-    tracked = [_in_ring(chk, s) for s in chk.sites if s.kind not in ("init", "inval", "wait", "arrive") or s.tx is not None]
-
-    others = waits + tracked
+    # the sites that may name such a barrier: waits, and copies / expect-tx / complete-tx
+    others = [_in_ring(chk, s) for s in chk.sites if s.kind not in ("init", "inval", "arrive") or s.tx is not None]
 
     def inert(a):
         count = z3.simplify(a.count) if a.count is not None else None

@@ -9,7 +9,7 @@ The argument (docs/verdicts.md, "When a few clusters stand for the grid"):
    stores (a bulk store or reduction, an im2col or scatter store: their footprint is not
    encoded), no cooperative launch; every buffer an asynchronous copy reads (a tensor map's, a
    bulk copy's source) is written by no access; a buffer TMA stores write is accessed by
-   nothing else and its stores' boxes never overlap between two threads (``_boxes_overlap``);
+   nothing else and no two of its stores write overlapping boxes (``_boxes_overlap``);
    and z3 proves over two symbolic threads that no global byte one thread writes is accessed by
    another thread at all (any two distinct threads of the grid, every loop iteration). Then the
    only channels between CTAs are distributed shared memory, multicast copies, cluster barriers
@@ -38,6 +38,7 @@ Anything not established returns ``(None, why)``: the interpreter runs every clu
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import z3
 
@@ -50,7 +51,7 @@ from kverify.symbolic.budget import RLIMIT_PER_SECOND, SolverBudget
 from kverify.verifier.mbarrier.sites import MAPA, MbarExecutor
 from kverify.verifier.report import Obligation
 
-from .extents import IN_BOUNDS, NOT_IN_BOUNDS, prove_in_bounds
+from .extents import IN_BOUNDS, NOT_IN_BOUNDS, launch_tensor_map, prove_in_bounds
 from .smt import _Checker
 from .symmetry import MAX_REPS, _cover, _sameness
 
@@ -70,6 +71,18 @@ _DATA_BITS = ("t", "t2")  # a slot typed as the instruction: the data a store or
 _ACCESS = ("load", "store", "update")
 
 
+class TensorStore(NamedTuple):
+    """A tile-mode TMA store the effect executor met (``_boxes_overlap`` compares them)."""
+
+    instr: object
+    pc: object  # its condition
+    tmap: dict  # the launch spec's tensor map
+    coords: list  # coordinate terms (thread A), innermost first
+    region: str | None  # the global buffer the map describes
+    loops: tuple  # the loops around it: ((LoopInfo, counter), ...)
+    src: object  # the shared source address (None: not followed)
+
+
 class _EffectExecutor(MbarExecutor):
     """The mbarrier executor, recording what ``cluster_representatives`` compares between
     clusters (module docstring, 2.) and the global buffers asynchronous copies touch."""
@@ -78,8 +91,7 @@ class _EffectExecutor(MbarExecutor):
         super().__init__(env, check, launch)
         self.effects: list = []  # (instr, pc, [terms])
         self.global_async: list = []  # (instr, "read" | "write", region or None)
-        # TMA stores: (instr, pc, tensor map, [coordinate terms], region, loops, shared source address)
-        self.tensor_stores: list = []
+        self.tensor_stores: list = []  # TensorStore
         self.derived: dict = {}  # approximate symbol (thread A) of a warp collective -> its operand terms
 
     def plain_instr(self, ins, st, guard):
@@ -151,8 +163,9 @@ class _EffectExecutor(MbarExecutor):
                             s_t = (self.read(st, src.base, None)[0] if isinstance(src, Addr) and src.base is not None
                                    else None)
                             s_t = z3.simplify(s_t + src.offset) if s_t is not None and not z3.is_bool(s_t) else None
-                            self.tensor_stores.append((ins, pc, tm, coords, self._global_region(ins, op, region),
-                                                       tuple(self.loop_stack), s_t))
+                            self.tensor_stores.append(TensorStore(ins, pc, tm, coords,
+                                                                  self._global_region(ins, op, region),
+                                                                  tuple(self.loop_stack), s_t))
                             continue
                     if slot.access in _ACCESS:
                         self.global_async.append((ins, "read" if slot.access == "load" else "write",
@@ -320,10 +333,9 @@ def _communication(c, timeout_s) -> str:
     written = {a.region for a in accs if a.writes}
     stored = {}  # buffer -> the tensor stores into it
     for st in ex.tensor_stores:
-        ins, region = st[0], st[4]
-        if region is None:
-            return f"the global buffer {ins.opcode} at {where(ins)} writes is unknown"
-        stored.setdefault(region, []).append(st)
+        if st.region is None:
+            return f"the global buffer {st.instr.opcode} at {where(st.instr)} writes is unknown"
+        stored.setdefault(st.region, []).append(st)
     for ins, mode, region in ex.global_async:
         if mode == "write":
             return f"{ins.opcode} at {where(ins)} writes global memory asynchronously (its footprint is not encoded)"
@@ -335,7 +347,7 @@ def _communication(c, timeout_s) -> str:
         a = next((a for a in accs if a.region == region), None)
         if a is not None:
             return (f"{where(a.instr)} accesses {region.split(':', 1)[1]}, which the tensor store at "
-                    f"{where(sts[0][0])} writes (a tensor store's footprint is compared with other tensor stores "
+                    f"{where(sts[0].instr)} writes (a tensor store's footprint is compared with other tensor stores "
                     "only)")
         why = _boxes_overlap(c, sts, SolverBudget(timeout_s, label="symmetry.tensor-store"))
         if why:
@@ -358,30 +370,27 @@ def _boxes_overlap(c, sts, budget) -> str:
     boxes -- two warps', one thread's at two sites or in two iterations, or two lanes' of one warp
     unless they copy the same bytes to the same box (one copy) -- else why not. A box's
     footprint is the in-bounds elements of ``[c_i, c_i + box_i)`` in each dimension i of the map
-    (tile mode, traversal strides only thin it out), and the map sends distinct in-bounds coordinates to distinct bytes when each
-    dimension's byte stride is at least the span of the ones inside it (checked: every map the
-    launch gives, the same for all stores of the buffer). Two boxes of one map share a byte only
-    if they overlap in every dimension: ``c_i < c'_i + box_i`` and ``c'_i < c_i + box_i``
-    (coordinates are signed 32-bit, compared without wrapping) -- the query, over two symbolic
-    threads, every loop iteration. One thread's stores count too: where they overlap, what orders
-    them (a wait_group) is the run's to see, and a CTA not interpreted is not run."""
-    from kverify.launch.params import tensormap_spec
-    from kverify.semantics.memory_model.tma import TensorMap, map_from_spec
+    (tile mode, traversal strides only thin it out), and the map sends distinct in-bounds
+    coordinates to distinct bytes when each dimension's byte stride is at least the span of the
+    ones inside it (checked: every map the launch gives, the same for all stores of the buffer).
+    Two boxes of one map share a byte only if they overlap in every dimension:
+    ``c_i < c'_i + box_i`` and ``c'_i < c_i + box_i`` (coordinates are signed 32-bit, compared
+    without wrapping) -- the query, over two symbolic threads, every loop iteration. One thread's
+    stores count too: where they overlap, what orders them (a wait_group) is the run's to see,
+    and a CTA not interpreted is not run."""
+    from kverify.semantics.memory_model.tma import TensorMap
 
     maps = []
-    for ins, _, tm, coords, _, _, _ in sts:
-        try:  # as the interpreter reads it (kverify.launch.params, Machine): with its buffer's shape
-            name = tm["buffer"]
-            buf = c.launch.buffers[name]
-            shape = tuple(int(x) for x in buf["shape"])
-            m = map_from_spec(tensormap_spec(tm, {name: (0, buf["dtype"], shape)}, c.launch, ["tensormaps"]).spec,
-                              shape)
+    for st in sts:
+        ins = st.instr
+        try:
+            m = launch_tensor_map(c.launch, st.tmap)
         except Exception as e:  # noqa: BLE001 - a map this cannot read is no proof
             return f"the tensor map of the store at {where(ins)} is not understood ({e})"
         if not isinstance(m, TensorMap):
             return f"the tensor store at {where(ins)} is not in tile mode"
         maps.append(m)
-        if any(x is None for x in coords) or len(coords) != len(m.box):
+        if any(x is None for x in st.coords) or len(st.coords) != len(m.box):
             return f"the coordinates of the tensor store at {where(ins)} are not followed"
         span = m.element_size
         for d, stride in zip(m.shape, m.strides):  # innermost first: stride of dim i+1 vs span of 0..i
@@ -392,32 +401,34 @@ def _boxes_overlap(c, sts, budget) -> str:
             span = stride
     first = maps[0]
     if any((m.dtype, m.shape, m.strides) != (first.dtype, first.shape, first.strides) for m in maps[1:]):
-        return f"the tensor stores at {where(sts[0][0])} and others write one buffer through different tensor maps"
+        return f"the tensor stores at {where(sts[0].instr)} and others write one buffer through different tensor maps"
     base = c.base()
     one_warp = mk_and(*c.same_cta(), c.same_warp)
 
     def wide(t):
         return z3.SignExt(64 - t.size(), t) if t.size() < 64 else t
 
-    for i, (ia, pa, _, ca, _, loops, src) in enumerate(sts):
+    for i, a in enumerate(sts):
         for j in range(i, len(sts)):
-            ib, pb, _, cb, _, _, _ = sts[j]
+            b = sts[j]
             # two instances of one store: another warp's, the same warp's in another iteration (one
             # thread's stores may be in flight together: a write-after-write the cover would not
             # compare), or another lane's copy of other bytes. The lanes of one warp that issue it
             # with the same coordinates and shared source make one copy of the same bytes
             # (CUTLASS's warp-wide TMA store; the interpreter performs it once).
-            same_copy = mk_and(*[c.b(x) == x for x in ca], c.b(src) == src) if src is not None else z3.BoolVal(False)
-            distinct = [mk_or(mk_not(one_warp), *[k != c.b(k) for _, k in loops], mk_not(same_copy))] if i == j else []
+            same_copy = (mk_and(*[c.b(x) == x for x in a.coords], c.b(a.src) == a.src) if a.src is not None
+                         else z3.BoolVal(False))
+            distinct = ([mk_or(mk_not(one_warp), *[k != c.b(k) for _, k in a.loops], mk_not(same_copy))]
+                        if i == j else [])
             near = [mk_and(wide(x) < wide(c.b(y)) + box_b, wide(c.b(y)) < wide(x) + box_a)
-                    for x, y, box_a, box_b in zip(ca, cb, maps[i].box, maps[j].box)]
-            r, _ = c.solve(distinct + [pa, c.b(pb)] + near, budget, base=base)
+                    for x, y, box_a, box_b in zip(a.coords, b.coords, maps[i].box, maps[j].box)]
+            r, _ = c.solve(distinct + [a.pc, c.b(b.pc)] + near, budget, base=base)
             if r == "unsat":
                 continue
+            where_ab = f"the tensor stores at {where(a.instr)} and {where(b.instr)}"
             if r == "sat":
-                return (f"two stores may write overlapping boxes (the tensor stores at {where(ia)} and "
-                        f"{where(ib)})")
-            return f"the solver did not decide whether the tensor stores at {where(ia)} and {where(ib)} overlap"
+                return f"two stores may write overlapping boxes ({where_ab})"
+            return f"the solver did not decide whether {where_ab} overlap"
     return ""
 
 

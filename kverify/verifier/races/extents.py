@@ -263,6 +263,20 @@ IN_BOUNDS = ("every global and shared access of the other {unit} in bounds (prov
 NOT_IN_BOUNDS = "memory safety and outputs of the other {unit} are not checked by this run"
 
 
+def launch_tensor_map(spec, tm: dict):
+    """The tensor map a launch spec's entry ``tm`` describes, read as the interpreter reads it
+    (``kverify.launch.params.tensormap_spec``, then ``tma.map_from_spec`` with its buffer's shape);
+    raises where the launch could not run it."""
+    from kverify.launch import params as lparams
+    from kverify.semantics.memory_model import tma
+
+    name = tm["buffer"]
+    b = spec.buffers[name]
+    shape = tuple(int(x) for x in b["shape"])
+    return tma.map_from_spec(lparams.tensormap_spec(tm, {name: (0, b["dtype"], shape)}, spec, ["tensormap"]).spec,
+                             shape)
+
+
 def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None]:
     """``("", None)`` when z3 proves, over one symbolic thread standing for every thread of the launch
     and every loop iteration it reaches, that each global access of the executor run ``c.ex``
@@ -273,9 +287,6 @@ def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None
     unknown, an asynchronous global access that names no tensor map, or an access the solver's
     model puts outside, with the ``%ctaid`` of the model's thread (the encoding
     over-approximates: a CTA to interpret, not a finding)."""
-    from kverify.launch import params as lparams
-    from kverify.semantics.memory_model import tma
-
     ex, env, kernel = c.ex, c.env, c.kernel
     if ex.unknown_region_write or any(ex.reasons.values()):
         return "an access outside the encoding", None
@@ -286,19 +297,18 @@ def prove_in_bounds(c, spec, timeout_s: float = 10.0) -> tuple[str, tuple | None
         b = lookup(spec.buffers or {}, kernel, i)
         if b is not None:
             sizes[p.source_name or p.name] = sizes[p.name] = _nbytes(b)
-    for ins, _mode, region in [*getattr(ex, "global_async", ()), *[(st[0], "write", st[4]) for st in
-                                                                   getattr(ex, "tensor_stores", ())]]:
+    copies = [ins for ins, _, _ in getattr(ex, "global_async", ())] + [
+        s.instr for s in getattr(ex, "tensor_stores", ())]
+    for ins in copies:
         tensor = any(isinstance(o, Addr) and o.coords for o in ins.operands)
         tm = ex.tensor_map(ins)[0] if tensor else None
         if tm is None:
             return f"the global operand of {ins.opcode} at {where(ins)} is not bounded by this check", None
         name = tm.get("buffer")
-        b = (spec.buffers or {}).get(name)
-        if b is None:
+        if (spec.buffers or {}).get(name) is None:
             return f"the buffer of the tensor map {ins.opcode} at {where(ins)} goes through is unknown", None
         try:
-            slot = lparams.tensormap_spec(tm, {name: (0, b["dtype"], tuple(b["shape"]))}, spec, ["tensormap"])
-            m = tma.map_from_spec(slot.spec, tuple(b["shape"]))
+            m = launch_tensor_map(spec, tm)
         except Exception as e:  # noqa: BLE001 - a map the launch cannot run is the interpreter's to report
             return f"the tensor map of {ins.opcode} at {where(ins)} is not understood ({e})", None
         if m.extent_bytes > sizes[name]:
