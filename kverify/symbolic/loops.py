@@ -158,8 +158,9 @@ class LoopSummaries:
         """The induction checks (kind, register, formula: satisfiable when the check fails)
         not proved. One query for all of them first; a disjunction can be far harder for the
         solver than each of its parts, so when that query has no answer within part of the
-        budget (``query_cap``), one query for each. ``capped``: each of those within part of
-        the budget too (checks whose failure costs only precision)."""
+        budget (``query_cap``), one query for each. ``capped``: those queries all within one such
+        part of the budget too (checks whose failure costs only precision: one the part left no
+        units for fails)."""
         def cap(on=True):
             return self.query_cap() if self.query_cap is not None and on else nullcontext()
 
@@ -171,12 +172,8 @@ class LoopSummaries:
             return [c for c in checks if z3.is_true(model.eval(c[2], model_completion=True))]
         if self.query_cap is None or len(checks) == 1:
             return list(checks)
-        failed = []
-        for c in checks:
-            with cap(capped):
-                if self.check(c[2])[0] != "unsat":
-                    failed.append(c)
-        return failed
+        with cap(capped):
+            return [c for c in checks if self.check(c[2])[0] != "unsat"]
 
     def _loop_attempt(self, lp: Loop, st: State, ivs: dict, mode, written, region_unknown):
         n = len(self.loops)

@@ -47,6 +47,7 @@ from kverify.semantics.ir.types import Vector
 from kverify.semantics.ir.visit import RegisterWidths
 from kverify.semantics.memory_model import tma
 from kverify.semantics.memory_model.execution import BOUNDS, DSMEM_AFTER_EXIT, DSMEM_BEFORE_START
+from kverify.semantics.values.concrete import quiet
 
 from .accesses import AccessMixin, _atomic_result_used
 from .async_ops import AsyncOp
@@ -441,7 +442,8 @@ class Machine(AccessMixin, MbarrierMixin):
         self.step_limit = self.steps + self.max_steps * max(1, len(ctas))
         first_agent = len(self.agents)  # the operations this run issues get agents from here on
         self.groups_run += 1
-        self._run_cluster(ctas)
+        with quiet():  # lanes wrap, overflow and divide as PTX defines; entered once for the run
+            self._run_cluster(ctas)
         for c in ctas:
             if c.maxnreg and self.status == "complete":
                 warpgroup_divergence(self, c, len(c.warps))

@@ -93,6 +93,9 @@ class Facts:
         self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
         self.assumptions: set = set()  # what a proof of the obligation being checked rests on (static._run)
         self.memo = {}
+        # definite answers by query (the same query comes from several obligations' rules; an
+        # unknown is not kept: another obligation's budget may answer it)
+        self._answers: dict = {}
         self.guessed_roles: set = set()  # ids of waits whose role rests on approximated barrier addresses
         self._symbols = Symbols()
         self._thread_counts: dict = {}  # pc id -> (pc, count_threads' answer, the assumptions it added)
@@ -113,10 +116,17 @@ class Facts:
                 if not keep[j] and keys & names:
                     keep[j] = changed = True
                     names |= self.syms(c)
-        r, m = self.budget.solve(*fs, *[c for (c, _), kp in zip(base, keep) if kp])
-        if r == z3.sat:
-            return "sat", m
-        return ("unsat", None) if r == z3.unsat else ("unknown", None)
+        query = (*fs, *[c for (c, _), kp in zip(base, keep) if kp])
+        key = tuple(f.get_id() for f in query)
+        known = self._answers.get(key)
+        if known is not None:
+            return known[0]
+        r, m = self.budget.solve(*query)
+        if r == z3.unknown:
+            return "unknown", None
+        answer = ("sat", m) if r == z3.sat else ("unsat", None)
+        self._answers[key] = (answer, query)  # (the terms kept alive: their ids stay theirs)
+        return answer
 
     def prove(self, hyp, goal):
         """'proved' | ('cex', model) | 'unknown'."""

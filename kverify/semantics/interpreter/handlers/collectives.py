@@ -38,6 +38,11 @@ def _check_members(m, w, ins, mask, op):
     partition's masks)."""
     v = np.broadcast_to(np.asarray(m.val(w, op, 32), U64) if op is not None else U64(0xFFFFFFFF), (32,))
     execs = mask & w.live
+    if (v == v[0]).all():  # one membermask for every lane (the common case): the checks below on it alone
+        one = int(v[0])
+        named = (one >> np.arange(32)) & 1 == 1
+        if not (execs & ~named).any() and not (named & w.valid & w.live & ~mask).any():
+            return
     bits = ((v.astype(np.uint64)[:, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
     named = bits[execs].any(axis=0)  # lane j is named by some executing lane's mask
     outside = [int(i) for i in np.flatnonzero(execs & ~bits[np.arange(32), np.arange(32)])]
