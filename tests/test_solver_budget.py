@@ -202,3 +202,47 @@ def test_verdicts_are_the_same_without_the_first_attempt(monkeypatch, units):
     assert ("race.shared", "violated", "race.shared") in fast["reduce_smem__missing_sync.ptx"]
     assert ("mbarrier.parity", "violated", "mbarrier.parity") in fast["bulk_pipeline__wrong_parity.ptx"]
     assert [s for _, s, _ in fast["bulk_pipeline__wrong_parity.ptx"]].count("violated") >= 1
+
+
+def test_a_query_the_static_obligations_ask_again_is_not_solved_again(monkeypatch):
+    """The mbarrier facts keep each definite answer: the same query comes from several
+    obligations' rules (peek_pipeline asked 5 of its queries twice)."""
+    asked = []
+    solve = SolverBudget.solve
+
+    def counting(self, *fs):
+        asked.append(tuple(f.get_id() for f in fs))
+        return solve(self, *fs)
+
+    monkeypatch.setattr(SolverBudget, "solve", counting)
+    m = load_module(ZOO / "peek_pipeline" / "peek_pipeline.ptx")
+    obs = check_mbarrier(m)
+    assert [o.status for o in obs] == ["proved", "proved", "proved"]
+    assert len(asked) >= 30 and len(set(asked)) == len(asked)
+
+
+def test_bound_candidates_checked_one_by_one_share_one_part_of_the_budget():
+    """A Houdini round whose joint query has no answer checks its candidates one by one; a
+    failed check costs only a bound (precision), so those queries together get one part of the
+    budget (``query_cap``), not one part each."""
+    from kverify.symbolic.loops import LoopSummaries
+
+    class Loops(LoopSummaries):
+        def __init__(self):
+            self.budget = SolverBudget(1.0)
+
+        def query_cap(self):
+            return self.budget.capped(self.budget.left // 32)
+
+        def check(self, f):
+            return ("unknown" if self.budget.solve(f)[0] == z3.unknown else "?"), None
+
+    x, y = z3.BitVecs("x y", 16)
+    hard = [z3.And(z3.ZeroExt(16, x) * z3.ZeroExt(16, y) == p, z3.UGT(x, 1), z3.UGT(y, 1))
+            for p in (65521, 65519, 65497, 65479, 65449)]  # primes: each about 0.5 M units to refute
+    loops = Loops()
+    cap = loops.budget.units // 32
+    checks = [("bound", f"%r{i}", f) for i, f in enumerate(hard)]
+    assert loops._failed_checks(checks, capped=True) == checks
+    # the joint query's part and one more for the five (each part spent to within z3's count step)
+    assert loops.budget.spent < 2.2 * cap
