@@ -246,3 +246,26 @@ def test_bound_candidates_checked_one_by_one_share_one_part_of_the_budget():
     assert loops._failed_checks(checks, capped=True) == checks
     # the joint query's part and one more for the five (each part spent to within z3's count step)
     assert loops.budget.spent < 2.2 * cap
+
+
+def test_a_kept_answer_is_not_given_to_the_same_formula_under_a_new_constraint():
+    """The facts' answers are kept by the whole query, the constraints it rests on included: a
+    bound added after a query (a loop's Houdini bound) makes the same formula a new query."""
+    from types import SimpleNamespace
+
+    from kverify.symbolic.terms import keys
+    from kverify.verifier.mbarrier.facts import Facts
+
+    chk = Facts(None, None, None, 10.0, 0.0)
+    chk.env = SimpleNamespace(shared_constraints=[], constraints_a=[])
+    x = z3.BitVec("kept.x", 32)
+    assert chk.solve([x == 5])[0] == "sat"
+    spent = chk.budget.spent
+    assert chk.solve([x == 5])[0] == "sat" and chk.budget.spent == spent  # kept: not solved again
+    chk.env.constraints_a.append((z3.ULT(x, 5), keys(x)))
+    assert chk.solve([x == 5])[0] == "unsat"
+    y = z3.BitVec("kept.y", 32)  # an unknown is not kept: the next budget may answer it
+    chk.budget.units = chk.budget.spent
+    assert chk.solve([y * y == 7])[0] == "unknown"
+    chk.budget.restart()
+    assert chk.solve([y * y == 7])[0] == "unsat"

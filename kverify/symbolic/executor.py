@@ -420,15 +420,16 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
         if pc is None:
             pc = mk_or(*[s.pc for s in live])
         sel = [select] if select is not None and len(live) == 2 else [s.pc for s in live[:-1]]
-        regs = {}
-        names = set()
-        for s in live:
-            names.update(s.regs)
-        for n in sorted(names):  # (the order terms are made in is the order z3 numbers them)
-            v0 = live[0].regs.get(n)
-            if v0 is not None and all(s.regs.get(n) is v0 for s in live[1:]):
-                regs[n] = v0  # unchanged on every path (the common case: most registers of a kernel)
-                continue
+        # the registers some path changed (most of a kernel's are the same object on every path)
+        first = live[0].regs
+        names, changed = set(first), set()
+        for s in live[1:]:
+            if s.regs is not first:
+                names.update(s.regs)
+                changed.update([n for n, v in s.regs.items() if first.get(n) is not v])
+                changed.update(first.keys() - s.regs.keys())
+        joined = {}
+        for n in sorted(changed):  # (the order terms are made in is the order z3 numbers them)
             vals = [(p, s.regs.get(n)) for p, s in zip(sel + [TRUE], live)]
             have = [(p, v) for p, v in vals if v is not None]
             if n.startswith(LOCAL) and len(have) < len(vals):
@@ -445,7 +446,9 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
                     # two pointers into different buffers: a selection (``provenance``)
                     region = self.select_region(p, v[1], region) if len(have) == 2 and not z3.is_bool(term) \
                         else "?"
-            regs[n] = (term, region)
+            joined[n] = (term, region)
+        regs = {n: joined[n] if n in changed else first[n] for n in sorted(names)
+                if n in joined or n not in changed}
         epoch = live[-1].epoch
         for p, s in reversed(list(zip(sel, live[:-1]))):
             epoch = mk_ite(p, s.epoch, epoch)
