@@ -27,7 +27,8 @@ when it applies, and a function from the kernel's ``Context`` to ``Obligation`` 
     named-barrier conformance            barrier.* rules
     deadlock-free                        every schedule covered terminates
     memory safety                        bounds, uninitialized reads, trap, brx.idx index range,
-                                         calls through a pointer that holds no function
+                                         calls through a pointer that holds no function, integer
+                                         division by zero
     assertions                           assert.failed (kernels with assertions only)
 
 ``combine`` applies the verdict lattice to the evidence for each obligation: a violation
@@ -83,7 +84,8 @@ FAMILIES = (
     ("mbarrier conformance", "mbarrier", ("mbarrier.",)),
     ("named-barrier conformance", "mbarrier", ("barrier.",)),
     ("deadlock-free", "deadlock", ("deadlock",)),
-    ("memory safety", "memory", ("bounds", "misaligned", "uninitialized", "trap", "branch.", "call.", "dsmem.")),
+    ("memory safety", "memory", ("bounds", "misaligned", "uninitialized", "trap", "branch.", "call.", "dsmem.",
+                                 "arith.")),
     ("assertions", "assertions", ("assert.",)),
 )
 #: Obligations reported only for kernels that use what they are about (``Context.uses``).

@@ -84,6 +84,10 @@ DSMEM_AFTER_EXIT = Rule(
 UNINITIALIZED = Rule(
     "uninitialized", "§5.1 state spaces (shared and local memory are not initialized)", "state-spaces",
     "a read of shared or local memory no thread wrote before it")
+DIV_BY_ZERO = Rule(
+    "arith.div-by-zero", "§9.7.1.8 div, §9.7.1.9 rem", "integer-arithmetic-instructions-div",
+    "an integer div or rem executed with a divisor of 0: its result is unspecified (machine-specific); the run "
+    "goes on with SMT-LIB's value (quotient all ones, remainder the dividend), which the GPU need not give")
 TRAP = Rule(
     "trap", "§9.7.19.4 trap; brkpt", "miscellaneous-instructions-trap",
     "trap or brkpt executed: the launch aborts")

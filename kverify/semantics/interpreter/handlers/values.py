@@ -8,6 +8,8 @@ import numpy as np
 
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
+from kverify.semantics.ir.nodes import where as _fmt_loc
+from kverify.semantics.memory_model.execution import DIV_BY_ZERO
 from kverify.semantics.ir.optable import OPS
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits
@@ -31,6 +33,21 @@ WIDE_SRC = {"mul", "mad"}
 CARRY = "%cc.cf"
 CARRY_IN = ("addc", "subc", "madc")
 CARRY_OUT = ("add", "sub", "mad", "addc", "subc", "madc")
+
+
+#: integer families whose result the ISA leaves unspecified for a divisor of 0
+DIVISIONS = ("div", "rem")
+
+
+def _divisor_zero(m, w, ins, mask, divisor):
+    """``arith.div-by-zero`` when a lane of ``mask`` divides by 0 (the run goes on with the value
+    the value semantics gives, SMT-LIB's)."""
+    lanes = np.flatnonzero(mask & (np.asarray(divisor) == 0))
+    if len(lanes):
+        lane = int(lanes[0])
+        m.report(DIV_BY_ZERO.id, f"{ins.opcode} with divisor 0 in {len(lanes)} lane(s) of {w.describe()}, first "
+                 f"{m._thread(w, lane)} at {_fmt_loc(ins.loc)}: the ISA leaves the result unspecified (machine-specific); "
+                 f"the run goes on with SMT-LIB's value, which the GPU need not give ({DIV_BY_ZERO.section})", [ins.loc], thread=m._thread(w, lane))
 
 
 def carry_flag(w):
@@ -119,6 +136,8 @@ def h_value(m, w, ins, mask):
         return
     if fam in CARRY_IN:
         args.append(carry_flag(w))
+    if fam in DIVISIONS and isinstance(ty, str) and ty[0] in "us":
+        _divisor_zero(m, w, ins, mask, args[1])
     with quiet():
         if any(x is None for x in args) or (fam == "cvt" and isinstance(ty, tuple) and ty[0] in ("f16x2", "bf16x2")
                                             and len(args) < 2):  # a form with fewer operands than it reads
