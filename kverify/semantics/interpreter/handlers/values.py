@@ -9,9 +9,9 @@ import numpy as np
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Neg, PairOp, Reg, VecOp
 from kverify.semantics.ir.nodes import where as _fmt_loc
-from kverify.semantics.memory_model.execution import DIV_BY_ZERO
 from kverify.semantics.ir.optable import OPS
 from kverify.semantics.ir.types import SCALAR_BITS
+from kverify.semantics.memory_model.execution import DIV_BY_ZERO
 from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits
 from kverify.semantics.values.concrete import quiet
 
@@ -43,11 +43,12 @@ def _divisor_zero(m, w, ins, mask, divisor):
     """``arith.div-by-zero`` when a lane of ``mask`` divides by 0 (the run goes on with the value
     the value semantics gives, SMT-LIB's)."""
     lanes = np.flatnonzero(mask & (np.asarray(divisor) == 0))
-    if len(lanes):
-        lane = int(lanes[0])
-        m.report(DIV_BY_ZERO.id, f"{ins.opcode} with divisor 0 in {len(lanes)} lane(s) of {w.describe()}, first "
-                 f"{m._thread(w, lane)} at {_fmt_loc(ins.loc)}: the ISA leaves the result unspecified (machine-specific); "
-                 f"the run goes on with SMT-LIB's value, which the GPU need not give ({DIV_BY_ZERO.section})", [ins.loc], thread=m._thread(w, lane))
+    if not len(lanes):
+        return
+    first = m._thread(w, int(lanes[0]))
+    m.report(DIV_BY_ZERO.id, f"{ins.opcode} with divisor 0 in {len(lanes)} lane(s) of {w.describe()}, first {first} "
+             f"at {_fmt_loc(ins.loc)}: the ISA leaves the result unspecified (machine-specific); the run goes on "
+             f"with SMT-LIB's value, which the GPU need not give ({DIV_BY_ZERO.section})", [ins.loc], thread=first)
 
 
 def carry_flag(w):
