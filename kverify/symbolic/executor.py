@@ -447,8 +447,8 @@ class Executor(LoopSummaries, Calls, Instructions, Provenance):
                     region = self.select_region(p, v[1], region) if len(have) == 2 and not z3.is_bool(term) \
                         else "?"
             joined[n] = (term, region)
-        regs = {n: joined[n] if n in changed else first[n] for n in sorted(names)
-                if n in joined or n not in changed}
+        dropped = changed - joined.keys()  # (local stores known on some paths only)
+        regs = {n: joined[n] if n in joined else first[n] for n in sorted(names - dropped)}
         epoch = live[-1].epoch
         for p, s in reversed(list(zip(sel, live[:-1]))):
             epoch = mk_ite(p, s.epoch, epoch)

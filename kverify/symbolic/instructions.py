@@ -19,7 +19,8 @@ import z3
 from kverify.semantics.ir.nodes import Addr, Imm, Instr, PairOp, Reg, Sym, VecOp, where
 from kverify.semantics.ir.optable import ALIGNED_COLLECTIVE, ATOMOP, OPS, space_of
 from kverify.semantics.ir.types import SCALAR_BITS
-from kverify.semantics.values import FAMILIES, TWO_TYPES, Z3Domain, evaluate, is_float, source_widths
+from kverify.semantics.values import (FAMILIES, TWO_TYPES, Z3Domain, evaluate, is_float, source_widths,
+                                      unspecified_at_zero)
 
 from .families import (NO_ORDERING, UNCOUNTED_ORDERING, deref, handler, is_async, is_atomic,
                        is_unmodelled_memory, matrix_rows, operand)
@@ -232,7 +233,7 @@ class Instructions:
         except Exception:  # noqa: BLE001 - any form the semantics does not take
             self.havoc_dests(st, ins, guard, fam)
             return st
-        if fam in ("div", "rem") and ty[0] in "usb" and not isinstance(res, tuple):
+        if unspecified_at_zero(fam, ty) and not isinstance(res, tuple):
             # an integer division by zero yields an unspecified value (§9.7.1.8 div, §9.7.1.9 rem):
             # any value, approximate -- not SMT-LIB's x/0 = all ones, x%0 = x, which a proof could rest on
             b = args[1]

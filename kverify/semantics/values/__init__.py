@@ -84,6 +84,13 @@ def is_approximate(family: str, mods) -> bool:
     )
 
 
+def unspecified_at_zero(family: str, ty) -> bool:
+    """An integer division or remainder: its result for a divisor of 0 is unspecified, machine-specific
+    (§9.7.1.8 div, §9.7.1.9 rem), where both domains give SMT-LIB's (quotient all ones, remainder the
+    dividend)."""
+    return family in ("div", "rem") and isinstance(ty, str) and ty[0] in "usb"
+
+
 def atom_float_mods(op: str, ty: str, mods, space=None) -> frozenset:
     """The rounding modifiers of an atomic float ``op`` of type ``ty`` (``atom``/``red``; ``mods``:
     the instruction's; ``space``: the state space it names, None for a generic address): ``add``
@@ -240,4 +247,5 @@ __all__ = [
     "is_float",
     "is_signed",
     "ops",
+    "unspecified_at_zero",
 ]

@@ -93,8 +93,10 @@ class Facts:
         self.budget = SolverBudget(timeout_s, label="mbarrier")  # solver work, not wall-clock time (symbolic/budget.py)
         self.assumptions: set = set()  # what a proof of the obligation being checked rests on (static._run)
         self.memo = {}
-        # definite answers by query (the same query comes from several obligations' rules; an
-        # unknown is not kept: another obligation's budget may answer it)
+        # definite answers by the whole query (the same query comes from several obligations'
+        # rules; an unknown is not kept: another obligation's budget may answer it). Apart from
+        # ``memo``, whose answers are about sites: a strengthened copy (parity) starts a new memo
+        # but keeps these, true whatever the sites are
         self._answers: dict = {}
         self.guessed_roles: set = set()  # ids of waits whose role rests on approximated barrier addresses
         self._symbols = Symbols()

@@ -12,7 +12,7 @@ from kverify.semantics.ir.nodes import where as _fmt_loc
 from kverify.semantics.ir.optable import OPS
 from kverify.semantics.ir.types import SCALAR_BITS
 from kverify.semantics.memory_model.execution import DIV_BY_ZERO
-from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits
+from kverify.semantics.values import FAMILIES, evaluate, family_type, source_bits, unspecified_at_zero
 from kverify.semantics.values.concrete import quiet
 
 from ..state import D, U64, low_mask
@@ -33,10 +33,6 @@ WIDE_SRC = {"mul", "mad"}
 CARRY = "%cc.cf"
 CARRY_IN = ("addc", "subc", "madc")
 CARRY_OUT = ("add", "sub", "mad", "addc", "subc", "madc")
-
-
-#: integer families whose result the ISA leaves unspecified for a divisor of 0
-DIVISIONS = ("div", "rem")
 
 
 def _divisor_zero(m, w, ins, mask, divisor):
@@ -137,7 +133,7 @@ def h_value(m, w, ins, mask):
         return
     if fam in CARRY_IN:
         args.append(carry_flag(w))
-    if fam in DIVISIONS and isinstance(ty, str) and ty[0] in "us":
+    if unspecified_at_zero(fam, ty):
         _divisor_zero(m, w, ins, mask, args[1])
     with quiet():
         if any(x is None for x in args) or (fam == "cvt" and isinstance(ty, tuple) and ty[0] in ("f16x2", "bf16x2")
