@@ -71,3 +71,16 @@ def test_no_division_by_zero_in_the_run_is_no_finding(tmp_path, ptx, zero_at):
     assert rc == 0 and k["verdict"] == "verified"
     mem = next(o for o in k["obligations"] if o["title"] == "memory safety")
     assert mem["status"] == "bounded" and not k["findings"]
+
+
+def test_a_run_with_a_zero_parameter_divisor_violates_memory_safety_at_the_remainder():
+    """``t % d`` with the launch's d = 0 (every lane divides by the same zero): the run is a
+    finding at the rem, not a run on SMT-LIB's ``t % 0 = t``."""
+    r = subprocess.run([sys.executable, "-m", "kverify", "check", str(PTX), "--block", "256", "--arg", "out=256:f32",
+                        "--arg", "d=0", "--format", "json"], cwd=ROOT, capture_output=True, text=True)
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert r.returncode == 1 and k["verdict"] == "violated"
+    mem = next(o for o in k["obligations"] if o["title"] == "memory safety")
+    assert mem["status"] == "violated" and mem["rule"] == "arith.div-by-zero"
+    assert mem["locations"][0]["line"] == 6
+    assert "rem.u32 with divisor 0 in 32 lane(s) of warp 0" in mem["message"]

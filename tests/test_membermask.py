@@ -36,3 +36,18 @@ def test_lanes_a_mask_names_must_pass_the_same_mask():
     r = _run("shifted")
     assert [(f.rule, f.locs[0].line) for f in r.findings] == [("barrier.divergence", 22)]
     assert "lane 0's membermask 0xffffffff names lane 1, whose membermask is 0xfffffffe" in r.findings[0].message
+
+
+def test_one_full_mask_for_every_lane_is_fine():
+    r = _run("full")
+    assert r.status == "complete" and r.findings == []
+    assert list(r.outputs["y"]) == [r.inputs["x"][0]] * 32
+
+
+def test_one_full_mask_run_by_half_the_warp_is_reported():
+    """Every lane holds the same mask (the check on the mask alone), and lanes 16-31, which it
+    names, do not run the shuffle: undefined (§9.7.9.6)."""
+    r = _run("partial_full")
+    assert [(f.rule, f.locs[0].line) for f in r.findings] == [("barrier.divergence", 34)]
+    assert "with membermask 0xffffffff" in r.findings[0].message
+    assert "lanes 16, 17, 18, 19, 20, 21, 22, 23 of the mask do not execute it" in r.findings[0].message

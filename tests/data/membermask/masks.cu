@@ -21,3 +21,15 @@ extern "C" __global__ void shifted(const float *x, float *y) {
   unsigned m = 0xffffffffu << t;
   y[t] = __shfl_sync(m, x[t], 31);
 }
+
+// full: every lane shuffles with the full mask -- correct (one mask for all lanes).
+extern "C" __global__ void full(const float *x, float *y) {
+  int t = threadIdx.x;
+  y[t] = __shfl_sync(0xffffffffu, x[t], 0);
+}
+
+// partial_full: only lanes 0-15 run a shuffle whose (one, full) mask names all 32 lanes.
+extern "C" __global__ void partial_full(const float *x, float *y) {
+  int t = threadIdx.x;
+  if (t < 16) y[t] = __shfl_sync(0xffffffffu, x[t], 0);
+}
