@@ -312,6 +312,9 @@ def test_mma_by_part_of_a_warp_is_barrier_divergence(tmp_path, capsys):
     k = json.loads(capsys.readouterr().out)["kernels"][0]
     assert rc == 1 and k["verdict"] == "violated"
     mma_line = 1 + next(i for i, l in enumerate(twin.splitlines()) if "mma.sync" in l)
-    bad = [o for o in k["obligations"] if o["status"] == "violated"]
-    assert {o["rule"] for o in bad} == {"barrier.divergence"}
-    assert all(any(loc["line"] == mma_line for loc in o["locations"]) for o in bad)
+    bad = {o["rule"]: o for o in k["obligations"] if o["status"] == "violated"}
+    assert set(bad) == {"barrier.divergence", "uninitialized.register"}
+    assert any(loc["line"] == mma_line for loc in bad["barrier.divergence"]["locations"])
+    # and lanes 16..31, which skipped the mma, store a result no instruction wrote
+    assert "undefined in 16 lane(s) of warp 0 (threads 0-31) of CTA (0,0,0), first thread 16 " in \
+        bad["uninitialized.register"]["message"]

@@ -32,8 +32,10 @@ every value of the free parameters:
                              sized to the kernel's own accesses, when nothing else the
                              obligation covers can occur: no shared or local memory access (bounds,
                              uninitialized reads), no global variable, no buffer the launch gives, no
-                             ``trap``, no indirect branch, no CUDA ``assert()`` left unproved, no
-                             access the engine does not follow. Otherwise ``unknown``.
+                             register read on some path before any instruction wrote it
+                             (``semantics.ir.definedness.undefined_reads``), no ``trap``, no indirect
+                             branch, no CUDA ``assert()`` left unproved, no access the engine does not
+                             follow. Otherwise ``unknown``.
 
 The threads of the strict executor used here have no *quiet tails*: the race checker treats a
 thread whose remaining path has no barrier and no access as exited (it can take part in no race),
@@ -54,8 +56,9 @@ import z3
 from kverify.semantics.ir import gpuverify as gv
 from kverify.semantics.ir.nodes import Imm, where
 from kverify.semantics.ir.optable import ALIGNED_COLLECTIVE, aligned_barrier, space_of
-from kverify.semantics.ir.visit import is_indirect_call, reachable_instructions
-from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE
+from kverify.semantics.ir.definedness import undefined_reads
+from kverify.semantics.ir.visit import is_indirect_call, reachable_functions, reachable_instructions
+from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, UNINITIALIZED_REGISTER
 from kverify.symbolic import Executor, Unsupported, is_false, is_true, mk_and, mk_not, operand, row_of
 from kverify.symbolic.budget import SolverBudget
 from kverify.symbolic.families import handler
@@ -73,8 +76,8 @@ _BARRIERS = ("bar", "bar.warp.sync")
 #: what memory safety covers where the interpreter says it is not applicable (``check.SIZED_FROM_ACCESSES``)
 SIZED_WITHOUT_VALUES = ("not applicable: buffers sized to the kernel's own accesses: an out-of-bounds access "
                         "cannot show, for any parameter values (checked without values: no shared or local memory "
-                        "access, no global variable, no trap, no indirect branch, no call through a pointer that may hold no "
-                        "function, no failing assertion)")
+                        "access, no global variable, no register read before it is written, no trap, no indirect "
+                        "branch, no call through a pointer that may hold no function, no failing assertion)")
 
 
 class StrictExecutor(Executor):
@@ -406,6 +409,10 @@ def _memory(ctx, chk, scope, head) -> Obligation:
         elif gv.marker_of(i) == gv.ASSERTFAIL and ctx.assertions_status != "proved":
             problems.append((f"CUDA assert() at {where(i.loc)} aborts the launch when it fails, and the assertions "
                              "are not proved", i.loc))
+    for k in reachable_functions(module, ctx.kernel):
+        for reg, at in undefined_reads(k.body)[:1]:
+            problems.append((f"{reg} may be read at {where(at.loc)} before any instruction wrote it: an undefined "
+                             f"value ({UNINITIALIZED_REGISTER.id}) is followed only on a run, with values", at.loc))
     if problems:
         seen, uniq = set(), []
         for w, loc in problems:

@@ -42,6 +42,7 @@ from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, GenericOf, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
 from kverify.semantics.ir.nodes import where as _fmt_loc
+from .definedness import Shadow
 from kverify.semantics.ir.nodes import Addr
 from kverify.semantics.ir.types import Vector
 from kverify.semantics.ir.visit import RegisterWidths
@@ -122,6 +123,7 @@ class Machine(AccessMixin, MbarrierMixin):
         # happens-before trace (kverify audit's evidence, ``hbtrace.HBTrace``): None = off
         self.trace = None
         self.check = check_races
+        self.definedness = Shadow(self)
         self.funcs = {k.name: k for k in module.kernels}
         self.func_addr = function_addresses(module)
         self.func_at = {a: n for n, a in self.func_addr.items()}
@@ -617,6 +619,8 @@ class Machine(AccessMixin, MbarrierMixin):
                 if guarded:
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
+                    if w.undef or s.guard.reg.name not in w.regs:
+                        self.definedness.condition(w, s.guard.reg, mask, s, "guard")
                 self.steps += 1
                 row = s.row
                 if row is None:  # an opcode the op table does not know: opaque, never guessed at
@@ -646,11 +650,14 @@ class Machine(AccessMixin, MbarrierMixin):
                 # an access outside memory in a handler without its own check (mbarriers, ...) is the
                 # same out-of-bounds finding as a load's; the instruction has no further effect
                 try:
+                    tok = self.definedness.before(w, s, m)
                     r = h(self, w, s, m)
                     if r is not None:
                         yield from r
                     elif self._yields(s):
                         yield None
+                    if tok is not None:
+                        self.definedness.after(w, s, m, tok)
                 except Fault as f:
                     lane = f.lane if f.lane >= 0 else 0
                     self.report(BOUNDS.id, f"{f} ({self._thread(w, lane)} at {_fmt_loc(s.loc)})", [s.loc],
@@ -658,6 +665,8 @@ class Machine(AccessMixin, MbarrierMixin):
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)
+                if w.undef or s.cond.name not in w.regs:
+                    self.definedness.condition(w, s.cond, mask, s, "condition")
                 if s.negated:
                     c = ~c
                 mt, me = mask & c, mask & ~c

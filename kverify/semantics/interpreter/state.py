@@ -117,6 +117,8 @@ class Warp:
         self.tid = (t % bx, (t // bx) % by, t // (bx * by))
         self.linear_tid = t
         self.regs: dict[str, np.ndarray] = {}
+        self.undef: dict[str, np.ndarray] = {}  # register -> lanes whose value no instruction wrote (definedness)
+        self.undef_from: dict = {}  # register -> (the register, line) its undefined value derives from
         self.vc = np.zeros(0, np.int64)
         self.vc = tick(self.vc, agent)
         self.lane_order = LaneOrder()  # warp-synchronizing points among its lanes (hb)

@@ -84,6 +84,12 @@ DSMEM_AFTER_EXIT = Rule(
 UNINITIALIZED = Rule(
     "uninitialized", "§5.1 state spaces (shared and local memory are not initialized)", "state-spaces",
     "a read of shared or local memory no thread wrote before it")
+UNINITIALIZED_REGISTER = Rule(
+    "uninitialized.register", "§5.1.1 register state space (the ISA gives a register no initial value)",
+    "state-spaces",
+    "a value derived from a register no instruction wrote in that lane is stored to memory, or used as an address, a "
+    "guard or branch condition, or an operand of a synchronization or asynchronous operation: the hardware register "
+    "holds whatever earlier code left in it (the run reads it as 0)")
 DIV_BY_ZERO = Rule(
     "arith.div-by-zero", "§9.7.1.8 div, §9.7.1.9 rem", "integer-arithmetic-instructions-div",
     "an integer div or rem executed with a divisor of 0: its result is unspecified (machine-specific); the run "

@@ -12,6 +12,7 @@ import z3
 
 from kverify.launch.dtypes import lookup, np_dtype
 from kverify.semantics.ir.nodes import where as _loc
+from kverify.semantics.memory_model.execution import UNINITIALIZED_REGISTER
 from kverify.semantics.values.narrow import fp8_code
 
 from . import realterm as R
@@ -262,6 +263,17 @@ def _run(side, inputs):
 
     return run_kernel(side.module, side.kernel, side.spec, inputs={k: np.array(v, copy=True) for k, v in inputs.items()},
                       check=False)
+
+
+def undefined_output(side: str, run) -> str | None:
+    """Why a run's outputs are not what a GPU gives: it stored or used a value derived from a
+    register no instruction wrote (``uninitialized.register``; the interpreter read it as 0)."""
+    for f in getattr(run, "findings", ()):
+        if f.rule == UNINITIALIZED_REGISTER.id:
+            at = f" at {_loc(f.locs[0])}" if f.locs else ""
+            return (f"the {side} kernel's run uses a value derived from a register no instruction wrote "
+                    f"({UNINITIALIZED_REGISTER.id}{at}): a GPU need not give the output the interpreter computed")
+    return None
 
 
 def _values_differ(a, b, model):

@@ -214,7 +214,8 @@ def _call(m, w, ins, mask, callee, rets, args):
         new_params[r.name] = (off, np.zeros((32, max(size, 8)), np.uint8))
         m.param_off.setdefault(r.name, (off, size))
         off += 1 << 20
-    w.regs = {}
+    saved_undef = w.undef, w.undef_from
+    w.regs, w.undef, w.undef_from = {}, {}, {}
     w.params = new_params
     w.frames.append(callee.name)
     outer_ret = w.brk.get("<ret>")  # a call inside a called function keeps its caller's returns
@@ -232,6 +233,7 @@ def _call(m, w, ins, mask, callee, rets, args):
     w.frames.pop()
     callee_params = w.params
     w.regs, w.params = saved_regs, saved_params
+    w.undef, w.undef_from = saved_undef
     if rets is not None:
         for r, rv in zip(callee.rets, rets.elems):
             store, base = m.param_store(w, rv.name)
