@@ -402,3 +402,15 @@ def test_the_audit_run_sizes_the_buffers_the_launch_leaves_out_as_the_check_does
     assert doc["timeline"]["note"] == "deterministic schedule, run complete, 12 events"
     ev = row(doc, "two_kernels.cu:12")["evidence"][0]
     assert (ev["kind"], ev["conflict"], ev["other"]["line"]) == ("program-order", "read-after-write", "two_kernels.cu:11")
+
+
+def test_a_line_violated_by_no_race_does_not_say_the_run_found_one():
+    """The store of an accumulator nobody zeroed (uninitialized.register): its row is violated, and its
+    evidence says no earlier conflicting access was ordered before it, without the race remark."""
+    rc, out, _ = audit("tests/data/uninit_reg/uninit_reg.ptx", "--kernel", "dot_rows", "--launch",
+                       "tests/data/uninit_reg/dot_rows.json", "--format", "json")
+    assert rc == 1
+    r = row(json.loads(out), "uninit_reg.cu:13")
+    assert r["status"] == "violated" and {f["rule"] for f in r["findings"]} == {"uninitialized.register"}
+    assert r["evidence"][0] == {"kind": "no-conflict", "note": "no earlier conflicting access of the same bytes "
+                                "was ordered before it in the run"}

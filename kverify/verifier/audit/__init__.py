@@ -292,7 +292,8 @@ def build(module, kernel, spec, path, check_report, equiv_report=None, ref_path=
         elif trace is not None and not any(x["kind"] in PAIR_KINDS for x in r["evidence"]):
             r["evidence"].insert(0, {"kind": "no-conflict", "note": "no earlier conflicting access of the same "
                                      "bytes was ordered before it in the run" +
-                                     (" (the run found a race here: see the findings)" if r["findings"] else "")})
+                                     (" (the run found a race here: see the findings)"
+                                      if any(f["rule"].startswith("race.") for f in r["findings"]) else "")})
     for r in rows.values():
         for ob in sorted(r["obligations"]):
             o = by_id.get(ob)
