@@ -54,9 +54,9 @@ import time
 import z3
 
 from kverify.semantics.ir import gpuverify as gv
+from kverify.semantics.ir.definedness import undefined_reads
 from kverify.semantics.ir.nodes import Imm, where
 from kverify.semantics.ir.optable import ALIGNED_COLLECTIVE, aligned_barrier, space_of
-from kverify.semantics.ir.definedness import undefined_reads
 from kverify.semantics.ir.visit import is_indirect_call, reachable_functions, reachable_instructions
 from kverify.semantics.memory_model.execution import BARRIER_DIVERGENCE, UNINITIALIZED_REGISTER
 from kverify.symbolic import Executor, Unsupported, is_false, is_true, mk_and, mk_not, operand, row_of

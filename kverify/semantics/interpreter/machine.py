@@ -42,7 +42,6 @@ from kverify.semantics.ir import KernelError
 from kverify.semantics.ir.errors import Unsupported
 from kverify.semantics.ir.nodes import Block, Break, Continue, FImm, GenericOf, If, Imm, Instr, Loop, Neg, Reg, Sink, Sym
 from kverify.semantics.ir.nodes import where as _fmt_loc
-from .definedness import Shadow
 from kverify.semantics.ir.nodes import Addr
 from kverify.semantics.ir.types import Vector
 from kverify.semantics.ir.visit import RegisterWidths
@@ -54,6 +53,7 @@ from .accesses import AccessMixin, _atomic_result_used
 from .async_ops import AsyncOp
 from .handlers import HANDLERS
 from .deadlock import report_deadlock
+from .definedness import Shadow
 from .handlers.barriers import cluster_barrier_exit, complete_with_exited
 from .handlers.control import warpgroup_divergence
 from .hb import join, vget
