@@ -83,10 +83,7 @@ class Shadow:
         nothing is undefined and every destination was written before (the common case)."""
         s = self.sites.get(id(ins)) or self.site(ins)
         regs, undef = w.regs, w.undef
-        for n in s.every:
-            if n not in regs or n in undef:
-                break
-        else:
+        if regs.keys() >= s.every and (not undef or undef.keys().isdisjoint(s.every)):
             return None
         # undefined lanes outside the executing ones only (a register an elected lane wrote): the
         # destinations keep the flags of the lanes not written

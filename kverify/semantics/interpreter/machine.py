@@ -619,7 +619,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 if guarded:
                     g = self.pred(w, s.guard.reg)
                     m = mask & (~g if s.guard.negated else g)
-                    if w.undef or s.guard.reg.name not in w.regs:
+                    if s.guard.reg.name in w.undef or s.guard.reg.name not in w.regs:
                         self.definedness.condition(w, s.guard.reg, mask, s, "guard")
                 self.steps += 1
                 row = s.row
@@ -665,7 +665,7 @@ class Machine(AccessMixin, MbarrierMixin):
                 mask = mask & w.live
             elif t is If:
                 c = self.pred(w, s.cond)
-                if w.undef or s.cond.name not in w.regs:
+                if s.cond.name in w.undef or s.cond.name not in w.regs:
                     self.definedness.condition(w, s.cond, mask, s, "condition")
                 if s.negated:
                     c = ~c

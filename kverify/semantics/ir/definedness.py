@@ -45,7 +45,7 @@ class Sites:
     """What one instruction reads and writes, by the op table's operand slots: ``flow``, the
     registers whose undefined lanes flow into the results; ``sink``, the registers that must be
     defined (``kind`` names the use); ``dests``, the registers it writes; ``names``, every
-    register it reads (the fast test)."""
+    register it reads; ``every``, the set of them and the destinations (the fast test)."""
 
     __slots__ = ("flow", "sink", "dests", "names", "how", "every")
 
@@ -90,7 +90,7 @@ class Sites:
             else:
                 self.sink.extend(("operand", n) for n in _regs(op))
         self.names = tuple({n for _, n in self.flow + self.sink})
-        self.every = self.names + tuple(self.dests)
+        self.every = frozenset(self.names) | frozenset(self.dests)
 
 
 def _reads(ins):
