@@ -6,8 +6,8 @@ A register read before any instruction wrote it in that lane holds whatever the 
 register held (PTX ISA §5.1.1: a register has no initial value; ptxas maps it to a physical
 register that earlier code left as it was). The interpreter reads such a register as 0, so a run
 alone would take an uninitialized accumulator (``float acc; for (...) acc += ...;``) for a zeroed
-one and agree with the reference; compute-sanitizer's initcheck watches device memory, not
-registers.
+one and agree with the reference; compute-sanitizer's initcheck reports uninitialized accesses to
+global memory (its guide), not registers.
 
 Compilers read undefined registers legitimately (a value computed for lanes that never use it, a
 select that does not pick it, the accumulator of a ``wgmma`` whose scale-d is 0), so an undefined
