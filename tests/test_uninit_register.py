@@ -174,3 +174,23 @@ def test_a_wgmma_reads_its_accumulator_only_when_scale_d_is_set(tmp_path):
         got.append(sorted({(f.rule, f.locs[0].line) for f in r.findings}))
     assert got[0] == []
     assert got[1] == [(RULE, 21)]  # the first store of the accumulator (wgmma_fp8_f16.cu:21)
+
+
+def test_a_stmatrix_of_an_undefined_register_is_a_stored_value(tmp_path):
+    """tests/data/matrix_rows/ldsm_warp with the stmatrix's first source register renamed to one no
+    instruction wrote before it: ldmatrix/stmatrix are accesses, their registers a load's
+    destinations and a store's values (not a register exchange among the lanes)."""
+    import shutil
+
+    data = ROOT / "tests" / "data" / "matrix_rows"
+    shutil.copy(data / "ldsm_warp.cu", tmp_path / "ldsm_warp.cu")
+    spec = LaunchSpec.from_dict(json.loads((data / "launch_warp.json").read_text()))
+    text = (data / "ldsm_warp.ptx").read_text()
+    got = []
+    for t in (text, text.replace("[%r289], {%r285,", "[%r289], {%r290,")):
+        (tmp_path / "ldsm_warp.ptx").write_text(t)
+        m = load_module(str(tmp_path / "ldsm_warp.ptx"))
+        r = run_kernel(m, m.kernel("ldsm_warp"), spec)
+        got.append([(f.rule, f.locs[0].line, f.message.split(" that ")[0]) for f in r.findings])
+    assert got[0] == []
+    assert got[1] == [(RULE, 53, "stmatrix.sync.aligned.m8n8.x4.shared.b16 uses a stored value")]
