@@ -194,3 +194,13 @@ def test_a_stmatrix_of_an_undefined_register_is_a_stored_value(tmp_path):
         got.append([(f.rule, f.locs[0].line, f.message.split(" that ")[0]) for f in r.findings])
     assert got[0] == []
     assert got[1] == [(RULE, 53, "stmatrix.sync.aligned.m8n8.x4.shared.b16 uses a stored value")]
+
+
+@pytest.mark.parametrize("c, found", [(-0.0, False), (1.0, False), (-1.0, True), (float("nan"), True)])
+def test_slct_flows_the_operand_its_selector_picks(c, found):
+    """slct.s32.f32 d, a, b, c picks a when c >= 0 (-0.0 too) and b otherwise (NaN too); b is
+    undefined in lanes 16..31. A sign-bit test took -0.0 for b (a false alarm) and NaN for a (missed)."""
+    launch = {"grid": [1, 1, 1], "block": [32, 1, 1], "args": {"p_c": c},
+              "buffers": {"p_out": {"dtype": "int32", "shape": [32]}}}
+    got, _ = _run("sinks.ptx", "slct_pick", launch)
+    assert [(f.locs[0].ptx_line, "undefined in 16 lane(s)" in f.message) for f in got] == ([(114, True)] if found else [])

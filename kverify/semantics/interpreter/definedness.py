@@ -33,9 +33,13 @@ from __future__ import annotations
 import numpy as np
 
 from kverify.semantics.ir.definedness import Sites
-from kverify.semantics.ir.nodes import Neg, Reg, where
+from kverify.semantics.ir.nodes import where
 from kverify.semantics.memory_model.execution import UNINITIALIZED_REGISTER
+from kverify.semantics.values import evaluate, family_type, source_bits
 from kverify.semantics.values.collectives import shfl_source
+
+from .handlers.matrix import uniform_operand
+from .state import D, U64
 
 LANES = np.arange(32, dtype=np.int64)
 
@@ -125,11 +129,13 @@ class Shadow:
             c = by.get("c")
             if c is not None:
                 add(self.lanes(w, c), c)
-            sel = self.m.pred(w, ins.operands[3]) if s.how == "selp" else None
-            if sel is None and len(ins.operands) > 3:  # slct: c >= 0 selects a
-                v = np.asarray(self.m.val(w, ins.operands[3], 32)).astype(np.int64)
-                sel = np.broadcast_to(v < (1 << 31), (32,)) if "f32" not in ins.mods else \
-                    np.broadcast_to((v >> 31) == 0, (32,))
+            if s.how == "selp":
+                sel = self.m.pred(w, ins.operands[3])
+            else:  # slct: the value semantics' own choice, with a = 1 and b = 0
+                ty = family_type("slct", ins.types())
+                c = self.m.val(w, ins.operands[3], source_bits("slct", ty, ins.mods, 2))
+                sel = np.broadcast_to(np.asarray(evaluate(D, "slct", ty, frozenset(ins.mods), U64(1), U64(0), c))
+                                      != 0, (32,))
             for key, pick in (("a", sel), ("b", ~sel if sel is not None else None)):
                 n = by.get(key)
                 if n is not None:
@@ -152,13 +158,7 @@ class Shadow:
             return out, origin
         if s.how == "wgmma":  # the accumulator only when scale-d is set; A's registers in every lane
             rest = ins.operands[3:]
-            scale_d = True
-            if rest and isinstance(rest[0], (Reg, Neg)):
-                p = self.m.pred(w, rest[0].reg if isinstance(rest[0], Neg) else rest[0])
-                p = ~p if isinstance(rest[0], Neg) else p
-                scale_d = bool(np.asarray(p)[np.flatnonzero(mask)].any())
-            elif rest:
-                scale_d = bool(np.asarray(self.m.val(w, rest[0], 32)).reshape(-1)[0])
+            scale_d = bool(uniform_operand(self.m, w, rest[0])) if rest else True  # as the handler reads it
             for name, n in s.flow:
                 if name == "d" and not scale_d:
                     continue

@@ -53,7 +53,8 @@ def h_wgmma_wait(m, w, ins, mask):
     return group_wait(m, w, ins, "wgmma", cmd)
 
 
-def _imm(m, w, op):
+def uniform_operand(m, w, op):
+    """A warp-uniform scalar operand (wgmma's scale-d, imm-scale, imm-trans): its first lane's value."""
     v = m.val(w, op, 32) if not isinstance(op, Reg) or m.reg_width(op.name) != 1 else m.pred(w, op)
     v = np.asarray(v)
     return v.reshape(-1)[0] if v.ndim else v
@@ -72,25 +73,25 @@ def h_wgmma(m, w, ins, mask):
     a_op = ops[1]
     desc_b = int(np.broadcast_to(np.asarray(m.val(w, ops[2], 64), U64), (32,))[0])
     rest = ops[3:]
-    scale_d = bool(_imm(m, w, rest[0])) if rest else True
+    scale_d = bool(uniform_operand(m, w, rest[0])) if rest else True
     tys = ins.types()
     if len(tys) != 3 or tys[0] not in ("f32", "f16") or tys[1] not in WGMMA_FLOAT or tys[2] not in WGMMA_FLOAT:
         raise Unsupported(f"{ins.opcode}: only floating-point wgmma (.f32/.f16 accumulator; .f16, .bf16, .tf32, "
                           f".e4m3, .e5m2 operands) is modelled", ins)
     # imm-trans-a/b exist only for .f16/.bf16 operands (§9.7.15 wgmma.mma_async); fp8 and tf32 are K-major
     is_float = tys[1] in ("f16", "bf16", "tf32")
-    imm_a = int(_imm(m, w, rest[1])) if len(rest) > 1 else 1
-    imm_b = int(_imm(m, w, rest[2])) if len(rest) > 2 else 1
+    imm_a = int(uniform_operand(m, w, rest[1])) if len(rest) > 1 else 1
+    imm_b = int(uniform_operand(m, w, rest[2])) if len(rest) > 2 else 1
     a_regs = None
     if isinstance(a_op, VecOp):
         a_regs = [np.asarray(m.reg(w, e.name)).copy() for e in a_op.elems]
         tn_a = 0
-        tn_b = int(_imm(m, w, rest[3])) if len(rest) > 3 and is_float else 0
+        tn_b = int(uniform_operand(m, w, rest[3])) if len(rest) > 3 and is_float else 0
         desc_a = None
     else:
         desc_a = int(np.broadcast_to(np.asarray(m.val(w, a_op, 64), U64), (32,))[0])
-        tn_a = int(_imm(m, w, rest[3])) if len(rest) > 3 and is_float else 0
-        tn_b = int(_imm(m, w, rest[4])) if len(rest) > 4 and is_float else 0
+        tn_a = int(uniform_operand(m, w, rest[3])) if len(rest) > 3 and is_float else 0
+        tn_b = int(uniform_operand(m, w, rest[4])) if len(rest) > 4 and is_float else 0
     neg_a, neg_b = imm_a == -1 or imm_a == 0xFFFFFFFF, imm_b == -1 or imm_b == 0xFFFFFFFF
     wg = w.index // 4
     seq = w.wgmma_seq
