@@ -93,10 +93,9 @@ class Sites:
         self.every = frozenset(self.names) | frozenset(self.dests)
 
 
-def _reads(ins):
-    """The registers ``ins`` reads (its guard's included): the accumulator of a ``wgmma`` whose
-    scale-d is the immediate 0 is not read."""
-    s = Sites(ins)
+def _reads(ins, s):
+    """The registers ``ins`` (its ``Sites`` ``s``) reads, its guard's included: the accumulator of a
+    ``wgmma`` whose scale-d is the immediate 0 is not read."""
     names = [n for k, n in s.flow if not (k == "d" and _scale_d_off(ins))] + [n for _, n in s.sink]
     if ins.guard is not None and not ins.guard.reg.is_special:
         names.append(ins.guard.reg.name)
@@ -124,12 +123,13 @@ def undefined_reads(body) -> list:
                 return None
             t = type(s)
             if t is Instr:
+                sites = Sites(s)
                 if record:
-                    for n in _reads(s):
+                    for n in _reads(s, sites):
                         if n not in d:
                             found.setdefault((n, id(s)), (n, s))
                 if s.guard is None:
-                    d = d | set(Sites(s).dests)
+                    d = d | set(sites.dests)
             elif t is If:
                 if record and not s.cond.is_special and s.cond.name not in d:
                     found.setdefault((s.cond.name, id(s)), (s.cond.name, s))
